@@ -1,0 +1,332 @@
+package contracttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// Harness is what a driver's test gives Run: how to make queues, and what
+// the driver lacks.
+type Harness struct {
+	// New returns a new, empty queue isolated from every other queue New
+	// returns (for example a fresh table or database file), for one subtest.
+	// It registers its cleanup with t.Cleanup and fails t if it cannot.
+	// Run calls it from parallel subtests.
+	New func(t *testing.T) queue.Queue
+
+	// Tx, if set, returns a Pusher bound to a new transaction on q's store,
+	// with the functions that commit and roll it back (SQL drivers: a
+	// *sql.Tx view). Nil skips the transactional-enqueue checks.
+	Tx func(t *testing.T, q queue.Queue) (p queue.Pusher, commit, rollback func() error)
+
+	// Peer, if set, returns a second handle on q's store, opened as another
+	// process would open it (for SQL drivers, a new *sql.DB on the same
+	// database and table). Nil (single-process drivers such as memqueue)
+	// skips the cross-process checks.
+	Peer func(t *testing.T, q queue.Queue) queue.Queue
+
+	// Caps declares what the driver lacks.
+	Caps Capabilities
+}
+
+// Capabilities declares the parts of the contract a driver may lack or do
+// differently. The zero value claims everything: no check is skipped.
+// Optional interfaces (queue.BatchPusher, queue.Inspector, ...) need no
+// flag: Run detects them by type assertion and skips the checks of those a
+// queue does not implement.
+type Capabilities struct {
+	// NoDoneRetention, when not empty, says why the driver deletes acked
+	// jobs at once instead of keeping them in queue.StateDone for a while.
+	// The checks that list or get done jobs are skipped with this reason,
+	// and GetJob of an acked job must then return queue.ErrNotFound.
+	NoDoneRetention string
+
+	// TimePrecision is the coarsest resolution at which the driver stores
+	// times (AvailableAt, CreatedAt, lease expiries). Times are compared
+	// with this tolerance. Zero means one millisecond.
+	TimePrecision time.Duration
+}
+
+// Timing of the suite. Leases that must expire are short; leases that must
+// not are long; waits for something that must happen are bounded by
+// patience, which is far longer than any correct driver needs.
+const (
+	shortLease = 300 * time.Millisecond
+	longLease  = 5 * time.Minute
+	patience   = 10 * time.Second
+	pollEvery  = 10 * time.Millisecond
+)
+
+// Run runs the conformance suite against the driver that h makes. Call it
+// from one test of the driver's package:
+//
+//	func TestContract(t *testing.T) {
+//		contracttest.Run(t, contracttest.Harness{
+//			New: func(t *testing.T) queue.Queue { return memqueue.New() },
+//		})
+//	}
+//
+// Every check runs in a parallel subtest on its own queue from h.New, so
+// the driver's queues must be isolated from one another.
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("contracttest: Harness.New is nil")
+	}
+	s := &suite{h: h, tol: h.Caps.TimePrecision}
+	if s.tol <= 0 {
+		s.tol = time.Millisecond
+	}
+	t.Run("Push", s.testPush)
+	t.Run("Order", s.testOrder)
+	t.Run("Unique", s.testUnique)
+	t.Run("Reserve", s.testReserve)
+	t.Run("LenPurge", s.testLenPurge)
+	t.Run("Context", s.testContext)
+	t.Run("Lease", s.testLease)
+	t.Run("DeadLetters", s.testDeadLetters)
+	t.Run("Transaction", s.testTx)
+	t.Run("Peer", s.testPeer)
+	t.Run("BatchPusher", s.testBatchPusher)
+	t.Run("BatchAcker", s.testBatchAcker)
+	t.Run("Waiter", s.testWaiter)
+	t.Run("Inspector", s.testInspector)
+	t.Run("Pauser", s.testPauser)
+	t.Run("WorkerRegistry", s.testWorkerRegistry)
+}
+
+// suite carries the harness through the checks.
+type suite struct {
+	h   Harness
+	tol time.Duration
+}
+
+// check runs fn as a parallel subtest on a new queue.
+func (s *suite) check(t *testing.T, name string, fn func(t *testing.T, q queue.Queue)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		q := s.h.New(t)
+		if q == nil {
+			t.Fatal("contracttest: Harness.New returned nil")
+		}
+		fn(t, q)
+	})
+}
+
+var jobCounter atomic.Int64
+
+// newJob returns a job for queueName with a fresh ID, the name "contract"
+// and a small JSON payload that is different for every job.
+func newJob(queueName string) queue.Job {
+	n := jobCounter.Add(1)
+	return queue.Job{
+		ID:      queue.NewID(),
+		Queue:   queueName,
+		Name:    "contract",
+		Payload: fmt.Appendf(nil, `{"n":%d}`, n),
+	}
+}
+
+func push(t *testing.T, q queue.Pusher, j queue.Job) {
+	t.Helper()
+	if err := q.Push(t.Context(), j); err != nil {
+		t.Fatalf("Push(job %s, queue %q): %v", j.ID, j.Queue, err)
+	}
+}
+
+// pushN pushes n new jobs to queueName and returns them in push order.
+func pushN(t *testing.T, q queue.Pusher, queueName string, n int) []queue.Job {
+	t.Helper()
+	jobs := make([]queue.Job, n)
+	for i := range jobs {
+		jobs[i] = newJob(queueName)
+		push(t, q, jobs[i])
+	}
+	return jobs
+}
+
+func reserve(t *testing.T, q queue.Queue, queues []string, max int, lease time.Duration) []queue.Job {
+	t.Helper()
+	jobs, err := q.Reserve(t.Context(), queues, max, lease)
+	if err != nil {
+		t.Fatalf("Reserve(%q, %d): %v", queues, max, err)
+	}
+	if len(jobs) > max {
+		t.Fatalf("Reserve(%q, %d) returned %d jobs, more than max", queues, max, len(jobs))
+	}
+	return jobs
+}
+
+// reserveOne reserves from queueName and fails unless exactly one job, the
+// one with ID want (if want is not empty), comes back.
+func reserveOne(t *testing.T, q queue.Queue, queueName, want string, lease time.Duration) queue.Job {
+	t.Helper()
+	jobs := reserve(t, q, []string{queueName}, 10, lease)
+	if len(jobs) != 1 {
+		t.Fatalf("Reserve(%q) returned %d jobs %v, want 1", queueName, len(jobs), ids(jobs))
+	}
+	if want != "" && jobs[0].ID != want {
+		t.Fatalf("Reserve(%q) returned job %s, want %s", queueName, jobs[0].ID, want)
+	}
+	return jobs[0]
+}
+
+// expectNone fails if anything is reservable on queues.
+func expectNone(t *testing.T, q queue.Queue, queues ...string) {
+	t.Helper()
+	if jobs := reserve(t, q, queues, 10, longLease); len(jobs) != 0 {
+		t.Fatalf("Reserve(%q) returned jobs %v, want none", queues, ids(jobs))
+	}
+}
+
+// awaitReserve polls Reserve on queueName until it returns a job, and
+// fails after patience.
+func awaitReserve(t *testing.T, q queue.Queue, queueName string, lease time.Duration) queue.Job {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		jobs := reserve(t, q, []string{queueName}, 1, lease)
+		if len(jobs) == 1 {
+			return jobs[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no job became reservable on %q within %v", queueName, patience)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// awaitReserveNotBefore polls Reserve on queueName until it returns a job
+// and fails if that happens before notBefore (less the time tolerance):
+// the job was delivered early. It fails after patience. Only a job that
+// comes back is judged, so a slow machine cannot fail the check.
+func (s *suite) awaitReserveNotBefore(t *testing.T, q queue.Queue, queueName string, notBefore time.Time) queue.Job {
+	t.Helper()
+	j := awaitReserve(t, q, queueName, longLease)
+	if now := time.Now(); now.Before(notBefore.Add(-s.tol)) {
+		t.Fatalf("job %s reserved at %v, before %v", j.ID, now, notBefore)
+	}
+	return j
+}
+
+// eventually polls cond until it holds, and fails after patience.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %v", what, patience)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+func ack(t *testing.T, q queue.Queue, j queue.Job) {
+	t.Helper()
+	if err := q.Ack(t.Context(), j.Lease()); err != nil {
+		t.Fatalf("Ack(job %s): %v", j.ID, err)
+	}
+}
+
+func nack(t *testing.T, q queue.Queue, j queue.Job, at time.Time, reason string) {
+	t.Helper()
+	if err := q.Nack(t.Context(), j.Lease(), at, reason); err != nil {
+		t.Fatalf("Nack(job %s): %v", j.ID, err)
+	}
+}
+
+func fail(t *testing.T, q queue.Queue, j queue.Job, reason string) {
+	t.Helper()
+	if err := q.Fail(t.Context(), j.Lease(), reason); err != nil {
+		t.Fatalf("Fail(job %s): %v", j.ID, err)
+	}
+}
+
+func length(t *testing.T, q queue.Queue, queueName string) int {
+	t.Helper()
+	n, err := q.Len(t.Context(), queueName)
+	if err != nil {
+		t.Fatalf("Len(%q): %v", queueName, err)
+	}
+	return n
+}
+
+func wantLen(t *testing.T, q queue.Queue, queueName string, want int) {
+	t.Helper()
+	if n := length(t, q, queueName); n != want {
+		t.Fatalf("Len(%q) = %d, want %d", queueName, n, want)
+	}
+}
+
+func deadLetters(t *testing.T, q queue.Queue, queueName string, limit int) []queue.Job {
+	t.Helper()
+	jobs, err := q.DeadLetters(t.Context(), queueName, limit)
+	if err != nil {
+		t.Fatalf("DeadLetters(%q, %d): %v", queueName, limit, err)
+	}
+	return jobs
+}
+
+func ids(jobs []queue.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func sortedIDs(jobs []queue.Job) []string {
+	out := ids(jobs)
+	slices.Sort(out)
+	return out
+}
+
+func sorted(s ...string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// wantErr fails unless err matches target.
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: error %v, want one matching %v", what, err, target)
+	}
+}
+
+// near reports whether got is within tol of want.
+func (s *suite) near(got, want time.Time) bool {
+	d := got.Sub(want)
+	return d <= s.tol && d >= -s.tol
+}
+
+// wantTime fails unless got is want within the driver's time precision.
+func (s *suite) wantTime(t *testing.T, what string, got, want time.Time) {
+	t.Helper()
+	if !s.near(got, want) {
+		t.Fatalf("%s = %v, want %v (tolerance %v)", what, got, want, s.tol)
+	}
+}
+
+// wantBetween fails unless lo-tol <= got <= hi+tol.
+func (s *suite) wantBetween(t *testing.T, what string, got, lo, hi time.Time) {
+	t.Helper()
+	if got.Before(lo.Add(-s.tol)) || got.After(hi.Add(s.tol)) {
+		t.Fatalf("%s = %v, want between %v and %v (tolerance %v)", what, got, lo, hi, s.tol)
+	}
+}
+
+// cancelled returns a context that is already cancelled.
+func cancelled(t *testing.T) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	return ctx
+}

@@ -1,0 +1,628 @@
+package contracttest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// checkAs runs fn as a parallel subtest on a new queue that implements I,
+// and skips it with a reason when the driver does not implement I.
+func checkAs[I any](s *suite, t *testing.T, name string, fn func(t *testing.T, q queue.Queue, x I)) {
+	t.Helper()
+	s.check(t, name, func(t *testing.T, q queue.Queue) {
+		x, ok := q.(I)
+		if !ok {
+			t.Skipf("driver does not implement %s", reflect.TypeFor[I]())
+		}
+		fn(t, q, x)
+	})
+}
+
+// testPeer checks two handles on one store (Harness.Peer).
+func (s *suite) testPeer(t *testing.T) {
+	if s.h.Peer == nil {
+		t.Skip("Harness.Peer is nil: the driver is not shared by several processes")
+	}
+	s.check(t, "SharedStore", func(t *testing.T, q queue.Queue) {
+		p := s.h.Peer(t, q)
+		j := newJob("peer")
+		push(t, q, j)
+		r := reserveOne(t, p, "peer", j.ID, longLease)
+		expectNone(t, q, "peer")
+		ack(t, q, r) // a lease is the store's, not the handle's
+		wantLen(t, p, "peer", 0)
+	})
+	s.check(t, "ConcurrentReservers", func(t *testing.T, q queue.Queue) {
+		s.concurrentReservers(t, []queue.Queue{q, s.h.Peer(t, q)}, 240)
+	})
+}
+
+// testBatchPusher checks queue.BatchPusher.
+func (s *suite) testBatchPusher(t *testing.T) {
+	checkAs(s, t, "Duplicates", func(t *testing.T, q queue.Queue, bp queue.BatchPusher) {
+		held := newJob("bp")
+		held.UniqueKey = "held"
+		push(t, q, held)
+		dead := killJob(t, q, "bp-dead", "dead")
+
+		a, b, c, d, e, f, g, h := newJob("bp"), newJob("bp"), newJob("bp"), newJob("bp"), newJob("bp"), newJob("bp"), newJob("bp"), newJob("bp")
+		a.UniqueKey = "k1"
+		b.UniqueKey = "k2"
+		c.UniqueKey = "k1"   // duplicate of a, within the batch
+		d.UniqueKey = "held" // duplicate of a stored job's key
+		e.ID = held.ID       // an active job's ID
+		g.ID = a.ID          // duplicate ID within the batch
+		h.ID = dead.ID       // a dead letter's ID: revived
+		h.Payload = []byte("revived")
+		batch := []queue.Job{a, b, c, d, e, f, g, h}
+		stored, err := bp.PushMany(t.Context(), batch)
+		if err != nil {
+			t.Fatalf("PushMany: %v", err)
+		}
+		want := []bool{true, true, false, false, false, true, false, true}
+		if !slices.Equal(stored, want) {
+			t.Fatalf("PushMany stored = %v, want %v (a, b, dup key in batch, dup stored key, active ID, f, dup ID in batch, dead letter's ID)", stored, want)
+		}
+		wantLen(t, q, "bp", 5)
+		if dl := deadLetters(t, q, "", 10); len(dl) != 0 {
+			t.Fatalf("dead letters %v, want none after pushing the dead letter's ID", ids(dl))
+		}
+		got := reserve(t, q, []string{"bp"}, 10, longLease)
+		if want := []string{held.ID, a.ID, b.ID, f.ID, h.ID}; !slices.Equal(ids(got), want) {
+			t.Fatalf("reserved %v, want %v (insertion order, the batch in its own order)", ids(got), want)
+		}
+		if got[4].Attempts != 1 || string(got[4].Payload) != "revived" {
+			t.Fatalf("revived dead letter: Attempts %d, payload %q; want 1, %q", got[4].Attempts, got[4].Payload, "revived")
+		}
+	})
+
+	checkAs(s, t, "Large", func(t *testing.T, q queue.Queue, bp queue.BatchPusher) {
+		const n = 1500
+		jobs := make([]queue.Job, n)
+		for i := range jobs {
+			jobs[i] = newJob("big")
+			jobs[i].UniqueKey = fmt.Sprintf("key-%d", i)
+			jobs[i].Tags = []string{"bulk"}
+		}
+		stored, err := bp.PushMany(t.Context(), jobs)
+		if err != nil {
+			t.Fatalf("PushMany of %d jobs: %v", n, err)
+		}
+		if len(stored) != n || slices.Contains(stored, false) {
+			t.Fatalf("PushMany of %d new jobs stored %d of %d flags true", n, countTrue(stored), len(stored))
+		}
+		wantLen(t, q, "big", n)
+		// A retry of the same batch stores nothing: IDs and keys are held.
+		stored, err = bp.PushMany(t.Context(), jobs)
+		if err != nil || slices.Contains(stored, true) {
+			t.Fatalf("PushMany again: %d stored, err %v; want 0, nil", countTrue(stored), err)
+		}
+		seen := make(map[string]bool)
+		for len(seen) < n {
+			got := reserve(t, q, []string{"big"}, 500, longLease)
+			if len(got) == 0 {
+				t.Fatalf("only %d of %d jobs reservable", len(seen), n)
+			}
+			for _, j := range got {
+				if seen[j.ID] {
+					t.Fatalf("job %s reserved twice", j.ID)
+				}
+				seen[j.ID] = true
+			}
+		}
+	})
+
+	checkAs(s, t, "EmptyAndCancelled", func(t *testing.T, q queue.Queue, bp queue.BatchPusher) {
+		stored, err := bp.PushMany(t.Context(), nil)
+		if err != nil || len(stored) != 0 {
+			t.Fatalf("PushMany(nil) = %v, %v; want no flags, nil", stored, err)
+		}
+		_, err = bp.PushMany(cancelled(t), []queue.Job{newJob("bpc")})
+		wantErr(t, "PushMany with a cancelled context", err, context.Canceled)
+		wantLen(t, q, "bpc", 0)
+	})
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, v := range b {
+		if v {
+			n++
+		}
+	}
+	return n
+}
+
+// testBatchAcker checks queue.BatchAcker.
+func (s *suite) testBatchAcker(t *testing.T) {
+	checkAs(s, t, "LostLeases", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {
+		pushN(t, q, "ba", 4)
+		jobs := reserve(t, q, []string{"ba"}, 4, longLease)
+		if len(jobs) != 4 {
+			t.Fatalf("Reserve returned %d jobs, want 4", len(jobs))
+		}
+		ack(t, q, jobs[0])
+		wrong := queue.Lease{JobID: jobs[3].ID, Token: jobs[3].LeaseToken + "x"}
+		unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
+		leases := []queue.Lease{jobs[0].Lease(), jobs[1].Lease(), wrong, jobs[2].Lease(), unknown}
+		lost, err := ba.AckMany(t.Context(), leases)
+		if err != nil {
+			t.Fatalf("AckMany: %v", err)
+		}
+		key := func(l queue.Lease) string { return l.JobID + "/" + l.Token }
+		var gotLost []string
+		for _, l := range lost {
+			gotLost = append(gotLost, key(l))
+		}
+		slices.Sort(gotLost)
+		if want := sorted(key(jobs[0].Lease()), key(wrong), key(unknown)); !slices.Equal(gotLost, want) {
+			t.Fatalf("AckMany lost %v, want %v (already acked, wrong token, unknown job)", gotLost, want)
+		}
+		wantLen(t, q, "ba", 1) // jobs[3] is still held under its real lease
+		expectNone(t, q, "ba")
+		ack(t, q, jobs[3])
+
+		lost, err = ba.AckMany(t.Context(), nil)
+		if err != nil || len(lost) != 0 {
+			t.Fatalf("AckMany(nil) = %v, %v; want none, nil", lost, err)
+		}
+	})
+
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {
+		j := newJob("bac")
+		push(t, q, j)
+		r := reserveOne(t, q, "bac", j.ID, longLease)
+		_, err := ba.AckMany(cancelled(t), []queue.Lease{r.Lease()})
+		wantErr(t, "AckMany with a cancelled context", err, context.Canceled)
+		ack(t, q, r) // the lease is still current
+	})
+}
+
+// waitAsync runs Wait in a goroutine and returns a channel that receives
+// its result.
+func waitAsync(ctx context.Context, w queue.Waiter, queues []string, max time.Duration) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- w.Wait(ctx, queues, max) }()
+	return done
+}
+
+// within returns the value from ch, failing if none arrives in d.
+func within(t *testing.T, ch <-chan error, d time.Duration, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(d):
+		t.Fatalf("%s: Wait did not return within %v", what, d)
+		return nil
+	}
+}
+
+// testWaiter checks queue.Waiter.
+func (s *suite) testWaiter(t *testing.T) {
+	const long = time.Minute // a max Wait must not reach in these checks
+
+	checkAs(s, t, "PushWakes", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+		done := waitAsync(t.Context(), w, []string{"w-other", "w"}, long)
+		time.Sleep(100 * time.Millisecond) // let Wait block
+		push(t, q, newJob("w"))
+		if err := within(t, done, patience, "after a Push"); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+	})
+
+	checkAs(s, t, "ReadyReturnsAtOnce", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+		push(t, q, newJob("w"))
+		done := waitAsync(t.Context(), w, []string{"w"}, long)
+		if err := within(t, done, patience, "with a job ready"); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+	})
+
+	checkAs(s, t, "ReturnsAfterMax", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+		done := waitAsync(t.Context(), w, []string{"w"}, 200*time.Millisecond)
+		if err := within(t, done, patience, "on an empty queue"); err != nil {
+			t.Fatalf("Wait on an empty queue returned %v, want nil after max", err)
+		}
+	})
+
+	checkAs(s, t, "HonoursContext", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+		ctx, cancel := context.WithCancel(t.Context())
+		done := waitAsync(ctx, w, []string{"w"}, long)
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+		err := within(t, done, patience, "after cancel")
+		wantErr(t, "Wait after its context was cancelled", err, context.Canceled)
+		wantErr(t, "Wait with a cancelled context", w.Wait(cancelled(t), []string{"w"}, long), context.Canceled)
+	})
+}
+
+// testInspector checks queue.Inspector, and queue.RunObserver with it.
+func (s *suite) testInspector(t *testing.T) {
+	// states makes one job in each state on queue "st" and returns their
+	// IDs by state.
+	states := func(t *testing.T, q queue.Queue) map[queue.JobState]string {
+		out := make(map[queue.JobState]string)
+		done := newJob("st")
+		push(t, q, done)
+		ack(t, q, reserveOne(t, q, "st", done.ID, longLease))
+		out[queue.StateDone] = done.ID
+		out[queue.StateDead] = killJob(t, q, "st", "it died").ID
+		running := newJob("st")
+		push(t, q, running)
+		reserveOne(t, q, "st", running.ID, longLease)
+		out[queue.StateRunning] = running.ID
+		sched := newJob("st")
+		sched.AvailableAt = time.Now().Add(time.Hour)
+		push(t, q, sched)
+		out[queue.StateScheduled] = sched.ID
+		ready := newJob("st")
+		push(t, q, ready)
+		out[queue.StateReady] = ready.ID
+		return out
+	}
+
+	checkAs(s, t, "GetJob", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		byState := states(t, q)
+		for _, st := range queue.JobStates {
+			id := byState[st]
+			info, err := in.GetJob(t.Context(), id)
+			if st == queue.StateDone && s.h.Caps.NoDoneRetention != "" {
+				wantErr(t, "GetJob of an acked job (no retention)", err, queue.ErrNotFound)
+				continue
+			}
+			if err != nil {
+				t.Fatalf("GetJob(%s job): %v", st, err)
+			}
+			if info.ID != id || info.State != st || info.Queue != "st" || info.Name != "contract" {
+				t.Errorf("GetJob(%s job) = ID %s, State %s, Queue %q, Name %q; want %s, %s, st, contract", st, info.ID, info.State, info.Queue, info.Name, id, st)
+			}
+			if info.UpdatedAt.IsZero() || info.CreatedAt.IsZero() {
+				t.Errorf("GetJob(%s job): UpdatedAt %v, CreatedAt %v; want both set", st, info.UpdatedAt, info.CreatedAt)
+			}
+			finished := st == queue.StateDead || st == queue.StateDone
+			if finished == info.FinishedAt.IsZero() {
+				t.Errorf("GetJob(%s job): FinishedAt %v; want it set exactly for dead and done jobs", st, info.FinishedAt)
+			}
+			switch st {
+			case queue.StateDead:
+				if info.LastError != "it died" || info.Attempts != 1 {
+					t.Errorf("GetJob(dead job): LastError %q, Attempts %d; want %q, 1", info.LastError, info.Attempts, "it died")
+				}
+			case queue.StateRunning:
+				if info.Attempts != 1 || info.LeaseExpiresAt.IsZero() {
+					t.Errorf("GetJob(running job): Attempts %d, LeaseExpiresAt %v; want 1 and a lease expiry", info.Attempts, info.LeaseExpiresAt)
+				}
+			}
+		}
+		_, err := in.GetJob(t.Context(), queue.NewID())
+		wantErr(t, "GetJob of an unknown ID", err, queue.ErrNotFound)
+	})
+
+	checkAs(s, t, "ListJobsByState", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		byState := states(t, q)
+		push(t, q, newJob("st-other")) // filtered out by Queue
+		for _, st := range queue.JobStates {
+			if st == queue.StateDone && s.h.Caps.NoDoneRetention != "" {
+				continue
+			}
+			page, err := in.ListJobs(t.Context(), queue.JobFilter{State: st, Queue: "st"})
+			if err != nil {
+				t.Fatalf("ListJobs(%s): %v", st, err)
+			}
+			if len(page.Jobs) != 1 || page.Jobs[0].ID != byState[st] || page.Jobs[0].State != st || page.Next != "" {
+				t.Errorf("ListJobs(%s, queue st) = %+v, want the one %s job %s and no next page", st, page, st, byState[st])
+			}
+		}
+		page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady})
+		if err != nil || len(page.Jobs) != 2 {
+			t.Fatalf("ListJobs(ready, every queue) = %d jobs, %v; want 2, nil", len(page.Jobs), err)
+		}
+	})
+
+	checkAs(s, t, "ListJobsFilters", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		mk := func(name string, tags []string, payload string) string {
+			j := newJob("flt")
+			j.Name, j.Tags, j.Payload = name, tags, []byte(payload)
+			push(t, q, j)
+			return j.ID
+		}
+		ann := mk("Alpha", []string{"red", "blue"}, `{"user":"ann"}`)
+		bob := mk("Beta", []string{"red"}, `{"user":"bob"}`)
+		bob2 := mk("Alpha", nil, `{"user":"bobby"}`)
+		cases := []struct {
+			f    queue.JobFilter
+			want []string
+		}{
+			{queue.JobFilter{Name: "Alpha"}, []string{ann, bob2}},
+			{queue.JobFilter{Tag: "red"}, []string{ann, bob}},
+			{queue.JobFilter{Tag: "blue"}, []string{ann}},
+			{queue.JobFilter{Search: "bob"}, []string{bob, bob2}},
+			{queue.JobFilter{Name: "Alpha", Search: "bob"}, []string{bob2}},
+			{queue.JobFilter{Queue: "flt", Tag: "green"}, nil},
+			{queue.JobFilter{Queue: "elsewhere"}, nil},
+		}
+		for _, c := range cases {
+			c.f.State = queue.StateReady
+			page, err := in.ListJobs(t.Context(), c.f)
+			if err != nil {
+				t.Fatalf("ListJobs(%+v): %v", c.f, err)
+			}
+			var got []string
+			for _, j := range page.Jobs {
+				got = append(got, j.ID)
+			}
+			slices.Sort(got)
+			if want := sorted(c.want...); !slices.Equal(got, want) {
+				t.Errorf("ListJobs(%+v) = %v, want %v", c.f, got, want)
+			}
+		}
+	})
+
+	checkAs(s, t, "ListJobsPaging", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		const n = 57
+		pushed := make(map[string]bool)
+		for _, j := range pushN(t, q, "pg", n) {
+			pushed[j.ID] = true
+		}
+		pushN(t, q, "pg-other", 3)
+		first, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "pg"})
+		if err != nil || len(first.Jobs) != 50 || first.Next == "" {
+			t.Fatalf("ListJobs without a limit = %d jobs, next %q, %v; want the default page of 50 and a next page", len(first.Jobs), first.Next, err)
+		}
+		seen := make(map[string]bool)
+		f := queue.JobFilter{State: queue.StateReady, Queue: "pg", Limit: 8}
+		for pages := 0; ; pages++ {
+			if pages > n {
+				t.Fatal("ListJobs paging does not end")
+			}
+			page, err := in.ListJobs(t.Context(), f)
+			if err != nil {
+				t.Fatalf("ListJobs(%+v): %v", f, err)
+			}
+			if len(page.Jobs) > 8 {
+				t.Fatalf("page of %d jobs, want at most the limit 8", len(page.Jobs))
+			}
+			for _, j := range page.Jobs {
+				if !pushed[j.ID] || seen[j.ID] {
+					t.Fatalf("paging returned job %s (pushed to pg: %v, seen before: %v)", j.ID, pushed[j.ID], seen[j.ID])
+				}
+				seen[j.ID] = true
+			}
+			if page.Next == "" {
+				break
+			}
+			f.After = page.Next
+		}
+		if len(seen) != n {
+			t.Fatalf("paging covered %d jobs, want %d", len(seen), n)
+		}
+		// A cursor that no page gave must not crash the driver.
+		_, _ = in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, After: "\x00not a cursor'; --"})
+	})
+
+	checkAs(s, t, "QueueStats", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		states(t, q)
+		pushN(t, q, "st2", 2)
+		stats, err := in.QueueStats(t.Context())
+		if err != nil {
+			t.Fatalf("QueueStats: %v", err)
+		}
+		if !slices.IsSortedFunc(stats, func(a, b queue.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) }) {
+			t.Errorf("QueueStats not sorted by queue name: %+v", stats)
+		}
+		byName := make(map[string]queue.QueueStats)
+		for _, st := range stats {
+			byName[st.Queue] = st
+		}
+		st, ok := byName["st"]
+		if !ok {
+			t.Fatalf("QueueStats has no entry for queue st: %+v", stats)
+		}
+		if st.Ready.N != 1 || st.Scheduled.N != 1 || st.Running.N != 1 || st.Dead.N != 1 || st.Paused {
+			t.Errorf("QueueStats(st) = %+v, want 1 ready, 1 scheduled, 1 running, 1 dead, not paused", st)
+		}
+		if st2 := byName["st2"]; st2.Ready.N != 2 || st2.Running.N != 0 {
+			t.Errorf("QueueStats(st2) = %+v, want 2 ready", st2)
+		}
+	})
+
+	checkAs(s, t, "Metrics", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		obs, ok := q.(queue.RunObserver)
+		if !ok {
+			t.Skip("driver does not implement queue.RunObserver")
+		}
+		now := time.Now()
+		runs := []queue.RunRecord{
+			{Queue: "met", Name: "contract", Start: now, Runtime: 10 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: queue.OutcomeDone, Attempts: 1},
+			{Queue: "met", Name: "contract", Start: now, Runtime: 30 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: queue.OutcomeDone, Attempts: 1},
+			{Queue: "met", Name: "contract", Start: now, Runtime: 20 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: queue.OutcomeRetried, Attempts: 2},
+		}
+		for _, r := range runs {
+			obs.ObserveRun(r)
+		}
+		// Drivers may persist metrics with their next ack batch.
+		j := newJob("met")
+		push(t, q, j)
+		ack(t, q, reserveOne(t, q, "met", j.ID, longLease))
+
+		var sum queue.MetricPoint
+		eventually(t, "metrics of three observed runs", func() bool {
+			points, err := in.Metrics(t.Context(), now.Add(-5*time.Minute))
+			if err != nil {
+				t.Fatalf("Metrics: %v", err)
+			}
+			sum = queue.MetricPoint{}
+			for _, p := range points {
+				if p.Queue != "met" {
+					continue
+				}
+				if !p.Minute.Equal(p.Minute.Truncate(time.Minute)) {
+					t.Fatalf("metric point minute %v is not the start of a minute", p.Minute)
+				}
+				sum.Processed += p.Processed
+				sum.Failed += p.Failed
+				sum.TotalRuntime += p.TotalRuntime
+				sum.TotalWait += p.TotalWait
+				sum.MaxRuntime = max(sum.MaxRuntime, p.MaxRuntime)
+			}
+			return sum.Processed+sum.Failed >= 3
+		})
+		if sum.Processed != 2 || sum.Failed != 1 || sum.TotalRuntime != 60*time.Millisecond ||
+			sum.MaxRuntime != 30*time.Millisecond || sum.TotalWait != 15*time.Millisecond {
+			t.Errorf("metrics for met = %+v, want 2 processed, 1 failed, 60ms total and 30ms max runtime, 15ms wait", sum)
+		}
+		stats, err := in.QueueStats(t.Context())
+		if err != nil {
+			t.Fatalf("QueueStats: %v", err)
+		}
+		for _, st := range stats {
+			if st.Queue == "met" {
+				if st.Processed != 2 || st.Failed != 1 || st.MaxRuntime != 30*time.Millisecond || st.AvgRuntime != 20*time.Millisecond || st.Window <= 0 {
+					t.Errorf("QueueStats(met) = %+v, want 2 processed, 1 failed, 20ms average and 30ms max runtime, a window", st)
+				}
+				return
+			}
+		}
+		t.Errorf("QueueStats has no entry for queue met, which has metrics: %+v", stats)
+	})
+
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		ctx := cancelled(t)
+		_, err := in.QueueStats(ctx)
+		wantErr(t, "QueueStats with a cancelled context", err, context.Canceled)
+		_, err = in.Metrics(ctx, time.Now().Add(-time.Hour))
+		wantErr(t, "Metrics with a cancelled context", err, context.Canceled)
+		_, err = in.ListJobs(ctx, queue.JobFilter{State: queue.StateReady})
+		wantErr(t, "ListJobs with a cancelled context", err, context.Canceled)
+		_, err = in.GetJob(ctx, queue.NewID())
+		wantErr(t, "GetJob with a cancelled context", err, context.Canceled)
+	})
+}
+
+// testPauser checks queue.Pauser.
+func (s *suite) testPauser(t *testing.T) {
+	checkAs(s, t, "PauseResume", func(t *testing.T, q queue.Queue, p queue.Pauser) {
+		a, b := newJob("pa"), newJob("pb")
+		push(t, q, a)
+		push(t, q, b)
+		if err := p.Pause(t.Context(), "pa"); err != nil {
+			t.Fatalf("Pause: %v", err)
+		}
+		if err := p.Pause(t.Context(), "pa"); err != nil {
+			t.Fatalf("Pause of a paused queue: %v", err)
+		}
+		paused, err := p.Paused(t.Context())
+		if err != nil || !slices.Equal(paused, []string{"pa"}) {
+			t.Fatalf("Paused() = %v, %v; want [pa]", paused, err)
+		}
+		got := reserve(t, q, []string{"pa", "pb"}, 10, longLease)
+		if !slices.Equal(ids(got), []string{b.ID}) {
+			t.Fatalf("Reserve([pa pb]) with pa paused = %v, want only pb's job %s", ids(got), b.ID)
+		}
+		wantLen(t, q, "pa", 1) // pushes still count while paused
+		if err := p.Resume(t.Context(), "pa"); err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		if err := p.Resume(t.Context(), "never-paused"); err != nil {
+			t.Fatalf("Resume of a queue that is not paused: %v", err)
+		}
+		reserveOne(t, q, "pa", a.ID, longLease)
+		paused, err = p.Paused(t.Context())
+		if err != nil || len(paused) != 0 {
+			t.Fatalf("Paused() after Resume = %v, %v; want none", paused, err)
+		}
+		if in, ok := q.(queue.Inspector); ok {
+			if err := p.Pause(t.Context(), "pb"); err != nil {
+				t.Fatalf("Pause: %v", err)
+			}
+			stats, err := in.QueueStats(t.Context())
+			if err != nil {
+				t.Fatalf("QueueStats: %v", err)
+			}
+			for _, st := range stats {
+				if st.Queue == "pb" && !st.Paused {
+					t.Errorf("QueueStats(pb) not paused after Pause: %+v", st)
+				}
+			}
+		}
+	})
+
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, p queue.Pauser) {
+		ctx := cancelled(t)
+		wantErr(t, "Pause with a cancelled context", p.Pause(ctx, "pc"), context.Canceled)
+		wantErr(t, "Resume with a cancelled context", p.Resume(ctx, "pc"), context.Canceled)
+		_, err := p.Paused(ctx)
+		wantErr(t, "Paused with a cancelled context", err, context.Canceled)
+		paused, err := p.Paused(t.Context())
+		if err != nil || len(paused) != 0 {
+			t.Fatalf("Paused() = %v, %v after a cancelled Pause; want none", paused, err)
+		}
+	})
+}
+
+// testWorkerRegistry checks queue.WorkerRegistry.
+func (s *suite) testWorkerRegistry(t *testing.T) {
+	checkAs(s, t, "HeartbeatListDeregister", func(t *testing.T, q queue.Queue, wr queue.WorkerRegistry) {
+		started := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+		w2 := queue.WorkerInfo{ID: "worker-2", Host: "host-b", PID: 202, Queues: []string{"b"}, Concurrency: 4, StartedAt: started}
+		w1 := queue.WorkerInfo{ID: "worker-1", Host: "host-a", PID: 101, Queues: []string{"critical", "default"}, Concurrency: 16, StartedAt: started}
+		before := time.Now()
+		for _, w := range []queue.WorkerInfo{w2, w1} {
+			if err := wr.Heartbeat(t.Context(), w); err != nil {
+				t.Fatalf("Heartbeat(%s): %v", w.ID, err)
+			}
+		}
+		got, err := wr.Workers(t.Context())
+		if err != nil {
+			t.Fatalf("Workers: %v", err)
+		}
+		if len(got) != 2 || got[0].ID != "worker-1" || got[1].ID != "worker-2" {
+			t.Fatalf("Workers() = %+v, want worker-1 and worker-2 sorted by ID", got)
+		}
+		g := got[0]
+		if g.Host != w1.Host || g.PID != w1.PID || !slices.Equal(g.Queues, w1.Queues) || g.Concurrency != w1.Concurrency {
+			t.Errorf("Workers()[0] = %+v, want the fields of %+v", g, w1)
+		}
+		s.wantTime(t, "StartedAt", g.StartedAt, started)
+		s.wantBetween(t, "LastSeen", g.LastSeen, before, time.Now())
+
+		time.Sleep(5 * s.tol)
+		if err := wr.Heartbeat(t.Context(), w1); err != nil {
+			t.Fatalf("second Heartbeat: %v", err)
+		}
+		if err := wr.Deregister(t.Context(), "worker-2"); err != nil {
+			t.Fatalf("Deregister: %v", err)
+		}
+		got, err = wr.Workers(t.Context())
+		if err != nil || len(got) != 1 || got[0].ID != "worker-1" {
+			t.Fatalf("Workers() after Deregister = %+v, %v; want only worker-1", got, err)
+		}
+		if !got[0].LastSeen.After(g.LastSeen) {
+			t.Errorf("LastSeen %v not later than %v after a second heartbeat", got[0].LastSeen, g.LastSeen)
+		}
+		if err := wr.Deregister(t.Context(), "worker-unknown"); err != nil && !errors.Is(err, queue.ErrNotFound) {
+			t.Errorf("Deregister of an unknown worker: %v, want nil or ErrNotFound", err)
+		}
+	})
+
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, wr queue.WorkerRegistry) {
+		ctx := cancelled(t)
+		wantErr(t, "Heartbeat with a cancelled context", wr.Heartbeat(ctx, queue.WorkerInfo{ID: "w"}), context.Canceled)
+		wantErr(t, "Deregister with a cancelled context", wr.Deregister(ctx, "w"), context.Canceled)
+		_, err := wr.Workers(ctx)
+		wantErr(t, "Workers with a cancelled context", err, context.Canceled)
+		got, err := wr.Workers(t.Context())
+		if err != nil || len(got) != 0 {
+			t.Fatalf("Workers() = %+v, %v after a cancelled Heartbeat; want none", got, err)
+		}
+	})
+}

@@ -1,0 +1,148 @@
+package memqueue_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/memqueue"
+	"github.com/meridianjobs/meridian/queue"
+)
+
+var benchPayload = []byte(`{"user_id":42}`)
+
+// BenchmarkPushReserveAck measures one job's trip through the queue: Push,
+// Reserve of one job, Ack. It reports jobs/s.
+func BenchmarkPushReserveAck(b *testing.B) {
+	ctx := context.Background()
+	q := memqueue.New()
+	qs := []string{queue.DefaultQueue}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := q.Push(ctx, queue.Job{ID: queue.NewID(), Name: "bench", Payload: benchPayload}); err != nil {
+			b.Fatal(err)
+		}
+		jobs, err := q.Reserve(ctx, qs, 1, time.Minute)
+		if err != nil || len(jobs) != 1 {
+			b.Fatal(len(jobs), err)
+		}
+		if err := q.Ack(ctx, jobs[0].Lease()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkBatch measures the batched path the worker uses: PushMany of
+// 100 jobs, Reserve of 100, AckMany of 100. It reports jobs/s.
+func BenchmarkBatch(b *testing.B) {
+	const batch = 100
+	ctx := context.Background()
+	q := memqueue.New()
+	qs := []string{queue.DefaultQueue}
+	jobs := make([]queue.Job, batch)
+	leases := make([]queue.Lease, batch)
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		for i := range jobs {
+			jobs[i] = queue.Job{ID: queue.NewID(), Name: "bench", Payload: benchPayload}
+		}
+		if _, err := q.PushMany(ctx, jobs); err != nil {
+			b.Fatal(err)
+		}
+		got, err := q.Reserve(ctx, qs, batch, time.Minute)
+		if err != nil || len(got) != batch {
+			b.Fatal(len(got), err)
+		}
+		for i, j := range got {
+			leases[i] = j.Lease()
+		}
+		if lost, err := q.AckMany(ctx, leases); err != nil || len(lost) != 0 {
+			b.Fatal(lost, err)
+		}
+		n += batch
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkPushDeep measures Push onto a queue already holding 1,000,000
+// ready jobs (heap depth), with priorities spread.
+func BenchmarkPushDeep(b *testing.B) {
+	ctx := context.Background()
+	q := memqueue.New()
+	for i := range 1_000_000 {
+		_ = q.Push(ctx, queue.Job{ID: queue.NewID(), Priority: i % 5, Payload: benchPayload})
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if err := q.Push(ctx, queue.Job{ID: queue.NewID(), Priority: i % 5, Payload: benchPayload}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParallel measures Push, Reserve and Ack from GOMAXPROCS
+// goroutines contending for the one mutex.
+func BenchmarkParallel(b *testing.B) {
+	ctx := context.Background()
+	q := memqueue.New()
+	qs := []string{queue.DefaultQueue}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := q.Push(ctx, queue.Job{ID: queue.NewID(), Payload: benchPayload}); err != nil {
+				b.Error(err)
+				return
+			}
+			jobs, err := q.Reserve(ctx, qs, 1, time.Minute)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for _, j := range jobs {
+				if err := q.Ack(ctx, j.Lease()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkBurnDown measures Reserve and AckMany in batches of 100 from a
+// queue holding b.N ready jobs pushed beforehand (untimed), as the
+// worker's burn-down benchmark does. It reports jobs/s.
+func BenchmarkBurnDown(b *testing.B) {
+	const batch = 100
+	ctx := context.Background()
+	q := memqueue.New()
+	qs := []string{queue.DefaultQueue}
+	jobs := make([]queue.Job, b.N)
+	for i := range jobs {
+		jobs[i] = queue.Job{ID: queue.NewID(), Name: "bench", Payload: benchPayload}
+	}
+	if _, err := q.PushMany(ctx, jobs); err != nil {
+		b.Fatal(err)
+	}
+	leases := make([]queue.Lease, 0, batch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		got, err := q.Reserve(ctx, qs, batch, time.Minute)
+		if err != nil || len(got) == 0 {
+			b.Fatal(len(got), err)
+		}
+		leases = leases[:0]
+		for _, j := range got {
+			leases = append(leases, j.Lease())
+		}
+		if lost, err := q.AckMany(ctx, leases); err != nil || len(lost) != 0 {
+			b.Fatal(lost, err)
+		}
+		done += len(got)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}

@@ -1,0 +1,341 @@
+package memqueue
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// Page sizes of ListJobs.
+const (
+	defaultPageSize = 50
+	maxPageSize     = 500
+)
+
+// metricsWindow is how far back metrics are kept and QueueStats looks.
+const metricsWindow = time.Hour
+
+// metricBucket is one minute of one queue's metrics in a ring of 60.
+type metricBucket struct {
+	minute int64 // Unix minute the bucket holds; 0 when unused
+	point  queue.MetricPoint
+}
+
+// ObserveRun records r in its queue's per-minute metrics, which are kept
+// for the last hour. It never blocks on I/O.
+func (q *Queue) ObserveRun(r queue.RunRecord) {
+	name := r.Queue
+	if name == "" {
+		name = queue.DefaultQueue
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	start := r.Start
+	if start.IsZero() {
+		start = q.now()
+	}
+	minute := start.Unix() / 60
+	if minute <= q.now().Unix()/60-60 {
+		return // older than the window
+	}
+	nq := q.namedQueueLocked(name)
+	b := &nq.metrics[((minute%60)+60)%60]
+	if b.minute > minute {
+		return // the slot holds a newer minute
+	}
+	if b.minute != minute {
+		*b = metricBucket{minute: minute, point: queue.MetricPoint{Queue: name, Minute: time.Unix(minute*60, 0).UTC()}}
+	}
+	p := &b.point
+	if r.Outcome == queue.OutcomeDone {
+		p.Processed++
+	} else {
+		p.Failed++
+	}
+	p.TotalRuntime += r.Runtime
+	p.MaxRuntime = max(p.MaxRuntime, r.Runtime)
+	p.TotalWait += r.Wait
+}
+
+// liveBuckets calls fn for each of nq's buckets within the window ending at
+// nowMinute and starting no earlier than sinceMinute.
+func (nq *namedQueue) liveBuckets(nowMinute, sinceMinute int64, fn func(p queue.MetricPoint)) {
+	for _, b := range nq.metrics {
+		if b.minute == 0 || b.minute <= nowMinute-60 || b.minute < sinceMinute || b.minute > nowMinute {
+			continue
+		}
+		fn(b.point)
+	}
+}
+
+// QueueStats returns one entry per queue that has jobs (dead letters
+// included), is paused or has metrics in the last hour, sorted by name.
+// Counts are exact.
+func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: reading queue stats: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	nowMinute := now.Unix() / 60
+	var out []queue.QueueStats
+	for _, nq := range q.queues {
+		nq.promote(now.UnixNano(), now)
+		s := queue.QueueStats{
+			Queue:     nq.name,
+			Paused:    nq.paused,
+			Ready:     queue.Count{N: int64(nq.ready.len())},
+			Scheduled: queue.Count{N: int64(nq.scheduled.len())},
+			Running:   queue.Count{N: int64(nq.running.len())},
+			Dead:      queue.Count{N: int64(len(nq.dead))},
+			Window:    metricsWindow,
+		}
+		var runtime, wait time.Duration
+		var recent int64
+		recentFrom := now.Add(-queue.RateWindow).Truncate(time.Minute)
+		nq.liveBuckets(nowMinute, 0, func(p queue.MetricPoint) {
+			if !p.Minute.Before(recentFrom) {
+				recent += p.Processed
+			}
+			s.Processed += p.Processed
+			s.Failed += p.Failed
+			runtime += p.TotalRuntime
+			wait += p.TotalWait
+			s.MaxRuntime = max(s.MaxRuntime, p.MaxRuntime)
+		})
+		if runs := s.Processed + s.Failed; runs > 0 {
+			s.AvgRuntime = runtime / time.Duration(runs)
+			s.AvgWait = wait / time.Duration(runs)
+		}
+		s.JobsPerMinute = queue.PerMinute(recent, now)
+		if s.Ready.N+s.Scheduled.N+s.Running.N+s.Dead.N == 0 && !s.Paused && s.Processed+s.Failed == 0 {
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b queue.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+// Metrics returns the per-minute points of every queue from since's minute
+// to now (at most the last hour), oldest first and by queue name within a
+// minute. Minutes without runs have no point.
+func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: reading metrics: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	nowMinute := q.now().Unix() / 60
+	sinceMinute := since.Unix() / 60
+	var out []queue.MetricPoint
+	for _, nq := range q.queues {
+		nq.liveBuckets(nowMinute, sinceMinute, func(p queue.MetricPoint) { out = append(out, p) })
+	}
+	slices.SortFunc(out, func(a, b queue.MetricPoint) int {
+		if c := a.Minute.Compare(b.Minute); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Queue, b.Queue)
+	})
+	return out, nil
+}
+
+// ListJobs returns one page of jobs in f.State matching f, in insertion
+// order. Done jobs are the last WithRetention acked ones. Limit defaults to
+// 50 and is capped at 500. The cursor is opaque; a malformed one is an
+// error.
+func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: %w", err)
+	}
+	var after uint64
+	if f.After != "" {
+		n, err := strconv.ParseUint(f.After, 36, 64)
+		if err != nil {
+			return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: malformed cursor %q", f.After)
+		}
+		after = n
+	}
+	switch f.State {
+	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone:
+	default:
+		return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: unknown state %q", f.State)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	limit = min(limit, maxPageSize)
+	search := []byte(f.Search)
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	var match []*entry
+	keep := func(e *entry) {
+		if e.seq <= after || e.state != f.State ||
+			(f.Queue != "" && e.job.Queue != f.Queue) ||
+			(f.Name != "" && e.job.Name != f.Name) ||
+			(f.Tag != "" && !slices.Contains(e.job.Tags, f.Tag)) ||
+			(len(search) > 0 && !bytes.Contains(e.job.Payload, search)) {
+			return
+		}
+		match = append(match, e)
+	}
+	if f.State == queue.StateDone {
+		for _, e := range q.done {
+			keep(e)
+		}
+	} else {
+		for _, nq := range q.selectQueuesLocked(f.Queue) {
+			nq.promote(now.UnixNano(), now)
+			switch f.State {
+			case queue.StateReady:
+				nq.ready.each(keep)
+			case queue.StateScheduled:
+				for _, e := range nq.scheduled.items {
+					keep(e)
+				}
+			case queue.StateRunning:
+				for _, e := range nq.running.items {
+					keep(e)
+				}
+			case queue.StateDead:
+				for _, e := range nq.dead {
+					keep(e)
+				}
+			}
+		}
+	}
+	slices.SortFunc(match, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
+	var page queue.JobPage
+	if len(match) > limit {
+		match = match[:limit]
+		page.Next = strconv.FormatUint(match[limit-1].seq, 36)
+	}
+	page.Jobs = make([]queue.JobInfo, len(match))
+	for i, e := range match {
+		page.Jobs[i] = e.info()
+	}
+	return page, nil
+}
+
+func (e *entry) info() queue.JobInfo {
+	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt}
+}
+
+// GetJob returns the job id in whatever state it is (a done job only while
+// it is retained), or an error matching queue.ErrNotFound.
+func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.JobInfo{}, fmt.Errorf("memqueue: getting job %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.jobs[id]
+	if e == nil {
+		return queue.JobInfo{}, fmt.Errorf("memqueue: getting job %s: %w", id, queue.ErrNotFound)
+	}
+	now := q.now()
+	e.nq.promote(now.UnixNano(), now)
+	return e.info(), nil
+}
+
+// Pause stops Reserve from taking jobs of queueName until Resume. Pushes
+// are still accepted.
+func (q *Queue) Pause(ctx context.Context, queueName string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: pausing queue %s: %w", queueName, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.namedQueueLocked(queueName).paused = true
+	return nil
+}
+
+// Resume lets Reserve take jobs of queueName again and wakes its waiters.
+// Resuming a queue that is not paused does nothing.
+func (q *Queue) Resume(ctx context.Context, queueName string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: resuming queue %s: %w", queueName, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if nq := q.queues[queueName]; nq != nil && nq.paused {
+		nq.paused = false
+		nq.signal()
+	}
+	return nil
+}
+
+// Paused lists the paused queues, sorted.
+func (q *Queue) Paused(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: listing paused queues: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []string
+	for name, nq := range q.queues {
+		if nq.paused {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Heartbeat creates or refreshes the registry entry w.ID with LastSeen set
+// to now. Entries not refreshed for a minute are dropped.
+func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: recording heartbeat of worker %s: %w", w.ID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	w.Queues = slices.Clone(w.Queues)
+	w.LastSeen = q.now()
+	q.workers[w.ID] = w
+	return nil
+}
+
+// Deregister removes the registry entry id; removing an unknown entry does
+// nothing.
+func (q *Queue) Deregister(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: deregistering worker %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.workers, id)
+	return nil
+}
+
+// Workers lists the entries seen in the last minute, sorted by ID.
+func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: listing workers: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	cutoff := q.now().Add(-workerTTL)
+	var out []queue.WorkerInfo
+	for id, w := range q.workers {
+		if w.LastSeen.Before(cutoff) {
+			delete(q.workers, id)
+			continue
+		}
+		w.Queues = slices.Clone(w.Queues)
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b queue.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}

@@ -1,0 +1,660 @@
+package memqueue
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// DefaultRetention is how many acked jobs a Queue keeps, by default, for
+// inspection as StateDone.
+const DefaultRetention = 1000
+
+// workerTTL is how long a worker registry entry lives without a heartbeat.
+const workerTTL = time.Minute
+
+// Option configures a Queue.
+type Option func(*Queue)
+
+// WithRetention keeps the last n acked jobs so that inspection can list and
+// get them in StateDone; older ones are deleted. Zero keeps none; a negative
+// n is treated as zero. The default is DefaultRetention.
+func WithRetention(n int) Option {
+	return func(q *Queue) { q.retention = max(n, 0) }
+}
+
+// WithClock makes the queue read the time from now instead of time.Now. It
+// is meant for tests of time-based behaviour (delays, leases, metrics
+// windows). Wait still sleeps in real time, bounded by its max.
+func WithClock(now func() time.Time) Option {
+	return func(q *Queue) {
+		if now != nil {
+			q.now = now
+		}
+	}
+}
+
+// Queue is an in-memory queue.Queue. It implements every optional interface
+// of package queue: BatchPusher, BatchAcker, Waiter, RunObserver,
+// Inspector, Pauser and WorkerRegistry.
+//
+// All methods are safe for concurrent use by many goroutines. The zero
+// value is not usable; call New.
+type Queue struct {
+	mu     sync.Mutex
+	now    func() time.Time
+	seq    uint64 // insertion order
+	tokens uint64 // lease tokens handed out
+	deaths uint64 // dead-letterings, for "most recently failed first"
+
+	jobs   map[string]*entry // every ready, scheduled, running, dead and retained done job
+	queues map[string]*namedQueue
+
+	retention int
+	done      []*entry // ring of retained acked jobs
+	doneNext  int
+
+	workers map[string]queue.WorkerInfo
+}
+
+// entry is one stored job.
+type entry struct {
+	job        queue.Job
+	state      queue.JobState // "" once deleted or replaced
+	seq        uint64         // insertion order
+	avail      int64          // job.AvailableAt in Unix nanoseconds
+	at         int64          // time-heap key: AvailableAt (scheduled) or lease expiry (running)
+	idx        int            // index in the heap that holds it
+	deathSeq   uint64         // order of dead-lettering
+	nq         *namedQueue
+	updatedAt  time.Time
+	finishedAt time.Time
+}
+
+// namedQueue holds the jobs of one named queue.
+type namedQueue struct {
+	name      string
+	ready     readyQueue
+	scheduled jobHeap
+	running   jobHeap
+	unique    map[string]*entry // unique key -> active job
+	dead      map[string]*entry // ID -> dead letter
+	paused    bool
+	wake      chan struct{} // closed and cleared when a job may have become ready
+	metrics   [60]metricBucket
+}
+
+// New returns an empty queue.
+func New(opts ...Option) *Queue {
+	q := &Queue{
+		now:       time.Now,
+		jobs:      make(map[string]*entry),
+		queues:    make(map[string]*namedQueue),
+		retention: DefaultRetention,
+		workers:   make(map[string]queue.WorkerInfo),
+	}
+	for _, o := range opts {
+		o(q)
+	}
+	q.done = make([]*entry, 0, q.retention)
+	return q
+}
+
+// namedQueueLocked returns the named queue, creating it if needed.
+func (q *Queue) namedQueueLocked(name string) *namedQueue {
+	nq := q.queues[name]
+	if nq == nil {
+		nq = &namedQueue{
+			name:      name,
+			scheduled: jobHeap{byTime: true},
+			running:   jobHeap{byTime: true},
+			unique:    make(map[string]*entry),
+			dead:      make(map[string]*entry),
+		}
+		q.queues[name] = nq
+	}
+	return nq
+}
+
+// selectQueuesLocked returns the named queues that exist, or every queue
+// when name is empty.
+func (q *Queue) selectQueuesLocked(name string) []*namedQueue {
+	if name != "" {
+		if nq := q.queues[name]; nq != nil {
+			return []*namedQueue{nq}
+		}
+		return nil
+	}
+	out := make([]*namedQueue, 0, len(q.queues))
+	for _, nq := range q.queues {
+		out = append(out, nq)
+	}
+	return out
+}
+
+// promote moves scheduled jobs whose time has come and running jobs whose
+// lease has expired to the ready heap.
+func (nq *namedQueue) promote(now int64, at time.Time) {
+	for nq.scheduled.len() > 0 && nq.scheduled.items[0].at <= now {
+		e := nq.scheduled.pop()
+		e.state = queue.StateReady
+		nq.ready.push(e)
+	}
+	for nq.running.len() > 0 && nq.running.items[0].at <= now {
+		e := nq.running.pop()
+		e.state = queue.StateReady
+		e.job.LeaseToken = ""
+		e.job.LeaseExpiresAt = time.Time{}
+		e.updatedAt = at
+		nq.ready.push(e)
+	}
+}
+
+// nextDue returns the earliest time, in Unix nanoseconds, at which a job of
+// nq not yet ready may become ready, or limit if that is later.
+func (nq *namedQueue) nextDue(limit int64) int64 {
+	if nq.scheduled.len() > 0 {
+		limit = min(limit, nq.scheduled.items[0].at)
+	}
+	if nq.running.len() > 0 {
+		limit = min(limit, nq.running.items[0].at)
+	}
+	return limit
+}
+
+// signal wakes every Wait blocked on nq.
+func (nq *namedQueue) signal() {
+	if nq.wake != nil {
+		close(nq.wake)
+		nq.wake = nil
+	}
+}
+
+// Push stores j under Push's contract (see queue.Pusher). The payload is
+// copied; Tags and Meta are copied too, so the caller's values stay its own.
+func (q *Queue) Push(ctx context.Context, j queue.Job) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: pushing job: %w", err)
+	}
+	if j.ID == "" {
+		j.ID = queue.NewID()
+	}
+	q.mu.Lock()
+	err := q.pushLocked(j, q.now())
+	q.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("memqueue: pushing job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// pushLocked stores j. It returns a *queue.DuplicateError for a duplicate.
+func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
+	if j.ID == "" {
+		j.ID = queue.NewID()
+	}
+	old := q.jobs[j.ID]
+	if old != nil && isActive(old.state) {
+		return &queue.DuplicateError{ExistingID: old.job.ID}
+	}
+	j.Queue = j.QueueName()
+	nq := q.namedQueueLocked(j.Queue)
+	if j.UniqueKey != "" {
+		if holder := nq.unique[j.UniqueKey]; holder != nil {
+			return &queue.DuplicateError{ExistingID: holder.job.ID, UniqueKey: j.UniqueKey}
+		}
+	}
+	if old != nil {
+		// A dead letter (moved back by this push) or a retained done job
+		// (replaced by a new job with the same ID).
+		if old.state == queue.StateDead {
+			delete(old.nq.dead, old.job.ID)
+			if j.CreatedAt.IsZero() {
+				j.CreatedAt = old.job.CreatedAt
+			}
+		}
+		old.state = ""
+	}
+
+	j.Payload = bytes.Clone(j.Payload)
+	j.Tags = slices.Clone(j.Tags)
+	j.Meta = maps.Clone(j.Meta)
+	j.Attempts = 0
+	j.LeaseToken = ""
+	j.LeaseExpiresAt = time.Time{}
+	if j.CreatedAt.IsZero() {
+		j.CreatedAt = now
+	}
+	if j.AvailableAt.IsZero() {
+		j.AvailableAt = now
+	}
+	q.seq++
+	e := &entry{job: j, seq: q.seq, avail: nanos(j.AvailableAt), nq: nq, updatedAt: now}
+	q.jobs[j.ID] = e
+	if j.UniqueKey != "" {
+		nq.unique[j.UniqueKey] = e
+	}
+	q.enqueueLocked(e, now.UnixNano())
+	return nil
+}
+
+// enqueueLocked puts e on its queue's ready or scheduled heap by its
+// AvailableAt and wakes waiters.
+func (q *Queue) enqueueLocked(e *entry, now int64) {
+	nq := e.nq
+	if e.avail <= now {
+		e.state = queue.StateReady
+		nq.ready.push(e)
+	} else {
+		e.state = queue.StateScheduled
+		e.at = e.avail
+		nq.scheduled.push(e)
+	}
+	nq.signal()
+}
+
+func isActive(s queue.JobState) bool {
+	return s == queue.StateReady || s == queue.StateScheduled || s == queue.StateRunning
+}
+
+// PushMany stores jobs with Push's rules in one critical section. stored[i]
+// is false for a job skipped as a duplicate, including a duplicate of an
+// earlier job in the same batch. A job without an ID is given one.
+func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: pushing %d jobs: %w", len(jobs), err)
+	}
+	stored := make([]bool, len(jobs))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	for i := range jobs {
+		stored[i] = q.pushLocked(jobs[i], now) == nil
+	}
+	return stored, nil
+}
+
+var defaultQueues = []string{queue.DefaultQueue}
+
+// Reserve leases up to max ready jobs from queues (see queue.Queue). Jobs of
+// several queues are merged in one order: priority, then AvailableAt, then
+// insertion. Paused queues are skipped. A max below 1 reserves nothing; a
+// lease of zero or less expires at once.
+//
+// The returned jobs share their Payload, Tags and Meta with the stored job;
+// callers must not modify them.
+func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: reserving jobs: %w", err)
+	}
+	if max < 1 {
+		return nil, nil
+	}
+	if len(queues) == 0 {
+		queues = defaultQueues
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	nowN := now.UnixNano()
+
+	var buf [8]*namedQueue
+	nqs := buf[:0]
+	ready := 0
+	for _, name := range queues {
+		nq := q.queues[name]
+		if nq == nil || nq.paused || slices.Contains(nqs, nq) {
+			continue
+		}
+		nq.promote(nowN, now)
+		if nq.ready.len() > 0 {
+			nqs = append(nqs, nq)
+			ready += nq.ready.len()
+		}
+	}
+	if ready == 0 {
+		return nil, nil
+	}
+	out := make([]queue.Job, 0, min(max, ready))
+	expires := now.Add(lease)
+	expiresN := nanos(expires)
+	for len(out) < max {
+		var best *namedQueue
+		var bestEntry *entry
+		for _, nq := range nqs {
+			e := nq.ready.peek()
+			if e != nil && (bestEntry == nil || readyLess(e, bestEntry)) {
+				best, bestEntry = nq, e
+			}
+		}
+		if best == nil {
+			break
+		}
+		e := best.ready.pop()
+		q.tokens++
+		e.state = queue.StateRunning
+		e.job.Attempts++
+		e.job.LeaseToken = strconv.FormatUint(q.tokens, 36)
+		e.job.LeaseExpiresAt = expires
+		e.at = expiresN
+		e.updatedAt = now
+		best.running.push(e)
+		out = append(out, e.job)
+	}
+	return out, nil
+}
+
+// leasedLocked returns the running job under l, or nil if l is not its
+// current, unexpired lease. A lease that has expired is lost even before
+// the job is reserved again.
+func (q *Queue) leasedLocked(l queue.Lease, now int64) *entry {
+	e := q.jobs[l.JobID]
+	if e == nil || e.state != queue.StateRunning || e.job.LeaseToken != l.Token || e.at <= now {
+		return nil
+	}
+	return e
+}
+
+// Ack marks the job under l as done. The job is kept for inspection among
+// the last WithRetention acked jobs, then deleted. It returns an error
+// matching queue.ErrLeaseLost if l is not the job's current lease.
+func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: acking job %s: %w", l.JobID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	e := q.leasedLocked(l, now.UnixNano())
+	if e == nil {
+		return fmt.Errorf("memqueue: acking job %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	q.finishLocked(e, now)
+	return nil
+}
+
+// AckMany acks every lease it can in one critical section and returns the
+// leases that were no longer current. It fails as a whole only for ctx.
+func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: acking %d jobs: %w", len(leases), err)
+	}
+	var lost []queue.Lease
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	nowN := now.UnixNano()
+	for _, l := range leases {
+		e := q.leasedLocked(l, nowN)
+		if e == nil {
+			lost = append(lost, l)
+			continue
+		}
+		q.finishLocked(e, now)
+	}
+	return lost, nil
+}
+
+// finishLocked moves the running job e to the done ring.
+func (q *Queue) finishLocked(e *entry, now time.Time) {
+	nq := e.nq
+	nq.running.remove(e.idx)
+	q.releaseKeyLocked(e)
+	e.state = queue.StateDone
+	e.job.LeaseToken = ""
+	e.job.LeaseExpiresAt = time.Time{}
+	e.updatedAt = now
+	e.finishedAt = now
+	if q.retention == 0 {
+		e.state = ""
+		delete(q.jobs, e.job.ID)
+		return
+	}
+	if len(q.done) < q.retention {
+		q.done = append(q.done, e)
+		return
+	}
+	old := q.done[q.doneNext]
+	if old.state == queue.StateDone && q.jobs[old.job.ID] == old {
+		old.state = ""
+		delete(q.jobs, old.job.ID)
+	}
+	q.done[q.doneNext] = e
+	q.doneNext = (q.doneNext + 1) % q.retention
+}
+
+// releaseKeyLocked frees e's unique key if e holds it.
+func (q *Queue) releaseKeyLocked(e *entry) {
+	if k := e.job.UniqueKey; k != "" && e.nq.unique[k] == e {
+		delete(e.nq.unique, k)
+	}
+}
+
+// Nack releases the job under l for another attempt at retryAt (now if
+// retryAt is zero or past), recording reason as its LastError; the job's
+// AvailableAt becomes that time. It returns an error matching
+// queue.ErrLeaseLost if l is not the job's current lease.
+func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: nacking job %s: %w", l.JobID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	nowN := now.UnixNano()
+	e := q.leasedLocked(l, nowN)
+	if e == nil {
+		return fmt.Errorf("memqueue: nacking job %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	e.nq.running.remove(e.idx)
+	if retryAt.IsZero() || nanos(retryAt) < nowN {
+		retryAt = now
+	}
+	e.job.AvailableAt = retryAt
+	e.avail = nanos(retryAt)
+	e.job.LastError = reason
+	e.job.LeaseToken = ""
+	e.job.LeaseExpiresAt = time.Time{}
+	e.updatedAt = now
+	q.enqueueLocked(e, nowN)
+	return nil
+}
+
+// Fail moves the job under l to the dead letters with reason as its
+// LastError, freeing its unique key. It returns an error matching
+// queue.ErrLeaseLost if l is not the job's current lease.
+func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: failing job %s: %w", l.JobID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	e := q.leasedLocked(l, now.UnixNano())
+	if e == nil {
+		return fmt.Errorf("memqueue: failing job %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	nq := e.nq
+	nq.running.remove(e.idx)
+	q.releaseKeyLocked(e)
+	q.deaths++
+	e.state = queue.StateDead
+	e.deathSeq = q.deaths
+	e.job.LastError = reason
+	e.job.LeaseToken = ""
+	e.job.LeaseExpiresAt = time.Time{}
+	e.updatedAt = now
+	e.finishedAt = now
+	nq.dead[e.job.ID] = e
+	return nil
+}
+
+// Extend sets the expiry of lease l to now plus d. It returns an error
+// matching queue.ErrLeaseLost if l is not the job's current lease.
+func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: extending lease of job %s: %w", l.JobID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	e := q.leasedLocked(l, now.UnixNano())
+	if e == nil {
+		return fmt.Errorf("memqueue: extending lease of job %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	e.job.LeaseExpiresAt = now.Add(d)
+	e.at = nanos(e.job.LeaseExpiresAt)
+	e.updatedAt = now
+	e.nq.running.fix(e.idx)
+	return nil
+}
+
+// maxDeadPage caps one DeadLetters call.
+const maxDeadPage = 1000
+
+// DeadLetters lists up to limit dead letters of queueName ("" for every
+// queue), most recently failed first. A limit below 1 or above 1000 is
+// taken as 1000, as in sqlqueue.
+func (q *Queue) DeadLetters(ctx context.Context, queueName string, limit int) ([]queue.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: listing dead letters: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var dead []*entry
+	for _, nq := range q.selectQueuesLocked(queueName) {
+		for _, e := range nq.dead {
+			dead = append(dead, e)
+		}
+	}
+	slices.SortFunc(dead, func(a, b *entry) int { return cmp.Compare(b.deathSeq, a.deathSeq) })
+	if limit < 1 || limit > maxDeadPage {
+		limit = maxDeadPage
+	}
+	if len(dead) > limit {
+		dead = dead[:limit]
+	}
+	out := make([]queue.Job, len(dead))
+	for i, e := range dead {
+		out[i] = e.job
+	}
+	return out, nil
+}
+
+// RetryDead moves the dead letter id back to ready, available now, with
+// its attempts reset to zero; its LastError is kept. It returns an error
+// matching queue.ErrNotFound if id is not a dead letter, and one matching
+// queue.ErrDuplicate (leaving it dead) if its unique key is now held by
+// another active job.
+func (q *Queue) RetryDead(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: retrying dead letter %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.jobs[id]
+	if e == nil || e.state != queue.StateDead {
+		return fmt.Errorf("memqueue: retrying dead letter %s: %w", id, queue.ErrNotFound)
+	}
+	nq := e.nq
+	if k := e.job.UniqueKey; k != "" {
+		if holder := nq.unique[k]; holder != nil {
+			return fmt.Errorf("memqueue: retrying dead letter %s: %w", id,
+				&queue.DuplicateError{ExistingID: holder.job.ID, UniqueKey: k})
+		}
+		nq.unique[k] = e
+	}
+	delete(nq.dead, id)
+	now := q.now()
+	e.job.Attempts = 0
+	e.job.AvailableAt = now
+	e.avail = now.UnixNano()
+	e.updatedAt = now
+	e.finishedAt = time.Time{}
+	q.enqueueLocked(e, e.avail)
+	return nil
+}
+
+// ForgetDead deletes the dead letter id. It returns an error matching
+// queue.ErrNotFound if id is not a dead letter.
+func (q *Queue) ForgetDead(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: forgetting dead letter %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.jobs[id]
+	if e == nil || e.state != queue.StateDead {
+		return fmt.Errorf("memqueue: forgetting dead letter %s: %w", id, queue.ErrNotFound)
+	}
+	delete(e.nq.dead, id)
+	delete(q.jobs, id)
+	e.state = ""
+	return nil
+}
+
+// FlushDead deletes every dead letter of queueName ("" for every queue) and
+// reports how many it deleted.
+func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memqueue: flushing dead letters: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, nq := range q.selectQueuesLocked(queueName) {
+		for id, e := range nq.dead {
+			delete(q.jobs, id)
+			e.state = ""
+			n++
+		}
+		clear(nq.dead)
+	}
+	return n, nil
+}
+
+// Len reports how many jobs of queueName ("" for every queue) are ready,
+// scheduled or running.
+func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memqueue: counting jobs: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, nq := range q.selectQueuesLocked(queueName) {
+		n += nq.ready.len() + nq.scheduled.len() + nq.running.len()
+	}
+	return n, nil
+}
+
+// Purge deletes the ready and scheduled jobs of queueName ("" for every
+// queue), including jobs whose lease has expired, and reports how many it
+// deleted. Jobs under an unexpired lease and dead letters are left alone.
+func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memqueue: purging jobs: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	n := 0
+	for _, nq := range q.selectQueuesLocked(queueName) {
+		nq.promote(now.UnixNano(), now)
+		for _, e := range append(nq.ready.clear(), nq.scheduled.clear()...) {
+			q.releaseKeyLocked(e)
+			delete(q.jobs, e.job.ID)
+			e.state = ""
+			n++
+		}
+	}
+	return n, nil
+}

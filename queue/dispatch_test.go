@@ -1,0 +1,228 @@
+package queue_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/memqueue"
+	"github.com/meridianjobs/meridian/queue"
+)
+
+type namedJob struct{ N int }
+
+func (namedJob) JobName() string { return "reports.nightly" }
+
+type ptrNamed struct{}
+
+func (*ptrNamed) JobName() string { return "by-pointer" }
+
+func TestNameOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		got, want string
+	}{
+		{queue.NameOf[Greet](), "Greet"},
+		{queue.NameOf[*Greet](), "Greet"},
+		{queue.NameOf[namedJob](), "reports.nightly"},
+		{queue.NameOf[ptrNamed](), "by-pointer"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("NameOf = %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestNewJobOptions(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	j, err := queue.NewJob(Greet{Name: "x"},
+		queue.OnQueue("mail"), queue.At(at), queue.Priority(7), queue.Unique("k"),
+		queue.MaxAttempts(9), queue.Timeout(time.Minute), queue.Tags("a", "b"), queue.Meta("trace", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g Greet
+	if err := json.Unmarshal(j.Payload, &g); err != nil || g.Name != "x" {
+		t.Fatalf("payload %s: %v", j.Payload, err)
+	}
+	if j.ID == "" || j.Name != "Greet" || j.Queue != "mail" || !j.AvailableAt.Equal(at) || j.Priority != 7 ||
+		j.UniqueKey != "k" || j.MaxAttempts != 9 || j.Timeout != time.Minute ||
+		len(j.Tags) != 2 || j.Meta["trace"] != "t1" {
+		t.Fatalf("job = %+v", j)
+	}
+	d, _ := queue.NewJob(Greet{})
+	if d.Queue != queue.DefaultQueue {
+		t.Fatalf("default queue = %q", d.Queue)
+	}
+	if _, err := queue.NewJob(make(chan int)); err == nil {
+		t.Fatal("encoding a channel did not fail")
+	}
+}
+
+func TestNewIDUniqueAndOrdered(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	prev := ""
+	for range 1000 {
+		id := queue.NewID()
+		if len(id) != 32 || seen[id] {
+			t.Fatalf("bad or repeated id %q", id)
+		}
+		seen[id] = true
+		if prev != "" && id[:12] < prev[:12] {
+			t.Fatalf("ids not time-ordered: %s after %s", id, prev)
+		}
+		prev = id
+	}
+}
+
+func TestDispatchUniqueDuplicate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := memqueue.New()
+	id, dup, err := queue.Enqueue(ctx, q, Greet{}, queue.Unique("greet:1"))
+	if err != nil || dup || id == "" {
+		t.Fatalf("first Enqueue = %q, %v, %v", id, dup, err)
+	}
+	if err := queue.Dispatch(ctx, q, Greet{}, queue.Unique("greet:1")); err != nil {
+		t.Fatalf("Dispatch of a duplicate = %v, want nil", err)
+	}
+	id2, dup, err := queue.Enqueue(ctx, q, Greet{}, queue.Unique("greet:1"))
+	if err != nil || !dup {
+		t.Fatalf("second Enqueue = %q, %v, %v; want a duplicate", id2, dup, err)
+	}
+	var de *queue.DuplicateError
+	if err := q.Push(ctx, queue.Job{Name: "Greet", UniqueKey: "greet:1"}); !errors.Is(err, queue.ErrDuplicate) {
+		t.Fatalf("Push duplicate = %v, want ErrDuplicate", err)
+	} else if errors.As(err, &de) && de.ExistingID != "" && de.ExistingID != id {
+		t.Fatalf("DuplicateError names %s, want %s", de.ExistingID, id)
+	}
+	if n := length(t, q); n != 1 {
+		t.Fatalf("Len = %d, want 1", n)
+	}
+}
+
+func TestDispatchMany(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := memqueue.New()
+	vs := make([]Greet, 1000)
+	n, err := queue.DispatchMany(ctx, q, vs, queue.OnQueue("bulk"))
+	if err != nil || n != 1000 {
+		t.Fatalf("DispatchMany = %d, %v", n, err)
+	}
+	if got, _ := q.Len(ctx, "bulk"); got != 1000 {
+		t.Fatalf("Len(bulk) = %d", got)
+	}
+}
+
+func TestDispatchAfterAndAt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := memqueue.New()
+	if err := queue.DispatchAfter(ctx, q, Greet{}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.DispatchAt(ctx, q, Greet{}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Reserve(ctx, nil, 10, time.Minute)
+	if err != nil || len(jobs) != 0 {
+		t.Fatalf("delayed jobs delivered early: %v, %v", jobs, err)
+	}
+}
+
+func TestBackoffPolicies(t *testing.T) {
+	t.Parallel()
+	s := time.Second
+	tests := []struct {
+		name    string
+		p       queue.BackoffPolicy
+		attempt int
+		lo, hi  time.Duration
+	}{
+		{"fixed", queue.Fixed(3 * s), 7, 3 * s, 3 * s},
+		{"delays first", queue.Delays(s, 5*s, 10*s), 1, s, s},
+		{"delays second", queue.Delays(s, 5*s, 10*s), 2, 5 * s, 5 * s},
+		{"delays last repeats", queue.Delays(s, 5*s, 10*s), 9, 10 * s, 10 * s},
+		{"delays empty", queue.Delays(), 3, 0, 0},
+		{"exponential first", queue.Exponential(s, time.Hour), 1, s / 2, s},
+		{"exponential grows", queue.Exponential(s, time.Hour), 4, 4 * s, 8 * s},
+		{"exponential capped", queue.Exponential(s, 10*s), 30, 5 * s, 10 * s},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for range 50 {
+				d := tc.p.Backoff(tc.attempt)
+				if d < tc.lo || d > tc.hi {
+					t.Fatalf("Backoff(%d) = %s, want in [%s, %s]", tc.attempt, d, tc.lo, tc.hi)
+				}
+			}
+		})
+	}
+}
+
+func TestPermanent(t *testing.T) {
+	t.Parallel()
+	base := errors.New("bad input")
+	p := queue.Permanent(base)
+	if !queue.IsPermanent(p) || !errors.Is(p, base) || queue.IsPermanent(base) || queue.Permanent(nil) != nil {
+		t.Fatal("Permanent does not wrap as documented")
+	}
+}
+
+func TestCountString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		c    queue.Count
+		want string
+	}{
+		{queue.Count{N: 0}, "0"},
+		{queue.Count{N: 999}, "999"},
+		{queue.Count{N: 1000}, "1,000"},
+		{queue.Count{N: 10000, More: true}, "10,000+"},
+		{queue.Count{N: 1234567}, "1,234,567"},
+	}
+	for _, tc := range tests {
+		if got := tc.c.String(); got != tc.want {
+			t.Errorf("%+v.String() = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestOpenUnknownScheme(t *testing.T) {
+	t.Parallel()
+	if _, err := queue.Open(context.Background(), "nosuch://x"); err == nil {
+		t.Fatal("Open of an unregistered scheme succeeded")
+	}
+	q, err := queue.Open(context.Background(), "memory://")
+	if err != nil || q == nil {
+		t.Fatalf("Open(memory://) = %v, %v", q, err)
+	}
+}
+
+func TestPerMinute(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		n    int64
+		now  time.Time
+		want float64
+	}{
+		{0, base, 0},
+		{500, base, 100},                        // five whole minutes
+		{600, base.Add(time.Minute), 120},       // exactly on a boundary again
+		{550, base.Add(30 * time.Second), 100},  // five and a half minutes
+		{55, base.Add(150 * time.Second), 10.0}, // 5.5 minutes span
+	}
+	for _, tc := range tests {
+		if got := queue.PerMinute(tc.n, tc.now); got != tc.want {
+			t.Errorf("PerMinute(%d, %s) = %v, want %v", tc.n, tc.now.Format(time.TimeOnly), got, tc.want)
+		}
+	}
+}

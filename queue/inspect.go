@@ -1,0 +1,175 @@
+package queue
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Inspection: the optional read side the dashboard and the CLI use. A driver
+// that implements Inspector lets every replica's dashboard read the same
+// numbers from the shared store. Every method is bounded: counts are exact
+// up to a cap, lists page by keyset, searches have a row limit.
+
+// JobState is where a job is in its life.
+type JobState string
+
+// The states a job can be in.
+const (
+	StateReady     JobState = "ready"     // waiting, available now
+	StateScheduled JobState = "scheduled" // waiting for its AvailableAt (delayed or backing off)
+	StateRunning   JobState = "running"   // reserved under a lease
+	StateDone      JobState = "done"      // acked and kept for retention (drivers may delete instead)
+	StateDead      JobState = "dead"      // a dead letter
+)
+
+// JobStates lists the states in display order.
+var JobStates = []JobState{StateReady, StateScheduled, StateRunning, StateDead, StateDone}
+
+// JobInfo is a job as inspection shows it.
+type JobInfo struct {
+	Job
+	State JobState
+	// UpdatedAt is when the job last changed state (reserved, nacked, failed,
+	// finished).
+	UpdatedAt time.Time
+	// FinishedAt is when the job was acked or dead-lettered; zero otherwise.
+	FinishedAt time.Time
+}
+
+// Count is a count that is exact up to a cap. When More is set, the true
+// count is at least N.
+type Count struct {
+	N    int64 `json:"n"`
+	More bool  `json:"more,omitempty"`
+}
+
+// String formats the count with thousands separators and a "+" when capped.
+func (c Count) String() string {
+	s := strconv.FormatInt(c.N, 10)
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if c.More {
+		out = append(out, '+')
+	}
+	return string(out)
+}
+
+// QueueStats is a queue's state now and its throughput over a recent window.
+type QueueStats struct {
+	Queue     string
+	Paused    bool
+	Ready     Count
+	Scheduled Count
+	Running   Count
+	Dead      Count
+	// Window is the period Processed, Failed and the runtime and wait
+	// figures cover (drivers use the last hour).
+	Window    time.Duration
+	Processed int64 // attempts that succeeded in the window
+	Failed    int64 // attempts that failed (retried or dead-lettered) in the window
+	// JobsPerMinute is the recent rate of successful attempts: those of the
+	// last RateWindow (the current minute and the five before it), as
+	// PerMinute computes it, so a fresh burst shows at once.
+	JobsPerMinute float64
+	AvgRuntime    time.Duration
+	MaxRuntime    time.Duration
+	AvgWait       time.Duration
+}
+
+// RateWindow is how far back QueueStats.JobsPerMinute looks: the minute
+// buckets from now minus RateWindow (truncated to the minute) to now.
+const RateWindow = 5 * time.Minute
+
+// PerMinute turns n attempts counted in the minute buckets of the last
+// RateWindow into a rate per minute at now: the buckets span RateWindow plus
+// the part of the current minute that has passed.
+func PerMinute(n int64, now time.Time) float64 {
+	span := RateWindow + now.Sub(now.Truncate(time.Minute))
+	return float64(n) / span.Minutes()
+}
+
+// MetricPoint aggregates the attempts of one queue in one minute.
+type MetricPoint struct {
+	Queue        string
+	Minute       time.Time // start of the minute, UTC
+	Processed    int64
+	Failed       int64
+	TotalRuntime time.Duration
+	MaxRuntime   time.Duration
+	TotalWait    time.Duration
+}
+
+// JobFilter selects jobs for ListJobs. Zero fields do not filter.
+type JobFilter struct {
+	State JobState // required
+	Queue string
+	Name  string
+	Tag   string
+	// Search matches a substring of the payload. Drivers bound it with a
+	// row limit and, where the store allows, a statement timeout.
+	Search string
+	// After is the cursor from the previous page's Next; empty for the first
+	// page.
+	After string
+	// Limit caps the page; drivers apply a default (50) and a maximum (500).
+	Limit int
+}
+
+// JobPage is one page of ListJobs.
+type JobPage struct {
+	Jobs []JobInfo
+	// Next is the cursor for the following page, empty on the last page.
+	Next string
+}
+
+// WorkerInfo describes one worker process in the registry.
+type WorkerInfo struct {
+	ID          string
+	Host        string
+	PID         int
+	Queues      []string
+	Concurrency int
+	StartedAt   time.Time
+	LastSeen    time.Time
+}
+
+// Inspector is the optional read side of a driver.
+type Inspector interface {
+	// QueueStats returns one entry per known queue (any queue with jobs, a
+	// pause or metrics in the window), sorted by name.
+	QueueStats(ctx context.Context) ([]QueueStats, error)
+	// Metrics returns per-minute points from since to now, oldest first.
+	Metrics(ctx context.Context, since time.Time) ([]MetricPoint, error)
+	// ListJobs returns one page of jobs in f.State matching f.
+	ListJobs(ctx context.Context, f JobFilter) (JobPage, error)
+	// GetJob returns the job id in whatever state it is, or ErrNotFound.
+	GetJob(ctx context.Context, id string) (JobInfo, error)
+}
+
+// Pauser is a Queue whose named queues can be paused: Reserve skips a paused
+// queue's jobs until it is resumed. Pauses are shared by every process that
+// uses the same store.
+type Pauser interface {
+	Pause(ctx context.Context, queue string) error
+	Resume(ctx context.Context, queue string) error
+	// Paused lists the paused queues.
+	Paused(ctx context.Context) ([]string, error)
+}
+
+// WorkerRegistry is a Queue that keeps a registry of worker processes. The
+// Worker registers itself and heartbeats through it when present; entries
+// not seen for a while are dropped by the driver.
+type WorkerRegistry interface {
+	// Heartbeat creates or refreshes the entry w.ID, setting LastSeen.
+	Heartbeat(ctx context.Context, w WorkerInfo) error
+	// Deregister removes the entry id.
+	Deregister(ctx context.Context, id string) error
+	// Workers lists the entries seen recently, sorted by ID.
+	Workers(ctx context.Context) ([]WorkerInfo, error)
+}

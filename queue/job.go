@@ -1,0 +1,102 @@
+package queue
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// Job is one unit of work as drivers store it and handlers' middleware see it.
+//
+// Dispatch builds Jobs from typed values; custom drivers, middleware and the
+// dashboard see them directly. A Job is a plain value: drivers copy what they
+// keep, and the slices and map it holds are not modified after Push.
+type Job struct {
+	// ID is unique per enqueue. Push gives an empty ID a new one (NewID).
+	ID string
+	// Queue is the named queue the job waits on; empty means DefaultQueue.
+	Queue string
+	// Name is the handler routing key: the Go type name of the dispatched
+	// value unless the type names itself (see Namer).
+	Name string
+	// Payload is the encoded job, normally JSON. Drivers store it as bytes
+	// and return it intact, whether or not it is valid JSON.
+	Payload []byte
+	// Priority orders ready jobs within a reservation: a higher number runs
+	// first. The default is 0; use negative numbers for background work.
+	Priority int
+	// Attempts counts deliveries. Reserve increments it, so a handler sees 1
+	// on its first run.
+	Attempts int
+	// MaxAttempts caps total attempts for this job. Zero means the worker's
+	// MaxRetry setting decides.
+	MaxAttempts int
+	// Timeout bounds one attempt of this job. Zero means the worker's
+	// Timeout setting decides.
+	Timeout time.Duration
+	// UniqueKey, when set, makes the job unique among active jobs (ready,
+	// scheduled or running) of the same queue: pushing a second job with the
+	// same key stores nothing and fails with ErrDuplicate. Finished and dead
+	// jobs do not hold their key.
+	UniqueKey string
+	// Tags label the job for filtering in the dashboard.
+	Tags []string
+	// Meta carries string metadata such as trace context across the queue.
+	Meta map[string]string
+	// AvailableAt is the earliest delivery time. The zero time means now.
+	AvailableAt time.Time
+	// CreatedAt is when the job was first pushed; drivers set it when zero.
+	CreatedAt time.Time
+	// LastError is the error of the latest failed attempt, if any.
+	LastError string
+	// LeaseToken is set by Reserve and must be echoed by Ack, Nack, Fail and
+	// Extend. It is empty on jobs that are not reserved.
+	LeaseToken string
+	// LeaseExpiresAt is when the current lease runs out; after it the job may
+	// be reserved again by anyone. Zero on jobs that are not reserved.
+	LeaseExpiresAt time.Time
+}
+
+// Lease names one reservation of a job: its ID and the token Reserve gave it.
+func (j Job) Lease() Lease { return Lease{JobID: j.ID, Token: j.LeaseToken} }
+
+// Lease identifies one reservation of one job. A lease is valid until it
+// expires or the job is acked, nacked or failed under it; after that every
+// call that presents it returns ErrLeaseLost and changes nothing.
+type Lease struct {
+	JobID string
+	Token string
+}
+
+// DefaultQueue is the queue a job goes to when none is named.
+const DefaultQueue = "default"
+
+// NewID returns a new random job ID: 32 hex digits, time-ordered in its
+// first 12 so that IDs sort roughly by creation (as UUIDv7 does).
+func NewID() string {
+	var b [16]byte
+	ms := uint64(time.Now().UnixMilli())
+	b[0] = byte(ms >> 40)
+	b[1] = byte(ms >> 32)
+	b[2] = byte(ms >> 24)
+	b[3] = byte(ms >> 16)
+	b[4] = byte(ms >> 8)
+	b[5] = byte(ms)
+	_, _ = rand.Read(b[6:])
+	return hex.EncodeToString(b[:])
+}
+
+// NewToken returns a new random lease token.
+func NewToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// QueueName returns j.Queue, or DefaultQueue when it is empty.
+func (j Job) QueueName() string {
+	if j.Queue == "" {
+		return DefaultQueue
+	}
+	return j.Queue
+}
