@@ -1,0 +1,52 @@
+package sqlqueue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+)
+
+// TestAckManyAwkwardIDs checks that a batch ack finds jobs whose IDs hold
+// the characters of SQL and array literals (PostgreSQL passes the batch as
+// two text arrays), both when acked jobs are deleted and when they are kept.
+func TestAckManyAwkwardIDs(t *testing.T) {
+	ids := []string{`a"b`, `c\d`, `e,f`, `{g}`, `NULL`, `h i`, `j'k`, `é`, `""`}
+	for _, tc := range []struct {
+		name string
+		opts []sqlqueue.Option
+	}{
+		{"delete", nil},
+		{"keep", []sqlqueue.Option{sqlqueue.WithRetention(time.Hour, time.Hour)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachDialect(t, func(t *testing.T, b backend) {
+				q := newStore(t, b).queue(t, tc.opts...)
+				ctx := t.Context()
+				jobs := make([]queue.Job, len(ids))
+				for i, id := range ids {
+					jobs[i] = queue.Job{ID: id, Queue: "a", Name: "n"}
+				}
+				if _, err := q.PushMany(ctx, jobs); err != nil {
+					t.Fatal(err)
+				}
+				got, err := q.Reserve(ctx, []string{"a"}, len(ids), time.Minute)
+				if err != nil || len(got) != len(ids) {
+					t.Fatalf("Reserve = %d jobs, %v; want %d", len(got), err, len(ids))
+				}
+				leases := make([]queue.Lease, len(got))
+				for i, j := range got {
+					leases[i] = j.Lease()
+				}
+				lost, err := q.AckMany(ctx, leases)
+				if err != nil || len(lost) != 0 {
+					t.Fatalf("AckMany = lost %v, %v; want none lost", lost, err)
+				}
+				if n, err := q.Len(ctx, "a"); err != nil || n != 0 {
+					t.Fatalf("Len = %d, %v; want 0", n, err)
+				}
+			})
+		})
+	}
+}

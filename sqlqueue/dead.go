@@ -1,0 +1,174 @@
+package sqlqueue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// pruneBatch is how many rows one DELETE of a bulk removal touches, so no
+// statement holds many locks or runs long.
+const pruneBatch = 1000
+
+// DeadLetters lists up to limit dead letters of queueName ("" for all),
+// most recently failed first. A limit below 1 or above 1000 is taken as
+// 1000.
+func (q *Queue) DeadLetters(ctx context.Context, queueName string, limit int) ([]queue.Job, error) {
+	if err := q.use(ctx); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > 1000 {
+		limit = 1000
+	}
+	query := "SELECT " + jobCols + " FROM {jobs} WHERE state = 'dead'"
+	var args []any
+	if queueName != "" {
+		query += " AND queue = ?"
+		args = append(args, queueName)
+	}
+	query += " ORDER BY finished_at DESC, seq DESC LIMIT ?"
+	rows, err := q.queryRows(ctx, q.sql(query), append(args, limit)...)
+	if err != nil {
+		return nil, wrap(ctx, err, "listing dead letters")
+	}
+	jobs := make([]queue.Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = r.job
+	}
+	return jobs, nil
+}
+
+// queryRows runs a query of jobCols on the database and scans every row.
+func (q *Queue) queryRows(ctx context.Context, query string, args ...any) ([]row, error) {
+	return scanRows(ctx, stmts(q.db), query, args)
+}
+
+// RetryDead moves the dead letter id back to ready, available now, with
+// its attempts reset. ErrNotFound if id is not a dead letter; an error
+// matching ErrDuplicate if its unique key is now held by an active job.
+func (q *Queue) RetryDead(ctx context.Context, id string) error {
+	if err := q.use(ctx); err != nil {
+		return err
+	}
+	now := micros(time.Now())
+	res, err := q.db.ExecContext(ctx, q.sql(`UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
+  updated_at = ?, finished_at = 0, lease_token = NULL WHERE id = ? AND state = 'dead'`), now, now, now, id)
+	if q.d.isUniqueViolation(err) {
+		return fmt.Errorf("sqlqueue: retrying dead letter %s: its unique key is held by an active job: %w", id, queue.ErrDuplicate)
+	}
+	if err := affectedOne(ctx, res, err, "retrying dead letter "+id); err != nil {
+		return err
+	}
+	q.wake.signal()
+	return nil
+}
+
+// affectedOne turns a statement that changed no row into ErrNotFound.
+func affectedOne(ctx context.Context, res interface{ RowsAffected() (int64, error) }, err error, what string) error {
+	if err != nil {
+		return wrap(ctx, err, "%s", what)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return wrap(ctx, err, "%s", what)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlqueue: %s: %w", what, queue.ErrNotFound)
+	}
+	return nil
+}
+
+// ForgetDead deletes the dead letter id. ErrNotFound if id is not one.
+func (q *Queue) ForgetDead(ctx context.Context, id string) error {
+	if err := q.use(ctx); err != nil {
+		return err
+	}
+	res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id = ? AND state = 'dead'"), id)
+	return affectedOne(ctx, res, err, "forgetting dead letter "+id)
+}
+
+// FlushDead deletes every dead letter of queueName ("" for all), in batches
+// by primary key, and reports how many it deleted.
+func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
+	if err := q.use(ctx); err != nil {
+		return 0, err
+	}
+	cond, args := "state = 'dead'", []any(nil)
+	if queueName != "" {
+		cond, args = cond+" AND queue = ?", []any{queueName}
+	}
+	n, err := q.deleteBatches(ctx, cond, args)
+	if err != nil {
+		return n, wrap(ctx, err, "flushing dead letters")
+	}
+	return n, nil
+}
+
+// Len counts the pending jobs (ready, scheduled or running) of queueName
+// ("" for all). The count is exact.
+func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
+	if err := q.use(ctx); err != nil {
+		return 0, err
+	}
+	query, args := "SELECT COUNT(*) FROM {jobs} WHERE state = 'pending'", []any(nil)
+	if queueName != "" {
+		query, args = query+" AND queue = ?", []any{queueName}
+	}
+	var n int
+	if err := queryRow(ctx, stmts(q.db), q.sql(query), args, &n); err != nil {
+		return 0, wrap(ctx, err, "counting jobs")
+	}
+	return n, nil
+}
+
+// Purge deletes the waiting (ready and scheduled) jobs of queueName ("" for
+// all) in batches and reports how many. Jobs under a lease, expired or not,
+// and dead letters are left alone.
+func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
+	if err := q.use(ctx); err != nil {
+		return 0, err
+	}
+	cond, args := "state = 'pending' AND lease_token IS NULL", []any(nil)
+	if queueName != "" {
+		cond, args = cond+" AND queue = ?", []any{queueName}
+	}
+	n, err := q.deleteBatches(ctx, cond, args)
+	if err != nil {
+		return n, wrap(ctx, err, "purging jobs")
+	}
+	return n, nil
+}
+
+// deleteBatches deletes the jobs matching cond pruneBatch at a time: it
+// selects their primary keys, then deletes those rows still matching cond.
+func (q *Queue) deleteBatches(ctx context.Context, cond string, args []any) (int, error) {
+	total := 0
+	sel := q.sql("SELECT id FROM {jobs} WHERE " + cond + " LIMIT " + fmt.Sprint(pruneBatch))
+	for {
+		ids, err := queryStrings(ctx, stmts(q.db), sel, args...)
+		if err != nil {
+			return total, err
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		in := make([]any, len(ids))
+		for i, id := range ids {
+			in[i] = id
+		}
+		res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND "+cond), append(in, args...)...)
+		if err != nil {
+			return total, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
+		if len(ids) < pruneBatch {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package sqlqueue
+
+import (
+	"errors"
+	"strings"
+)
+
+// sqliteDialect is SQLite 3.35+ (RETURNING, partial indexes). SQLite has
+// one writer: New limits the pool to one connection, writes that span
+// statements run in BEGIN IMMEDIATE transactions, the file is switched to
+// WAL and a busy timeout makes other processes wait for the lock instead of
+// failing.
+var sqliteDialect = &dialect{
+	name:              SQLite,
+	quote:             quoteDouble,
+	maxParams:         32766,
+	tableExists:       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+	isUniqueViolation: sqliteUniqueViolation,
+	returning:         true,
+	immediate:         true,
+	insertIgnore:      " ON CONFLICT DO NOTHING RETURNING id",
+	reviveGuard:       true,
+	leaseToken:        func(seq string) string { return "? || '-' || " + seq },
+	reviveSeq:         "(SELECT MAX(seq) + 1 FROM {jobs})",
+	greatest:          "MAX",
+	contains: func(col string, _ bool) string {
+		return "instr(" + col + ", ?) > 0"
+	},
+	insertOrIgnore: func(table, cols, values string) string {
+		return "INSERT OR IGNORE INTO " + table + " (" + cols + ") VALUES (" + values + ")"
+	},
+	upsertMetrics: func(table string) string {
+		return "INSERT INTO " + table + ` (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (queue, minute_at) DO UPDATE SET
+  processed = processed + excluded.processed,
+  failed = failed + excluded.failed,
+  runtime_total_us = runtime_total_us + excluded.runtime_total_us,
+  runtime_max_us = MAX(runtime_max_us, excluded.runtime_max_us),
+  wait_total_us = wait_total_us + excluded.wait_total_us`
+	},
+	upsertWorker: func(table string) string {
+		return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+  concurrency = excluded.concurrency, last_seen = excluded.last_seen`
+	},
+	// The unique index on id must be the only access path: with a bare
+	// "state = 'pending'" the planner reads every pending row through the
+	// state index (500 acks over 200,000 queued jobs: 200-360 ms, against
+	// 26-41 ms). "id IN (SELECT id FROM v)" offers the id index, the
+	// unary plus takes the other terms out of index use.
+	ackMany: func(table string, n int, set string) string {
+		head := "DELETE FROM " + table
+		if set != "" {
+			head = "UPDATE " + table + " SET " + set
+		}
+		return "WITH v(id, tok) AS (VALUES " + tuples(n, 2) + ") " + head +
+			" WHERE id IN (SELECT id FROM v) AND (id, lease_token) IN (SELECT id, tok FROM v) AND +state = 'pending' AND +run_at > ? RETURNING id, lease_token"
+	},
+	ackPairsFirst: true,
+	ddl:           sqliteDDL,
+}
+
+func sqliteDDL(t tableNames) []string {
+	return []string{
+		`CREATE TABLE IF NOT EXISTS ` + t.jobs + ` (
+  seq INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  queue TEXT NOT NULL,
+  name TEXT NOT NULL,
+  payload BLOB NOT NULL,
+  priority INTEGER NOT NULL,
+  attempts INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  timeout_us INTEGER NOT NULL,
+  unique_key TEXT,
+  tags TEXT NOT NULL,
+  meta TEXT NOT NULL,
+  available_at INTEGER NOT NULL,
+  run_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  finished_at INTEGER NOT NULL,
+  last_error TEXT NOT NULL,
+  lease_token TEXT,
+  state TEXT NOT NULL
+)`,
+		`CREATE INDEX IF NOT EXISTS ` + t.claimIdx + ` ON ` + t.jobs + ` (queue, priority DESC, run_at, seq) WHERE state = 'pending'`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.uniqueIdx + ` ON ` + t.jobs + ` (queue, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL`,
+		`CREATE INDEX IF NOT EXISTS ` + t.stateIdx + ` ON ` + t.jobs + ` (state, queue, seq)`,
+		`CREATE INDEX IF NOT EXISTS ` + t.finIdx + ` ON ` + t.jobs + ` (state, finished_at) WHERE state <> 'pending'`,
+		`CREATE TABLE IF NOT EXISTS ` + t.pauses + ` (queue TEXT PRIMARY KEY, paused_at INTEGER NOT NULL)`,
+		`CREATE TABLE IF NOT EXISTS ` + t.workers + ` (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  queues TEXT NOT NULL,
+  concurrency INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  last_seen INTEGER NOT NULL
+)`,
+		`CREATE TABLE IF NOT EXISTS ` + t.metrics + ` (
+  queue TEXT NOT NULL,
+  minute_at INTEGER NOT NULL,
+  processed INTEGER NOT NULL,
+  failed INTEGER NOT NULL,
+  runtime_total_us INTEGER NOT NULL,
+  runtime_max_us INTEGER NOT NULL,
+  wait_total_us INTEGER NOT NULL,
+  PRIMARY KEY (queue, minute_at)
+)`,
+		`CREATE TABLE IF NOT EXISTS ` + t.meta + ` (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
+	}
+}
+
+// sqliteUniqueViolation matches SQLITE_CONSTRAINT_UNIQUE (2067) and
+// SQLITE_CONSTRAINT_PRIMARYKEY (1555) from drivers whose errors report
+// Code() (modernc.org/sqlite), or the message otherwise.
+func sqliteUniqueViolation(err error) bool {
+	var c interface{ Code() int }
+	if errors.As(err, &c) {
+		return c.Code() == 2067 || c.Code() == 1555
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}

@@ -1,0 +1,83 @@
+package sqlqueue_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+)
+
+type SendWelcome struct{ UserID int }
+
+func Example() {
+	dir, _ := os.MkdirTemp("", "sqlqueue-example")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+
+	db, err := sql.Open("sqlite", filepath.Join(dir, "app.db")) // import _ "modernc.org/sqlite"
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+	q, err := sqlqueue.New(db, sqlqueue.WithTable("jobs"))
+	if err != nil {
+		panic(err)
+	}
+	if err := q.Setup(ctx); err != nil {
+		panic(err)
+	}
+
+	_ = queue.Dispatch(ctx, q, SendWelcome{UserID: 42}, queue.Unique("welcome:42"))
+	_ = queue.Dispatch(ctx, q, SendWelcome{UserID: 42}, queue.Unique("welcome:42")) // skipped: a duplicate
+	n, _ := q.Len(ctx, "")
+	fmt.Println("pending:", n)
+
+	jobs, _ := q.Reserve(ctx, nil, 10, time.Minute)
+	fmt.Println(jobs[0].Name, string(jobs[0].Payload), "attempt", jobs[0].Attempts)
+	fmt.Println("ack:", q.Ack(ctx, jobs[0].Lease()))
+	// Output:
+	// pending: 1
+	// SendWelcome {"UserID":42} attempt 1
+	// ack: <nil>
+}
+
+func ExampleQueue_Tx() {
+	dir, _ := os.MkdirTemp("", "sqlqueue-example")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	db, _ := sql.Open("sqlite", filepath.Join(dir, "app.db"))
+	defer db.Close()
+	q, _ := sqlqueue.New(db)
+	if err := q.Setup(ctx); err != nil {
+		panic(err)
+	}
+
+	tx, _ := db.BeginTx(ctx, nil)
+	// ... the caller's own writes in tx ...
+	_ = queue.Dispatch(ctx, q.Tx(tx), SendWelcome{UserID: 7})
+	_ = tx.Rollback() // the job goes with the transaction
+	n, _ := q.Len(ctx, "")
+	fmt.Println("after rollback:", n)
+
+	tx, _ = db.BeginTx(ctx, nil)
+	_ = queue.Dispatch(ctx, q.Tx(tx), SendWelcome{UserID: 7})
+	_ = tx.Commit()
+	n, _ = q.Len(ctx, "")
+	fmt.Println("after commit:", n)
+	// Output:
+	// after rollback: 0
+	// after commit: 1
+}
+
+func ExampleSchema() {
+	ddl, _ := sqlqueue.Schema(sqlqueue.Postgres, sqlqueue.WithTable("jobs"))
+	fmt.Println(strings.TrimSpace(ddl[:strings.Index(ddl, "(")]))
+	// Output:
+	// CREATE TABLE IF NOT EXISTS "jobs"
+}

@@ -1,0 +1,98 @@
+package sqlqueue_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// TestInspectAcrossQueuesAndPriorities checks the index-driven inspection
+// paths: lists without a queue filter merge the queues in insertion order
+// and page through them, and counts of scheduled and running jobs are
+// exact over several priorities.
+func TestInspectAcrossQueuesAndPriorities(t *testing.T) {
+	eachDialect(t, func(t *testing.T, b backend) {
+		q := newStore(t, b).queue(t)
+		ctx := t.Context()
+		later := time.Now().Add(time.Hour)
+		var ready, scheduled []string
+		var jobs []queue.Job
+		for i := range 30 {
+			j := queue.Job{ID: queue.NewID(), Queue: []string{"a", "b", "c"}[i%3], Name: "n", Priority: []int{5, 0, -3, 0}[i%4]}
+			if i%5 == 0 {
+				j.AvailableAt = later
+				scheduled = append(scheduled, j.ID)
+			} else {
+				ready = append(ready, j.ID)
+			}
+			jobs = append(jobs, j)
+		}
+		if stored, err := q.PushMany(ctx, jobs); err != nil || slices.Contains(stored, false) {
+			t.Fatalf("PushMany = %v, %v", stored, err)
+		}
+		// Two running jobs in "a": reserved, then moved out of order.
+		got, err := q.Reserve(ctx, []string{"a"}, 2, time.Hour)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("Reserve = %d, %v", len(got), err)
+		}
+		var running []string
+		for _, j := range got {
+			running = append(running, j.ID)
+			ready = slices.DeleteFunc(ready, func(id string) bool { return id == j.ID })
+		}
+
+		list := func(state queue.JobState, queueName string) []string {
+			var ids []string
+			for after := ""; ; {
+				page, err := q.ListJobs(ctx, queue.JobFilter{State: state, Queue: queueName, Limit: 4, After: after})
+				if err != nil {
+					t.Fatalf("ListJobs(%s): %v", state, err)
+				}
+				for _, j := range page.Jobs {
+					ids = append(ids, j.ID)
+				}
+				if page.Next == "" {
+					return ids
+				}
+				after = page.Next
+			}
+		}
+		for _, c := range []struct {
+			state queue.JobState
+			want  []string
+		}{{queue.StateReady, ready}, {queue.StateScheduled, scheduled}} {
+			if got := list(c.state, ""); !slices.Equal(got, c.want) {
+				t.Errorf("%s jobs listed as %v, want in push order %v", c.state, got, c.want)
+			}
+		}
+		if got := list(queue.StateRunning, ""); len(got) != 2 || !slices.Contains(got, running[0]) || !slices.Contains(got, running[1]) {
+			t.Errorf("running jobs listed as %v, want %v", got, running)
+		}
+		var wantB []string
+		for _, j := range jobs {
+			if j.Queue == "b" && j.AvailableAt.IsZero() {
+				wantB = append(wantB, j.ID)
+			}
+		}
+		if got := list(queue.StateReady, "b"); !slices.Equal(got, wantB) {
+			t.Errorf("ready jobs of b listed as %v, want %v", got, wantB)
+		}
+
+		stats, err := q.QueueStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][3]int64{"a": {6, 2, 2}, "b": {8, 2, 0}, "c": {8, 2, 0}}
+		for _, s := range stats {
+			w := want[s.Queue]
+			if got := [3]int64{s.Ready.N, s.Scheduled.N, s.Running.N}; got != w {
+				t.Errorf("queue %s: ready, scheduled, running = %v, want %v", s.Queue, got, w)
+			}
+		}
+		if len(stats) != 3 {
+			t.Errorf("QueueStats has %d queues, want 3", len(stats))
+		}
+	})
+}

@@ -1,0 +1,64 @@
+package sqlqueue_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+)
+
+// TestPostgresMaintainVacuums checks that Setup gives the jobs table its
+// own autovacuum settings and that a maintenance pass vacuums the table
+// once it holds many dead rows.
+func TestPostgresMaintainVacuums(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pushes 10,000 jobs and waits for the server's statistics")
+	}
+	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
+	s := newStore(t, b)
+	q, db := s.open(t)
+	ctx := t.Context()
+
+	var opts string
+	if err := db.QueryRowContext(ctx, "SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = to_regclass($1)", s.table).Scan(&opts); err != nil {
+		t.Fatalf("reading the table's options: %v", err)
+	}
+	if !strings.Contains(opts, "autovacuum_vacuum_scale_factor=0.01") {
+		t.Errorf("jobs table options = %q, want its own autovacuum_vacuum_scale_factor", opts)
+	}
+
+	jobs := make([]queue.Job, 10000)
+	for i := range jobs {
+		jobs[i] = queue.Job{Name: "n"}
+	}
+	if _, err := q.PushMany(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "DELETE FROM "+s.table); err != nil {
+		t.Fatal(err)
+	}
+	vacuums := func() (dead, count int64) {
+		t.Helper()
+		err := db.QueryRowContext(ctx, "SELECT n_dead_tup, vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)", s.table).Scan(&dead, &count)
+		if err != nil {
+			t.Fatalf("reading the table's statistics: %v", err)
+		}
+		return dead, count
+	}
+	// The server publishes a backend's counts within about a second.
+	deadline := time.Now().Add(10 * time.Second)
+	for dead, _ := vacuums(); dead < 10000; dead, _ = vacuums() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the statistics count %d dead rows after deleting 10,000", dead)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if leader, _, err := q.Maintain(ctx); err != nil || !leader {
+		t.Fatalf("Maintain = leader %v, %v", leader, err)
+	}
+	if _, n := vacuums(); n == 0 {
+		t.Fatal("Maintain did not vacuum a jobs table with 10,000 dead rows")
+	}
+}

@@ -1,0 +1,87 @@
+package mysql_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/mysql"
+)
+
+func TestDSN(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ url, want string }{
+		{"mysql://root@127.0.0.1:3306/test", "root@tcp(127.0.0.1:3306)/test"},
+		{"mysql://app:s3cret@db/app", "app:s3cret@tcp(db:3306)/app"},
+		{"mysql://app@db:3307/app?table=jobs&setup=false&timeout=5s", "app@tcp(db:3307)/app?timeout=5s"},
+	}
+	for _, tt := range tests {
+		u, err := url.Parse(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := mysql.DSN(u)
+		if err != nil || got != tt.want {
+			t.Errorf("DSN(%s) = %q, %v; want %q", tt.url, got, err, tt.want)
+		}
+	}
+	u, _ := url.Parse("mysql://app@db/app?timeout=soon")
+	if _, err := mysql.DSN(u); err == nil {
+		t.Errorf("DSN with timeout=soon: no error")
+	}
+}
+
+func TestOpenURL(t *testing.T) {
+	dsn := os.Getenv("MERIDIAN_MYSQL_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MERIDIAN_MYSQL_DSN is not set; CI must test against a real server")
+		}
+		t.Skip("MERIDIAN_MYSQL_DSN is not set (e.g. root@tcp(127.0.0.1:3306)/test)")
+	}
+	cfg, err := driver.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("MERIDIAN_MYSQL_DSN: %v", err)
+	}
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	table := "mt_" + hex.EncodeToString(r[:])
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName, RawQuery: "table=" + table}
+	if cfg.Passwd == "" {
+		u.User = url.User(cfg.User)
+	}
+	q, err := queue.Open(t.Context(), u.String())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	sq := q.(*sqlqueue.Queue)
+	t.Cleanup(func() {
+		if err := sq.DropTables(context.Background()); err != nil {
+			t.Errorf("DropTables: %v", err)
+		}
+		if err := sq.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if sq.Dialect() != sqlqueue.MySQL {
+		t.Fatalf("dialect %q, want mysql", sq.Dialect())
+	}
+	if err := queue.Dispatch(t.Context(), q, struct{ N int }{1}); err != nil {
+		t.Fatalf("Dispatch: %v", err)
+	}
+	got, err := q.Reserve(t.Context(), nil, 10, time.Minute)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Reserve = %v, %v; want one job", got, err)
+	}
+	if err := q.Ack(t.Context(), got[0].Lease()); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+}

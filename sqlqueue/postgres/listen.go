@@ -1,0 +1,445 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrClosed is returned by Wait after Close.
+var ErrClosed = errors.New("sqlqueue/postgres: queue is closed")
+
+// errConnecting is the health before the first LISTEN succeeded.
+var errConnecting = errors.New("sqlqueue/postgres: listener is connecting")
+
+// Reconnect backoff of the listener: exponential from minBackoff to
+// maxBackoff with ±20% jitter; it starts over after a connection that
+// stayed up for maxBackoff.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 10 * time.Second
+	// dueTTL is how long a looked-up due time is trusted when nothing in
+	// this process invalidated it.
+	dueTTL = 5 * time.Second
+	// maxPriorities bounds the loose index scan of the due lookup.
+	maxPriorities = 64
+)
+
+// listener owns the LISTEN connection and the waiters it wakes.
+type listener struct {
+	channel  string
+	dial     func(ctx context.Context) (*pgx.Conn, error)
+	debounce time.Duration
+	log      *slog.Logger
+	// lookup returns the earliest run_at (Unix µs) of the pending jobs of
+	// one non-paused queue, ok false when it has none.
+	lookup func(ctx context.Context, queues []string) (map[string]int64, error)
+
+	mu         sync.Mutex
+	waiters    map[*waiter]struct{}
+	health     error
+	healthCh   chan struct{}
+	quietUntil time.Time       // end of the current debounce window
+	batch      map[string]bool // queues notified during the window
+	batchAll   bool
+	armed      bool // a timer delivers batch at quietUntil
+	due        map[string]dueEntry
+	dueGen     uint64    // counts invalidations, so a lookup that raced one is not cached
+	readyAt    time.Time // last Wait that returned at once for a ready job
+
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed chan struct{}
+}
+
+type waiter struct {
+	queues []string
+	ch     chan struct{} // capacity 1: a wake-up or a reschedule
+	woken  bool          // set with the send when a notification matched
+}
+
+type dueEntry struct {
+	at      int64 // earliest run_at in Unix µs; 0 means no pending job
+	fetched time.Time
+}
+
+func newListener(channel string, dial func(context.Context) (*pgx.Conn, error), debounce time.Duration, log *slog.Logger,
+	lookup func(context.Context, []string) (map[string]int64, error)) *listener {
+	return &listener{
+		channel:  channel,
+		dial:     dial,
+		debounce: debounce,
+		log:      log,
+		lookup:   lookup,
+		waiters:  make(map[*waiter]struct{}),
+		health:   errConnecting,
+		healthCh: make(chan struct{}),
+		due:      make(map[string]dueEntry),
+		done:     make(chan struct{}),
+		closed:   make(chan struct{}),
+	}
+}
+
+// start connects and LISTENs once under ctx, failing if it cannot, then
+// keeps the connection in a goroutine until close.
+func (l *listener) start(ctx context.Context) error {
+	conn, err := l.connect(ctx)
+	if err != nil {
+		return err
+	}
+	l.setHealth(nil)
+	runCtx, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	go l.run(runCtx, conn)
+	return nil
+}
+
+// connect dials and LISTENs on the channel.
+func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := l.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlqueue/postgres: connecting the listener: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
+		closeConn(conn)
+		return nil, fmt.Errorf("sqlqueue/postgres: listening on %s: %w", l.channel, err)
+	}
+	return conn, nil
+}
+
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+// run receives notifications on conn and, when it drops, reconnects with
+// backoff until ctx ends.
+func (l *listener) run(ctx context.Context, conn *pgx.Conn) {
+	defer close(l.done)
+	backoff := minBackoff
+	for {
+		up := time.Now()
+		err := l.receive(ctx, conn)
+		closeConn(conn)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(up) >= maxBackoff {
+			backoff = minBackoff
+		}
+		l.setHealth(fmt.Errorf("sqlqueue/postgres: listener connection lost: %w", err))
+		l.log.Warn("sqlqueue/postgres: listener connection lost; reconnecting", "channel", l.channel, "err", err)
+		for {
+			if !sleep(ctx, jitter(backoff)) {
+				return
+			}
+			backoff = min(backoff*2, maxBackoff)
+			conn, err = l.connect(ctx)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			l.setHealth(err)
+			l.log.Warn("sqlqueue/postgres: listener reconnect failed", "channel", l.channel, "err", err, "retry_in", backoff)
+		}
+		l.setHealth(nil)
+		l.log.Info("sqlqueue/postgres: listener reconnected", "channel", l.channel)
+		// Notifications sent while the connection was down are lost: wake
+		// everyone once so that nothing waits for its safety poll.
+		l.notified(nil, true)
+	}
+}
+
+// receive hands every notification on conn to notified until the
+// connection fails or ctx ends.
+func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		if n.Channel != l.channel {
+			continue
+		}
+		if n.Payload == "" {
+			l.notified(nil, true)
+			continue
+		}
+		l.notified(strings.Split(n.Payload, "\n"), false)
+	}
+}
+
+// notified records a notification for queues (all: every queue). The
+// due-time cache of those queues is dropped at once; waiters are woken at
+// once if no wake-up happened in the last debounce window, else once at
+// the window's end for everything notified during it.
+func (l *listener) notified(queues []string, all bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dueGen++
+	if all {
+		clear(l.due)
+	}
+	for _, name := range queues {
+		delete(l.due, name)
+	}
+	now := time.Now()
+	if !now.Before(l.quietUntil) {
+		l.quietUntil = now.Add(l.debounce)
+		l.wakeLocked(queues, all)
+		return
+	}
+	if l.batch == nil {
+		l.batch = make(map[string]bool)
+	}
+	for _, name := range queues {
+		l.batch[name] = true
+	}
+	l.batchAll = l.batchAll || all
+	if !l.armed {
+		l.armed = true
+		time.AfterFunc(l.quietUntil.Sub(now), l.flush)
+	}
+}
+
+// flush delivers the notifications gathered during a debounce window.
+func (l *listener) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	queues := make([]string, 0, len(l.batch))
+	for name := range l.batch {
+		queues = append(queues, name)
+	}
+	all := l.batchAll
+	l.batch, l.batchAll = nil, false
+	l.quietUntil = time.Now().Add(l.debounce)
+	l.wakeLocked(queues, all)
+}
+
+// wakeLocked wakes the waiters on any of queues (all: every waiter).
+func (l *listener) wakeLocked(queues []string, all bool) {
+	for w := range l.waiters {
+		if all || slices.ContainsFunc(w.queues, func(name string) bool { return slices.Contains(queues, name) }) {
+			w.woken = true
+			delete(l.waiters, w)
+			select {
+			case w.ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// reschedule forgets every cached due time and makes every waiter look
+// its due time up again: this process made a job due earlier than the
+// cache may know (a Nack's retry time, RetryDead, Resume).
+func (l *listener) reschedule() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dueGen++
+	clear(l.due)
+	for w := range l.waiters {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait is Queue.Wait.
+func (l *listener) wait(ctx context.Context, queues []string, max time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-l.closed:
+		return ErrClosed
+	default:
+	}
+	if max <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(max)
+	w := &waiter{queues: queues, ch: make(chan struct{}, 1)}
+	l.mu.Lock()
+	l.waiters[w] = struct{}{}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.waiters, w)
+		l.mu.Unlock()
+	}()
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	for {
+		// Registered first, looked up second: a notification between the
+		// two still reaches w.ch.
+		due, err := l.nextDue(ctx, queues)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			l.log.Debug("sqlqueue/postgres: looking up the next due job; relying on the safety poll", "err", err)
+		}
+		until := time.Until(deadline)
+		if !due.IsZero() {
+			until = min(until, l.readyDelay(due))
+		}
+		if until <= 0 {
+			return nil
+		}
+		timer.Reset(until)
+		select {
+		case <-w.ch:
+			l.mu.Lock()
+			woken := w.woken
+			l.mu.Unlock()
+			if woken {
+				return nil
+			}
+		case <-timer.C:
+			// max elapsed, or a job's due time came: the caller reserves.
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// readyDelay is how long a waiter whose earliest job is due at due sleeps.
+// A job that is already ready returns at once, but at most once per
+// debounce window: a ready job the caller's Reserve cannot take (locked by
+// another transaction) must not make the caller spin.
+func (l *listener) readyDelay(due time.Time) time.Duration {
+	now := time.Now()
+	if due.After(now) {
+		return due.Sub(now)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.readyAt.Add(l.debounce)
+	if !next.After(now) {
+		l.readyAt = now
+		return 0
+	}
+	l.readyAt = next
+	return next.Sub(now)
+}
+
+// nextDue returns the earliest time a pending job of queues may be
+// reserved (possibly in the past: one is ready), or the zero time when
+// none is known. Due times are cached per queue until a notification for
+// the queue, a reschedule, the time itself, or dueTTL.
+func (l *listener) nextDue(ctx context.Context, queues []string) (time.Time, error) {
+	now := time.Now()
+	var best int64
+	var missing []string
+	l.mu.Lock()
+	gen := l.dueGen
+	for _, name := range queues {
+		e, ok := l.due[name]
+		if !ok || now.Sub(e.fetched) > dueTTL || (e.at != 0 && e.at <= now.UnixMicro()) {
+			missing = append(missing, name)
+			continue
+		}
+		if e.at != 0 && (best == 0 || e.at < best) {
+			best = e.at
+		}
+	}
+	l.mu.Unlock()
+	if len(missing) > 0 {
+		got, err := l.lookup(ctx, missing)
+		if err != nil {
+			if best == 0 {
+				return time.Time{}, err
+			}
+			return time.UnixMicro(best), err
+		}
+		l.mu.Lock()
+		for _, name := range missing {
+			at := got[name]
+			if at != 0 && (best == 0 || at < best) {
+				best = at
+			}
+			// Not cached if a notification or reschedule came while the
+			// lookup ran: it may not have seen that job.
+			if gen == l.dueGen && (at == 0 || at > now.UnixMicro()) {
+				l.due[name] = dueEntry{at: at, fetched: now}
+			}
+		}
+		l.mu.Unlock()
+	}
+	if best == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMicro(best), nil
+}
+
+// close stops the listener and makes every Wait return ErrClosed.
+func (l *listener) close() {
+	select {
+	case <-l.closed:
+		return
+	default:
+	}
+	close(l.closed)
+	if l.stop != nil {
+		l.stop()
+		<-l.done
+	}
+	l.setHealth(ErrClosed)
+}
+
+func (l *listener) setHealth(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == l.health {
+		return
+	}
+	l.health = err
+	close(l.healthCh)
+	l.healthCh = make(chan struct{})
+}
+
+func (l *listener) getHealth() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.health
+}
+
+func (l *listener) healthChanged() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.healthCh
+}
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// sleep waits d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// testListener is a listener without a connection: the tests feed it
+// notifications directly. due is what its lookup reports for every queue
+// (Unix µs, 0 for none).
+func testListener(debounce time.Duration, due *atomic.Int64, lookups *atomic.Int32) *listener {
+	return newListener("test_ready", nil, debounce, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(_ context.Context, queues []string) (map[string]int64, error) {
+			lookups.Add(1)
+			out := make(map[string]int64)
+			for _, q := range queues {
+				out[q] = due.Load()
+			}
+			return out, nil
+		})
+}
+
+// loopWaiters runs n goroutines that Wait on queues again and again until
+// ctx ends, and returns a function that stops them and reports how many
+// times Wait returned nil.
+func loopWaiters(l *listener, n int, queues []string) func() int {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var returns atomic.Int32
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l.wait(ctx, queues, time.Minute) == nil {
+				returns.Add(1)
+			}
+		}()
+	}
+	return func() int {
+		cancel()
+		wg.Wait()
+		return int(returns.Load())
+	}
+}
+
+// A burst of notifications wakes each waiter once at its start and once
+// at the end of the debounce window, not once per notification.
+func TestDebounce(t *testing.T) {
+	t.Parallel()
+	var due atomic.Int64
+	var lookups atomic.Int32
+	const window = 200 * time.Millisecond
+	l := testListener(window, &due, &lookups)
+	const waiters = 5
+	stop := loopWaiters(l, waiters, []string{"a"})
+	time.Sleep(50 * time.Millisecond) // let them block
+	start := time.Now()
+	for range 100 {
+		l.notified([]string{"a"}, false)
+	}
+	time.Sleep(2*window + window/2)
+	elapsed := time.Since(start)
+	got := stop()
+	windows := int(elapsed/window) + 1
+	if got < waiters || got > waiters*windows {
+		t.Fatalf("100 notifications in %v woke %d waiters %d times; want between %d and %d (once per %v window each)",
+			elapsed, waiters, got, waiters, waiters*windows, window)
+	}
+}
+
+// A notification wakes only the waiters of the queues it names; an empty
+// payload (any queue) wakes all.
+func TestNotificationWakesMatchingWaiters(t *testing.T) {
+	t.Parallel()
+	var due atomic.Int64
+	var lookups atomic.Int32
+	l := testListener(time.Millisecond, &due, &lookups)
+	ctx := t.Context()
+	onB := make(chan error, 1)
+	onAC := make(chan error, 1)
+	go func() { onB <- l.wait(ctx, []string{"b"}, time.Minute) }()
+	go func() { onAC <- l.wait(ctx, []string{"a", "c"}, time.Minute) }()
+	time.Sleep(50 * time.Millisecond)
+	l.notified([]string{"x", "c"}, false)
+	select {
+	case err := <-onAC:
+		if err != nil {
+			t.Fatalf("Wait on a, c after a notification for c: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a notification for c did not wake the waiter on a, c")
+	}
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-onB:
+		t.Fatalf("the waiter on b returned %v after a notification for x, c", err)
+	default:
+	}
+	l.notified(nil, true)
+	select {
+	case <-onB:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a notification for any queue did not wake the waiter on b")
+	}
+}
+
+// reschedule makes a waiting Wait look its due time up again and return
+// when it comes, long before max.
+func TestRescheduleFindsEarlierDue(t *testing.T) {
+	t.Parallel()
+	var due atomic.Int64
+	var lookups atomic.Int32
+	l := testListener(time.Millisecond, &due, &lookups)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- l.wait(t.Context(), []string{"a"}, time.Minute) }()
+	time.Sleep(50 * time.Millisecond)
+	due.Store(time.Now().Add(200 * time.Millisecond).UnixMicro())
+	l.reschedule()
+	select {
+	case err := <-done:
+		if err != nil || time.Since(start) < 200*time.Millisecond {
+			t.Fatalf("Wait = %v after %v; want nil at the due time, 200ms after the reschedule", err, time.Since(start))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return at the due time it learnt from reschedule")
+	}
+	if n := lookups.Load(); n != 2 {
+		t.Fatalf("%d due lookups, want 2 (at the start and after the reschedule)", n)
+	}
+}
+
+// A job that is ready but that the caller cannot reserve (for example
+// locked by another transaction) makes Wait return at once at most once
+// per debounce window, so a Reserve-Wait loop does not spin.
+func TestReadyJobDoesNotSpin(t *testing.T) {
+	t.Parallel()
+	var due atomic.Int64
+	var lookups atomic.Int32
+	const window = 30 * time.Millisecond
+	l := testListener(window, &due, &lookups)
+	due.Store(time.Now().Add(-time.Second).UnixMicro())
+	start := time.Now()
+	const rounds = 10
+	for range rounds {
+		if err := l.wait(t.Context(), []string{"a"}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if elapsed := time.Since(start); elapsed < (rounds-1)*window {
+		t.Fatalf("%d Waits with a ready job took %v, want at least %v (one per window)", rounds, elapsed, (rounds-1)*window)
+	}
+}
+
+// Health changes close the channel HealthChanged gave before them.
+func TestHealthChanges(t *testing.T) {
+	t.Parallel()
+	var due atomic.Int64
+	var lookups atomic.Int32
+	l := testListener(time.Millisecond, &due, &lookups)
+	if !errors.Is(l.getHealth(), errConnecting) {
+		t.Fatalf("health before the first LISTEN = %v", l.getHealth())
+	}
+	changed := l.healthChanged()
+	l.setHealth(nil)
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the health channel was not closed by a change")
+	}
+	same := l.healthChanged()
+	l.setHealth(nil)
+	select {
+	case <-same:
+		t.Fatal("the health channel was closed without a change")
+	default:
+	}
+	l.close()
+	if !errors.Is(l.getHealth(), ErrClosed) {
+		t.Fatalf("health after close = %v, want ErrClosed", l.getHealth())
+	}
+}
+
+// A due time looked up while a notification arrived is not cached: the
+// lookup may have missed the notified job.
+func TestLookupRacingNotificationIsNotCached(t *testing.T) {
+	t.Parallel()
+	var lookups atomic.Int32
+	var l *listener
+	l = newListener("test_ready", nil, time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func(_ context.Context, queues []string) (map[string]int64, error) {
+			if lookups.Add(1) == 1 {
+				l.notified([]string{"a"}, false) // arrives while the query runs
+			}
+			return map[string]int64{"a": 0}, nil
+		})
+	if err := l.wait(t.Context(), []string{"a"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.wait(t.Context(), []string{"a"}, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.wait(t.Context(), []string{"a"}, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if n := lookups.Load(); n != 2 {
+		t.Fatalf("%d lookups, want 2: the racing one not cached, the next one cached", n)
+	}
+}

@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+)
+
+// TxPusher pushes jobs inside the caller's pgx transaction: they become
+// visible to workers, and the wake-up notification is delivered, if and
+// only if the caller commits (pg_notify is transactional). It is a
+// queue.Pusher and a queue.BatchPusher, so Dispatch, Enqueue and
+// DispatchMany work with it. It is valid while the transaction is open
+// and, like the transaction, must not be used by several goroutines at
+// once.
+//
+// It runs sqlqueue's own push statements (the multi-row INSERT ... ON
+// CONFLICT DO NOTHING, dead-letter revival and pg_notify of
+// (*sqlqueue.Queue).Tx) on the transaction, through
+// (*sqlqueue.Queue).TxStatements, so a duplicate is reported as
+// queue.ErrDuplicate without aborting the transaction.
+type TxPusher struct {
+	p *sqlqueue.TxPusher
+}
+
+var (
+	_ queue.Pusher      = (*TxPusher)(nil)
+	_ queue.BatchPusher = (*TxPusher)(nil)
+)
+
+// Tx returns a Pusher bound to the caller's pgx transaction tx (from a
+// pgx.Conn or a pgxpool.Pool of the same database):
+//
+//	tx, err := pool.Begin(ctx)
+//	...
+//	err = queue.Dispatch(ctx, q.Tx(tx), SendWelcome{UserID: id})
+//	...
+//	err = tx.Commit(ctx)
+//
+// For a *sql.Tx use the embedded sqlqueue.Queue's Tx: q.Queue.Tx(sqlTx).
+func (q *Queue) Tx(tx pgx.Tx) *TxPusher {
+	return &TxPusher{p: q.Queue.TxStatements(txStatements{tx})}
+}
+
+// Push stores j in the transaction with Queue.Push's rules.
+func (p *TxPusher) Push(ctx context.Context, j queue.Job) error { return p.p.Push(ctx, j) }
+
+// PushMany stores jobs in the transaction with Queue.PushMany's rules, as
+// multi-row INSERTs (never COPY, whose failure would abort the caller's
+// transaction).
+func (p *TxPusher) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
+	return p.p.PushMany(ctx, jobs)
+}
+
+// txStatements runs sqlqueue's statements on a pgx.Tx.
+type txStatements struct{ tx pgx.Tx }
+
+var errNoTx = errors.New("sqlqueue/postgres: Tx needs a transaction, not nil")
+
+func (s txStatements) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if s.tx == nil {
+		return 0, errNoTx
+	}
+	tag, err := s.tx.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (s txStatements) Query(ctx context.Context, query string, args ...any) (sqlqueue.Rows, error) {
+	if s.tx == nil {
+		return nil, errNoTx
+	}
+	return s.tx.Query(ctx, query, args...)
+}

@@ -1,0 +1,344 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/postgres"
+)
+
+// Behavioural bounds, not speed claims: a wake-up through NOTIFY must come
+// well before the safety poll (max), which these tests set far above it.
+const (
+	safetyPoll = 10 * time.Second
+	wakeBound  = 2 * time.Second
+)
+
+// waitAsync runs q.Wait in a goroutine; the channel receives its result
+// and how long it took.
+type waitResult struct {
+	err     error
+	elapsed time.Duration
+}
+
+func waitAsync(ctx context.Context, q *postgres.Queue, queues []string, max time.Duration) <-chan waitResult {
+	done := make(chan waitResult, 1)
+	go func() {
+		start := time.Now()
+		err := q.Wait(ctx, queues, max)
+		done <- waitResult{err, time.Since(start)}
+	}()
+	return done
+}
+
+// stillWaiting fails t if done already has a result.
+func stillWaiting(t *testing.T, done <-chan waitResult, why string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("Wait returned %v after %v %s", r.err, r.elapsed, why)
+	default:
+	}
+}
+
+// woken fails t unless done has a nil result within wakeBound.
+func woken(t *testing.T, done <-chan waitResult, what string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("Wait after %s: %v", what, r.err)
+		}
+	case <-time.After(wakeBound):
+		t.Fatalf("Wait was not woken within %v of %s (safety poll %v)", wakeBound, what, safetyPoll)
+	}
+}
+
+// A push from another process (its own pool and listener) wakes a Wait
+// on the pushed queue long before the safety poll, and not a Wait on
+// another queue.
+func TestWaitWakesOnPush(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	q := newQueue(t, dsn)
+	other := openQueue(t, dsn, q.Table())
+
+	onMail := waitAsync(t.Context(), q, []string{"reports", "mail"}, safetyPoll)
+	onReports := waitAsync(t.Context(), q, []string{"reports"}, safetyPoll)
+	time.Sleep(200 * time.Millisecond)
+	stillWaiting(t, onMail, "before any push")
+
+	if err := queue.Dispatch(t.Context(), other, struct{ To string }{"a@example.com"}, queue.OnQueue("mail")); err != nil {
+		t.Fatalf("Dispatch: %v", err)
+	}
+	woken(t, onMail, "a push to mail")
+	time.Sleep(200 * time.Millisecond)
+	stillWaiting(t, onReports, "for a push to another queue")
+}
+
+// A job delayed by another process needs no notification at its due time:
+// Wait looks the due time up and returns when it comes.
+func TestWaitReturnsWhenDelayedJobIsDue(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	q := newQueue(t, dsn)
+	other := openQueue(t, dsn, q.Table())
+	if err := queue.DispatchAfter(t.Context(), other, struct{}{}, 700*time.Millisecond, queue.OnQueue("later")); err != nil {
+		t.Fatalf("DispatchAfter: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the push's own notification is past
+	done := waitAsync(t.Context(), q, []string{"later"}, safetyPoll)
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("Wait: %v", r.err)
+		}
+		jobs, err := q.Reserve(t.Context(), []string{"later"}, 1, time.Minute)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Wait returned after %v but Reserve got %d jobs, %v", r.elapsed, len(jobs), err)
+		}
+	case <-time.After(wakeBound + 700*time.Millisecond):
+		t.Fatalf("Wait did not return when the delayed job became due")
+	}
+}
+
+// A Nack through q wakes q's waiter at the retry time, without a push.
+func TestWaitReturnsAtOwnRetry(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, testDSN(t))
+	if err := queue.Dispatch(t.Context(), q, struct{}{}, queue.OnQueue("retry")); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Reserve(t.Context(), []string{"retry"}, 1, time.Minute)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	done := waitAsync(t.Context(), q, []string{"retry"}, safetyPoll)
+	time.Sleep(200 * time.Millisecond)
+	stillWaiting(t, done, "while the only job runs")
+	if err := q.Nack(t.Context(), jobs[0].Lease(), time.Now().Add(300*time.Millisecond), "try again"); err != nil {
+		t.Fatalf("Nack: %v", err)
+	}
+	woken(t, done, "a Nack with a retry 300ms later")
+}
+
+// A paused queue's ready jobs do not make Wait return at once (the
+// caller's Reserve could not take them).
+func TestWaitIgnoresPausedQueue(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, testDSN(t))
+	if err := q.Pause(t.Context(), "held"); err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Dispatch(t.Context(), q, struct{}{}, queue.OnQueue("held")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	r := <-waitAsync(t.Context(), q, []string{"held"}, 400*time.Millisecond)
+	if r.err != nil || r.elapsed < 400*time.Millisecond {
+		t.Fatalf("Wait on a paused queue with a ready job = %v after %v, want nil after max (400ms)", r.err, r.elapsed)
+	}
+	done := waitAsync(t.Context(), q, []string{"held"}, safetyPoll)
+	time.Sleep(100 * time.Millisecond)
+	if err := q.Resume(t.Context(), "held"); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, done, "Resume of a queue with a ready job")
+}
+
+// Jobs pushed in a pgx transaction are visible, and wake waiters, only
+// when it commits; a rolled-back push leaves nothing and wakes nobody.
+func TestTxCommitAndRollback(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, testDSN(t))
+	ctx := t.Context()
+	done := waitAsync(ctx, q, []string{"tx"}, safetyPoll)
+	time.Sleep(100 * time.Millisecond)
+
+	tx, err := q.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1"); err != nil { // the caller's own work
+		t.Fatal(err)
+	}
+	id, dup, err := queue.Enqueue(ctx, q.Tx(tx), struct{ N int }{1}, queue.OnQueue("tx"), queue.Unique("one"))
+	if err != nil || dup {
+		t.Fatalf("Enqueue in tx = %v, dup %v", err, dup)
+	}
+	if _, dup, err := queue.Enqueue(ctx, q.Tx(tx), struct{ N int }{1}, queue.OnQueue("tx"), queue.Unique("one")); err != nil || !dup {
+		t.Fatalf("second Enqueue with the key in tx = %v, dup %v; want a duplicate", err, dup)
+	}
+	n, err := queue.DispatchMany(ctx, q.Tx(tx), []struct{ N int }{{2}, {3}}, queue.OnQueue("tx"))
+	if err != nil || n != 2 {
+		t.Fatalf("DispatchMany in tx = %d, %v", n, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stillWaiting(t, done, "before the transaction committed")
+	if got, _ := q.Len(ctx, "tx"); got != 0 {
+		t.Fatalf("Len before commit = %d, want 0", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	woken(t, done, "the commit")
+	if got, _ := q.Len(ctx, "tx"); got != 3 {
+		t.Fatalf("Len after commit = %d, want 3", got)
+	}
+	if info, err := q.GetJob(ctx, id); err != nil || info.Job.UniqueKey != "one" {
+		t.Fatalf("GetJob(%s) = %+v, %v", id, info.Job, err)
+	}
+
+	// Drain, then a rolled-back transaction.
+	if _, err := q.Purge(ctx, "tx"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	done = waitAsync(ctx, q, []string{"tx"}, 600*time.Millisecond)
+	tx, err = q.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Dispatch(ctx, q.Tx(tx), struct{ N int }{4}, queue.OnQueue("tx")); err != nil {
+		t.Fatalf("Dispatch in tx: %v", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.err != nil || r.elapsed < 600*time.Millisecond {
+		t.Fatalf("Wait across a rolled-back push = %v after %v, want nil after max (600ms)", r.err, r.elapsed)
+	}
+	if got, _ := q.Len(ctx, "tx"); got != 0 {
+		t.Fatalf("Len after rollback = %d, want 0", got)
+	}
+}
+
+// listenerPID finds the backend of q's LISTEN connection.
+func listenerPID(t *testing.T, pool *pgxpool.Pool, q *postgres.Queue) int32 {
+	t.Helper()
+	var pid int32
+	err := pool.QueryRow(t.Context(), "SELECT pid FROM pg_stat_activity WHERE query = $1",
+		"LISTEN "+pgx.Identifier{q.NotifyChannel()}.Sanitize()).Scan(&pid)
+	if err != nil {
+		t.Fatalf("finding the listener's backend: %v", err)
+	}
+	return pid
+}
+
+// awaitHealth waits until ok(q.Health()) holds, through HealthChanged.
+func awaitHealth(t *testing.T, q *postgres.Queue, what string, ok func(error) bool) error {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		changed := q.HealthChanged()
+		if err := q.Health(); ok(err) {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("Health did not become %s (now %v)", what, q.Health())
+		}
+	}
+}
+
+// When the server ends the LISTEN connection, Health reports it, the
+// listener reconnects by itself, Health is nil again, and a later push
+// still wakes a waiter.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	q := newQueue(t, dsn)
+	admin := newPool(t, dsn)
+	if err := q.Health(); err != nil {
+		t.Fatalf("Health after New = %v, want nil", err)
+	}
+	pid := listenerPID(t, admin, q)
+	var killed bool
+	if err := admin.QueryRow(t.Context(), "SELECT pg_terminate_backend($1)", pid).Scan(&killed); err != nil || !killed {
+		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, killed, err)
+	}
+	down := awaitHealth(t, q, "an error", func(err error) bool { return err != nil })
+	t.Logf("Health while down: %v", down)
+	awaitHealth(t, q, "nil", func(err error) bool { return err == nil })
+	if again := listenerPID(t, admin, q); again == pid {
+		t.Fatalf("the listener's backend is still %d", pid)
+	}
+
+	done := waitAsync(t.Context(), q, []string{"after"}, safetyPoll)
+	time.Sleep(200 * time.Millisecond)
+	stillWaiting(t, done, "before the push")
+	other := openQueue(t, dsn, q.Table())
+	if err := queue.Dispatch(t.Context(), other, struct{}{}, queue.OnQueue("after")); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, done, "a push after the reconnect")
+}
+
+// Close ends waiting Waits with ErrClosed and reports it in Health.
+func TestCloseEndsWaits(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	q := openQueue(t, dsn, randomTable())
+	done := waitAsync(t.Context(), q, nil, safetyPoll)
+	time.Sleep(100 * time.Millisecond)
+	if err := q.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, postgres.ErrClosed) {
+			t.Fatalf("Wait across Close = %v, want ErrClosed", r.err)
+		}
+	case <-time.After(wakeBound):
+		t.Fatal("Close did not end a Wait")
+	}
+	if err := q.Wait(t.Context(), nil, time.Second); !errors.Is(err, postgres.ErrClosed) {
+		t.Fatalf("Wait after Close = %v, want ErrClosed", err)
+	}
+	if !errors.Is(q.Health(), postgres.ErrClosed) {
+		t.Fatalf("Health after Close = %v, want ErrClosed", q.Health())
+	}
+}
+
+// Config.ListenDSN opens the LISTEN connection from its own connection
+// string (for pools behind PgBouncer); a bad one fails New.
+func TestListenDSN(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	pool := newPool(t, dsn)
+	table := randomTable()
+	q, err := postgres.NewWithConfig(t.Context(), pool, postgres.Config{ListenDSN: dsn, Debounce: 5 * time.Millisecond}, sqlqueue.WithTable(table))
+	if err != nil {
+		t.Fatalf("NewWithConfig with ListenDSN: %v", err)
+	}
+	defer q.Close()
+	if err := q.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer q.DropTables(context.Background())
+	done := waitAsync(t.Context(), q, nil, safetyPoll)
+	time.Sleep(100 * time.Millisecond)
+	if err := queue.Dispatch(t.Context(), q, struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, done, "a push, listening through ListenDSN")
+
+	for _, bad := range []postgres.Config{{ListenDSN: "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, {ListenDSN: "::not a dsn"}, {Debounce: -time.Second}} {
+		if q, err := postgres.NewWithConfig(t.Context(), pool, bad); err == nil {
+			q.Close()
+			t.Errorf("NewWithConfig(%+v) succeeded", bad)
+		}
+	}
+	if _, err := postgres.New(t.Context(), nil); err == nil {
+		t.Error("New with a nil pool succeeded")
+	}
+}

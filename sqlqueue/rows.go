@@ -1,0 +1,113 @@
+package sqlqueue
+
+import (
+	"database/sql"
+	"encoding/json"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// The states stored in the state column. A pending job is ready,
+// scheduled or running depending on run_at and lease_token: run_at is when
+// the row may next be claimed (the job's AvailableAt while it waits, its
+// lease expiry while it runs), so one index serves the claim of new jobs
+// and of jobs whose lease expired.
+const (
+	statePending = "pending"
+	stateDone    = "done"
+	stateDead    = "dead"
+)
+
+// jobCols lists the columns scanRow reads, in order.
+const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state"
+
+// jobColsT is jobCols qualified by the alias t.
+const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.state"
+
+// row is one stored job with the columns the Job type does not carry.
+type row struct {
+	job        queue.Job
+	seq        int64
+	runAt      int64
+	updatedAt  int64
+	finishedAt int64
+	state      string
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanRow reads jobCols (then extra) from sc.
+func scanRow(sc scanner, extra ...any) (row, error) {
+	var (
+		r                              row
+		uniqueKey, leaseToken          sql.NullString
+		tags, meta                     string
+		timeoutUS, avail, created      int64
+		priority, attempts, maxAttempt int64
+	)
+	dest := []any{&r.job.ID, &r.seq, &r.job.Queue, &r.job.Name, &r.job.Payload, &priority, &attempts, &maxAttempt,
+		&timeoutUS, &uniqueKey, &tags, &meta, &avail, &r.runAt, &created, &r.updatedAt, &r.finishedAt,
+		&r.job.LastError, &leaseToken, &r.state}
+	if err := sc.Scan(append(dest, extra...)...); err != nil {
+		return row{}, err
+	}
+	if r.job.Payload == nil {
+		r.job.Payload = []byte{}
+	}
+	r.job.Priority, r.job.Attempts, r.job.MaxAttempts = int(priority), int(attempts), int(maxAttempt)
+	r.job.Timeout = time.Duration(timeoutUS) * time.Microsecond
+	r.job.UniqueKey = uniqueKey.String
+	r.job.LeaseToken = leaseToken.String
+	r.job.AvailableAt = fromMicros(avail)
+	r.job.CreatedAt = fromMicros(created)
+	if tags != "" {
+		_ = json.Unmarshal([]byte(tags), &r.job.Tags)
+	}
+	if meta != "" {
+		_ = json.Unmarshal([]byte(meta), &r.job.Meta)
+	}
+	if r.job.LeaseToken != "" {
+		r.job.LeaseExpiresAt = fromMicros(r.runAt)
+	}
+	return r, nil
+}
+
+// info turns a row into the inspection view, deriving the state at now.
+func (r row) info(now int64) queue.JobInfo {
+	ji := queue.JobInfo{Job: r.job, UpdatedAt: fromMicros(r.updatedAt), FinishedAt: fromMicros(r.finishedAt)}
+	switch {
+	case r.state == stateDone:
+		ji.State = queue.StateDone
+	case r.state == stateDead:
+		ji.State = queue.StateDead
+	case r.runAt <= now:
+		ji.State = queue.StateReady
+	case r.job.LeaseToken != "":
+		ji.State = queue.StateRunning
+	default:
+		ji.State = queue.StateScheduled
+	}
+	if ji.State != queue.StateRunning {
+		ji.LeaseToken = ""
+		ji.LeaseExpiresAt = time.Time{}
+	}
+	return ji
+}
+
+// encodeTags and encodeMeta store tags and meta as JSON text; empty is "".
+func encodeTags(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(tags)
+	return string(b)
+}
+
+func encodeMeta(meta map[string]string) string {
+	if len(meta) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(meta)
+	return string(b)
+}

@@ -1,0 +1,73 @@
+// Package sqlite registers the sqlite:// scheme with queue.Open, backed by
+// sqlqueue over modernc.org/sqlite (pure Go, no cgo). Import it for its side
+// effect:
+//
+//	import _ "github.com/meridianjobs/meridian/sqlqueue/sqlite"
+//
+//	q, err := queue.Open(ctx, "sqlite://jobs.db")
+//
+// # URLs
+//
+// sqlite://jobs.db and sqlite://./data/jobs.db are relative to the working
+// directory, sqlite:///var/lib/app/jobs.db is absolute, sqlite::memory:
+// is an in-memory database that lives until Close. Query parameters:
+// table (sqlqueue.WithTable) and setup=false to skip creating missing
+// tables (when migrations create them; Setup runs by default). The queue
+// owns the database it opened: close it with its Close method
+// (*sqlqueue.Queue).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+func init() {
+	queue.Register("sqlite", open)
+}
+
+// Open opens the SQLite file path as a queue with opts, running Setup.
+func Open(ctx context.Context, path string, opts ...sqlqueue.Option) (*sqlqueue.Queue, error) {
+	return openDB(ctx, path, true, opts)
+}
+
+func openDB(ctx context.Context, path string, setup bool, opts []sqlqueue.Option) (*sqlqueue.Queue, error) {
+	if path == "" {
+		return nil, fmt.Errorf("sqlqueue/sqlite: no database file in URL (want sqlite://path/to/file.db)")
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlqueue/sqlite: opening %s: %w", path, err)
+	}
+	q, err := sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.SQLite)}, opts...)...)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	q.SetCloser(db.Close)
+	if setup {
+		if err := q.Setup(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
+	path := u.Opaque
+	if path == "" {
+		path = u.Host + u.Path
+	}
+	opts, setup, err := sqlqueue.URLOptions(u.Query(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return openDB(ctx, path, setup, opts)
+}

@@ -1,0 +1,100 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite"
+)
+
+func TestOpenURL(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "jobs.db")
+	q, err := queue.Open(t.Context(), "sqlite://"+path+"?table=app_jobs")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	sq := q.(*sqlqueue.Queue)
+	t.Cleanup(func() {
+		if err := sq.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if sq.Table() != "app_jobs" || sq.Dialect() != sqlqueue.SQLite {
+		t.Fatalf("table %q dialect %q, want app_jobs sqlite", sq.Table(), sq.Dialect())
+	}
+	if err := queue.Dispatch(t.Context(), q, struct{ N int }{7}); err != nil {
+		t.Fatalf("Dispatch: %v", err)
+	}
+	got, err := q.Reserve(t.Context(), nil, 10, time.Minute)
+	if err != nil || len(got) != 1 || string(got[0].Payload) != `{"N":7}` {
+		t.Fatalf("Reserve = %v, %v; want the dispatched job", got, err)
+	}
+	if err := q.Ack(t.Context(), got[0].Lease()); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+}
+
+// TestOpenMemory opens an in-memory database: the one connection New
+// allows keeps it alive until Close.
+func TestOpenMemory(t *testing.T) {
+	t.Parallel()
+	q, err := queue.Open(t.Context(), "sqlite::memory:")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer q.(*sqlqueue.Queue).Close()
+	for range 3 {
+		if err := queue.Dispatch(t.Context(), q, struct{}{}); err != nil {
+			t.Fatalf("Dispatch: %v", err)
+		}
+	}
+	if n, err := q.Len(t.Context(), ""); err != nil || n != 3 {
+		t.Fatalf("Len = %d, %v; want 3", n, err)
+	}
+}
+
+func TestOpenURLErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name, url, want string
+	}{
+		{"no path", "sqlite://", "no database file"},
+		{"unknown parameter", "sqlite://" + filepath.Join(dir, "a.db") + "?colour=red", `unknown URL parameter "colour"`},
+		{"bad table", "sqlite://" + filepath.Join(dir, "b.db") + "?table=drop%20table", "not allowed"},
+		{"bad setup", "sqlite://" + filepath.Join(dir, "c.db") + "?setup=maybe", "true or false"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := queue.Open(context.Background(), tt.url)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Open(%q) = %v, want an error containing %q", tt.url, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestOpenWithoutSetup checks that setup=false creates nothing and that
+// first use then says to run Setup.
+func TestOpenWithoutSetup(t *testing.T) {
+	t.Parallel()
+	q, err := queue.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "m.db")+"?setup=false")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer q.(*sqlqueue.Queue).Close()
+	_, err = q.Len(t.Context(), "")
+	if err == nil || !strings.Contains(err.Error(), "run Setup") {
+		t.Fatalf("Len before Setup = %v, want an error saying to run Setup", err)
+	}
+	if errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("a missing table is not ErrNotFound: %v", err)
+	}
+}

@@ -1,0 +1,74 @@
+package sqlqueue
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// Heartbeat creates or refreshes the registry entry w.ID with LastSeen now
+// (StartedAt is kept from the first heartbeat). It also flushes buffered
+// run metrics when due and, at most once per maintenance interval per
+// Queue, runs a maintenance pass (see Maintain); a failed pass does not
+// fail the heartbeat.
+func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
+	if err := q.use(ctx); err != nil {
+		return err
+	}
+	now := time.Now()
+	if w.StartedAt.IsZero() {
+		w.StartedAt = now
+	}
+	queues, _ := json.Marshal(w.Queues)
+	_, err := q.db.ExecContext(ctx, q.sql(q.d.upsertWorker("{workers}")), w.ID, w.Host, w.PID, string(queues), w.Concurrency, micros(w.StartedAt), micros(now))
+	if err != nil {
+		return wrap(ctx, err, "recording heartbeat of worker %s", w.ID)
+	}
+	q.flushMetricsIfDue(ctx)
+	q.maintainIfDue(ctx)
+	return nil
+}
+
+// Deregister removes the registry entry id and flushes buffered metrics.
+func (q *Queue) Deregister(ctx context.Context, id string) error {
+	if err := q.use(ctx); err != nil {
+		return err
+	}
+	if _, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {workers} WHERE id = ?"), id); err != nil {
+		return wrap(ctx, err, "deregistering worker %s", id)
+	}
+	_ = q.FlushMetrics(ctx)
+	return nil
+}
+
+// Workers lists the entries seen within the worker TTL (WithMaintenance),
+// sorted by ID, at most 1000.
+func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
+	if err := q.use(ctx); err != nil {
+		return nil, err
+	}
+	rs, err := q.db.QueryContext(ctx, q.sql(`SELECT id, host, pid, queues, concurrency, started_at, last_seen FROM {workers}
+WHERE last_seen >= ? ORDER BY id LIMIT 1000`), micros(time.Now().Add(-q.cfg.workerTTL)))
+	if err != nil {
+		return nil, wrap(ctx, err, "listing workers")
+	}
+	defer rs.Close()
+	var out []queue.WorkerInfo
+	for rs.Next() {
+		var w queue.WorkerInfo
+		var queues string
+		var started, seen int64
+		if err := rs.Scan(&w.ID, &w.Host, &w.PID, &queues, &w.Concurrency, &started, &seen); err != nil {
+			return nil, wrap(ctx, err, "listing workers")
+		}
+		_ = json.Unmarshal([]byte(queues), &w.Queues)
+		w.StartedAt, w.LastSeen = fromMicros(started), fromMicros(seen)
+		out = append(out, w)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, wrap(ctx, err, "listing workers")
+	}
+	return out, nil
+}
