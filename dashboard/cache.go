@@ -1,0 +1,69 @@
+package dashboard
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// statsTTL is how long driver-mode pages reuse the figures and metrics one
+// request read. However many dashboards are open, the store answers at most
+// one QueueStats and one Metrics call per interval; actions clear the cache
+// so their result shows at once.
+const statsTTL = 2 * time.Second
+
+// shared holds the last result of an expensive read for a short time and
+// lets concurrent requests wait for one read instead of each making their
+// own. Its zero value is ready to use.
+type shared[T any] struct {
+	mu   sync.Mutex
+	at   time.Time     // when val was read; zero when there is none
+	val  T             // read-only once stored: callers share it
+	busy chan struct{} // closed when the read in flight ends; nil when none
+}
+
+// get returns the value read less than ttl ago, or reads it with fetch.
+// A failed read is not kept: the next caller tries again.
+func (s *shared[T]) get(ctx context.Context, ttl time.Duration, fetch func(context.Context) (T, error)) (T, error) {
+	s.mu.Lock()
+	for {
+		if !s.at.IsZero() && time.Since(s.at) < ttl {
+			v := s.val
+			s.mu.Unlock()
+			return v, nil
+		}
+		if s.busy == nil {
+			break
+		}
+		busy := s.busy
+		s.mu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	busy := make(chan struct{})
+	s.busy = busy
+	s.mu.Unlock()
+
+	v, err := fetch(ctx)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy = nil
+	close(busy)
+	if err == nil {
+		s.val, s.at = v, time.Now()
+	}
+	return v, err
+}
+
+// reset drops the kept value.
+func (s *shared[T]) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at = time.Time{}
+}

@@ -1,0 +1,251 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// QueueInspector is the driver-mode Inspector: every figure and list comes
+// from the driver, so every replica that shares the driver's store shows the
+// same numbers. Build one with ForQueue and pass it to Handler.
+//
+// The driver's abilities decide what the dashboard offers: queue.Inspector
+// gives the overview figures, charts, job lists, search and job detail;
+// queue.Pauser gives pause and resume; queue.WorkerRegistry gives the
+// workers page. A driver without queue.Inspector still gets the failed list
+// (through DeadLetters) with retry, forget and flush.
+//
+// QueueInspector is safe for concurrent use as the driver is. Its Inspector
+// methods, which take no context, use context.Background().
+type QueueInspector struct {
+	q       queue.Queue
+	insp    queue.Inspector      // nil when the driver cannot inspect
+	pauser  queue.Pauser         // nil when it cannot pause
+	workers queue.WorkerRegistry // nil when it keeps no registry
+}
+
+// ForQueue returns the driver-mode Inspector over q. It panics if q is nil.
+func ForQueue(q queue.Queue) *QueueInspector {
+	if q == nil {
+		panic("dashboard: ForQueue given a nil queue")
+	}
+	qi := &QueueInspector{q: q}
+	qi.insp, _ = q.(queue.Inspector)
+	qi.pauser, _ = q.(queue.Pauser)
+	qi.workers, _ = q.(queue.WorkerRegistry)
+	return qi
+}
+
+// maxOffsetRows bounds how deep the page-numbered methods (Pending, Failed)
+// walk a driver's keyset pages: 200 pages of PageSize rows.
+const maxOffsetRows = 200 * PageSize
+
+// errTooDeep is returned for a page number past maxOffsetRows.
+var errTooDeep = fmt.Errorf("dashboard: page too deep for page numbers (more than %d rows); use the dashboard's keyset pages", maxOffsetRows)
+
+// Stats returns the driver's per-queue figures. Pending is ready plus
+// scheduled; Throughput is the driver's jobs per minute over 60.
+func (qi *QueueInspector) Stats() (StatsView, error) { return qi.stats(context.Background()) }
+
+func (qi *QueueInspector) stats(ctx context.Context) (StatsView, error) {
+	sv := StatsView{At: time.Now()}
+	if qi.insp == nil {
+		n, err := qi.q.Len(ctx, "")
+		if err != nil {
+			return sv, fmt.Errorf("dashboard: reading queue length: %w", err)
+		}
+		sv.Totals.Queue = "all"
+		sv.Totals.Pending = int64(n)
+		sv.Totals.Ready = queue.Count{N: int64(n)}
+		return sv, nil
+	}
+	qss, err := qi.insp.QueueStats(ctx)
+	if err != nil {
+		return sv, fmt.Errorf("dashboard: reading queue stats: %w", err)
+	}
+	sv.Queues = make([]QueueStats, len(qss))
+	for i, s := range qss {
+		sv.Queues[i] = QueueStats{
+			QueueStats: s,
+			Pending:    s.Ready.N + s.Scheduled.N,
+			Throughput: s.JobsPerMinute / 60,
+		}
+	}
+	sv.Totals = totals(sv.Queues)
+	return sv, nil
+}
+
+// Pending returns page (1-based) of queue's waiting jobs: ready ones first,
+// then scheduled ones. Pages past 200 return an error; the dashboard's own
+// pages use keyset cursors instead.
+func (qi *QueueInspector) Pending(queueName string, page int) ([]JobView, error) {
+	return qi.pageAt(context.Background(), queue.JobFilter{Queue: queueName}, []queue.JobState{queue.StateReady, queue.StateScheduled}, page)
+}
+
+// Failed returns page (1-based) of the dead letters, most recent first as
+// the driver orders them. Pages past 200 return an error.
+func (qi *QueueInspector) Failed(page int) ([]JobView, error) {
+	return qi.pageAt(context.Background(), queue.JobFilter{}, []queue.JobState{queue.StateDead}, page)
+}
+
+// pageAt turns a page number into keyset walks over states in turn,
+// reading at most maxOffsetRows+PageSize rows.
+func (qi *QueueInspector) pageAt(ctx context.Context, f queue.JobFilter, states []queue.JobState, page int) ([]JobView, error) {
+	page = max(page, 1)
+	skip := (page - 1) * PageSize
+	if skip > maxOffsetRows {
+		return nil, errTooDeep
+	}
+	if qi.insp == nil {
+		if len(states) != 1 || states[0] != queue.StateDead {
+			return nil, fmt.Errorf("dashboard: listing %s jobs: %w", states[0], queue.ErrUnsupported)
+		}
+		jobs, err := qi.q.DeadLetters(ctx, f.Queue, skip+PageSize)
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: listing dead letters: %w", err)
+		}
+		var out []JobView
+		for _, j := range jobs[min(skip, len(jobs)):] {
+			out = append(out, JobView{Job: j, State: queue.StateDead})
+		}
+		return out, nil
+	}
+	var out []JobView
+	for _, st := range states {
+		f.State, f.After = st, ""
+		for {
+			f.Limit = min(500, skip+PageSize-len(out))
+			p, err := qi.insp.ListJobs(ctx, f)
+			if err != nil {
+				return nil, fmt.Errorf("dashboard: listing %s jobs: %w", st, err)
+			}
+			jobs := p.Jobs
+			n := min(skip, len(jobs))
+			skip -= n
+			out = append(out, jobs[n:]...)
+			if len(out) >= PageSize {
+				return out[:PageSize], nil
+			}
+			if p.Next == "" || len(jobs) == 0 {
+				break
+			}
+			f.After = p.Next
+		}
+	}
+	return out, nil
+}
+
+// Retry moves the dead letter id back to ready (queue.Queue.RetryDead).
+func (qi *QueueInspector) Retry(id string) error { return qi.retry(context.Background(), id) }
+
+func (qi *QueueInspector) retry(ctx context.Context, id string) error {
+	if err := qi.q.RetryDead(ctx, id); err != nil {
+		return fmt.Errorf("dashboard: retrying job %s: %w", id, err)
+	}
+	return nil
+}
+
+// Forget deletes the dead letter id (queue.Queue.ForgetDead).
+func (qi *QueueInspector) Forget(id string) error { return qi.forget(context.Background(), id) }
+
+func (qi *QueueInspector) forget(ctx context.Context, id string) error {
+	if err := qi.q.ForgetDead(ctx, id); err != nil {
+		return fmt.Errorf("dashboard: forgetting job %s: %w", id, err)
+	}
+	return nil
+}
+
+// FlushFailed deletes every dead letter (queue.Queue.FlushDead).
+func (qi *QueueInspector) FlushFailed() error {
+	_, err := qi.flush(context.Background(), "")
+	return err
+}
+
+func (qi *QueueInspector) flush(ctx context.Context, queueName string) (int, error) {
+	n, err := qi.q.FlushDead(ctx, queueName)
+	if err != nil {
+		return n, fmt.Errorf("dashboard: flushing dead letters: %w", err)
+	}
+	return n, nil
+}
+
+// errNoInspect reports a page that needs queue.Inspector.
+var errNoInspect = fmt.Errorf("dashboard: this driver cannot be inspected: %w", queue.ErrUnsupported)
+
+func (qi *QueueInspector) listJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
+	if qi.insp == nil {
+		if f.State != queue.StateDead || f.After != "" {
+			return queue.JobPage{}, errNoInspect
+		}
+		jobs, err := qi.q.DeadLetters(ctx, f.Queue, PageSize)
+		if err != nil {
+			return queue.JobPage{}, fmt.Errorf("dashboard: listing dead letters: %w", err)
+		}
+		var p queue.JobPage
+		for _, j := range jobs {
+			p.Jobs = append(p.Jobs, JobView{Job: j, State: queue.StateDead})
+		}
+		return p, nil
+	}
+	p, err := qi.insp.ListJobs(ctx, f)
+	if err != nil {
+		return p, fmt.Errorf("dashboard: listing %s jobs: %w", f.State, err)
+	}
+	return p, nil
+}
+
+func (qi *QueueInspector) job(ctx context.Context, id string) (JobView, error) {
+	if qi.insp == nil {
+		return JobView{}, errNoInspect
+	}
+	j, err := qi.insp.GetJob(ctx, id)
+	if err != nil {
+		return j, fmt.Errorf("dashboard: reading job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+func (qi *QueueInspector) metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+	if qi.insp == nil {
+		return nil, errNoInspect
+	}
+	pts, err := qi.insp.Metrics(ctx, since)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: reading metrics: %w", err)
+	}
+	return pts, nil
+}
+
+func (qi *QueueInspector) setPaused(ctx context.Context, queueName string, paused bool) error {
+	if qi.pauser == nil {
+		return fmt.Errorf("dashboard: pausing queues: %w", queue.ErrUnsupported)
+	}
+	var err error
+	if paused {
+		err = qi.pauser.Pause(ctx, queueName)
+	} else {
+		err = qi.pauser.Resume(ctx, queueName)
+	}
+	if err != nil {
+		return fmt.Errorf("dashboard: pausing or resuming queue %s: %w", queueName, err)
+	}
+	return nil
+}
+
+func (qi *QueueInspector) workerList(ctx context.Context) ([]queue.WorkerInfo, error) {
+	if qi.workers == nil {
+		return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
+	}
+	ws, err := qi.workers.Workers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: listing workers: %w", err)
+	}
+	return ws, nil
+}
+
+// isNotFound reports whether err means the id is unknown.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

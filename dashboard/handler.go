@@ -1,0 +1,287 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed assets
+var assetFS embed.FS
+
+// Option configures Handler.
+type Option func(*config)
+
+type config struct {
+	authorize func(*http.Request) (read, act bool)
+	logger    *slog.Logger
+	refresh   time.Duration
+	timeout   time.Duration
+	title     string
+	origins   []string
+}
+
+// Authorize sets the access check: fn reports, per request, whether the
+// caller may read the dashboard and whether it may act (retry, forget,
+// flush, pause, resume). A caller that may not read gets 403 on every page;
+// one that may read but not act sees no action buttons and gets 403 on
+// every POST. fn is called concurrently.
+//
+// Without Authorize, Handler serves only requests from a loopback address
+// that carry no proxy headers (Forwarded, X-Forwarded-For,
+// X-Forwarded-Host, X-Real-Ip): a development setting.
+func Authorize(fn func(r *http.Request) (read, act bool)) Option {
+	return func(c *config) { c.authorize = fn }
+}
+
+// Logger sets where the handler logs failed reads and actions; the default
+// is slog.Default().
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// RefreshInterval sets how often pages refresh their live regions; zero or
+// less turns live refresh off. The default is 5 seconds.
+func RefreshInterval(d time.Duration) Option { return func(c *config) { c.refresh = d } }
+
+// RequestTimeout bounds the reads and actions of one request; the default
+// is 10 seconds.
+func RequestTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// Title sets the name shown in the sidebar; the default is "Meridian".
+func Title(s string) Option { return func(c *config) { c.title = s } }
+
+// TrustedOrigin lets POSTs from origin (for example
+// "https://admin.example.com") through the cross-origin check, for a
+// dashboard whose pages are served from another origin than its API. The
+// double-submit token is still required.
+func TrustedOrigin(origin string) Option {
+	return func(c *config) { c.origins = append(c.origins, origin) }
+}
+
+// Handler returns the dashboard as an http.Handler. Its routes are
+// absolute under the mount point and begin with /queues/, so mount it with
+// the prefix stripped:
+//
+//	http.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(insp)))
+//
+// insp is either a driver adapter from ForQueue (driver mode: every page)
+// or any other Inspector, such as NewInspector's (cookbook mode: overview,
+// failed jobs, and what that Inspector offers). The handler is safe for
+// concurrent use and starts no goroutines. It panics if insp is nil or an
+// Option is invalid (a TrustedOrigin that is not an origin).
+func Handler(insp Inspector, opts ...Option) http.Handler {
+	cfg := config{refresh: 5 * time.Second, timeout: 10 * time.Second, title: "Meridian"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	h := &handler{cfg: cfg, cop: http.NewCrossOriginProtection()}
+	for _, o := range cfg.origins {
+		if err := h.cop.AddTrustedOrigin(o); err != nil {
+			panic("dashboard: TrustedOrigin: " + err.Error())
+		}
+	}
+	if qi, ok := insp.(*QueueInspector); ok {
+		if qi == nil {
+			panic("dashboard: Handler given a nil *QueueInspector")
+		}
+		h.src = &driverSource{qi: qi}
+	} else {
+		if insp == nil {
+			panic("dashboard: Handler given a nil Inspector")
+		}
+		h.src = cookbookSource{insp}
+	}
+	h.pages = parseTemplates()
+	h.routes()
+	return h
+}
+
+type handler struct {
+	cfg   config
+	src   source
+	cop   *http.CrossOriginProtection
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+}
+
+func (h *handler) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /queues/{$}", h.overview)
+	m.HandleFunc("GET /queues/failed", h.failed)
+	m.HandleFunc("POST /queues/failed/{id}/retry", h.retryOne)
+	m.HandleFunc("POST /queues/failed/{id}/forget", h.forgetOne)
+	m.HandleFunc("POST /queues/failed/flush", h.flush)
+	m.HandleFunc("POST /queues/failed/bulk", h.bulk)
+	m.HandleFunc("GET /queues/jobs", h.jobs)
+	m.HandleFunc("GET /queues/jobs/{id}", h.job)
+	m.HandleFunc("GET /queues/queue/{name}", h.queue)
+	m.HandleFunc("POST /queues/queue/{name}/pause", h.pause)
+	m.HandleFunc("POST /queues/queue/{name}/resume", h.pause)
+	m.HandleFunc("GET /queues/workers", h.workers)
+	m.HandleFunc("GET /queues/api/stats", h.apiStats)
+	m.HandleFunc("GET /queues/api/jobs", h.apiJobs)
+	m.HandleFunc("GET /queues/api/jobs/{id}", h.apiJob)
+	m.HandleFunc("GET /queues/api/metrics", h.apiMetrics)
+	m.HandleFunc("GET /queues/api/workers", h.apiWorkers)
+	m.HandleFunc("GET /queues", func(w http.ResponseWriter, r *http.Request) {
+		// Relative to /prefix/queues, "queues/" is the dashboard root.
+		seeOther(w, "queues/")
+	})
+	h.mux = m
+}
+
+// csp allows only the embedded stylesheet and script; inline SVG charts use
+// attributes and classes, never style attributes.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", csp)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "same-origin")
+
+	// Static assets hold nothing private and style the refusal page.
+	if strings.HasPrefix(r.URL.Path, "/queues/assets/") && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		h.asset(w, r)
+		return
+	}
+	hd.Set("Cache-Control", "no-store")
+
+	read, act, why := h.access(r)
+	if !read {
+		h.deny(w, r, why)
+		return
+	}
+	if !isSafe(r.Method) {
+		if !act {
+			h.fail(w, r, http.StatusForbidden, "You may view this dashboard but not act on it.", nil)
+			return
+		}
+		if err := h.cop.Check(r); err != nil {
+			h.fail(w, r, http.StatusForbidden, "Cross-site request refused.", nil)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if !validCSRF(r) {
+			h.fail(w, r, http.StatusForbidden, "Missing or stale form token: reload the page and try again.", nil)
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
+	defer cancel()
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(ctx, actKey{}, act)))
+}
+
+type actKey struct{}
+
+// canAct reports whether the request's caller may act.
+func canAct(r *http.Request) bool {
+	act, _ := r.Context().Value(actKey{}).(bool)
+	return act
+}
+
+func isSafe(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	return false
+}
+
+func (h *handler) asset(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, "/queues/")
+	b, err := fs.ReadFile(assetFS, name)
+	if err != nil || strings.Contains(name, "..") {
+		http.NotFound(w, r)
+		return
+	}
+	switch {
+	case strings.HasSuffix(name, ".css"):
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	case strings.HasSuffix(name, ".js"):
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	}
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+}
+
+// relBase returns the relative path from the request's page to the
+// dashboard root (the /queues/ directory): "./" or a run of "../". Links
+// and redirects built on it work under any mount prefix.
+func relBase(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	rest, ok := strings.CutPrefix(p, "/queues/")
+	if !ok {
+		return "./queues/"
+	}
+	if d := strings.Count(rest, "/"); d > 0 {
+		return strings.Repeat("../", d)
+	}
+	return "./"
+}
+
+// mountRoot returns the absolute path of the dashboard root as the browser
+// sees it (for example /admin/queues/), from the request line, which
+// http.StripPrefix leaves alone. It falls back to /queues/.
+func mountRoot(r *http.Request) string {
+	stripped := r.URL.EscapedPath()
+	orig := r.RequestURI
+	if u, err := url.ParseRequestURI(orig); err == nil {
+		orig = u.EscapedPath()
+	} else {
+		orig = ""
+	}
+	if prefix, ok := strings.CutSuffix(orig, stripped); ok && strings.HasPrefix(stripped, "/queues") {
+		return prefix + "/queues/"
+	}
+	return "/queues/"
+}
+
+// seeOther answers a POST with a redirect to a path relative to the
+// request's URL. http.Redirect would make it absolute from the stripped
+// path, which breaks under a mount prefix.
+func seeOther(w http.ResponseWriter, loc string) {
+	w.Header().Set("Location", loc)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// safeReturn checks a form's return path: relative to the dashboard root,
+// no scheme, host or parent steps. It returns "" when it is not.
+func safeReturn(s string) string {
+	if s == "" || strings.ContainsAny(s, "\\\r\n") || strings.HasPrefix(s, "/") {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return ""
+	}
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		// Browsers treat %2e as a dot in path segments.
+		if seg, err := url.PathUnescape(seg); err != nil || seg == ".." || seg == "." {
+			return ""
+		}
+	}
+	return s
+}
+
+// isUnsupported reports an ability the source lacks.
+func isUnsupported(err error) bool {
+	return errors.Is(err, errNoStore) || errors.Is(err, queue.ErrUnsupported)
+}

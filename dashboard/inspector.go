@@ -1,0 +1,196 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// PageSize is how many rows a page of a list holds.
+const PageSize = 50
+
+// Inspector is the read and act seam that Handler renders: the cookbook's
+// interface. NewInspector adapts a Stats and a FailedJobs store (cookbook
+// mode); ForQueue adapts a driver (driver mode). Implementations must be
+// safe for concurrent use.
+type Inspector interface {
+	// Stats returns per-queue counters and their totals.
+	Stats() (StatsView, error)
+	// Pending returns page (1-based) of the jobs waiting on queue.
+	Pending(queue string, page int) ([]JobView, error)
+	// Failed returns page (1-based) of the failed (dead-lettered) jobs.
+	Failed(page int) ([]JobView, error)
+	// Retry re-enqueues the failed job id and drops its failed record.
+	Retry(id string) error
+	// Forget drops the failed job id without re-enqueueing it.
+	Forget(id string) error
+	// FlushFailed drops every failed job.
+	FlushFailed() error
+}
+
+// JobView is a job as the dashboard shows it: the job, its state and its
+// timestamps. It is queue.JobInfo under the cookbook's name. For a failed
+// job State is queue.StateDead, LastError holds the error and FinishedAt
+// the time it failed.
+type JobView = queue.JobInfo
+
+// StatsView is a snapshot of every queue's figures.
+type StatsView struct {
+	Queues []QueueStats // sorted by queue name
+	Totals QueueStats   // the sums over Queues; Totals.Queue is "all"
+	At     time.Time    // when the snapshot was taken
+}
+
+// QueueStats is one queue's figures. It embeds queue.QueueStats, which a
+// driver fills in whole (driver mode: counts of jobs by state, capped, and
+// throughput, runtime and wait over the driver's window). In cookbook mode
+// the counters are totals since NewStats: Queue, Processed and Failed are
+// set, Ready equals Pending and the rest is zero.
+type QueueStats struct {
+	queue.QueueStats
+	// Pending counts jobs waiting to run. Cookbook mode: pushed minus
+	// processed minus failed. Driver mode: ready plus scheduled (each exact
+	// up to the driver's cap).
+	Pending int64
+	// Pushed and Retried are cookbook-mode counters (OnPushed, OnRetried);
+	// zero in driver mode.
+	Pushed  int64
+	Retried int64
+	// Throughput is jobs processed per second: over the last minute in
+	// cookbook mode, over the driver's window in driver mode.
+	Throughput float64
+}
+
+// NewInspector returns the cookbook-mode Inspector over stats and failed.
+// Either may be nil: a nil stats gives empty counters; a nil store gives an
+// empty failed list and makes Retry, Forget and FlushFailed fail. Pending
+// lists nothing in this mode (a Stats counts jobs, it does not hold them).
+func NewInspector(stats *Stats, failed FailedJobs) Inspector {
+	if m, ok := failed.(*MemoryFailedJobs); ok && m == nil {
+		failed = nil
+	}
+	return &memInspector{stats: stats, failed: failed}
+}
+
+// errNoStore is returned by the actions of an inspector without a store.
+var errNoStore = errors.New("dashboard: no failed-job store configured")
+
+// memInspector is the cookbook-mode Inspector.
+type memInspector struct {
+	stats  *Stats
+	failed FailedJobs
+}
+
+func (m *memInspector) Stats() (StatsView, error) {
+	sv := m.stats.view()
+	if mf, ok := m.failed.(*MemoryFailedJobs); ok {
+		// The failed list is what the store holds now.
+		n := int64(mf.Len())
+		sv.Totals.Dead = queue.Count{N: n}
+	}
+	return sv, nil
+}
+
+func (m *memInspector) Pending(string, int) ([]JobView, error) { return nil, nil }
+
+func (m *memInspector) Failed(page int) ([]JobView, error) {
+	if m.failed == nil {
+		return nil, nil
+	}
+	page = max(page, 1)
+	offset := (page - 1) * PageSize
+	var fjs []FailedJob
+	if mf, ok := m.failed.(*MemoryFailedJobs); ok {
+		fjs = mf.page(offset, PageSize)
+	} else {
+		all, err := m.failed.List(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: listing failed jobs: %w", err)
+		}
+		if offset < len(all) {
+			fjs = all[offset:min(len(all), offset+PageSize)]
+		}
+	}
+	out := make([]JobView, len(fjs))
+	for i, fj := range fjs {
+		out[i] = failedView(fj)
+	}
+	return out, nil
+}
+
+// failedView shows a FailedJob as a dead job. Its ID is the record's.
+func failedView(fj FailedJob) JobView {
+	v := JobView{Job: fj.Job, State: queue.StateDead, UpdatedAt: fj.FailedAt, FinishedAt: fj.FailedAt}
+	v.ID = fj.ID
+	if v.Queue == "" {
+		v.Queue = fj.Queue
+	}
+	if fj.Err != "" {
+		v.LastError = fj.Err
+	}
+	return v
+}
+
+func (m *memInspector) Retry(id string) error {
+	if m.failed == nil {
+		return errNoStore
+	}
+	return m.failed.Retry(context.Background(), id)
+}
+
+func (m *memInspector) Forget(id string) error {
+	if m.failed == nil {
+		return errNoStore
+	}
+	return m.failed.Forget(context.Background(), id)
+}
+
+func (m *memInspector) FlushFailed() error {
+	if m.failed == nil {
+		return errNoStore
+	}
+	ctx := context.Background()
+	if f, ok := m.failed.(interface{ Flush(context.Context) error }); ok {
+		return f.Flush(ctx)
+	}
+	all, err := m.failed.List(ctx)
+	if err != nil {
+		return fmt.Errorf("dashboard: listing failed jobs: %w", err)
+	}
+	for _, fj := range all {
+		if err := m.failed.Forget(ctx, fj.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("dashboard: forgetting failed job %s: %w", fj.ID, err)
+		}
+	}
+	return nil
+}
+
+// job finds the failed record id (the handler's job detail page).
+func (m *memInspector) job(ctx context.Context, id string) (JobView, error) {
+	switch f := m.failed.(type) {
+	case nil:
+	case *MemoryFailedJobs:
+		if fj, ok := f.get(id); ok {
+			return failedView(fj), nil
+		}
+	default:
+		all, err := f.List(ctx)
+		if err != nil {
+			return JobView{}, fmt.Errorf("dashboard: listing failed jobs: %w", err)
+		}
+		for _, fj := range all {
+			if fj.ID == id {
+				return failedView(fj), nil
+			}
+		}
+	}
+	return JobView{}, ErrNotFound
+}
+
+// metrics gives the overview's charts in cookbook mode.
+func (m *memInspector) metrics(since time.Time) []queue.MetricPoint {
+	return m.stats.metrics(since)
+}

@@ -1,0 +1,562 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// chartWindow is how far back the charts reach.
+const chartWindow = time.Hour
+
+type overviewData struct {
+	Stats      StatsView
+	Throughput *chart
+	Runtime    *chart
+	Queues     []queueRow
+}
+
+type queueRow struct {
+	QueueStats
+	URL string
+}
+
+func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sv, err := h.src.stats(ctx)
+	if err != nil {
+		h.failErr(w, r, "Reading the queue stats", err)
+		return
+	}
+	d := overviewData{Stats: sv}
+	base := relBase(r)
+	for _, q := range sv.Queues {
+		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue)})
+	}
+	if h.src.caps().Charts {
+		now := time.Now()
+		pts, err := h.src.metrics(ctx, now.Add(-chartWindow))
+		if err != nil {
+			h.failErr(w, r, "Reading the metrics", err)
+			return
+		}
+		d.Throughput = throughputChart(pts, "", now)
+		if h.src.caps().Runtime {
+			d.Runtime = runtimeChart(pts, "", now)
+		}
+	}
+	h.render(w, r, http.StatusOK, "overview", h.newPage(w, r, "Overview", "overview", d))
+}
+
+// jobsData is the model of the job lists (failed jobs and jobs by state).
+type jobsData struct {
+	Query    listQuery
+	Dead     bool
+	States   []stateTab
+	Rows     []jobRow
+	NextURL  string
+	PrevURL  string
+	FirstURL string
+	Action   string // the list's own URL, for the filter form
+}
+
+type stateTab struct {
+	State  queue.JobState
+	URL    string
+	Active bool
+}
+
+type jobRow struct {
+	JobView
+	URL       string // the detail page, "" without detail pages
+	RetryURL  string
+	ForgetURL string
+}
+
+// readQuery reads the list filters from the URL.
+func readQuery(r *http.Request, state queue.JobState) listQuery {
+	v := r.URL.Query()
+	q := listQuery{
+		State: state,
+		Queue: clip(v.Get("queue")), Name: clip(v.Get("name")), Tag: clip(v.Get("tag")),
+		Search: clip(v.Get("q")), After: clip(v.Get("after")),
+	}
+	q.Page, _ = strconv.Atoi(v.Get("page"))
+	q.Page = max(q.Page, 1)
+	return q
+}
+
+// clip bounds a filter value from the URL.
+func clip(s string) string {
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return strings.TrimSpace(s)
+}
+
+func (q listQuery) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"queue": q.Queue, "name": q.Name, "tag": q.Tag, "q": q.Search} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+func (h *handler) failed(w http.ResponseWriter, r *http.Request) {
+	h.list(w, r, queue.StateDead)
+}
+
+func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
+	st := queue.JobState(r.URL.Query().Get("state"))
+	if !slices.Contains(queue.JobStates, st) {
+		st = queue.StateReady
+	}
+	h.list(w, r, st)
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState) {
+	q := readQuery(r, st)
+	c := h.src.caps()
+	base := relBase(r)
+	dead := st == queue.StateDead
+	self := base + "jobs"
+	if dead {
+		self = base + "failed"
+	}
+	if !c.Driver {
+		// Cookbook mode pages by number and does not filter.
+		q = listQuery{State: st, Page: q.Page, Queue: q.Queue}
+	}
+	res, err := h.src.list(r.Context(), q)
+	if err != nil {
+		h.failErr(w, r, "Listing "+string(st)+" jobs", err)
+		return
+	}
+	d := jobsData{Query: q, Dead: dead, Action: self}
+	if c.Driver {
+		for _, s := range queue.JobStates {
+			v := q.values()
+			v.Set("state", string(s))
+			u := base + "jobs?" + v.Encode()
+			if s == queue.StateDead {
+				v.Del("state")
+				u = base + "failed" + encodeQuery(v)
+			}
+			d.States = append(d.States, stateTab{s, u, s == st})
+		}
+	}
+	v := q.values()
+	if !dead {
+		v.Set("state", string(st))
+	}
+	d.FirstURL = self + encodeQuery(v)
+	switch {
+	case res.Next != "":
+		v.Set("after", res.Next)
+		d.NextURL = self + encodeQuery(v)
+	case res.NextPage > 0:
+		v.Set("page", strconv.Itoa(res.NextPage))
+		d.NextURL = self + encodeQuery(v)
+	}
+	if !c.Driver && q.Page > 1 {
+		v.Set("page", strconv.Itoa(q.Page-1))
+		d.PrevURL = self + encodeQuery(v)
+	}
+	for _, j := range res.Jobs {
+		row := jobRow{JobView: j}
+		id := url.PathEscape(j.ID)
+		if c.Detail {
+			row.URL = base + "jobs/" + id
+		}
+		if dead {
+			row.RetryURL = base + "failed/" + id + "/retry"
+			row.ForgetURL = base + "failed/" + id + "/forget"
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	title, nav := strings.ToUpper(string(st[:1]))+string(st[1:])+" jobs", "jobs"
+	if dead {
+		title, nav = "Failed jobs", "failed"
+	}
+	h.render(w, r, http.StatusOK, "jobs", h.newPage(w, r, title, nav, d))
+}
+
+func encodeQuery(v url.Values) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return "?" + v.Encode()
+}
+
+type jobData struct {
+	Job        JobView
+	Payload    string
+	JSON       bool // Payload is pretty-printed JSON
+	Binary     bool // Payload is shown quoted: it is not UTF-8
+	Leased     bool
+	RetryURL   string
+	ForgetURL  string
+	QueueURL   string
+	Dead       bool
+	MaxAttempt string
+}
+
+func (h *handler) job(w http.ResponseWriter, r *http.Request) {
+	j, err := h.src.job(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.failErr(w, r, "Reading the job", err)
+		return
+	}
+	base := relBase(r)
+	id := url.PathEscape(j.ID)
+	d := jobData{
+		Job: j, Dead: j.State == queue.StateDead,
+		Leased:    j.State == queue.StateRunning || !j.LeaseExpiresAt.IsZero(),
+		RetryURL:  base + "failed/" + id + "/retry",
+		ForgetURL: base + "failed/" + id + "/forget",
+		QueueURL:  base + "queue/" + url.PathEscape(j.QueueName()),
+	}
+	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
+	d.MaxAttempt = "worker default"
+	if j.MaxAttempts > 0 {
+		d.MaxAttempt = strconv.Itoa(j.MaxAttempts)
+	}
+	nav := "jobs"
+	if d.Dead {
+		nav = "failed"
+	}
+	h.render(w, r, http.StatusOK, "job", h.newPage(w, r, "Job "+shortID(j.ID), nav, d))
+}
+
+// maxShownPayload bounds the payload a page shows.
+const maxShownPayload = 256 << 10
+
+// showPayload pretty-prints a JSON payload; other text is shown as is and
+// bytes that are not UTF-8 are shown Go-quoted.
+func showPayload(p []byte) (text string, isJSON, binary bool) {
+	cut := len(p) > maxShownPayload
+	if cut {
+		p = p[:maxShownPayload]
+	}
+	var buf bytes.Buffer
+	switch {
+	case !cut && json.Valid(p) && json.Indent(&buf, p, "", "  ") == nil:
+		return buf.String(), true, false
+	case utf8.Valid(p):
+		text = string(p)
+	default:
+		text, binary = strconv.Quote(string(p)), true
+	}
+	if cut {
+		text += "\n… (cut at 256 KiB)"
+	}
+	return text, false, binary
+}
+
+type queueData struct {
+	Stats      QueueStats
+	Known      bool
+	Throughput *chart
+	Runtime    *chart
+	States     []stateLink
+	Pending    []jobRow
+	PauseURL   string
+	ResumeURL  string
+	FailedURL  string
+}
+
+type stateLink struct {
+	State queue.JobState
+	Count string
+	URL   string
+}
+
+func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	ctx := r.Context()
+	sv, err := h.src.stats(ctx)
+	if err != nil {
+		h.failErr(w, r, "Reading the queue stats", err)
+		return
+	}
+	base := relBase(r)
+	esc := url.PathEscape(name)
+	d := queueData{
+		PauseURL:  base + "queue/" + esc + "/pause",
+		ResumeURL: base + "queue/" + esc + "/resume",
+		FailedURL: base + "failed?" + url.Values{"queue": {name}}.Encode(),
+	}
+	d.Stats.Queue = name
+	for _, q := range sv.Queues {
+		if q.Queue == name {
+			d.Stats, d.Known = q, true
+		}
+	}
+	c := h.src.caps()
+	if c.Charts {
+		now := time.Now()
+		pts, err := h.src.metrics(ctx, now.Add(-chartWindow))
+		if err != nil {
+			h.failErr(w, r, "Reading the metrics", err)
+			return
+		}
+		d.Throughput = throughputChart(pts, name, now)
+		if c.Runtime {
+			d.Runtime = runtimeChart(pts, name, now)
+		}
+	}
+	if c.Driver {
+		s := d.Stats
+		for _, sl := range []struct {
+			st queue.JobState
+			n  queue.Count
+		}{{queue.StateReady, s.Ready}, {queue.StateScheduled, s.Scheduled}, {queue.StateRunning, s.Running}, {queue.StateDead, s.Dead}} {
+			u := base + "jobs?" + url.Values{"state": {string(sl.st)}, "queue": {name}}.Encode()
+			if sl.st == queue.StateDead {
+				u = d.FailedURL
+			}
+			d.States = append(d.States, stateLink{sl.st, sl.n.String(), u})
+		}
+	}
+	res, err := h.src.list(ctx, listQuery{State: queue.StateReady, Queue: name, Page: 1, Limit: 10})
+	if err == nil {
+		for _, j := range res.Jobs[:min(10, len(res.Jobs))] {
+			row := jobRow{JobView: j}
+			if c.Detail {
+				row.URL = base + "jobs/" + url.PathEscape(j.ID)
+			}
+			d.Pending = append(d.Pending, row)
+		}
+	} else if !isUnsupported(err) {
+		h.failErr(w, r, "Listing the queue's jobs", err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "queue", h.newPage(w, r, "Queue "+name, "overview", d))
+}
+
+type workerRow struct {
+	queue.WorkerInfo
+	Stale bool
+}
+
+func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.src.workers(r.Context())
+	if err != nil {
+		h.failErr(w, r, "Listing the workers", err)
+		return
+	}
+	rows := make([]workerRow, len(ws))
+	for i, wi := range ws {
+		rows[i] = workerRow{wi, time.Since(wi.LastSeen) > time.Minute}
+	}
+	h.render(w, r, http.StatusOK, "workers", h.newPage(w, r, "Workers", "workers", rows))
+}
+
+// Actions. Each answers with a redirect (303) to a page relative to the
+// action's URL, carrying a flash code; refusals are 403 pages, never
+// redirects.
+
+// back redirects to the form's return page (or fallback), both relative
+// to the dashboard root.
+func back(w http.ResponseWriter, r *http.Request, fallback, flash string, n int) {
+	ret := safeReturn(r.PostFormValue("return"))
+	if ret == "" {
+		ret = fallback
+	}
+	u, _ := url.Parse(ret)
+	q := u.Query()
+	q.Del("after")
+	q.Set("flash", flash)
+	if n >= 0 {
+		q.Set("n", strconv.Itoa(n))
+	}
+	u.RawQuery = q.Encode()
+	seeOther(w, relBase(r)+u.String())
+}
+
+func (h *handler) retryOne(w http.ResponseWriter, r *http.Request) {
+	h.actOne(w, r, h.src.retry, "retried")
+}
+
+func (h *handler) forgetOne(w http.ResponseWriter, r *http.Request) {
+	h.actOne(w, r, h.src.forget, "forgotten")
+}
+
+func (h *handler) actOne(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id string) error, flash string) {
+	id := r.PathValue("id")
+	err := act(r.Context(), id)
+	switch {
+	case isNotFound(err):
+		back(w, r, "failed", "gone", -1)
+	case err != nil:
+		h.failErr(w, r, "The action", err)
+	default:
+		// The job page of a retried or forgotten job is gone or moved on:
+		// go to the failed list instead.
+		if strings.HasPrefix(r.PostFormValue("return"), "jobs/") {
+			r.PostForm.Set("return", "failed")
+		}
+		back(w, r, "failed", flash, 1)
+	}
+}
+
+func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
+	n, err := h.src.flush(r.Context(), clip(r.PostFormValue("queue")))
+	if err != nil {
+		h.failErr(w, r, "Flushing the failed jobs", err)
+		return
+	}
+	if n < 0 {
+		back(w, r, "failed", "flushed", -1)
+		return
+	}
+	back(w, r, "failed", "flushedn", n)
+}
+
+// maxBulk bounds one bulk action: the selected ids, or the first rows that
+// match the filter.
+const maxBulk = 500
+
+func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	// do is "retry-selected", "forget-selected", "retry-matching" or
+	// "forget-matching".
+	action, scope, _ := strings.Cut(r.PostFormValue("do"), "-")
+	act := h.src.retry
+	flash := "retried"
+	if action == "forget" {
+		act, flash = h.src.forget, "forgotten"
+	}
+	ids := r.PostForm["id"]
+	more := false
+	if scope == "matching" {
+		if !h.src.caps().Driver {
+			h.fail(w, r, http.StatusNotFound, "Acting on every matching job needs a queue driver.", nil)
+			return
+		}
+		q := listQuery{
+			State: queue.StateDead, Queue: clip(r.PostFormValue("queue")), Name: clip(r.PostFormValue("name")),
+			Tag: clip(r.PostFormValue("tag")), Search: clip(r.PostFormValue("q")), Limit: maxBulk,
+		}
+		res, err := h.src.list(ctx, q)
+		if err != nil {
+			h.failErr(w, r, "Listing the matching jobs", err)
+			return
+		}
+		ids = nil
+		for _, j := range res.Jobs {
+			ids = append(ids, j.ID)
+		}
+		more = res.Next != ""
+	}
+	if len(ids) == 0 {
+		back(w, r, "failed", "none", -1)
+		return
+	}
+	if len(ids) > maxBulk {
+		ids, more = ids[:maxBulk], true
+	}
+	n := 0
+	for _, id := range ids {
+		err := act(ctx, id)
+		switch {
+		case err == nil:
+			n++
+		case isNotFound(err):
+		default:
+			h.failErr(w, r, "The bulk action (after "+strconv.Itoa(n)+" jobs)", err)
+			return
+		}
+	}
+	if more {
+		flash = "more"
+	}
+	back(w, r, "failed", flash, n)
+}
+
+func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	paused := strings.HasSuffix(r.URL.Path, "/pause")
+	if err := h.src.setPaused(r.Context(), name, paused); err != nil {
+		h.failErr(w, r, "Pausing or resuming the queue", err)
+		return
+	}
+	flash := "resumed"
+	if paused {
+		flash = "paused"
+	}
+	seeOther(w, "../"+url.PathEscape(name)+"?flash="+flash)
+}
+
+// The JSON API: the same reads as the pages.
+
+func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
+	sv, err := h.src.stats(r.Context())
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, sv)
+}
+
+func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
+	st := queue.JobState(r.URL.Query().Get("state"))
+	if !slices.Contains(queue.JobStates, st) {
+		st = queue.StateDead
+	}
+	q := readQuery(r, st)
+	q.Limit, _ = strconv.Atoi(r.URL.Query().Get("limit"))
+	q.Limit = min(max(q.Limit, 0), maxBulk)
+	res, err := h.src.list(r.Context(), q)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, struct {
+		Jobs     []JobView `json:"jobs"`
+		Next     string    `json:"next,omitempty"`
+		NextPage int       `json:"next_page,omitempty"`
+	}{res.Jobs, res.Next, res.NextPage})
+}
+
+func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
+	j, err := h.src.job(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, j)
+}
+
+func (h *handler) apiMetrics(w http.ResponseWriter, r *http.Request) {
+	if !h.src.caps().Charts {
+		h.apiError(w, r, queue.ErrUnsupported)
+		return
+	}
+	pts, err := h.src.metrics(r.Context(), time.Now().Add(-chartWindow))
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, pts)
+}
+
+func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.src.workers(r.Context())
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, ws)
+}

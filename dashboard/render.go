@@ -1,0 +1,213 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// pageNames are the page templates; each is parsed with layout.html.
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "error"}
+
+var funcs = template.FuncMap{
+	"count": func(c queue.Count) string { return c.String() },
+	"dur":   fmtDuration,
+	"ts":    fmtTime,
+	"ago":   fmtAgo,
+	"short": shortID,
+	"rate":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"join":  strings.Join,
+}
+
+func parseTemplates() map[string]*template.Template {
+	m := make(map[string]*template.Template)
+	for _, name := range pageNames {
+		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+	}
+	m["denied"] = template.Must(template.New("denied").Funcs(funcs).ParseFS(templateFS, "templates/denied.html"))
+	return m
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func fmtAgo(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := time.Since(t)
+	if d < 0 {
+		return "in " + fmtDuration(-d.Round(time.Second))
+	}
+	if d < time.Second {
+		return "just now"
+	}
+	return fmtDuration(d.Round(time.Second)) + " ago"
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12] + "…"
+	}
+	return id
+}
+
+// page is the model every page template gets.
+type page struct {
+	Title   string
+	App     string
+	Base    string // relative path to the dashboard root
+	Nav     string // the active sidebar entry
+	Caps    caps
+	CanAct  bool
+	CSRF    string
+	Return  string // this page relative to the root, for forms' return field
+	Flash   string
+	FlashOK bool
+	Refresh int // live refresh interval in milliseconds; 0 for none
+	Data    any
+}
+
+// newPage fills in what every page needs. It sets the CSRF cookie when the
+// caller may act.
+func (h *handler) newPage(w http.ResponseWriter, r *http.Request, title, nav string, data any) *page {
+	p := &page{
+		Title: title, App: h.cfg.title, Base: relBase(r), Nav: nav, Caps: h.src.caps(),
+		CanAct: canAct(r), Return: returnPath(r), Data: data,
+		Refresh: int(h.cfg.refresh / time.Millisecond),
+	}
+	if p.CanAct {
+		p.CSRF = csrfToken(w, r)
+	}
+	p.Flash, p.FlashOK = flashText(r.URL.Query())
+	return p
+}
+
+// returnPath is the request's page relative to the dashboard root, without
+// a flash message.
+func returnPath(r *http.Request) string {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/queues/")
+	q := r.URL.Query()
+	q.Del("flash")
+	q.Del("n")
+	if len(q) > 0 {
+		rest += "?" + q.Encode()
+	}
+	if rest == "" {
+		return "./"
+	}
+	return rest
+}
+
+// flashes are the messages an action's redirect can ask for; a redirect
+// carries only the code and a count, never text.
+var flashes = map[string]struct {
+	text string
+	ok   bool
+}{
+	"retried":   {"Retried %d job(s).", true},
+	"forgotten": {"Forgot %d job(s).", true},
+	"flushed":   {"Flushed the failed jobs.", true},
+	"flushedn":  {"Flushed %d failed job(s).", true},
+	"paused":    {"Queue paused.", true},
+	"resumed":   {"Queue resumed.", true},
+	"gone":      {"That job is no longer a failed job: someone else may have retried or forgotten it.", false},
+	"more":      {"Acted on %d job(s); more match the filter: run the action again.", true},
+	"none":      {"No jobs were selected.", false},
+}
+
+func flashText(q url.Values) (string, bool) {
+	f, ok := flashes[q.Get("flash")]
+	if !ok {
+		return "", false
+	}
+	if strings.Contains(f.text, "%d") {
+		n, _ := strconv.Atoi(q.Get("n"))
+		return fmt.Sprintf(f.text, n), f.ok
+	}
+	return f.text, f.ok
+}
+
+// render writes a page. A request with the X-Meridian-Partial header gets
+// only the page's live region (the "live" template), which the refresh
+// script swaps in.
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, p *page) {
+	var buf bytes.Buffer
+	tmpl := "layout"
+	if r.Header.Get("X-Meridian-Partial") != "" {
+		tmpl = "live"
+	}
+	if err := h.pages[name].ExecuteTemplate(&buf, tmpl, p); err != nil {
+		h.cfg.logger.Error("dashboard: rendering page", "page", name, "err", err)
+		http.Error(w, "dashboard: rendering failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorData is the model of the error page.
+type errorData struct {
+	Status  int
+	Message string
+}
+
+// fail renders an error page. err, when set, is logged, not shown: the
+// message is what the caller sees.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, msg string, err error) {
+	if err != nil {
+		h.cfg.logger.Error("dashboard: "+msg, "path", r.URL.Path, "err", err)
+	}
+	p := h.newPage(w, r, http.StatusText(status), "", errorData{status, msg})
+	p.Refresh = 0
+	h.render(w, r, status, "error", p)
+}
+
+// failErr picks the status for err and renders it.
+func (h *handler) failErr(w http.ResponseWriter, r *http.Request, what string, err error) {
+	switch {
+	case isNotFound(err):
+		h.fail(w, r, http.StatusNotFound, what+": not found.", nil)
+	case isUnsupported(err):
+		h.fail(w, r, http.StatusNotFound, what+": not available with this queue driver or inspector.", nil)
+	default:
+		h.fail(w, r, http.StatusInternalServerError, what+" failed; the server log has the details.", err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// apiError answers an API request with a JSON error.
+func (h *handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	msg := "internal error"
+	switch {
+	case isNotFound(err):
+		status, msg = http.StatusNotFound, "not found"
+	case isUnsupported(err):
+		status, msg = http.StatusNotFound, "not available with this queue driver or inspector"
+	default:
+		h.cfg.logger.Error("dashboard: api", "path", r.URL.Path, "err", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
