@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/internal/bench"
+)
+
+func init() {
+	commands["bench"] = command{
+		summary: "measure jobs/s and latency per driver against an INSERT baseline",
+		run:     runBench,
+	}
+}
+
+// benchDrivers are the drivers `meridian bench` knows, in run order.
+var benchDrivers = []string{"memory", "sqlite", "postgres", "mysql"}
+
+func runBench(ctx context.Context, args []string) error {
+	return benchMain(ctx, args, os.Stdout, os.Stderr)
+}
+
+// benchMain is runBench with its streams: figures to out, progress and
+// notes to errOut.
+func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("meridian bench", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	var (
+		drivers     = fs.String("driver", "", "comma-separated drivers to measure: memory, sqlite, postgres, mysql (default: memory, sqlite and each server whose DSN is set)")
+		pgDSN       = fs.String("postgres-dsn", os.Getenv("MERIDIAN_POSTGRES_DSN"), "PostgreSQL DSN (default $MERIDIAN_POSTGRES_DSN)")
+		myDSN       = fs.String("mysql-dsn", os.Getenv("MERIDIAN_MYSQL_DSN"), "MySQL/MariaDB DSN, user@tcp(host:port)/db (default $MERIDIAN_MYSQL_DSN)")
+		sqlitePath  = fs.String("sqlite", "", "SQLite database file (default: a new file in a temporary directory, removed afterwards)")
+		quick       = fs.Bool("quick", false, "smoke run: seconds per driver, figures too small to quote")
+		modes       = fs.String("modes", "all", "comma-separated modes: burndown, continuous, dispatch, latency, or all")
+		jobs        = fs.Int("jobs", 0, "jobs queued before the burn-down (default 1000000; --quick 20000)")
+		duration    = fs.Duration("duration", 0, "length of the continuous mode and of each dispatch figure (default 8s)")
+		warmup      = fs.Duration("warmup", 0, "start of the continuous mode left uncounted (default 2s)")
+		workers     = fs.Int("workers", 0, "Worker values running at once (default 1)")
+		concurrency = fs.Int("concurrency", 0, "handler goroutines per worker; the Worker reserves at most this many jobs per call (default 1000)")
+		poll        = fs.Duration("poll", 0, "workers' idle poll interval (default 50ms)")
+		producers   = fs.Int("producers", 0, "goroutines dispatching with DispatchMany (default 2)")
+		batch       = fs.Int("batch", 0, "jobs per DispatchMany of a continuous producer (default 1000)")
+		chunk       = fs.Int("chunk", 0, "jobs per DispatchMany of the burn-down fill and the dispatch figure (default 1000)")
+		backlog     = fs.Int("backlog", 0, "continuous producers pause above this many unhandled jobs (default 20000)")
+		dispatchers = fs.Int("dispatchers", 0, "goroutines calling Dispatch in the dispatch and latency modes (default 8)")
+		rate        = fs.Int("rate", 0, "latency mode's dispatch rate in jobs/s (default 1000)")
+		latencyDur  = fs.Duration("latency-duration", 0, "length of the latency mode (default 5s)")
+		baseConns   = fs.Int("baseline-conns", 0, "connections inserting in the baseline (default 8)")
+		baseDur     = fs.Duration("baseline-duration", 0, "length of the baseline (default 5s)")
+		pool        = fs.Int("pool", 0, "connections in each PostgreSQL/MySQL queue's pool instead of the driver package's default (PostgreSQL: pool_max_conns; MySQL: an *sql.DB keeping them all idle)")
+		analyze     = fs.Bool("analyze", false, "ANALYZE the jobs table after the burn-down's fill, as autovacuum would on a production server")
+		showCalls   = fs.Bool("calls", false, "also print, per mode, the driver calls made and the jobs each carried")
+		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+		memProfile  = fs.String("memprofile", "", "write an allocation profile of the whole run to this file")
+	)
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, `usage: meridian bench [flags]
+
+Measures each driver end to end through the public API: burn-down (jobs
+queued first, then worked), continuous (dispatching while working),
+dispatch-only (Dispatch and DispatchMany) and latency from dispatch to
+handler start at a steady rate. Beside them it measures single-row INSERT
+transactions per second on the same database (the baseline) and prints
+every throughput as a ratio to it. Each mode uses fresh tables named
+meridian_bench_* that are dropped afterwards.
+
+flags:`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	o := bench.DefaultOptions
+	if *quick {
+		o = bench.QuickOptions
+	}
+	ms, err := bench.ParseModes(*modes)
+	if err != nil {
+		return err
+	}
+	o.Modes = ms
+	o.Analyze = *analyze
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, v := range []struct {
+		name string
+		val  int
+		dst  *int
+	}{
+		{"jobs", *jobs, &o.Jobs}, {"workers", *workers, &o.Workers}, {"concurrency", *concurrency, &o.Concurrency},
+		{"producers", *producers, &o.Producers}, {"batch", *batch, &o.BatchSize}, {"chunk", *chunk, &o.ChunkSize},
+		{"backlog", *backlog, &o.MaxBacklog}, {"dispatchers", *dispatchers, &o.Dispatchers}, {"rate", *rate, &o.Rate},
+		{"baseline-conns", *baseConns, &o.BaselineConns},
+	} {
+		if set[v.name] {
+			if v.val < 1 {
+				return fmt.Errorf("--%s must be at least 1, not %d", v.name, v.val)
+			}
+			*v.dst = v.val
+		}
+	}
+	for _, v := range []struct {
+		name string
+		val  time.Duration
+		dst  *time.Duration
+	}{
+		{"duration", *duration, &o.Duration}, {"poll", *poll, &o.Poll},
+		{"latency-duration", *latencyDur, &o.LatencyDuration}, {"baseline-duration", *baseDur, &o.BaselineDuration},
+	} {
+		if set[v.name] {
+			if v.val <= 0 {
+				return fmt.Errorf("--%s must be positive, not %s", v.name, v.val)
+			}
+			*v.dst = v.val
+		}
+	}
+	if *pool < 0 {
+		return fmt.Errorf("--pool must be at least 0, not %d", *pool)
+	}
+	if set["warmup"] {
+		if *warmup < 0 || *warmup >= o.Duration {
+			return fmt.Errorf("--warmup must be at least 0 and shorter than --duration (%s), not %s", o.Duration, *warmup)
+		}
+		o.Warmup = *warmup
+	}
+	o.Progress = func(format string, args ...any) {
+		fmt.Fprintf(errOut, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+
+	names, err := pickDrivers(*drivers, *pgDSN, *myDSN, errOut)
+	if err != nil {
+		return err
+	}
+	path := *sqlitePath
+	if path == "" && slices.Contains(names, "sqlite") {
+		dir, err := os.MkdirTemp("", "meridian-bench-")
+		if err != nil {
+			return fmt.Errorf("making a directory for the SQLite file: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "bench.db")
+	}
+	var targets []bench.Target
+	for _, n := range names {
+		switch n {
+		case "memory":
+			targets = append(targets, bench.Memory{})
+		case "sqlite":
+			targets = append(targets, bench.SQLite(path))
+		case "postgres":
+			t := bench.Postgres(*pgDSN)
+			t.Pool = *pool
+			targets = append(targets, t)
+		case "mysql":
+			t := bench.MySQL(*myDSN)
+			t.Pool = *pool
+			targets = append(targets, t)
+		}
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("starting CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	fmt.Fprintf(out, "meridian bench: %s %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %d worker(s) x %d, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s\n\n",
+		o.Jobs, o.Duration, o.Warmup, o.Workers, o.Concurrency, o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
+		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration)
+	var errs []error
+	for _, t := range targets {
+		rep, err := bench.Run(ctx, t, o)
+		if _, werr := rep.WriteTo(out); werr != nil {
+			return werr
+		}
+		if *showCalls {
+			if werr := rep.WriteCalls(out); werr != nil {
+				return werr
+			}
+		}
+		fmt.Fprintln(out)
+		if err != nil {
+			errs = append(errs, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return fmt.Errorf("creating allocation profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return fmt.Errorf("writing allocation profile: %w", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pickDrivers returns the drivers to measure: those listed, or by default
+// memory, sqlite and each server whose DSN is set. A listed server without
+// a DSN is an error.
+func pickDrivers(list, pgDSN, myDSN string, errOut io.Writer) ([]string, error) {
+	dsn := map[string]string{"postgres": pgDSN, "mysql": myDSN}
+	flagFor := map[string]string{"postgres": "--postgres-dsn or MERIDIAN_POSTGRES_DSN", "mysql": "--mysql-dsn or MERIDIAN_MYSQL_DSN"}
+	if list == "" {
+		var out []string
+		for _, n := range benchDrivers {
+			if d, server := dsn[n]; server && d == "" {
+				fmt.Fprintf(errOut, "meridian bench: skipping %s: set %s to measure it\n", n, flagFor[n])
+				continue
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	var out []string
+	for f := range strings.SplitSeq(list, ",") {
+		n := strings.TrimSpace(f)
+		if n == "sqlite3" {
+			n = "sqlite"
+		}
+		if n == "mariadb" {
+			n = "mysql"
+		}
+		if !slices.Contains(benchDrivers, n) {
+			return nil, fmt.Errorf("unknown driver %q (known: %s)", f, strings.Join(benchDrivers, ", "))
+		}
+		if d, server := dsn[n]; server && d == "" {
+			return nil, fmt.Errorf("driver %s needs a DSN: set %s", n, flagFor[n])
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/queue"
+	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"    // mysql://
+	_ "github.com/meridianjobs/meridian/sqlqueue/postgres" // postgres://
+	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite"   // sqlite://
+)
+
+func init() {
+	commands["dashboard"] = command{
+		summary: "serve the dashboard over an existing queue database",
+		run: func(ctx context.Context, args []string) error {
+			return dashboardMain(ctx, args, os.Stderr, nil)
+		},
+	}
+}
+
+// dashboardAuthEnv holds user:password for basic auth when --basic-auth is
+// not given, so the password need not appear in the process list.
+const dashboardAuthEnv = "MERIDIAN_DASHBOARD_AUTH"
+
+// dashboardMain runs `meridian dashboard` until ctx is done. It logs to
+// errOut and, when ready is not nil, reports the address it listens on.
+func dashboardMain(ctx context.Context, args []string, errOut io.Writer, ready func(addr string)) error {
+	fs := flag.NewFlagSet("meridian dashboard", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	var (
+		dsn      = fs.String("dsn", os.Getenv("MERIDIAN_DSN"), "queue URL: sqlite://path, postgres://..., mysql://... (default $MERIDIAN_DSN)")
+		addr     = fs.String("addr", "127.0.0.1:8080", "address to listen on")
+		prefix   = fs.String("prefix", "", "path prefix to serve under, e.g. /admin (the dashboard is at PREFIX/queues/)")
+		auth     = fs.String("basic-auth", "", "user:password required of every request (default $"+dashboardAuthEnv+"); without it only local requests are served")
+		readOnly = fs.Bool("read-only", false, "allow viewing only: no retry, forget, flush or pause")
+		title    = fs.String("title", "Meridian", "name shown in the sidebar")
+	)
+	fs.Usage = func() {
+		fmt.Fprintln(errOut, "usage: meridian dashboard --dsn URL [--addr :8080] [--basic-auth user:password] [--read-only] [--prefix /admin]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *dsn == "" {
+		fs.Usage()
+		return errors.New("--dsn is required")
+	}
+	if *auth == "" {
+		*auth = os.Getenv(dashboardAuthEnv)
+	}
+	p := strings.TrimRight(*prefix, "/")
+	if p != "" && !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("--prefix %q must start with /", *prefix)
+	}
+	log := slog.New(slog.NewTextHandler(errOut, nil))
+
+	q, err := queue.Open(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	if c, ok := q.(io.Closer); ok {
+		defer c.Close()
+	}
+
+	opts := []dashboard.Option{dashboard.Title(*title), dashboard.Logger(log)}
+	var h http.Handler
+	if *auth != "" {
+		user, pass, ok := strings.Cut(*auth, ":")
+		if !ok || user == "" || pass == "" {
+			return errors.New("--basic-auth must be user:password")
+		}
+		act := !*readOnly
+		// The basic-auth wrapper has checked the caller before the
+		// dashboard sees the request.
+		opts = append(opts, dashboard.Authorize(func(*http.Request) (bool, bool) { return true, act }))
+		h = basicAuth(user, pass, dashboard.Handler(dashboard.ForQueue(q), opts...))
+	} else {
+		if *readOnly {
+			opts = append(opts, dashboard.Authorize(localReadOnly))
+		}
+		h = dashboard.Handler(dashboard.ForQueue(q), opts...)
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(p+"/queues/", http.StripPrefix(p, h))
+	mux.HandleFunc(p+"/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "queues/")
+		w.WriteHeader(http.StatusFound)
+	})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", *addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	url := "http://" + ln.Addr().String() + p + "/queues/"
+	log.Info("meridian dashboard listening", "url", url, "basic_auth", *auth != "", "read_only", *readOnly)
+	if *auth == "" {
+		if host, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopbackHost(host) {
+			log.Warn("no --basic-auth: only requests from this machine will be served")
+		}
+	}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving the dashboard: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("stopping the dashboard: %w", err)
+	}
+	return nil
+}
+
+// basicAuth requires user and pass of every request, answering 401 with a
+// challenge so browsers prompt for them.
+func basicAuth(user, pass string, next http.Handler) http.Handler {
+	wantU, wantP := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		gotU, gotP := sha256.Sum256([]byte(u)), sha256.Sum256([]byte(p))
+		if !ok || subtle.ConstantTimeCompare(gotU[:], wantU[:])&subtle.ConstantTimeCompare(gotP[:], wantP[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="meridian dashboard", charset="UTF-8"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// localReadOnly is the default loopback rule without the right to act.
+func localReadOnly(r *http.Request) (read, act bool) {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return false, false
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	return err == nil && isLoopbackHost(host), false
+}
+
+func isLoopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,385 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// Target is one driver under test. Run calls its methods from one
+// goroutine at a time.
+type Target interface {
+	// Name is the driver's name in reports: memory, sqlite, postgres, mysql.
+	Name() string
+	// NewQueue returns an empty queue in storage of its own (for SQL, tables
+	// with a unique name, already set up) and a function that releases it
+	// and drops that storage. The caller stops using the queue before it
+	// calls the function.
+	NewQueue(ctx context.Context) (queue.Queue, func(context.Context) error, error)
+	// Baseline measures single-row INSERT transactions per second from conns
+	// connections for d, in a table of its own that it drops afterwards. ok
+	// is false when the target has no database to measure (memory).
+	Baseline(ctx context.Context, conns int, d time.Duration) (tps float64, ok bool, err error)
+}
+
+// Analyzer is a Target whose database keeps planner statistics that
+// Options.Analyze can refresh.
+type Analyzer interface {
+	// Analyze refreshes the statistics of the tables of q, a queue the
+	// target made (possibly wrapped by the harness).
+	Analyze(ctx context.Context, q queue.Queue) error
+}
+
+// Mode names a group of figures Run can measure.
+type Mode string
+
+// The modes, in the order Run measures them.
+const (
+	ModeBurnDown   Mode = "burndown"
+	ModeContinuous Mode = "continuous"
+	ModeDispatch   Mode = "dispatch"
+	ModeLatency    Mode = "latency"
+)
+
+// AllModes lists every mode in the order Run measures them.
+var AllModes = []Mode{ModeBurnDown, ModeContinuous, ModeDispatch, ModeLatency}
+
+// ParseModes parses a comma-separated list of modes; "all" or "" is every
+// mode.
+func ParseModes(s string) ([]Mode, error) {
+	if s == "" || s == "all" {
+		return slices.Clone(AllModes), nil
+	}
+	var out []Mode
+	for f := range strings.SplitSeq(s, ",") {
+		m := Mode(strings.TrimSpace(f))
+		if !slices.Contains(AllModes, m) {
+			return nil, fmt.Errorf("bench: unknown mode %q (known: burndown, continuous, dispatch, latency, all)", f)
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// Options sizes a run. Zero fields take the values of DefaultOptions.
+type Options struct {
+	Modes []Mode
+
+	// Jobs is how many jobs burn-down queues before the workers start.
+	Jobs int
+	// Duration bounds the continuous mode and each dispatch-only figure.
+	Duration time.Duration
+	// Warmup is the start of the continuous mode that is not counted.
+	Warmup time.Duration
+
+	// Workers is how many Worker values run, each with Concurrency
+	// handler goroutines; Poll is their idle poll interval.
+	Workers     int
+	Concurrency int
+	Poll        time.Duration
+
+	// Producers is how many goroutines dispatch batches with DispatchMany
+	// (burn-down fill, continuous, dispatch-only); BatchSize is the batch
+	// of a continuous producer and ChunkSize the batch of the fill and of
+	// the DispatchMany dispatch figure.
+	Producers int
+	BatchSize int
+	ChunkSize int
+	// MaxBacklog pauses continuous producers while more than this many
+	// dispatched jobs are not yet handled.
+	MaxBacklog int
+	// Dispatchers is how many goroutines call Dispatch in the single
+	// dispatch figure and in the latency mode.
+	Dispatchers int
+
+	// Rate is the latency mode's steady dispatch rate in jobs/s, for
+	// LatencyDuration.
+	Rate            int
+	LatencyDuration time.Duration
+
+	// BaselineConns and BaselineDuration size the INSERT baseline.
+	BaselineConns    int
+	BaselineDuration time.Duration
+
+	// Analyze refreshes the database's statistics of the jobs table after
+	// the burn-down's fill, as autovacuum does on a production server
+	// (a fresh table has none, and the planner then guesses). Targets
+	// that are not Analyzers ignore it.
+	Analyze bool
+
+	// Progress, when set, receives one line per step.
+	Progress func(format string, args ...any)
+
+	// analyze is Analyze bound to the target, set by Run.
+	analyze func(ctx context.Context, q queue.Queue) error
+}
+
+// DefaultOptions are the sizes of a full `meridian bench` run: a few
+// minutes over four drivers on a small machine.
+var DefaultOptions = Options{
+	Modes:            AllModes,
+	Jobs:             1_000_000,
+	Duration:         8 * time.Second,
+	Warmup:           2 * time.Second,
+	Workers:          1,
+	Concurrency:      1000,
+	Poll:             50 * time.Millisecond,
+	Producers:        2,
+	BatchSize:        1000,
+	ChunkSize:        1000,
+	MaxBacklog:       20_000,
+	Dispatchers:      8,
+	Rate:             1000,
+	LatencyDuration:  5 * time.Second,
+	BaselineConns:    8,
+	BaselineDuration: 5 * time.Second,
+}
+
+// QuickOptions are the sizes of a smoke run (`meridian bench --quick`):
+// seconds per driver, figures too noisy to quote.
+var QuickOptions = func() Options {
+	o := DefaultOptions
+	o.Jobs = 20_000
+	o.Duration = time.Second
+	o.Warmup = 200 * time.Millisecond
+	o.LatencyDuration = time.Second
+	o.BaselineDuration = time.Second
+	return o
+}()
+
+// withDefaults fills o's zero fields from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions
+	if len(o.Modes) == 0 {
+		o.Modes = d.Modes
+	}
+	setInt := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setDur := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	setInt(&o.Jobs, d.Jobs)
+	setDur(&o.Duration, d.Duration)
+	if o.Warmup < 0 || o.Warmup >= o.Duration {
+		o.Warmup = o.Duration / 4
+	}
+	setInt(&o.Workers, d.Workers)
+	setInt(&o.Concurrency, d.Concurrency)
+	setDur(&o.Poll, d.Poll)
+	setInt(&o.Producers, d.Producers)
+	setInt(&o.BatchSize, d.BatchSize)
+	setInt(&o.ChunkSize, d.ChunkSize)
+	setInt(&o.MaxBacklog, d.MaxBacklog)
+	setInt(&o.Dispatchers, d.Dispatchers)
+	setInt(&o.Rate, d.Rate)
+	setDur(&o.LatencyDuration, d.LatencyDuration)
+	setInt(&o.BaselineConns, d.BaselineConns)
+	setDur(&o.BaselineDuration, d.BaselineDuration)
+	return o
+}
+
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		o.Progress(format, args...)
+	}
+}
+
+// Unit is what a Figure counts.
+type Unit string
+
+// The units of figures.
+const (
+	PerSecond    Unit = "jobs/s"
+	Milliseconds Unit = "ms"
+)
+
+// Figure is one measured number.
+type Figure struct {
+	// Name says what was measured, e.g. "burn-down (1000000 jobs)".
+	Name  string
+	Value float64
+	Unit  Unit
+}
+
+// Report is the outcome of one Run over one target.
+type Report struct {
+	Driver string
+	// Baseline is the INSERT transactions per second measured beside the
+	// figures: the mean of BaselineBefore and BaselineAfter, measured
+	// before the first mode and after the last, so that a machine whose
+	// load changes during the run moves both sides of every ratio. Zero
+	// when the target has none.
+	Baseline, BaselineBefore, BaselineAfter float64
+	BaselineConns                           int
+	Figures                                 []Figure
+	// Calls says, per mode, how many driver calls the mode made and how
+	// many jobs each carried (see Calls.String).
+	Calls []ModeCalls
+}
+
+// ModeCalls is the driver calls one mode made.
+type ModeCalls struct {
+	Mode  string
+	Calls string
+}
+
+// WriteCalls writes the driver calls of each mode, one line per mode.
+func (r Report) WriteCalls(w io.Writer) error {
+	for _, c := range r.Calls {
+		if _, err := fmt.Fprintf(w, "%-9s calls in %-14s %s\n", r.Driver, c.Mode+":", c.Calls); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Ratio returns f's value as a multiple of the report's baseline, and false
+// when there is no baseline or f is not a throughput.
+func (r Report) Ratio(f Figure) (float64, bool) {
+	if r.Baseline <= 0 || f.Unit != PerSecond {
+		return 0, false
+	}
+	return f.Value / r.Baseline, true
+}
+
+// Figure returns the figure whose name starts with prefix.
+func (r Report) Figure(prefix string) (Figure, bool) {
+	for _, f := range r.Figures {
+		if strings.HasPrefix(f.Name, prefix) {
+			return f, true
+		}
+	}
+	return Figure{}, false
+}
+
+// WriteTo writes the report, one line per figure: the baseline first, then
+// each figure with its ratio to the baseline when it has one.
+func (r Report) WriteTo(w io.Writer) (int64, error) {
+	var b strings.Builder
+	if r.Baseline > 0 {
+		fmt.Fprintf(&b, "%-9s %-48s %12s inserts/s (the baseline, 1.00x; mean of %s before and %s after)\n", r.Driver,
+			fmt.Sprintf("baseline: 1-row INSERT tx, %d clients", r.BaselineConns), thousands(r.Baseline),
+			thousands(r.BaselineBefore), thousands(r.BaselineAfter))
+	}
+	for _, f := range r.Figures {
+		val := thousands(f.Value)
+		if f.Unit == Milliseconds {
+			val = fmt.Sprintf("%.2f", f.Value)
+		}
+		line := fmt.Sprintf("%-9s %-48s %12s %-9s", r.Driver, f.Name, val, f.Unit)
+		if ratio, ok := r.Ratio(f); ok {
+			line += fmt.Sprintf(" %5.2fx baseline", ratio)
+		}
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	n, err := io.WriteString(w, b.String())
+	return int64(n), err
+}
+
+// thousands formats v rounded to an integer with comma separators.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// Run measures t in the modes of opts and returns the report. It stops at
+// the first error, with the figures measured so far in the report.
+func Run(ctx context.Context, t Target, opts Options) (Report, error) {
+	o := opts.withDefaults()
+	if a, ok := t.(Analyzer); ok && o.Analyze {
+		o.analyze = a.Analyze
+	}
+	rep := Report{Driver: t.Name(), BaselineConns: o.BaselineConns}
+	o.progress("%s: starting", t.Name())
+	tps, hasBaseline, err := t.Baseline(ctx, o.BaselineConns, o.BaselineDuration)
+	if err != nil {
+		return rep, fmt.Errorf("bench: %s baseline: %w", t.Name(), err)
+	}
+	if hasBaseline {
+		rep.Baseline, rep.BaselineBefore, rep.BaselineAfter = tps, tps, tps
+		o.progress("  baseline before: %.0f single-row INSERT tx/s from %d connections", tps, o.BaselineConns)
+	}
+	for _, m := range AllModes {
+		if !slices.Contains(o.Modes, m) {
+			continue
+		}
+		measure := func(name string, fn func(q queue.Queue) ([]Figure, error)) error {
+			figs, calls, err := withQueue(ctx, t, fn)
+			rep.Figures = append(rep.Figures, figs...)
+			rep.Calls = append(rep.Calls, ModeCalls{Mode: name, Calls: calls.String()})
+			return err
+		}
+		switch m {
+		case ModeBurnDown:
+			err = measure("burn-down", func(q queue.Queue) ([]Figure, error) { return burnDown(ctx, q, o) })
+		case ModeContinuous:
+			err = measure("continuous", func(q queue.Queue) ([]Figure, error) { return continuous(ctx, q, o) })
+		case ModeDispatch:
+			err = measure("Dispatch", func(q queue.Queue) ([]Figure, error) { return dispatchOne(ctx, q, o) })
+			if err == nil {
+				err = measure("DispatchMany", func(q queue.Queue) ([]Figure, error) { return dispatchMany(ctx, q, o) })
+			}
+		case ModeLatency:
+			err = measure("latency", func(q queue.Queue) ([]Figure, error) { return latency(ctx, q, o) })
+		}
+		if err != nil {
+			return rep, fmt.Errorf("bench: %s %s: %w", t.Name(), m, err)
+		}
+	}
+	if hasBaseline {
+		after, _, err := t.Baseline(ctx, o.BaselineConns, o.BaselineDuration)
+		if err != nil {
+			return rep, fmt.Errorf("bench: %s baseline after the modes: %w", t.Name(), err)
+		}
+		rep.BaselineAfter = after
+		rep.Baseline = (rep.BaselineBefore + after) / 2
+		o.progress("  baseline after: %.0f single-row INSERT tx/s", after)
+	}
+	return rep, nil
+}
+
+// withQueue runs fn on a fresh queue of t, counting its calls, and drops
+// the queue afterwards, even when fn fails or ctx is done.
+func withQueue(ctx context.Context, t Target, fn func(q queue.Queue) ([]Figure, error)) ([]Figure, *Calls, error) {
+	q, drop, err := t.NewQueue(ctx)
+	if err != nil {
+		return nil, &Calls{}, fmt.Errorf("making a fresh queue: %w", err)
+	}
+	cq, calls := count(q)
+	figs, err := fn(cq)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if derr := drop(dctx); derr != nil {
+		err = errors.Join(err, fmt.Errorf("dropping the bench queue: %w", derr))
+	}
+	return figs, calls, err
+}
+
+// quiet discards the workers' logs: a bench run prints figures only.
+var quiet = slog.New(slog.DiscardHandler)

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchTargets are the drivers the go test benchmarks measure: memory
+// always, the SQL drivers whose servers are configured (see targets_test.go).
+func benchTargets(b *testing.B) []Target {
+	return append([]Target{Memory{}}, sqlTestTargets(b)...)
+}
+
+// benchOptions keeps go test benchmarks small: b.N sizes the work.
+var benchOptions = Options{Concurrency: 1000, Poll: 20 * time.Millisecond, Producers: 2, ChunkSize: 1000}.withDefaults()
+
+// BenchmarkBurnDown queues b.N jobs, then measures how fast one worker
+// handles and acks them.
+func BenchmarkBurnDown(b *testing.B) {
+	for _, t := range benchTargets(b) {
+		b.Run(t.Name(), func(b *testing.B) {
+			ctx := context.Background()
+			q, drop, err := t.NewQueue(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				if err := drop(ctx); err != nil {
+					b.Error(err)
+				}
+			}()
+			if err := fill(ctx, q, b.N, benchOptions); err != nil {
+				b.Fatal(err)
+			}
+			var handled atomic.Int64
+			b.ResetTimer()
+			p := startWorkers(q, benchOptions, func(job) { handled.Add(1) })
+			werr := waitCount(ctx, &handled, int64(b.N))
+			if err := p.stop(); err != nil || werr != nil {
+				b.Fatal(werr, err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
+
+// BenchmarkDispatchMany measures DispatchMany of b.N jobs in chunks of
+// 1,000 from two goroutines.
+func BenchmarkDispatchMany(b *testing.B) {
+	for _, t := range benchTargets(b) {
+		b.Run(t.Name(), func(b *testing.B) {
+			ctx := context.Background()
+			q, drop, err := t.NewQueue(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				if err := drop(ctx); err != nil {
+					b.Error(err)
+				}
+			}()
+			b.ResetTimer()
+			if err := fill(ctx, q, b.N, benchOptions); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}
+
+// BenchmarkDispatch measures single Dispatch calls from parallel
+// goroutines.
+func BenchmarkDispatch(b *testing.B) {
+	for _, t := range benchTargets(b) {
+		b.Run(t.Name(), func(b *testing.B) {
+			ctx := context.Background()
+			q, drop, err := t.NewQueue(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				if err := drop(ctx); err != nil {
+					b.Error(err)
+				}
+			}()
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := dispatchJob(ctx, q); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
+}

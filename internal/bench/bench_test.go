@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestPercentiles(t *testing.T) {
+	t.Parallel()
+	ms := func(ns ...int) []time.Duration {
+		var out []time.Duration
+		for _, n := range ns {
+			out = append(out, time.Duration(n)*time.Millisecond)
+		}
+		return out
+	}
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[99-i] = time.Duration(i+1) * time.Millisecond // unsorted on purpose
+	}
+	tests := []struct {
+		name    string
+		samples []time.Duration
+		ps      []float64
+		want    []time.Duration
+	}{
+		{"empty", nil, []float64{50, 99}, ms(0, 0)},
+		{"one", ms(7), []float64{50, 95, 99, 100}, ms(7, 7, 7, 7)},
+		{"hundred", hundred, []float64{1, 50, 95, 99, 100}, ms(1, 50, 95, 99, 100)},
+		{"nearest rank rounds up", ms(40, 10, 30, 20), []float64{25, 26, 50, 51, 75, 100}, ms(10, 20, 20, 30, 30, 40)},
+		{"tiny percentile is the minimum", ms(3, 1, 2), []float64{0.001}, ms(1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			before := append([]time.Duration(nil), tt.samples...)
+			got := Percentiles(tt.samples, tt.ps...)
+			for i := range tt.want {
+				if got[i] != tt.want[i] {
+					t.Errorf("p%v = %v, want %v", tt.ps[i], got[i], tt.want[i])
+				}
+			}
+			for i := range before {
+				if tt.samples[i] != before[i] {
+					t.Fatalf("Percentiles modified its input at %d", i)
+				}
+			}
+		})
+	}
+}
+
+func TestParseModes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    []Mode
+		wantErr bool
+	}{
+		{"", AllModes, false},
+		{"all", AllModes, false},
+		{"latency", []Mode{ModeLatency}, false},
+		{"burndown, dispatch,burndown", []Mode{ModeBurnDown, ModeDispatch}, false},
+		{"burndown,fast", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseModes(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseModes(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if strings.Join(modeStrings(got), ",") != strings.Join(modeStrings(tt.want), ",") {
+			t.Errorf("ParseModes(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func modeStrings(ms []Mode) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m))
+	}
+	return out
+}
+
+func TestReportRatios(t *testing.T) {
+	t.Parallel()
+	r := Report{Driver: "postgres", Baseline: 10000, BaselineBefore: 9000, BaselineAfter: 11000, BaselineConns: 8, Figures: []Figure{
+		{Name: "burn-down: work", Value: 34000, Unit: PerSecond},
+		{Name: "latency p50", Value: 1.5, Unit: Milliseconds},
+	}}
+	var b strings.Builder
+	if _, err := r.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %d lines, want baseline + 2 figures:\n%s", len(lines), b.String())
+	}
+	for i, want := range []string{"10,000 inserts/s (the baseline, 1.00x; mean of 9,000 before and 11,000 after)", "34,000 jobs/s     3.40x baseline", "1.50 ms"} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("line %d = %q, want it to contain %q", i, lines[i], want)
+		}
+	}
+	if strings.Contains(lines[2], "baseline") {
+		t.Errorf("a latency has no ratio, got %q", lines[2])
+	}
+
+	mem := Report{Driver: "memory", Figures: r.Figures}
+	b.Reset()
+	if _, err := mem.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "baseline") {
+		t.Errorf("memory has no baseline, got:\n%s", b.String())
+	}
+	if _, ok := mem.Ratio(mem.Figures[0]); ok {
+		t.Error("Ratio without a baseline reported ok")
+	}
+}
+
+func TestThousands(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1234567.4: "1,234,567", -45000: "-45,000"} {
+		if got := thousands(in); got != want {
+			t.Errorf("thousands(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// tiny are options for a run over memory that takes about a second.
+var tiny = Options{
+	Jobs: 2000, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond,
+	Concurrency: 10, Poll: 20 * time.Millisecond, Producers: 2, BatchSize: 100, ChunkSize: 100,
+	MaxBacklog: 1000, Dispatchers: 2, Rate: 500, LatencyDuration: 200 * time.Millisecond,
+}
+
+func TestRunMemory(t *testing.T) {
+	t.Parallel()
+	rep, err := Run(context.Background(), Memory{}, tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Baseline != 0 {
+		t.Errorf("memory baseline = %v, want none", rep.Baseline)
+	}
+	for _, prefix := range []string{
+		"burn-down: queue", "burn-down: work", "continuous", "dispatch: Dispatch,",
+		"dispatch: DispatchMany", "dispatch: one DispatchMany", "latency p50", "latency p95", "latency p99", "latency: the Dispatch call itself, p50",
+	} {
+		f, ok := rep.Figure(prefix)
+		if !ok {
+			t.Errorf("no figure %q in %+v", prefix, rep.Figures)
+			continue
+		}
+		if !(f.Value > 0) {
+			t.Errorf("%s = %v, want a positive number", f.Name, f.Value)
+		}
+	}
+	if len(rep.Calls) != 5 {
+		t.Fatalf("calls of %d modes, want 5: %+v", len(rep.Calls), rep.Calls)
+	}
+	for _, c := range rep.Calls {
+		want := "Reserve "
+		switch c.Mode {
+		case "Dispatch":
+			want = "Push "
+		case "DispatchMany":
+			want = "PushMany "
+		}
+		if !strings.Contains(c.Calls, want) {
+			t.Errorf("calls in %s = %q, want it to count %q", c.Mode, c.Calls, want)
+		}
+	}
+	p50, _ := rep.Figure("latency p50")
+	p99, _ := rep.Figure("latency p99")
+	if p50.Value > p99.Value {
+		t.Errorf("p50 %v > p99 %v", p50.Value, p99.Value)
+	}
+}
+
+func TestCallsString(t *testing.T) {
+	t.Parallel()
+	var c Calls
+	if got := c.String(); got != "" {
+		t.Errorf("no calls = %q, want empty", got)
+	}
+	c.Reserve.Add(4)
+	c.Reserved.Add(10)
+	c.EmptyReserve.Add(1)
+	c.ReserveNanos.Add(int64(8 * time.Millisecond))
+	c.Wait.Add(2)
+	want := "Reserve 4 calls x 2.5 jobs (2.00 ms each); 1 of them empty; Wait 2"
+	if got := c.String(); got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := tiny
+	o.Modes = []Mode{ModeContinuous}
+	if _, err := Run(ctx, Memory{}, o); err == nil {
+		t.Fatal("Run with a cancelled context succeeded")
+	}
+}
+
+func TestRunSQL(t *testing.T) {
+	t.Parallel()
+	for _, target := range sqlTestTargets(t) {
+		t.Run(target.Name(), func(t *testing.T) {
+			o := tiny
+			o.BaselineDuration = 200 * time.Millisecond
+			o.Modes = []Mode{ModeBurnDown, ModeDispatch}
+			o.Analyze = true
+			var mu sync.Mutex
+			var steps []string
+			o.Progress = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				steps = append(steps, fmt.Sprintf(format, args...))
+			}
+			rep, err := Run(context.Background(), target, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(steps, func(s string) bool { return strings.Contains(s, "ANALYZE") }) {
+				t.Errorf("no ANALYZE step among %q", steps)
+			}
+			if !(rep.BaselineBefore > 0 && rep.BaselineAfter > 0) || rep.Baseline != (rep.BaselineBefore+rep.BaselineAfter)/2 {
+				t.Errorf("baseline = %v (before %v, after %v), want the mean of two positive rates", rep.Baseline, rep.BaselineBefore, rep.BaselineAfter)
+			}
+			for _, f := range rep.Figures {
+				if !(f.Value > 0) {
+					t.Errorf("%s = %v, want a positive number", f.Name, f.Value)
+				}
+			}
+			if _, ok := rep.Figure("burn-down: work"); !ok {
+				t.Errorf("no burn-down figure in %+v", rep.Figures)
+			}
+		})
+	}
+}

@@ -1,0 +1,41 @@
+// Package bench is the benchmark harness behind `meridian bench` and the
+// package's `go test -bench` benchmarks: it measures a queue driver end to
+// end through the public API (Dispatch, DispatchMany, Worker) and sets the
+// figures beside a baseline measured on the same database in the same run.
+//
+// # Modes
+//
+// Run measures, on a fresh and empty queue for each mode:
+//
+//   - burn-down: Options.Jobs jobs are queued first with DispatchMany, then
+//     the workers handle them with a no-op handler; the figure is jobs/s
+//     from the workers' start until the last ack is flushed.
+//   - continuous: producers dispatch batches with DispatchMany while the
+//     workers run, for Options.Duration; the figure is jobs handled per
+//     second after a warm-up. Producers pause while the backlog exceeds
+//     Options.MaxBacklog, so the figure is a sustainable rate, not the
+//     speed of filling a table.
+//   - dispatch: Dispatch of one job at a time from Options.Dispatchers
+//     goroutines, and DispatchMany of Options.ChunkSize jobs from
+//     Options.Producers goroutines, each for Options.Duration, no workers.
+//   - latency: single Dispatches paced at Options.Rate jobs/s for
+//     Options.LatencyDuration while the workers run; the figures are the
+//     50th, 95th and 99th percentiles of the time from the Dispatch call to
+//     the handler's start.
+//
+// # Baseline
+//
+// A Target backed by a database also measures the database's own pace:
+// single-row INSERT transactions per second from Options.BaselineConns
+// connections into a plain table of the harness's own, as
+// `pgbench -c 8` with a one-INSERT script does. Every throughput figure is
+// reported as a ratio to it, so results from different machines compare.
+// The memory target has no baseline and reports absolute figures only.
+//
+// # Isolation
+//
+// Targets make every queue in tables with a unique name (prefix
+// "meridian_bench_") and drop them afterwards, so a run never reads or
+// writes a user's jobs. A run that is killed may leave such tables behind;
+// they are safe to drop.
+package bench

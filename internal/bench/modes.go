@@ -1,0 +1,383 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// job is the benchmark's job: T is when it was dispatched (Unix
+// nanoseconds) in the latency mode and zero elsewhere, so the payload stays
+// as small as a real no-op job's.
+type job struct {
+	T int64 `json:"t,omitempty"`
+}
+
+// JobName routes bench jobs to the bench handler.
+func (job) JobName() string { return "meridian_bench" }
+
+// stallAfter is how long a mode waits without any progress before it
+// gives up: a stuck driver fails the run instead of hanging it.
+const stallAfter = 30 * time.Second
+
+// workers is a set of running Workers over one queue.
+type workers struct {
+	ws   []*queue.Worker
+	errs chan error
+}
+
+// startWorkers runs o.Workers Workers over q, each calling handle for every
+// job with o.Concurrency handler goroutines.
+func startWorkers(q queue.Queue, o Options, handle func(v job)) *workers {
+	p := &workers{errs: make(chan error, o.Workers)}
+	for range o.Workers {
+		w := queue.NewWorker(q).Slog(quiet).Concurrency(o.Concurrency).Poll(o.Poll).ShutdownTimeout(10 * time.Second)
+		queue.Handle(w, func(_ context.Context, v job) error {
+			handle(v)
+			return nil
+		})
+		p.ws = append(p.ws, w)
+		go func() { p.errs <- w.Run(context.Background()) }()
+	}
+	return p
+}
+
+// stop stops the workers and waits until every Run has returned, so every
+// handled job's ack has been flushed.
+func (p *workers) stop() error {
+	for _, w := range p.ws {
+		w.Stop()
+	}
+	var err error
+	for range p.ws {
+		err = errors.Join(err, <-p.errs)
+	}
+	return err
+}
+
+// waitCount waits until n reaches want, failing when ctx is done or when
+// n stays still for stallAfter.
+func waitCount(ctx context.Context, n *atomic.Int64, want int64) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	last, lastMove := n.Load(), time.Now()
+	for {
+		cur := n.Load()
+		if cur >= want {
+			return nil
+		}
+		if cur != last {
+			last, lastMove = cur, time.Now()
+		} else if time.Since(lastMove) > stallAfter {
+			return fmt.Errorf("stalled at %d of %d jobs: no progress for %s", cur, want, stallAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// fill queues n jobs with DispatchMany in chunks of o.ChunkSize from
+// o.Producers goroutines.
+func fill(ctx context.Context, q queue.Queue, n int, o Options) error {
+	var next atomic.Int64
+	chunks := int64((n + o.ChunkSize - 1) / o.ChunkSize)
+	var wg sync.WaitGroup
+	errs := make([]error, o.Producers)
+	for g := range o.Producers {
+		wg.Go(func() {
+			batch := make([]job, o.ChunkSize)
+			for {
+				c := next.Add(1) - 1
+				if c >= chunks || ctx.Err() != nil {
+					return
+				}
+				size := min(o.ChunkSize, n-int(c)*o.ChunkSize)
+				if _, err := queue.DispatchMany(ctx, q, batch[:size]); err != nil {
+					errs[g] = fmt.Errorf("queueing jobs: %w", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// burnDown queues o.Jobs jobs, then measures how fast the workers empty the
+// queue.
+func burnDown(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+	o.progress("  burn-down: queueing %d jobs (DispatchMany x%d, %d goroutines)", o.Jobs, o.ChunkSize, o.Producers)
+	start := time.Now()
+	if err := fill(ctx, q, o.Jobs, o); err != nil {
+		return nil, err
+	}
+	fillRate := float64(o.Jobs) / time.Since(start).Seconds()
+	figs := []Figure{{Name: fmt.Sprintf("burn-down: queue %d (DispatchMany x%d)", o.Jobs, o.ChunkSize), Value: fillRate, Unit: PerSecond}}
+	if o.analyze != nil {
+		o.progress("  burn-down: refreshing the table's statistics (ANALYZE)")
+		if err := o.analyze(ctx, q); err != nil {
+			return figs, fmt.Errorf("analyzing the jobs table: %w", err)
+		}
+	}
+
+	o.progress("  burn-down: working %d jobs (%d worker(s) x %d)", o.Jobs, o.Workers, o.Concurrency)
+	var handled atomic.Int64
+	start = time.Now()
+	p := startWorkers(q, o, func(job) { handled.Add(1) })
+	werr := waitCount(ctx, &handled, int64(o.Jobs))
+	err := errors.Join(werr, p.stop())
+	if err != nil {
+		return figs, err
+	}
+	rate := float64(o.Jobs) / time.Since(start).Seconds()
+	figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: work %d (end to end)", o.Jobs), Value: rate, Unit: PerSecond})
+	return figs, nil
+}
+
+// continuous runs producers and workers together for o.Duration and
+// measures the jobs handled per second after the warm-up.
+func continuous(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+	o.progress("  continuous: %d producer(s) x%d, %d worker(s) x %d, %s", o.Producers, o.BatchSize, o.Workers, o.Concurrency, o.Duration)
+	var handled, dispatched atomic.Int64
+	p := startWorkers(q, o, func(job) { handled.Add(1) })
+
+	pctx, stopProducers := context.WithCancel(ctx)
+	defer stopProducers()
+	var wg sync.WaitGroup
+	errs := make([]error, o.Producers)
+	for g := range o.Producers {
+		wg.Go(func() {
+			batch := make([]job, o.BatchSize)
+			for pctx.Err() == nil {
+				if dispatched.Load()-handled.Load() > int64(o.MaxBacklog) {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				n, err := queue.DispatchMany(pctx, q, batch)
+				if err != nil {
+					if pctx.Err() == nil {
+						errs[g] = fmt.Errorf("dispatching: %w", err)
+					}
+					return
+				}
+				dispatched.Add(int64(n))
+			}
+		})
+	}
+
+	sleepCtx(ctx, o.Warmup)
+	h0, t0 := handled.Load(), time.Now()
+	sleepCtx(ctx, o.Duration-o.Warmup)
+	h1, el := handled.Load(), time.Since(t0)
+	stopProducers()
+	wg.Wait()
+	err := errors.Join(append(errs, p.stop(), ctx.Err())...)
+	if err != nil {
+		return nil, err
+	}
+	if h1 == h0 {
+		return nil, fmt.Errorf("no job was handled in %s", el)
+	}
+	return []Figure{{
+		Name:  fmt.Sprintf("continuous: work while dispatching x%d", o.BatchSize),
+		Value: float64(h1-h0) / el.Seconds(), Unit: PerSecond,
+	}}, nil
+}
+
+// dispatchOne measures Dispatch of one job at a time from o.Dispatchers
+// goroutines, with no workers.
+func dispatchOne(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+	o.progress("  dispatch: Dispatch from %d goroutines, %s", o.Dispatchers, o.Duration)
+	n, el, err := forDuration(ctx, o.Dispatchers, o.Duration, func(ctx context.Context) (int, error) {
+		return 1, dispatchJob(ctx, q)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []Figure{{Name: fmt.Sprintf("dispatch: Dispatch, %d goroutines", o.Dispatchers), Value: float64(n) / el.Seconds(), Unit: PerSecond}}, nil
+}
+
+// dispatchJob dispatches one bench job.
+func dispatchJob(ctx context.Context, q queue.Queue) error {
+	return queue.Dispatch(ctx, q, job{})
+}
+
+// dispatchMany measures DispatchMany of o.ChunkSize jobs per call from
+// o.Producers goroutines, with no workers, and the mean time of one call.
+func dispatchMany(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+	o.progress("  dispatch: DispatchMany x%d from %d goroutines, %s", o.ChunkSize, o.Producers, o.Duration)
+	var calls atomic.Int64
+	var busy atomic.Int64 // summed call time, nanoseconds
+	batches := make(chan []job, o.Producers)
+	for range o.Producers {
+		batches <- make([]job, o.ChunkSize)
+	}
+	n, el, err := forDuration(ctx, o.Producers, o.Duration, func(ctx context.Context) (int, error) {
+		b := <-batches
+		defer func() { batches <- b }()
+		start := time.Now()
+		n, err := queue.DispatchMany(ctx, q, b)
+		busy.Add(int64(time.Since(start)))
+		calls.Add(1)
+		return n, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	figs := []Figure{{Name: fmt.Sprintf("dispatch: DispatchMany x%d, %d goroutines", o.ChunkSize, o.Producers), Value: float64(n) / el.Seconds(), Unit: PerSecond}}
+	if c := calls.Load(); c > 0 {
+		mean := time.Duration(busy.Load() / c)
+		figs = append(figs, Figure{Name: fmt.Sprintf("dispatch: one DispatchMany x%d call, mean", o.ChunkSize), Value: ms(mean), Unit: Milliseconds})
+	}
+	return figs, nil
+}
+
+// forDuration calls fn from g goroutines until d has passed and returns
+// the summed counts fn reported and the elapsed time.
+func forDuration(ctx context.Context, g int, d time.Duration, fn func(ctx context.Context) (int, error)) (int64, time.Duration, error) {
+	var total atomic.Int64
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, g)
+	for i := range g {
+		wg.Go(func() {
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				n, err := fn(ctx)
+				if err != nil {
+					errs[i] = fmt.Errorf("dispatching: %w", err)
+					return
+				}
+				total.Add(int64(n))
+			}
+		})
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return 0, el, err
+	}
+	return total.Load(), el, nil
+}
+
+// latency dispatches single jobs at o.Rate per second for
+// o.LatencyDuration while the workers run, and reports percentiles of the
+// time from the Dispatch call to the handler's start.
+func latency(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+	total := int(float64(o.Rate) * o.LatencyDuration.Seconds())
+	if total < 1 {
+		total = 1
+	}
+	o.progress("  latency: %d jobs at %d/s, %d worker(s) x %d, poll %s", total, o.Rate, o.Workers, o.Concurrency, o.Poll)
+	var mu sync.Mutex
+	samples := make([]time.Duration, 0, total)
+	var handled atomic.Int64
+	p := startWorkers(q, o, func(v job) {
+		d := time.Duration(time.Now().UnixNano() - v.T)
+		mu.Lock()
+		samples = append(samples, d)
+		mu.Unlock()
+		handled.Add(1)
+	})
+	// Let the workers reach their idle wait before the first job.
+	sleepCtx(ctx, 200*time.Millisecond)
+
+	ticks := make(chan struct{}, total)
+	var wg sync.WaitGroup
+	errs := make([]error, o.Dispatchers)
+	calls := make([][]time.Duration, o.Dispatchers) // each Dispatch call's own time
+	for g := range o.Dispatchers {
+		wg.Go(func() {
+			for range ticks {
+				start := time.Now()
+				if err := queue.Dispatch(ctx, q, job{T: start.UnixNano()}); err != nil {
+					errs[g] = fmt.Errorf("dispatching: %w", err)
+					return
+				}
+				calls[g] = append(calls[g], time.Since(start))
+			}
+		})
+	}
+	interval := time.Second / time.Duration(o.Rate)
+	start := time.Now()
+	for i := range total {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			if !sleepCtx(ctx, d) {
+				break
+			}
+		}
+		ticks <- struct{}{}
+	}
+	close(ticks)
+	wg.Wait()
+	el := time.Since(start)
+	err := errors.Join(errs...)
+	if err == nil {
+		err = waitCount(ctx, &handled, int64(total))
+	}
+	if err = errors.Join(err, p.stop()); err != nil {
+		return nil, err
+	}
+	if achieved := float64(total) / el.Seconds(); achieved < 0.9*float64(o.Rate) {
+		o.progress("  latency: dispatch reached only %.0f jobs/s of %d: the percentiles are at that rate", achieved, o.Rate)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	ps := Percentiles(samples, 50, 95, 99)
+	var figs []Figure
+	for i, p := range []int{50, 95, 99} {
+		figs = append(figs, Figure{Name: fmt.Sprintf("latency p%d, dispatch to start @%d/s", p, o.Rate), Value: ms(ps[i]), Unit: Milliseconds})
+	}
+	// The Dispatch call's own time is part of the latency: the job cannot
+	// start before it is stored. Reported apart, it shows how much of the
+	// latency is the push and how much the wake-up and reservation.
+	cs := Percentiles(slices.Concat(calls...), 50, 99)
+	figs = append(figs,
+		Figure{Name: fmt.Sprintf("latency: the Dispatch call itself, p50 @%d/s", o.Rate), Value: ms(cs[0]), Unit: Milliseconds},
+		Figure{Name: fmt.Sprintf("latency: the Dispatch call itself, p99 @%d/s", o.Rate), Value: ms(cs[1]), Unit: Milliseconds})
+	return figs, nil
+}
+
+// Percentiles returns the nearest-rank percentiles ps (each in (0, 100])
+// of samples, which it does not modify. With no samples every result is 0.
+func Percentiles(samples []time.Duration, ps ...float64) []time.Duration {
+	out := make([]time.Duration, len(ps))
+	if len(samples) == 0 {
+		return out
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	for i, p := range ps {
+		rank := int(math.Ceil(p / 100 * float64(len(s))))
+		out[i] = s[min(max(rank, 1), len(s))-1]
+	}
+	return out
+}
+
+// ms converts d to fractional milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// sleepCtx sleeps for d and reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
