@@ -153,11 +153,13 @@ func (l *listener) run(ctx context.Context, conn *pgx.Conn) {
 			l.setHealth(err)
 			l.log.Warn("sqlqueue/postgres: listener reconnect failed", "channel", l.channel, "err", err, "retry_in", backoff)
 		}
+		// Notifications sent while the connection was down are lost: wake
+		// everyone once so that nothing waits for its safety poll. This
+		// comes before Health turns nil, so a Wait that starts once Health
+		// reports the listener healthy is woken only by a real notification.
+		l.wakeAll()
 		l.setHealth(nil)
 		l.log.Info("sqlqueue/postgres: listener reconnected", "channel", l.channel)
-		// Notifications sent while the connection was down are lost: wake
-		// everyone once so that nothing waits for its safety poll.
-		l.notified(nil, true)
 	}
 }
 
@@ -211,6 +213,16 @@ func (l *listener) notified(queues []string, all bool) {
 		l.armed = true
 		time.AfterFunc(l.quietUntil.Sub(now), l.flush)
 	}
+}
+
+// wakeAll wakes every waiter now, bypassing the debounce window, and
+// forgets every cached due time.
+func (l *listener) wakeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dueGen++
+	clear(l.due)
+	l.wakeLocked(nil, true)
 }
 
 // flush delivers the notifications gathered during a debounce window.
