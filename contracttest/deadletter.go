@@ -49,6 +49,12 @@ func (s *suite) testDeadLetters(t *testing.T) {
 		if got := deadLetters(t, q, "", 1); !slices.Equal(ids(got), []string{b.ID}) {
 			t.Fatalf("DeadLetters(\"\", 1) = %v, want [%s]", ids(got), b.ID)
 		}
+		// A limit <= 0 means the driver's largest page, which holds all three.
+		for _, limit := range []int{0, -1} {
+			if got := deadLetters(t, q, "", limit); !slices.Equal(ids(got), ids(all)) {
+				t.Fatalf("DeadLetters(\"\", %d) = %v, want %v (the largest page)", limit, ids(got), ids(all))
+			}
+		}
 		if got := deadLetters(t, q, "no-such-queue", 10); len(got) != 0 {
 			t.Fatalf("DeadLetters(no-such-queue) = %v, want none", ids(got))
 		}

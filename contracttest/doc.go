@@ -44,8 +44,9 @@
 //     concurrent reservers never hold one job at once and every job is
 //     delivered exactly once.
 //   - Dead letters: Fail lists a job with its reason, most recent first,
-//     per queue and with a limit; RetryDead resets attempts; ForgetDead and
-//     FlushDead delete; ErrNotFound for jobs that are not dead letters;
+//     per queue and with a limit (a limit <= 0 is the largest page);
+//     RetryDead resets attempts; ForgetDead and FlushDead delete;
+//     ErrNotFound for jobs that are not dead letters;
 //     pushing a dead letter's ID revives it with attempts reset.
 //   - Context: every method given a cancelled context returns an error
 //     matching context.Canceled and changes nothing.
