@@ -382,10 +382,13 @@ func TestWorkerExtendsLeaseOfLongJob(t *testing.T) {
 	t.Parallel()
 	q := memqueue.New()
 	var calls atomic.Int32
-	w := queue.NewWorker(q).Slog(quiet).Lease(100 * time.Millisecond).Concurrency(2)
+	// The job runs 2.5 leases. The worker extends a lease with half of it
+	// left, checking every quarter lease, so a lease of a second leaves
+	// 250 ms of slack for a loaded machine (-race, CI) to schedule it.
+	w := queue.NewWorker(q).Slog(quiet).Lease(time.Second).Concurrency(2)
 	queue.Handle(w, func(ctx context.Context, g Greet) error {
 		calls.Add(1)
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(2500 * time.Millisecond)
 		return nil
 	})
 	startWorker(t, w)
