@@ -95,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Peer", s.testPeer)
 	t.Run("BatchPusher", s.testBatchPusher)
 	t.Run("BatchAcker", s.testBatchAcker)
+	t.Run("BatchExtender", s.testBatchExtender)
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
 	t.Run("Pauser", s.testPauser)

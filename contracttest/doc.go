@@ -55,6 +55,8 @@
 // skipped with a reason otherwise: queue.BatchPusher (per-job stored
 // flags for duplicates within the batch and against stored jobs, 1,500
 // jobs in one call), queue.BatchAcker (lost leases reported),
+// queue.BatchExtender (lost leases reported; extended leases hold past
+// the original expiry),
 // queue.Waiter (a push wakes a waiting Wait, a ready job returns at once,
 // max bounds it, ctx ends it), queue.Inspector (GetJob and ListJobs in
 // every state, filters, keyset paging that covers every job exactly once,

@@ -186,6 +186,59 @@ func (s *suite) testBatchAcker(t *testing.T) {
 	})
 }
 
+// testBatchExtender checks queue.BatchExtender.
+func (s *suite) testBatchExtender(t *testing.T) {
+	checkAs(s, t, "LostLeases", func(t *testing.T, q queue.Queue, be queue.BatchExtender) {
+		pushN(t, q, "be", 4)
+		const lease = time.Second // long enough to extend in time on a loaded machine
+		jobs := reserve(t, q, []string{"be"}, 4, lease)
+		if len(jobs) != 4 {
+			t.Fatalf("Reserve returned %d jobs, want 4", len(jobs))
+		}
+		ack(t, q, jobs[0])
+		wrong := queue.Lease{JobID: jobs[3].ID, Token: jobs[3].LeaseToken + "x"}
+		unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
+		leases := []queue.Lease{jobs[0].Lease(), jobs[1].Lease(), wrong, jobs[2].Lease(), unknown}
+		lost, err := be.ExtendMany(t.Context(), leases, longLease)
+		if err != nil {
+			t.Fatalf("ExtendMany: %v", err)
+		}
+		key := func(l queue.Lease) string { return l.JobID + "/" + l.Token }
+		var gotLost []string
+		for _, l := range lost {
+			gotLost = append(gotLost, key(l))
+		}
+		slices.Sort(gotLost)
+		if want := sorted(key(jobs[0].Lease()), key(wrong), key(unknown)); !slices.Equal(gotLost, want) {
+			t.Fatalf("ExtendMany lost %v, want %v (already acked, wrong token, unknown job)", gotLost, want)
+		}
+		// Past the original lease: jobs 1 and 2 are held by their extended
+		// leases, job 3 (not extended: wrong token) is re-delivered.
+		time.Sleep(lease + 500*time.Millisecond)
+		again := reserve(t, q, []string{"be"}, 4, longLease)
+		if len(again) != 1 || again[0].ID != jobs[3].ID {
+			t.Fatalf("Reserve after the original lease = %v, want only %s (the job not extended)", ids(again), jobs[3].ID)
+		}
+		ack(t, q, jobs[1])
+		ack(t, q, jobs[2])
+		ack(t, q, again[0])
+
+		lost, err = be.ExtendMany(t.Context(), nil, longLease)
+		if err != nil || len(lost) != 0 {
+			t.Fatalf("ExtendMany(nil) = %v, %v; want none, nil", lost, err)
+		}
+	})
+
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, be queue.BatchExtender) {
+		j := newJob("bec")
+		push(t, q, j)
+		r := reserveOne(t, q, "bec", j.ID, longLease)
+		_, err := be.ExtendMany(cancelled(t), []queue.Lease{r.Lease()}, longLease)
+		wantErr(t, "ExtendMany with a cancelled context", err, context.Canceled)
+		ack(t, q, r) // the lease is still current
+	})
+}
+
 // waitAsync runs Wait in a goroutine and returns a channel that receives
 // its result.
 func waitAsync(ctx context.Context, w queue.Waiter, queues []string, max time.Duration) <-chan error {

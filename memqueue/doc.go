@@ -21,7 +21,8 @@
 //
 // Queue implements the whole contract of queue.Queue, checked by the
 // contracttest suite, and every optional interface: BatchPusher,
-// BatchAcker, Waiter, RunObserver, Inspector, Pauser and WorkerRegistry.
+// BatchAcker, BatchExtender, Waiter, RunObserver, Inspector, Pauser and
+// WorkerRegistry.
 // All methods are safe for concurrent use.
 //
 //   - Reserve takes ready jobs in order of priority (higher first), then

@@ -43,8 +43,8 @@ func WithClock(now func() time.Time) Option {
 }
 
 // Queue is an in-memory queue.Queue. It implements every optional interface
-// of package queue: BatchPusher, BatchAcker, Waiter, RunObserver,
-// Inspector, Pauser and WorkerRegistry.
+// of package queue: BatchPusher, BatchAcker, BatchExtender, Waiter,
+// RunObserver, Inspector, Pauser and WorkerRegistry.
 //
 // All methods are safe for concurrent use by many goroutines. The zero
 // value is not usable; call New.
@@ -510,11 +510,38 @@ func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) erro
 	if e == nil {
 		return fmt.Errorf("memqueue: extending lease of job %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
+	q.extendLocked(e, now, d)
+	return nil
+}
+
+// ExtendMany extends every lease it can in one critical section and
+// returns the leases that were no longer current. It fails as a whole only
+// for ctx.
+func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: extending %d leases: %w", len(leases), err)
+	}
+	var lost []queue.Lease
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	for _, l := range leases {
+		e := q.leasedLocked(l, now.UnixNano())
+		if e == nil {
+			lost = append(lost, l)
+			continue
+		}
+		q.extendLocked(e, now, d)
+	}
+	return lost, nil
+}
+
+// extendLocked moves the lease expiry of the running job e to now plus d.
+func (q *Queue) extendLocked(e *entry, now time.Time, d time.Duration) {
 	e.job.LeaseExpiresAt = now.Add(d)
 	e.at = nanos(e.job.LeaseExpiresAt)
 	e.updatedAt = now
 	e.nq.running.fix(e.idx)
-	return nil
 }
 
 // maxDeadPage caps one DeadLetters call.

@@ -25,8 +25,8 @@
 // A driver implements Queue: Push, a batch Reserve under a lease, and
 // lease-guarded Ack, Nack, Fail and Extend, plus dead-letter handling, Len
 // and Purge. Optional abilities are optional interfaces the Worker and the
-// helpers detect by type assertion: BatchPusher, BatchAcker, Waiter,
-// RunObserver, Inspector, Pauser, WorkerRegistry. memqueue keeps jobs in
+// helpers detect by type assertion: BatchPusher, BatchAcker,
+// BatchExtender, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry. memqueue keeps jobs in
 // memory; sqlqueue keeps them in SQLite, PostgreSQL or MySQL/MariaDB. The
 // conformance suite in contracttest holds every driver to the same rules.
 //
@@ -63,7 +63,8 @@
 // one round trip per batch while slow jobs are never hoarded by one process.
 // Acks are collected and flushed together through the driver's BatchAcker;
 // a failed flush is retried while the leases hold, and leases are extended
-// until their acks are flushed.
+// until their acks are flushed, every due lease in one call when the driver
+// is a BatchExtender.
 //
 // # Shutdown
 //

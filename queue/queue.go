@@ -143,6 +143,18 @@ type BatchAcker interface {
 	AckMany(ctx context.Context, leases []Lease) (lost []Lease, err error)
 }
 
+// BatchExtender is a Queue that extends many leases in one round trip. The
+// Worker extends the leases it holds through it when present, so keeping a
+// large prefetch alive costs one call per extension round, not one per job.
+type BatchExtender interface {
+	// ExtendMany sets the expiry of every lease it can to now plus d, as
+	// Extend does, and returns the leases that were no longer current
+	// (each would have returned ErrLeaseLost from Extend). A non-nil err
+	// means the batch as a whole failed and no lease is known to be
+	// extended: the caller may retry while the leases hold.
+	ExtendMany(ctx context.Context, leases []Lease, d time.Duration) (lost []Lease, err error)
+}
+
 // Waiter is a Queue that can block until a job may be ready, so the Worker
 // does not poll. memqueue wakes waiters on Push; the PostgreSQL extras wake
 // them with LISTEN/NOTIFY.

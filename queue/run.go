@@ -25,14 +25,16 @@ const maxReason = 16 << 10
 
 // run is one execution of Worker.Run: its goroutines and the leases it holds.
 type run struct {
-	w      *Worker
-	q      Queue
-	log    *slog.Logger
-	lease  time.Duration
-	id     string
-	acker  BatchAcker
-	waiter Waiter
-	runObs RunObserver
+	w     *Worker
+	q     Queue
+	log   *slog.Logger
+	lease time.Duration
+	id    string
+	acker BatchAcker
+	// extender is the queue's BatchExtender, nil when it has none.
+	extender BatchExtender
+	waiter   Waiter
+	runObs   RunObserver
 
 	jobs  chan *Job     // reserved jobs, to the executors
 	freed chan struct{} // one token per slot an executor frees
@@ -81,6 +83,7 @@ func newRun(w *Worker) *run {
 		ackDone: make(chan struct{}),
 	}
 	r.acker, _ = w.q.(BatchAcker)
+	r.extender, _ = w.q.(BatchExtender)
 	r.waiter, _ = w.q.(Waiter)
 	r.runObs, _ = w.q.(RunObserver)
 	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
@@ -574,28 +577,66 @@ func (r *run) extendLoop(done <-chan struct{}) {
 			}
 		}
 		r.mu.Unlock()
-		for _, l := range due {
-			err := r.q.Extend(r.bgCtx, l, r.lease)
-			r.mu.Lock()
-			h := r.active[l.JobID]
-			switch {
-			case h == nil || h.lease != l:
-			case err == nil:
-				h.expires = now.Add(r.lease)
-			case errors.Is(err, ErrLeaseLost):
-				h.lost = true
-				if h.cancel != nil {
-					h.cancel(ErrLeaseLost)
-				}
+		if r.extender != nil {
+			for start := 0; start < len(due); start += maxExtendBatch {
+				r.extendMany(due[start:min(start+maxExtendBatch, len(due))], now)
 			}
-			r.mu.Unlock()
-			if err != nil && !errors.Is(err, ErrLeaseLost) && r.bgCtx.Err() == nil {
-				r.log.Warn("queue: extending lease", "job", l.JobID, "err", err)
-			}
-			if errors.Is(err, ErrLeaseLost) {
-				r.log.Warn("queue: lease lost while the job ran; cancelling its handler", "job", l.JobID)
-			}
+			continue
 		}
+		for _, l := range due {
+			r.extended(l, now, r.q.Extend(r.bgCtx, l, r.lease))
+		}
+	}
+}
+
+// maxExtendBatch bounds one ExtendMany call.
+const maxExtendBatch = 1000
+
+// extendMany extends leases in one call; a failed call leaves them to the
+// next round, as a failed Extend does.
+func (r *run) extendMany(leases []Lease, now time.Time) {
+	lost, err := r.extender.ExtendMany(r.bgCtx, leases, r.lease)
+	if err != nil {
+		if r.bgCtx.Err() == nil {
+			r.log.Warn("queue: extending leases", "jobs", len(leases), "err", err)
+		}
+		return
+	}
+	gone := make(map[Lease]bool, len(lost))
+	for _, l := range lost {
+		gone[l] = true
+	}
+	for _, l := range leases {
+		if gone[l] {
+			r.extended(l, now, ErrLeaseLost)
+		} else {
+			r.extended(l, now, nil)
+		}
+	}
+}
+
+// extended records the outcome of extending l at now: a new expiry, or a
+// lost lease whose handler is cancelled. Other errors leave the lease to
+// the next round.
+func (r *run) extended(l Lease, now time.Time, err error) {
+	r.mu.Lock()
+	h := r.active[l.JobID]
+	switch {
+	case h == nil || h.lease != l:
+	case err == nil:
+		h.expires = now.Add(r.lease)
+	case errors.Is(err, ErrLeaseLost):
+		h.lost = true
+		if h.cancel != nil {
+			h.cancel(ErrLeaseLost)
+		}
+	}
+	r.mu.Unlock()
+	if err != nil && !errors.Is(err, ErrLeaseLost) && r.bgCtx.Err() == nil {
+		r.log.Warn("queue: extending lease", "job", l.JobID, "err", err)
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		r.log.Warn("queue: lease lost while the job ran; cancelling its handler", "job", l.JobID)
 	}
 }
 

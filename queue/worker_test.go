@@ -378,26 +378,41 @@ func TestWorkerShutdownTimeoutCancelsAndReleases(t *testing.T) {
 	}
 }
 
+// plainQueue hides every optional ability of the queue it wraps.
+type plainQueue struct{ queue.Queue }
+
 func TestWorkerExtendsLeaseOfLongJob(t *testing.T) {
 	t.Parallel()
-	q := memqueue.New()
-	var calls atomic.Int32
-	// The job runs 2.5 leases. The worker extends a lease with half of it
-	// left, checking every quarter lease, so a lease of a second leaves
-	// 250 ms of slack for a loaded machine (-race, CI) to schedule it.
-	w := queue.NewWorker(q).Slog(quiet).Lease(time.Second).Concurrency(2)
-	queue.Handle(w, func(ctx context.Context, g Greet) error {
-		calls.Add(1)
-		time.Sleep(2500 * time.Millisecond)
-		return nil
-	})
-	startWorker(t, w)
-	if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "ack", func() bool { return calls.Load() >= 1 && length(t, q) == 0 })
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("a job running past its lease was delivered %d times; the lease should have been extended", n)
+	for _, tc := range []struct {
+		name string
+		q    func() queue.Queue
+	}{
+		{"ExtendMany", func() queue.Queue { return memqueue.New() }},
+		{"Extend", func() queue.Queue { return plainQueue{memqueue.New()} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := tc.q()
+			var calls atomic.Int32
+			// The job runs 2.5 leases. The worker extends a lease with half
+			// of it left, checking every quarter lease, so a lease of a
+			// second leaves 250 ms of slack for a loaded machine (-race,
+			// CI) to schedule it.
+			w := queue.NewWorker(q).Slog(quiet).Lease(time.Second).Concurrency(2)
+			queue.Handle(w, func(ctx context.Context, g Greet) error {
+				calls.Add(1)
+				time.Sleep(2500 * time.Millisecond)
+				return nil
+			})
+			startWorker(t, w)
+			if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "ack", func() bool { return calls.Load() >= 1 && length(t, q) == 0 })
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("a job running past its lease was delivered %d times; the lease should have been extended", n)
+			}
+		})
 	}
 }
 
