@@ -409,6 +409,24 @@ func TestCappedCountsShowAsAtLeast(t *testing.T) {
 	if got := text(find(r.Doc, func(n *html.Node) bool { return attr(n, "data-stat") == "pending" })); got != "10,000+" {
 		t.Errorf("pending shows %q, want 10,000+", got)
 	}
+	// The state tabs of the job lists count the same way, for all queues
+	// and for a queue filter; a name filter hides the counts, which would
+	// not match the list.
+	tab := func(r response, st string) string {
+		return text(find(find(r.Doc, func(n *html.Node) bool { return attr(n, "data-state") == st }), func(n *html.Node) bool { return attr(n, "class") == "count" }))
+	}
+	for _, p := range []string{"jobs?state=scheduled", "failed?queue=default"} {
+		r := s.page(p)
+		if got := tab(r, "ready"); got != "10,000+" {
+			t.Errorf("%s: ready tab counts %q, want 10,000+", p, got)
+		}
+		if got := tab(r, "dead"); got != "0" {
+			t.Errorf("%s: failed tab counts %q, want 0", p, got)
+		}
+	}
+	if got := tab(s.page("jobs?state=ready&name=Other"), "ready"); got != "" {
+		t.Errorf("a name filter still shows the ready count %q", got)
+	}
 }
 
 func TestFiltersAndKeysetPages(t *testing.T) {

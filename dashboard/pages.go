@@ -59,18 +59,24 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 
 // jobsData is the model of the job lists (failed jobs and jobs by state).
 type jobsData struct {
-	Query    listQuery
-	Dead     bool
-	States   []stateTab
-	Rows     []jobRow
-	NextURL  string
-	PrevURL  string
-	FirstURL string
-	Action   string // the list's own URL, for the filter form
+	Query  listQuery
+	Dead   bool
+	States []stateTab
+	Rows   []jobRow
+	Pager  pager
+	Action string   // the list's own URL, for the filter form
+	Clear  string   // the list without filters
+	Queues []string // known queue names, suggested by the queue filter
+	// Errors shows a last-error column: failed jobs, and jobs waiting to
+	// be retried.
+	Errors   bool
+	Filtered bool // a filter or search narrows the list
 }
 
 type stateTab struct {
 	State  queue.JobState
+	Label  string
+	Count  string // "" when unknown (done jobs, or narrowed by filters)
 	URL    string
 	Active bool
 }
@@ -78,20 +84,21 @@ type stateTab struct {
 type jobRow struct {
 	JobView
 	URL       string // the detail page, "" without detail pages
+	QueueURL  string
 	RetryURL  string
 	ForgetURL string
 }
 
-// readQuery reads the list filters from the URL.
+// readQuery reads the list filters and the page position from the URL.
 func readQuery(r *http.Request, state queue.JobState) listQuery {
 	v := r.URL.Query()
 	q := listQuery{
 		State: state,
 		Queue: clip(v.Get("queue")), Name: clip(v.Get("name")), Tag: clip(v.Get("tag")),
-		Search: clip(v.Get("q")), After: clip(v.Get("after")),
+		Search: clip(v.Get("q")),
 	}
-	q.Page, _ = strconv.Atoi(v.Get("page"))
-	q.Page = max(q.Page, 1)
+	q.ref = readPageRef(v)
+	q.After, q.Page = q.ref.After, max(q.ref.Page, 1)
 	return q
 }
 
@@ -103,6 +110,7 @@ func clip(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// values returns the filters as URL parameters, without the page position.
 func (q listQuery) values() url.Values {
 	v := url.Values{}
 	for k, s := range map[string]string{"queue": q.Queue, "name": q.Name, "tag": q.Tag, "q": q.Search} {
@@ -111,6 +119,14 @@ func (q listQuery) values() url.Values {
 		}
 	}
 	return v
+}
+
+// stateLabel names a state as the pages show it: dead jobs are "failed".
+func stateLabel(s queue.JobState) string {
+	if s == queue.StateDead {
+		return "failed"
+	}
+	return string(s)
 }
 
 func (h *handler) failed(w http.ResponseWriter, r *http.Request) {
@@ -138,13 +154,41 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		// Cookbook mode pages by number and does not filter.
 		q = listQuery{State: st, Page: q.Page, Queue: q.Queue}
 	}
-	res, err := h.src.list(r.Context(), q)
+	ctx := r.Context()
+	res, err := h.src.list(ctx, q)
 	if err != nil {
-		h.failErr(w, r, "Listing "+string(st)+" jobs", err)
+		h.failErr(w, r, "Listing "+stateLabel(st)+" jobs", err)
 		return
 	}
-	d := jobsData{Query: q, Dead: dead, Action: self}
+	d := jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
+	d.Filtered = q.Name != "" || q.Tag != "" || q.Search != ""
+	filters := q.values()
+	if !dead {
+		filters.Set("state", string(st))
+	}
 	if c.Driver {
+		d.Pager = keysetPager(self, filters, q.ref, res.Next)
+		d.Clear = self + encodeQuery(url.Values{"state": filters["state"]})
+		// The figures are shared between requests: the tab counts cost
+		// nothing more. A failure only hides them.
+		sv, err := h.src.stats(ctx)
+		if err != nil {
+			h.cfg.logger.Warn("dashboard: reading the queue stats for the state tabs", "err", err)
+		}
+		var counts *QueueStats
+		if err == nil {
+			for _, qs := range sv.Queues {
+				d.Queues = append(d.Queues, qs.Queue)
+			}
+			if q.Queue == "" {
+				counts = &sv.Totals
+			}
+			for i := range sv.Queues {
+				if sv.Queues[i].Queue == q.Queue {
+					counts = &sv.Queues[i]
+				}
+			}
+		}
 		for _, s := range queue.JobStates {
 			v := q.values()
 			v.Set("state", string(s))
@@ -153,25 +197,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 				v.Del("state")
 				u = base + "failed" + encodeQuery(v)
 			}
-			d.States = append(d.States, stateTab{s, u, s == st})
+			tab := stateTab{State: s, Label: stateLabel(s), URL: u, Active: s == st}
+			if counts != nil && !d.Filtered {
+				tab.Count = stateCount(*counts, s)
+			}
+			d.States = append(d.States, tab)
 		}
-	}
-	v := q.values()
-	if !dead {
-		v.Set("state", string(st))
-	}
-	d.FirstURL = self + encodeQuery(v)
-	switch {
-	case res.Next != "":
-		v.Set("after", res.Next)
-		d.NextURL = self + encodeQuery(v)
-	case res.NextPage > 0:
-		v.Set("page", strconv.Itoa(res.NextPage))
-		d.NextURL = self + encodeQuery(v)
-	}
-	if !c.Driver && q.Page > 1 {
-		v.Set("page", strconv.Itoa(q.Page-1))
-		d.PrevURL = self + encodeQuery(v)
+	} else {
+		d.Pager = numberPager(self, filters, q.Page, res.NextPage > 0)
 	}
 	for _, j := range res.Jobs {
 		row := jobRow{JobView: j}
@@ -179,9 +212,15 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		if c.Detail {
 			row.URL = base + "jobs/" + id
 		}
+		if c.Driver {
+			row.QueueURL = base + "queue/" + url.PathEscape(j.QueueName())
+		}
 		if dead {
 			row.RetryURL = base + "failed/" + id + "/retry"
 			row.ForgetURL = base + "failed/" + id + "/forget"
+		}
+		if j.LastError != "" {
+			d.Errors = true
 		}
 		d.Rows = append(d.Rows, row)
 	}
@@ -190,6 +229,22 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		title, nav = "Failed jobs", "failed"
 	}
 	h.render(w, r, http.StatusOK, "jobs", h.newPage(w, r, title, nav, d))
+}
+
+// stateCount is a queue's count of jobs in state s, "" when the figures do
+// not count that state.
+func stateCount(qs QueueStats, s queue.JobState) string {
+	switch s {
+	case queue.StateReady:
+		return qs.Ready.String()
+	case queue.StateScheduled:
+		return qs.Scheduled.String()
+	case queue.StateRunning:
+		return qs.Running.String()
+	case queue.StateDead:
+		return qs.Dead.String()
+	}
+	return ""
 }
 
 func encodeQuery(v url.Values) string {
@@ -228,7 +283,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		QueueURL:  base + "queue/" + url.PathEscape(j.QueueName()),
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
-	d.MaxAttempt = "worker default"
+	d.MaxAttempt = "the worker's MaxRetry"
 	if j.MaxAttempts > 0 {
 		d.MaxAttempt = strconv.Itoa(j.MaxAttempts)
 	}
@@ -345,10 +400,25 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "queue", h.newPage(w, r, "Queue "+name, "overview", d))
 }
 
+type workersData struct {
+	Rows        []workerRow
+	Pager       pager
+	Total       int // worker processes in the registry
+	Concurrency int // their summed concurrency
+	Stale       int // how many have not been seen for staleAfter
+}
+
 type workerRow struct {
 	queue.WorkerInfo
-	Stale bool
+	Stale     bool
+	QueueURLs []queueLink
 }
+
+type queueLink struct{ Name, URL string }
+
+// staleAfter is how long a worker may go unseen before the page greys it
+// out; drivers drop entries some time later.
+const staleAfter = time.Minute
 
 func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	ws, err := h.src.workers(r.Context())
@@ -356,11 +426,41 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, "Listing the workers", err)
 		return
 	}
-	rows := make([]workerRow, len(ws))
-	for i, wi := range ws {
-		rows[i] = workerRow{wi, time.Since(wi.LastSeen) > time.Minute}
+	// The registry lists workers sorted by ID, all at once; the page shows
+	// PageSize of them from a keyset cursor (the last ID shown).
+	slices.SortFunc(ws, func(a, b queue.WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
+	d := workersData{Total: len(ws)}
+	for _, wi := range ws {
+		d.Concurrency += wi.Concurrency
+		if time.Since(wi.LastSeen) > staleAfter {
+			d.Stale++
+		}
 	}
-	h.render(w, r, http.StatusOK, "workers", h.newPage(w, r, "Workers", "workers", rows))
+	ref := readPageRef(r.URL.Query())
+	from, _ := slices.BinarySearchFunc(ws, ref.After, func(wi queue.WorkerInfo, id string) int {
+		if strings.Compare(wi.ID, id) <= 0 {
+			return -1
+		}
+		return 1
+	})
+	if ref.After == "" {
+		from = 0
+	}
+	page := ws[from:min(len(ws), from+PageSize)]
+	next := ""
+	if from+len(page) < len(ws) {
+		next = page[len(page)-1].ID
+	}
+	base := relBase(r)
+	d.Pager = keysetPager(base+"workers", url.Values{}, ref, next)
+	for _, wi := range page {
+		row := workerRow{WorkerInfo: wi, Stale: time.Since(wi.LastSeen) > staleAfter}
+		for _, q := range wi.Queues {
+			row.QueueURLs = append(row.QueueURLs, queueLink{q, base + "queue/" + url.PathEscape(q)})
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	h.render(w, r, http.StatusOK, "workers", h.newPage(w, r, "Workers", "workers", d))
 }
 
 // Actions. Each answers with a redirect (303) to a page relative to the
@@ -368,15 +468,18 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 // redirects.
 
 // back redirects to the form's return page (or fallback), both relative
-// to the dashboard root.
-func back(w http.ResponseWriter, r *http.Request, fallback, flash string, n int) {
+// to the dashboard root. The return page keeps its page position (the rows
+// acted on leave it, the others stay), unless first is set.
+func back(w http.ResponseWriter, r *http.Request, fallback, flash string, n int, first bool) {
 	ret := safeReturn(r.PostFormValue("return"))
 	if ret == "" {
 		ret = fallback
 	}
 	u, _ := url.Parse(ret)
 	q := u.Query()
-	q.Del("after")
+	if first {
+		pageRef{}.set(q)
+	}
 	q.Set("flash", flash)
 	if n >= 0 {
 		q.Set("n", strconv.Itoa(n))
@@ -398,7 +501,7 @@ func (h *handler) actOne(w http.ResponseWriter, r *http.Request, act func(ctx co
 	err := act(r.Context(), id)
 	switch {
 	case isNotFound(err):
-		back(w, r, "failed", "gone", -1)
+		back(w, r, "failed", "gone", -1, false)
 	case err != nil:
 		h.failErr(w, r, "The action", err)
 	default:
@@ -407,7 +510,7 @@ func (h *handler) actOne(w http.ResponseWriter, r *http.Request, act func(ctx co
 		if strings.HasPrefix(r.PostFormValue("return"), "jobs/") {
 			r.PostForm.Set("return", "failed")
 		}
-		back(w, r, "failed", flash, 1)
+		back(w, r, "failed", flash, 1, false)
 	}
 }
 
@@ -418,10 +521,10 @@ func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n < 0 {
-		back(w, r, "failed", "flushed", -1)
+		back(w, r, "failed", "flushed", -1, true)
 		return
 	}
-	back(w, r, "failed", "flushedn", n)
+	back(w, r, "failed", "flushedn", n, true)
 }
 
 // maxBulk bounds one bulk action: the selected ids, or the first rows that
@@ -461,7 +564,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		more = res.Next != ""
 	}
 	if len(ids) == 0 {
-		back(w, r, "failed", "none", -1)
+		back(w, r, "failed", "none", -1, false)
 		return
 	}
 	if len(ids) > maxBulk {
@@ -482,7 +585,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	if more {
 		flash = "more"
 	}
-	back(w, r, "failed", flash, n)
+	back(w, r, "failed", flash, n, scope == "matching")
 }
 
 func (h *handler) pause(w http.ResponseWriter, r *http.Request) {

@@ -47,19 +47,23 @@ func fmtAgo(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	d := time.Since(t)
-	if d < 0 {
-		return "in " + fmtDuration(-d.Round(time.Second))
-	}
-	if d < time.Second {
+	d := time.Since(t).Round(time.Second)
+	switch {
+	case d < 0:
+		return "in " + fmtDuration(-d)
+	case d == 0:
 		return "just now"
 	}
-	return fmtDuration(d.Round(time.Second)) + " ago"
+	return fmtDuration(d) + " ago"
 }
 
+// shortID abbreviates a long ID for a table cell. IDs from queue.NewID
+// begin with a timestamp, so jobs pushed in the same millisecond share
+// their first 12 digits: the abbreviation keeps the head and the random
+// tail.
 func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12] + "…"
+	if len(id) > 16 {
+		return id[:8] + "…" + id[len(id)-6:]
 	}
 	return id
 }
