@@ -591,31 +591,6 @@ func TestPartialRefreshRendersOnlyTheLiveRegion(t *testing.T) {
 	}
 }
 
-func TestAPI(t *testing.T) {
-	t.Parallel()
-	q := memqueue.New()
-	ids := deadJobs(t, q, "emails", 2, `{}`, "x")
-	s := serve(t, dashboard.ForQueue(q))
-	var sv dashboard.StatsView
-	r := s.page("api/stats")
-	if err := json.Unmarshal([]byte(r.Body), &sv); err != nil {
-		t.Fatal(err)
-	}
-	if len(sv.Queues) != 1 || sv.Queues[0].Queue != "emails" || sv.Queues[0].Dead.N != 2 || sv.Totals.Dead.N != 2 {
-		t.Errorf("api/stats = %+v", sv)
-	}
-	var page struct{ Jobs []dashboard.JobView }
-	if err := json.Unmarshal([]byte(s.page("api/jobs?state=dead").Body), &page); err != nil || len(page.Jobs) != 2 {
-		t.Errorf("api/jobs: %d jobs, %v", len(page.Jobs), err)
-	}
-	if r := s.get(s.url("api/jobs/nope")); r.StatusCode != 404 {
-		t.Errorf("api/jobs/nope = %d", r.StatusCode)
-	}
-	if r := s.page("api/jobs/" + ids[0]); !strings.Contains(r.Body, ids[0]) {
-		t.Errorf("api/jobs/id: %s", r.Body)
-	}
-}
-
 func TestErrorsAndOpenRedirects(t *testing.T) {
 	t.Parallel()
 	q := memqueue.New()

@@ -211,6 +211,11 @@ func (h *handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		h.cfg.logger.Error("dashboard: api", "path", r.URL.Path, "err", err)
 	}
+	h.apiStatus(w, status, msg)
+}
+
+// apiStatus answers an API request with status and {"error": msg}.
+func (h *handler) apiStatus(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
