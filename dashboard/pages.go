@@ -329,10 +329,12 @@ type queueData struct {
 	PauseURL   string
 	ResumeURL  string
 	FailedURL  string
+	JobsURL    string
 }
 
 type stateLink struct {
 	State queue.JobState
+	Label string
 	Count string
 	URL   string
 }
@@ -351,6 +353,7 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		PauseURL:  base + "queue/" + esc + "/pause",
 		ResumeURL: base + "queue/" + esc + "/resume",
 		FailedURL: base + "failed?" + url.Values{"queue": {name}}.Encode(),
+		JobsURL:   base + "jobs?" + url.Values{"state": {"ready"}, "queue": {name}}.Encode(),
 	}
 	d.Stats.Queue = name
 	for _, q := range sv.Queues {
@@ -381,7 +384,7 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 			if sl.st == queue.StateDead {
 				u = d.FailedURL
 			}
-			d.States = append(d.States, stateLink{sl.st, sl.n.String(), u})
+			d.States = append(d.States, stateLink{sl.st, stateLabel(sl.st), sl.n.String(), u})
 		}
 	}
 	res, err := h.src.list(ctx, listQuery{State: queue.StateReady, Queue: name, Page: 1, Limit: 10})
