@@ -237,4 +237,14 @@ func TestBrowserLiveRefreshUpdatesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS("the queue showing as paused", `!!document.querySelector('#paused-note') && !!document.querySelector('#resume') && !document.querySelector('#pause')`)
+
+	// A job forgotten while its page is open: the page says it is gone.
+	dead := deadJobs(t, q, "audio", 1, `{}`, "boom") // emails is paused
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.url("jobs/"+dead[0])), chromedp.WaitVisible(chromedp.CSS(`#payload`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.ForgetDead(bg, dead[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitJS("the job page saying the job is gone", `(document.querySelector("#message") || {textContent: ""}).textContent.includes("no job")`)
 }

@@ -596,7 +596,7 @@ func TestErrorsAndOpenRedirects(t *testing.T) {
 	q := memqueue.New()
 	ids := deadJobs(t, q, "emails", 1, `{}`, "x")
 	s := serve(t, dashboard.ForQueue(q))
-	if r := s.get(s.url("jobs/missing")); r.StatusCode != 404 || !strings.Contains(text(find(r.Doc, byID("message"))), "not found") {
+	if r := s.get(s.url("jobs/missing")); r.StatusCode != 404 || !strings.Contains(text(find(r.Doc, byID("message"))), "no job missing") {
 		t.Errorf("missing job: %d", r.StatusCode)
 	}
 	if r := s.get(s.url("nowhere")); r.StatusCode != 404 {

@@ -70,6 +70,7 @@ type jobsData struct {
 	// Errors shows a last-error column: failed jobs, and jobs waiting to
 	// be retried.
 	Errors   bool
+	Tags     bool // some row has tags: show the column
 	Filtered bool // a filter or search narrows the list
 }
 
@@ -156,6 +157,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 	}
 	ctx := r.Context()
 	res, err := h.src.list(ctx, q)
+	if err != nil && q.Search != "" && !isUnsupported(err) {
+		h.fail(w, r, http.StatusServiceUnavailable, "The payload search did not finish: it is bounded in time and rows "+
+			"so that it cannot slow the store down. Narrow it with a queue, name or tag filter and try again.", err)
+		return
+	}
 	if err != nil {
 		h.failErr(w, r, "Listing "+stateLabel(st)+" jobs", err)
 		return
@@ -222,6 +228,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		if j.LastError != "" {
 			d.Errors = true
 		}
+		if len(j.Tags) > 0 {
+			d.Tags = true
+		}
 		d.Rows = append(d.Rows, row)
 	}
 	title, nav := strings.ToUpper(string(st[:1]))+string(st[1:])+" jobs", "jobs"
@@ -269,6 +278,12 @@ type jobData struct {
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 	j, err := h.src.job(r.Context(), r.PathValue("id"))
+	if isNotFound(err) {
+		h.fail(w, r, http.StatusNotFound, "There is no job "+r.PathValue("id")+" in the store now. "+
+			"It may have finished (drivers delete finished jobs unless set to retain them), "+
+			"or been forgotten or flushed from the failed jobs.", nil)
+		return
+	}
 	if err != nil {
 		h.failErr(w, r, "Reading the job", err)
 		return

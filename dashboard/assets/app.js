@@ -67,6 +67,12 @@
       credentials: "same-origin",
       cache: "no-store"
     }).then(function (res) {
+      // A 404 page means what this page showed is gone (a job that
+      // finished and was deleted): show the server's explanation and stop.
+      if (res.status === 404 && /^text\/html/.test(res.headers.get("Content-Type") || "")) {
+        window.clearInterval(timer);
+        return res.text();
+      }
       if (!res.ok) throw new Error("refresh: " + res.status);
       return res.text();
     }).then(function (html) {
@@ -94,7 +100,7 @@
     for (var i = 0; i < from.attributes.length; i++) to.setAttribute(from.attributes[i].name, from.attributes[i].value);
     return to;
   }
-  if (interval > 0) window.setInterval(refresh, interval);
+  var timer = interval > 0 ? window.setInterval(refresh, interval) : 0;
 
   // Delegated handlers keep working after the region is swapped.
   document.addEventListener("submit", function (e) {
