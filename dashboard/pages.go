@@ -130,6 +130,15 @@ func stateLabel(s queue.JobState) string {
 	return string(s)
 }
 
+// stateTitle is stateLabel with a capital letter.
+func stateTitle(s queue.JobState) string {
+	l := stateLabel(s)
+	if l == "" {
+		return "Unknown"
+	}
+	return strings.ToUpper(l[:1]) + l[1:]
+}
+
 func (h *handler) failed(w http.ResponseWriter, r *http.Request) {
 	h.list(w, r, queue.StateDead)
 }
@@ -152,8 +161,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		self = base + "failed"
 	}
 	if !c.Driver {
-		// Cookbook mode pages by number and does not filter.
-		q = listQuery{State: st, Page: q.Page, Queue: q.Queue}
+		// Cookbook mode pages by number; only pending jobs are listed by
+		// queue (Inspector.Pending), the failed list is one list.
+		cq := listQuery{State: st, Page: q.Page}
+		if !dead {
+			cq.Queue = q.Queue
+		}
+		q = cq
 	}
 	ctx := r.Context()
 	res, err := h.src.list(ctx, q)
@@ -233,7 +247,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		}
 		d.Rows = append(d.Rows, row)
 	}
-	title, nav := strings.ToUpper(string(st[:1]))+string(st[1:])+" jobs", "jobs"
+	title, nav := stateTitle(st)+" jobs", "jobs"
 	if dead {
 		title, nav = "Failed jobs", "failed"
 	}
@@ -274,6 +288,8 @@ type jobData struct {
 	QueueURL   string
 	Dead       bool
 	MaxAttempt string
+	ListURL    string // the list the job is in
+	ListName   string
 }
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
@@ -296,6 +312,15 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		RetryURL:  base + "failed/" + id + "/retry",
 		ForgetURL: base + "failed/" + id + "/forget",
 		QueueURL:  base + "queue/" + url.PathEscape(j.QueueName()),
+	}
+	switch qn := j.QueueName(); {
+	case !h.src.caps().Driver:
+		d.ListURL, d.ListName = base+"failed", "Failed jobs"
+	case d.Dead:
+		d.ListURL, d.ListName = base+"failed?"+url.Values{"queue": {qn}}.Encode(), "Failed jobs of "+qn
+	default:
+		d.ListURL = base + "jobs?" + url.Values{"state": {string(j.State)}, "queue": {qn}}.Encode()
+		d.ListName = stateTitle(j.State) + " jobs of " + qn
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
 	d.MaxAttempt = "the worker's MaxRetry"
@@ -369,6 +394,10 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		ResumeURL: base + "queue/" + esc + "/resume",
 		FailedURL: base + "failed?" + url.Values{"queue": {name}}.Encode(),
 		JobsURL:   base + "jobs?" + url.Values{"state": {"ready"}, "queue": {name}}.Encode(),
+	}
+	if !h.src.caps().Driver {
+		// The cookbook's failed list is not split by queue.
+		d.FailedURL = base + "failed"
 	}
 	d.Stats.Queue = name
 	for _, q := range sv.Queues {

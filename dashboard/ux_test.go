@@ -55,3 +55,47 @@ func TestGoneJobExplained(t *testing.T) {
 		t.Errorf("a gone job: %d %q", r.StatusCode, msg)
 	}
 }
+
+// A job page links back to the list that holds the job.
+func TestJobPageLinksBackToItsList(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New()
+	dead := deadJobs(t, q, "emails", 1, `{}`, "x")
+	ready, _ := queue.NewJob(struct{}{}, queue.OnQueue("audio"))
+	if err := q.Push(context.Background(), ready); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, dashboard.ForQueue(q))
+	for _, id := range []string{dead[0], ready.ID} {
+		u := s.url("jobs/" + id)
+		back := find(s.page("jobs/"+id).Doc, byID("back-to-list"))
+		if back == nil {
+			t.Fatalf("job %s: no link back to its list", id)
+		}
+		list := resolve(t, u, attr(back, "href"))
+		if !strings.HasPrefix(list, s.url("")) {
+			t.Fatalf("the link back leaves the mount point: %s", list)
+		}
+		if got := rowIDs(s.page(strings.TrimPrefix(list, s.url(""))).Doc); len(got) != 1 || got[0] != id {
+			t.Errorf("job %s links back to %s, which lists %v", id, list, got)
+		}
+	}
+}
+
+// In cookbook mode the failed list is not split by queue, and the queue
+// page does not pretend it is.
+func TestCookbookQueuePageFailedLink(t *testing.T) {
+	t.Parallel()
+	s, stats, failed, _ := cookbookSite(t)
+	stats.OnFailed("emails")
+	failed.Record(queue.Job{ID: "a"}, "emails", errors.New("x"))
+	failed.Record(queue.Job{ID: "b"}, "audio", errors.New("y"))
+	r := s.page("queue/emails")
+	link := find(r.Doc, func(n *html.Node) bool { return n.Data == "a" && strings.Contains(text(n), "Failed jobs") })
+	if link == nil || !strings.HasSuffix(attr(link, "href"), "failed") || !strings.Contains(text(link), "every queue") {
+		t.Fatalf("cookbook queue page's failed link: %v", link)
+	}
+	if got := rowIDs(s.page("failed?queue=emails").Doc); len(got) != 2 {
+		t.Errorf("cookbook failed list: %v", got)
+	}
+}
