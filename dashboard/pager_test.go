@@ -134,6 +134,7 @@ func TestKeysetPagesGoBack(t *testing.T) {
 	}{
 		{"memory", func(*testing.T) queue.Queue { return memqueue.New() }},
 		{"sqlite", openSQLite},
+		{"postgres", func(t *testing.T) queue.Queue { q, _ := openPostgres(t); return q }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -145,6 +145,10 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	st := queue.JobState(r.URL.Query().Get("state"))
+	if st == "failed" {
+		// The pages call dead jobs failed; accept the word in URLs too.
+		st = queue.StateDead
+	}
 	if !slices.Contains(queue.JobStates, st) {
 		st = queue.StateReady
 	}
@@ -188,7 +192,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 	}
 	if c.Driver {
 		d.Pager = keysetPager(self, filters, q.ref, res.Next)
-		d.Clear = self + encodeQuery(url.Values{"state": filters["state"]})
+		d.Clear = self
+		if !dead {
+			d.Clear += "?state=" + string(st)
+		}
 		// The figures are shared between requests: the tab counts cost
 		// nothing more. A failure only hides them.
 		sv, err := h.src.stats(ctx)

@@ -99,3 +99,20 @@ func TestCookbookQueuePageFailedLink(t *testing.T) {
 		t.Errorf("cookbook failed list: %v", got)
 	}
 }
+
+// The lists' Clear link drops every filter and keeps the state; the pages
+// call dead jobs failed, and so may a URL.
+func TestClearAndFailedAlias(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New()
+	deadJobs(t, q, "emails", 2, `{}`, "x")
+	s := serve(t, dashboard.ForQueue(q))
+	for p, want := range map[string]string{"failed?queue=emails&q=x": "failed", "jobs?state=scheduled&name=N": "jobs?state=scheduled"} {
+		if got := attr(find(s.page(p).Doc, byID("clear-filters")), "href"); !strings.HasSuffix(got, want) || strings.Contains(got, "queue=") {
+			t.Errorf("%s: Clear links to %q, want .../%s", p, got, want)
+		}
+	}
+	if got := rowIDs(s.page("jobs?state=failed").Doc); len(got) != 2 {
+		t.Errorf("jobs?state=failed lists %d jobs, want the 2 failed", len(got))
+	}
+}
