@@ -174,6 +174,21 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		q = cq
 	}
 	ctx := r.Context()
+	// The state tabs count from the figures, which are shared between
+	// requests (statsTTL), so the store sees no more QueueStats calls
+	// for them; when they are not fresh, read them beside the list rather
+	// than after it.
+	type figures struct {
+		sv  StatsView
+		err error
+	}
+	figc := make(chan figures, 1)
+	if c.Driver {
+		go func() {
+			sv, err := h.src.stats(ctx)
+			figc <- figures{sv, err}
+		}()
+	}
 	res, err := h.src.list(ctx, q)
 	if err != nil && q.Search != "" && !isUnsupported(err) {
 		h.fail(w, r, http.StatusServiceUnavailable, "The payload search did not finish: it is bounded in time and rows "+
@@ -196,9 +211,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		if !dead {
 			d.Clear += "?state=" + string(st)
 		}
-		// The figures are shared between requests: the tab counts cost
-		// nothing more. A failure only hides them.
-		sv, err := h.src.stats(ctx)
+		// A failure to read the figures only hides the counts.
+		fig := <-figc
+		sv, err := fig.sv, fig.err
 		if err != nil {
 			h.cfg.logger.Warn("dashboard: reading the queue stats for the state tabs", "err", err)
 		}
