@@ -264,32 +264,52 @@ func TestCookbookPagesGoBack(t *testing.T) {
 	checkPages(t, pages, want, dashboard.PageSize, 3)
 }
 
-// The workers page lists PageSize workers a page, forward and back.
+// The workers page lists PageSize workers a page, forward and back, from
+// the memory driver's registry and from SQLite's.
 func TestWorkersPages(t *testing.T) {
 	t.Parallel()
-	q := memqueue.New()
-	now := time.Now()
-	var want []string
-	for i := range dashboard.PageSize + 2 {
-		id := fmt.Sprintf("w-%03d", i)
-		if err := q.Heartbeat(context.Background(), queue.WorkerInfo{ID: id, Host: "box", PID: i, Concurrency: 2, StartedAt: now, LastSeen: now}); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, id)
-	}
-	s := serve(t, dashboard.ForQueue(q))
-	rows := func(r response) []string {
-		var ids []string
-		for _, tr := range findAll(r.Doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-worker") != "" }) {
-			ids = append(ids, attr(tr, "data-worker"))
-		}
-		return ids
-	}
-	pages := walkPages(t, s, "workers", rows)
-	checkPages(t, pages, want, dashboard.PageSize, 2)
-	r := s.page("workers")
-	if got := text(find(r.Doc, func(n *html.Node) bool { return attr(n, "data-stat") == "workers" })); got != fmt.Sprint(len(want)) {
-		t.Errorf("worker count shows %q", got)
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) queue.Queue
+	}{
+		{"memory", func(*testing.T) queue.Queue { return memqueue.New() }},
+		{"sqlite", openSQLite},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			q := tc.open(t)
+			reg := q.(queue.WorkerRegistry)
+			now := time.Now()
+			var want []string
+			for i := range dashboard.PageSize + 2 {
+				id := fmt.Sprintf("w-%03d", i)
+				w := queue.WorkerInfo{ID: id, Host: "box", PID: i, Queues: []string{"a"}, Concurrency: 2, StartedAt: now, LastSeen: now}
+				if err := reg.Heartbeat(context.Background(), w); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, id)
+			}
+			s := serve(t, dashboard.ForQueue(q))
+			rows := func(r response) []string {
+				var ids []string
+				for _, tr := range findAll(r.Doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-worker") != "" }) {
+					ids = append(ids, attr(tr, "data-worker"))
+				}
+				return ids
+			}
+			pages := walkPages(t, s, "workers", rows)
+			checkPages(t, pages, want, dashboard.PageSize, 2)
+			r := s.page("workers")
+			stat := func(name string) string {
+				return text(find(r.Doc, func(n *html.Node) bool { return attr(n, "data-stat") == name }))
+			}
+			if got := stat("workers"); got != fmt.Sprint(len(want)) {
+				t.Errorf("worker count shows %q, want %d", got, len(want))
+			}
+			if got := stat("concurrency"); got != fmt.Sprint(2*len(want)) {
+				t.Errorf("total concurrency shows %q, want %d", got, 2*len(want))
+			}
+		})
 	}
 }
 
