@@ -7,7 +7,9 @@
 // Pages are rendered on the server with html/template; the stylesheet and
 // the small refresh script are embedded in the binary (no CDN, no
 // framework). Pages refresh their live region every few seconds by
-// fetching it from the server and swapping it in place.
+// fetching it from the server and updating the changed nodes in place, so
+// nothing flickers; a refresh waits while the user has ticked boxes, has
+// the focus in a form or has selected text in the region.
 //
 // # Mounting
 //
@@ -27,7 +29,7 @@
 //	POST /queues/failed/{id}/forget   forget one failed job
 //	POST /queues/failed/flush         forget every failed job (of a queue)
 //	POST /queues/failed/bulk          retry or forget the selected or matching jobs
-//	GET  /queues/jobs?state=ready     jobs by state (driver mode)
+//	GET  /queues/jobs?state=ready     jobs by state (driver mode; state=failed lists dead jobs)
 //	GET  /queues/jobs/{id}            job detail
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue

@@ -7,17 +7,20 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"  // mysql://
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite" // sqlite://
 )
 
@@ -29,6 +32,44 @@ func openSQLite(t *testing.T) queue.Queue {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if c, ok := q.(io.Closer); ok {
+			c.Close()
+		}
+	})
+	return q
+}
+
+// openMySQL opens the MariaDB/MySQL queue of MERIDIAN_MYSQL_DSN (a
+// go-sql-driver DSN) on tables of the test's own; it skips (fails under
+// CI=true) when the variable is unset.
+func openMySQL(t *testing.T) queue.Queue {
+	t.Helper()
+	dsn := os.Getenv("MERIDIAN_MYSQL_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MERIDIAN_MYSQL_DSN is not set")
+		}
+		t.Skip("MERIDIAN_MYSQL_DSN is not set: skipping the MySQL case")
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
+	if cfg.Passwd == "" {
+		u.User = url.User(cfg.User)
+	}
+	u.RawQuery = url.Values{"table": {"dash_pages_" + queue.NewID()[20:]}}.Encode()
+	q, err := queue.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatalf("opening MySQL (is it running?): %v", err)
+	}
+	t.Cleanup(func() {
+		if d, ok := q.(interface{ DropTables(context.Context) error }); ok {
+			if err := d.DropTables(context.Background()); err != nil {
+				t.Errorf("dropping the test tables: %v", err)
+			}
+		}
 		if c, ok := q.(io.Closer); ok {
 			c.Close()
 		}
@@ -135,6 +176,7 @@ func TestKeysetPagesGoBack(t *testing.T) {
 		{"memory", func(*testing.T) queue.Queue { return memqueue.New() }},
 		{"sqlite", openSQLite},
 		{"postgres", func(t *testing.T) queue.Queue { q, _ := openPostgres(t); return q }},
+		{"mysql", openMySQL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
