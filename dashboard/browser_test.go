@@ -57,9 +57,16 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// The issue's walk: open the overview, open a failed job, retry it, see it
+// leave the failed list; over the memory driver and over SQLite, as the
+// demo runs.
 func TestBrowserRetryAFailedJob(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { browserRetry(t, memqueue.New()) })
+	t.Run("sqlite", func(t *testing.T) { browserRetry(t, openSQLite(t)) })
+}
+
+func browserRetry(t *testing.T, q queue.Queue) {
 	ctx := browser(t)
-	q := memqueue.New()
 	ids := deadJobs(t, q, "emails", 2, `{"UserID":42}`, "smtp: mailbox unavailable")
 	s := serve(t, dashboard.ForQueue(q), dashboard.RefreshInterval(200*time.Millisecond))
 
