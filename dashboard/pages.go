@@ -86,6 +86,8 @@ type jobRow struct {
 	JobView
 	URL       string // the detail page, "" without detail pages
 	QueueURL  string
+	NameURL   string // the list filtered by the job's name
+	TagURLs   []queueLink
 	RetryURL  string
 	ForgetURL string
 }
@@ -256,6 +258,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		}
 		if c.Driver {
 			row.QueueURL = base + "queue/" + url.PathEscape(j.QueueName())
+			v := cloneValues(filters)
+			v.Set("name", j.Name)
+			row.NameURL = self + encodeQuery(v)
+			for _, tag := range j.Tags {
+				v := cloneValues(filters)
+				v.Set("tag", tag)
+				row.TagURLs = append(row.TagURLs, queueLink{tag, self + encodeQuery(v)})
+			}
 		}
 		if dead {
 			row.RetryURL = base + "failed/" + id + "/retry"

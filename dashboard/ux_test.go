@@ -116,3 +116,38 @@ func TestClearAndFailedAlias(t *testing.T) {
 		t.Errorf("jobs?state=failed lists %d jobs, want the 2 failed", len(got))
 	}
 }
+
+// A job's name and tags in a list link to the list narrowed to them,
+// keeping the other filters.
+func TestNameAndTagLinksFilter(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New()
+	ctx := context.Background()
+	for _, j := range []queue.Job{
+		{Queue: "a", Name: "Mail", Tags: []string{"vip"}},
+		{Queue: "a", Name: "Mail"},
+		{Queue: "a", Name: "Resize", Tags: []string{"vip"}},
+		{Queue: "b", Name: "Mail", Tags: []string{"vip"}},
+	} {
+		if err := q.Push(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := serve(t, dashboard.ForQueue(q))
+	u := s.url("jobs?state=ready&queue=a")
+	r := s.get(u)
+	follow := func(class, label string) []string {
+		t.Helper()
+		l := find(r.Doc, func(n *html.Node) bool { return n.Data == "a" && attr(n, "class") == class && text(n) == label })
+		if l == nil {
+			t.Fatalf("no %s link %q", class, label)
+		}
+		return rowIDs(s.page(strings.TrimPrefix(resolve(t, u, attr(l, "href")), s.url(""))).Doc)
+	}
+	if got := follow("name-filter", "Mail"); len(got) != 2 {
+		t.Errorf("Mail jobs of queue a: %d rows, want 2", len(got))
+	}
+	if got := follow("tag", "vip"); len(got) != 2 {
+		t.Errorf("vip jobs of queue a: %d rows, want 2", len(got))
+	}
+}
