@@ -19,6 +19,8 @@ var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "error"}
 
 var funcs = template.FuncMap{
 	"count": func(c queue.Count) string { return c.String() },
+	"num":   func(n int64) string { return queue.Count{N: n}.String() },
+	"label": stateLabel,
 	"dur":   fmtDuration,
 	"ts":    fmtTime,
 	"ago":   fmtAgo,
