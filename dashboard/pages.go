@@ -87,7 +87,7 @@ type jobRow struct {
 	URL       string // the detail page, "" without detail pages
 	QueueURL  string
 	NameURL   string // the list filtered by the job's name
-	TagURLs   []queueLink
+	TagURLs   []namedLink
 	RetryURL  string
 	ForgetURL string
 }
@@ -264,7 +264,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 			for _, tag := range j.Tags {
 				v := cloneValues(filters)
 				v.Set("tag", tag)
-				row.TagURLs = append(row.TagURLs, queueLink{tag, self + encodeQuery(v)})
+				row.TagURLs = append(row.TagURLs, namedLink{tag, self + encodeQuery(v)})
 			}
 		}
 		if dead {
@@ -490,10 +490,11 @@ type workersData struct {
 type workerRow struct {
 	queue.WorkerInfo
 	Stale     bool
-	QueueURLs []queueLink
+	QueueURLs []namedLink
 }
 
-type queueLink struct{ Name, URL string }
+// namedLink is a link labelled with a name (a queue, a tag).
+type namedLink struct{ Name, URL string }
 
 // staleAfter is how long a worker may go unseen before the page greys it
 // out; drivers drop entries some time later.
@@ -535,7 +536,7 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	for _, wi := range page {
 		row := workerRow{WorkerInfo: wi, Stale: time.Since(wi.LastSeen) > staleAfter}
 		for _, q := range wi.Queues {
-			row.QueueURLs = append(row.QueueURLs, queueLink{q, base + "queue/" + url.PathEscape(q)})
+			row.QueueURLs = append(row.QueueURLs, namedLink{q, base + "queue/" + url.PathEscape(q)})
 		}
 		d.Rows = append(d.Rows, row)
 	}
