@@ -7,7 +7,9 @@
 // Pages are rendered on the server with html/template; the stylesheet and
 // the small refresh script are embedded in the binary (no CDN, no
 // framework). Pages refresh their live region every few seconds by
-// fetching it from the server and swapping it in place.
+// fetching it from the server and updating the changed nodes in place, so
+// nothing flickers; a refresh waits while the user has ticked boxes, has
+// the focus in a form or has selected text in the region.
 //
 // # Mounting
 //
@@ -27,13 +29,21 @@
 //	POST /queues/failed/{id}/forget   forget one failed job
 //	POST /queues/failed/flush         forget every failed job (of a queue)
 //	POST /queues/failed/bulk          retry or forget the selected or matching jobs
-//	GET  /queues/jobs?state=ready     jobs by state (driver mode)
+//	GET  /queues/jobs?state=ready     jobs by state (driver mode; state=failed lists dead jobs)
 //	GET  /queues/jobs/{id}            job detail
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
 //	GET  /queues/workers              worker registry
-//	GET  /queues/api/stats            JSON: StatsView
-//	GET  /queues/api/jobs, /queues/api/jobs/{id}, /queues/api/metrics, /queues/api/workers
+//	GET  /queues/api/stats            JSON: the figures of every queue
+//	GET  /queues/api/jobs             JSON: one page of jobs by state
+//	GET  /queues/api/jobs/{id}        JSON: one job
+//	GET  /queues/api/metrics          JSON: per-minute points of the last hour
+//	GET  /queues/api/workers          JSON: the worker registry
+//
+// Lists page by keyset cursor, never by offset. Each page's links carry
+// the cursors of the pages before it, so Previous and First work as well
+// as Next; the links carry at most the last 50 cursors, and on a page
+// deeper than that Previous walks back 50 pages and then offers First.
 //
 // # Driver mode and cookbook mode
 //
@@ -68,6 +78,77 @@
 //	h := dashboard.Handler(dashboard.NewInspector(stats, failed))
 //
 // Any other implementation of Inspector is served the same way.
+//
+// # JSON API
+//
+// The api/ routes answer with JSON whose field names are snake_case and
+// stable: they are the API's, not the Go types'. Times are RFC 3339 in UTC
+// and left out when unknown; durations are milliseconds (floating point)
+// in fields ending in _ms, and the stats window is window_seconds. A count
+// that a driver caps is an object {"n": 10000, "more": true} meaning "at
+// least 10,000"; "more" is left out when the count is exact. Errors are
+// {"error": "..."} with status 400, 404 (unknown job, or a part this
+// driver or Inspector does not offer) or 500.
+//
+// GET api/stats is the overview's snapshot:
+//
+//	{"at": "2026-11-21T14:40:00Z",
+//	 "queues": [{"queue": "emails", "paused": false, "pending": 12,
+//	   "ready": {"n": 10}, "scheduled": {"n": 2}, "running": {"n": 4}, "dead": {"n": 1},
+//	   "pushed": 0, "retried": 0, "processed": 840, "failed": 9,
+//	   "throughput": 0.23, "jobs_per_minute": 14.1, "window_seconds": 3600,
+//	   "avg_runtime_ms": 25.3, "max_runtime_ms": 180.2, "avg_wait_ms": 4.4}],
+//	 "totals": {"queue": "all", ...the same fields, summed}}
+//
+// pending is ready plus scheduled in driver mode, pushed minus processed
+// minus failed in cookbook mode. processed and failed count attempts over
+// window_seconds in driver mode (failed includes attempts that will be
+// retried) and totals since NewStats in cookbook mode; pushed and retried
+// are cookbook-mode counters. throughput is jobs per second,
+// jobs_per_minute the recent rate per minute. The single-word fields
+// decode into StatsView with encoding/json, as the cookbook reads a
+// snapshot (Queue, Processed, Failed, Pending, Throughput, Totals).
+//
+// GET api/jobs?state=dead lists jobs of one state: ready, scheduled,
+// running, dead (also accepted as failed; the default) or done. It takes
+// the pages' filters queue, name, tag and q (payload search), limit (up to
+// 500; the driver's default page otherwise) and after, the cursor of the
+// previous answer's next:
+//
+//	{"state": "dead", "jobs": [JOB, ...], "next": "8123"}
+//
+// next is left out on the last page. In cookbook mode pages are numbered:
+// next_page gives the following page= instead. A JOB, also the body of GET
+// api/jobs/{id}, is
+//
+//	{"id": "01a1fe8a...", "queue": "emails", "name": "SendWelcomeEmail",
+//	 "state": "dead", "payload": {"user_id": 42}, "priority": 0,
+//	 "attempts": 3, "max_attempts": 0, "timeout_ms": 30000,
+//	 "unique_key": "...", "tags": ["vip"], "meta": {"trace": "..."},
+//	 "last_error": "mail server refused the address",
+//	 "created_at": "...", "available_at": "...", "updated_at": "...",
+//	 "finished_at": "...", "lease_expires_at": "..."}
+//
+// payload is the job's payload as JSON when it is valid JSON; otherwise it
+// is left out and payload_base64 holds the bytes (standard base64).
+// max_attempts 0 means the worker's MaxRetry applies; timeout_ms,
+// unique_key, meta, last_error and the times are left out when unset. The
+// lease token is never shown.
+//
+// GET api/metrics gives the chart data, one point per queue and minute
+// with runs, oldest first:
+//
+//	{"since": "...", "points": [{"queue": "emails", "minute": "2026-11-21T14:36:00Z",
+//	  "processed": 58, "failed": 2, "total_runtime_ms": 1782.2,
+//	  "max_runtime_ms": 57.4, "total_wait_ms": 197.9}]}
+//
+// Totals rather than averages, so points add up across queues and minutes.
+//
+// GET api/workers lists the worker registry (driver mode), sorted by id;
+// stale is set for a worker not seen for a minute:
+//
+//	{"workers": [{"id": "...", "host": "web-1", "pid": 4242, "queues": ["emails"],
+//	  "concurrency": 4, "started_at": "...", "last_seen": "...", "stale": false}]}
 //
 // # Access control
 //

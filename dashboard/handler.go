@@ -79,8 +79,9 @@ func TrustedOrigin(origin string) Option {
 // insp is either a driver adapter from ForQueue (driver mode: every page)
 // or any other Inspector, such as NewInspector's (cookbook mode: overview,
 // failed jobs, and what that Inspector offers). The handler is safe for
-// concurrent use and starts no goroutines. It panics if insp is nil or an
-// Option is invalid (a TrustedOrigin that is not an origin).
+// concurrent use and starts no goroutine that outlives a request. It
+// panics if insp is nil or an Option is invalid (a TrustedOrigin that is
+// not an origin).
 func Handler(insp Inspector, opts ...Option) http.Handler {
 	cfg := config{refresh: 5 * time.Second, timeout: 10 * time.Second, title: "Meridian"}
 	for _, o := range opts {

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
-	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -230,7 +229,7 @@ func formWithAction(doc *html.Node, suffix string) *html.Node {
 }
 
 // deadJobs pushes n jobs to qname of q and dead-letters them with reason.
-func deadJobs(t *testing.T, q *memqueue.Queue, qname string, n int, payload string, reason string, opts ...queue.Option) []string {
+func deadJobs(t *testing.T, q queue.Queue, qname string, n int, payload string, reason string, opts ...queue.Option) []string {
 	t.Helper()
 	ctx := context.Background()
 	var ids []string

@@ -59,18 +59,25 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 
 // jobsData is the model of the job lists (failed jobs and jobs by state).
 type jobsData struct {
-	Query    listQuery
-	Dead     bool
-	States   []stateTab
-	Rows     []jobRow
-	NextURL  string
-	PrevURL  string
-	FirstURL string
-	Action   string // the list's own URL, for the filter form
+	Query  listQuery
+	Dead   bool
+	States []stateTab
+	Rows   []jobRow
+	Pager  pager
+	Action string   // the list's own URL, for the filter form
+	Clear  string   // the list without filters
+	Queues []string // known queue names, suggested by the queue filter
+	// Errors shows a last-error column: failed jobs, and jobs waiting to
+	// be retried.
+	Errors   bool
+	Tags     bool // some row has tags: show the column
+	Filtered bool // a filter or search narrows the list
 }
 
 type stateTab struct {
 	State  queue.JobState
+	Label  string
+	Count  string // "" when unknown (done jobs, or narrowed by filters)
 	URL    string
 	Active bool
 }
@@ -78,20 +85,23 @@ type stateTab struct {
 type jobRow struct {
 	JobView
 	URL       string // the detail page, "" without detail pages
+	QueueURL  string
+	NameURL   string // the list filtered by the job's name
+	TagURLs   []namedLink
 	RetryURL  string
 	ForgetURL string
 }
 
-// readQuery reads the list filters from the URL.
+// readQuery reads the list filters and the page position from the URL.
 func readQuery(r *http.Request, state queue.JobState) listQuery {
 	v := r.URL.Query()
 	q := listQuery{
 		State: state,
 		Queue: clip(v.Get("queue")), Name: clip(v.Get("name")), Tag: clip(v.Get("tag")),
-		Search: clip(v.Get("q")), After: clip(v.Get("after")),
+		Search: clip(v.Get("q")),
 	}
-	q.Page, _ = strconv.Atoi(v.Get("page"))
-	q.Page = max(q.Page, 1)
+	q.ref = readPageRef(v)
+	q.After, q.Page = q.ref.After, max(q.ref.Page, 1)
 	return q
 }
 
@@ -103,6 +113,7 @@ func clip(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// values returns the filters as URL parameters, without the page position.
 func (q listQuery) values() url.Values {
 	v := url.Values{}
 	for k, s := range map[string]string{"queue": q.Queue, "name": q.Name, "tag": q.Tag, "q": q.Search} {
@@ -113,12 +124,33 @@ func (q listQuery) values() url.Values {
 	return v
 }
 
+// stateLabel names a state as the pages show it: dead jobs are "failed".
+func stateLabel(s queue.JobState) string {
+	if s == queue.StateDead {
+		return "failed"
+	}
+	return string(s)
+}
+
+// stateTitle is stateLabel with a capital letter.
+func stateTitle(s queue.JobState) string {
+	l := stateLabel(s)
+	if l == "" {
+		return "Unknown"
+	}
+	return strings.ToUpper(l[:1]) + l[1:]
+}
+
 func (h *handler) failed(w http.ResponseWriter, r *http.Request) {
 	h.list(w, r, queue.StateDead)
 }
 
 func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	st := queue.JobState(r.URL.Query().Get("state"))
+	if st == "failed" {
+		// The pages call dead jobs failed; accept the word in URLs too.
+		st = queue.StateDead
+	}
 	if !slices.Contains(queue.JobStates, st) {
 		st = queue.StateReady
 	}
@@ -135,16 +167,72 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		self = base + "failed"
 	}
 	if !c.Driver {
-		// Cookbook mode pages by number and does not filter.
-		q = listQuery{State: st, Page: q.Page, Queue: q.Queue}
+		// Cookbook mode pages by number; only pending jobs are listed by
+		// queue (Inspector.Pending), the failed list is one list.
+		cq := listQuery{State: st, Page: q.Page}
+		if !dead {
+			cq.Queue = q.Queue
+		}
+		q = cq
 	}
-	res, err := h.src.list(r.Context(), q)
-	if err != nil {
-		h.failErr(w, r, "Listing "+string(st)+" jobs", err)
+	ctx := r.Context()
+	// The state tabs count from the figures, which are shared between
+	// requests (statsTTL), so the store sees no more QueueStats calls
+	// for them; when they are not fresh, read them beside the list rather
+	// than after it.
+	type figures struct {
+		sv  StatsView
+		err error
+	}
+	figc := make(chan figures, 1)
+	if c.Driver {
+		go func() {
+			sv, err := h.src.stats(ctx)
+			figc <- figures{sv, err}
+		}()
+	}
+	res, err := h.src.list(ctx, q)
+	if err != nil && q.Search != "" && !isUnsupported(err) {
+		h.fail(w, r, http.StatusServiceUnavailable, "The payload search did not finish: it is bounded in time and rows "+
+			"so that it cannot slow the store down. Narrow it with a queue, name or tag filter and try again.", err)
 		return
 	}
-	d := jobsData{Query: q, Dead: dead, Action: self}
+	if err != nil {
+		h.failErr(w, r, "Listing "+stateLabel(st)+" jobs", err)
+		return
+	}
+	d := jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
+	d.Filtered = q.Name != "" || q.Tag != "" || q.Search != ""
+	filters := q.values()
+	if !dead {
+		filters.Set("state", string(st))
+	}
 	if c.Driver {
+		d.Pager = keysetPager(self, filters, q.ref, res.Next)
+		d.Clear = self
+		if !dead {
+			d.Clear += "?state=" + string(st)
+		}
+		// A failure to read the figures only hides the counts.
+		fig := <-figc
+		sv, err := fig.sv, fig.err
+		if err != nil {
+			h.cfg.logger.Warn("dashboard: reading the queue stats for the state tabs", "err", err)
+		}
+		var counts *QueueStats
+		if err == nil {
+			for _, qs := range sv.Queues {
+				d.Queues = append(d.Queues, qs.Queue)
+			}
+			if q.Queue == "" {
+				counts = &sv.Totals
+			}
+			for i := range sv.Queues {
+				if sv.Queues[i].Queue == q.Queue {
+					counts = &sv.Queues[i]
+				}
+			}
+		}
 		for _, s := range queue.JobStates {
 			v := q.values()
 			v.Set("state", string(s))
@@ -153,25 +241,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 				v.Del("state")
 				u = base + "failed" + encodeQuery(v)
 			}
-			d.States = append(d.States, stateTab{s, u, s == st})
+			tab := stateTab{State: s, Label: stateLabel(s), URL: u, Active: s == st}
+			if counts != nil && !d.Filtered {
+				tab.Count = stateCount(*counts, s)
+			}
+			d.States = append(d.States, tab)
 		}
-	}
-	v := q.values()
-	if !dead {
-		v.Set("state", string(st))
-	}
-	d.FirstURL = self + encodeQuery(v)
-	switch {
-	case res.Next != "":
-		v.Set("after", res.Next)
-		d.NextURL = self + encodeQuery(v)
-	case res.NextPage > 0:
-		v.Set("page", strconv.Itoa(res.NextPage))
-		d.NextURL = self + encodeQuery(v)
-	}
-	if !c.Driver && q.Page > 1 {
-		v.Set("page", strconv.Itoa(q.Page-1))
-		d.PrevURL = self + encodeQuery(v)
+	} else {
+		d.Pager = numberPager(self, filters, q.Page, res.NextPage > 0)
 	}
 	for _, j := range res.Jobs {
 		row := jobRow{JobView: j}
@@ -179,17 +256,50 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		if c.Detail {
 			row.URL = base + "jobs/" + id
 		}
+		if c.Driver {
+			row.QueueURL = base + "queue/" + url.PathEscape(j.QueueName())
+			v := cloneValues(filters)
+			v.Set("name", j.Name)
+			row.NameURL = self + encodeQuery(v)
+			for _, tag := range j.Tags {
+				v := cloneValues(filters)
+				v.Set("tag", tag)
+				row.TagURLs = append(row.TagURLs, namedLink{tag, self + encodeQuery(v)})
+			}
+		}
 		if dead {
 			row.RetryURL = base + "failed/" + id + "/retry"
 			row.ForgetURL = base + "failed/" + id + "/forget"
 		}
+		if j.LastError != "" {
+			d.Errors = true
+		}
+		if len(j.Tags) > 0 {
+			d.Tags = true
+		}
 		d.Rows = append(d.Rows, row)
 	}
-	title, nav := strings.ToUpper(string(st[:1]))+string(st[1:])+" jobs", "jobs"
+	title, nav := stateTitle(st)+" jobs", "jobs"
 	if dead {
 		title, nav = "Failed jobs", "failed"
 	}
 	h.render(w, r, http.StatusOK, "jobs", h.newPage(w, r, title, nav, d))
+}
+
+// stateCount is a queue's count of jobs in state s, "" when the figures do
+// not count that state.
+func stateCount(qs QueueStats, s queue.JobState) string {
+	switch s {
+	case queue.StateReady:
+		return qs.Ready.String()
+	case queue.StateScheduled:
+		return qs.Scheduled.String()
+	case queue.StateRunning:
+		return qs.Running.String()
+	case queue.StateDead:
+		return qs.Dead.String()
+	}
+	return ""
 }
 
 func encodeQuery(v url.Values) string {
@@ -210,10 +320,18 @@ type jobData struct {
 	QueueURL   string
 	Dead       bool
 	MaxAttempt string
+	ListURL    string // the list the job is in
+	ListName   string
 }
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 	j, err := h.src.job(r.Context(), r.PathValue("id"))
+	if isNotFound(err) {
+		h.fail(w, r, http.StatusNotFound, "There is no job "+r.PathValue("id")+" in the store now. "+
+			"It may have finished (drivers delete finished jobs unless set to retain them), "+
+			"or been forgotten or flushed from the failed jobs.", nil)
+		return
+	}
 	if err != nil {
 		h.failErr(w, r, "Reading the job", err)
 		return
@@ -227,8 +345,17 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		ForgetURL: base + "failed/" + id + "/forget",
 		QueueURL:  base + "queue/" + url.PathEscape(j.QueueName()),
 	}
+	switch qn := j.QueueName(); {
+	case !h.src.caps().Driver:
+		d.ListURL, d.ListName = base+"failed", "Failed jobs"
+	case d.Dead:
+		d.ListURL, d.ListName = base+"failed?"+url.Values{"queue": {qn}}.Encode(), "Failed jobs of "+qn
+	default:
+		d.ListURL = base + "jobs?" + url.Values{"state": {string(j.State)}, "queue": {qn}}.Encode()
+		d.ListName = stateTitle(j.State) + " jobs of " + qn
+	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
-	d.MaxAttempt = "worker default"
+	d.MaxAttempt = "the worker's MaxRetry"
 	if j.MaxAttempts > 0 {
 		d.MaxAttempt = strconv.Itoa(j.MaxAttempts)
 	}
@@ -274,10 +401,12 @@ type queueData struct {
 	PauseURL   string
 	ResumeURL  string
 	FailedURL  string
+	JobsURL    string
 }
 
 type stateLink struct {
 	State queue.JobState
+	Label string
 	Count string
 	URL   string
 }
@@ -296,6 +425,11 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		PauseURL:  base + "queue/" + esc + "/pause",
 		ResumeURL: base + "queue/" + esc + "/resume",
 		FailedURL: base + "failed?" + url.Values{"queue": {name}}.Encode(),
+		JobsURL:   base + "jobs?" + url.Values{"state": {"ready"}, "queue": {name}}.Encode(),
+	}
+	if !h.src.caps().Driver {
+		// The cookbook's failed list is not split by queue.
+		d.FailedURL = base + "failed"
 	}
 	d.Stats.Queue = name
 	for _, q := range sv.Queues {
@@ -326,7 +460,7 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 			if sl.st == queue.StateDead {
 				u = d.FailedURL
 			}
-			d.States = append(d.States, stateLink{sl.st, sl.n.String(), u})
+			d.States = append(d.States, stateLink{sl.st, stateLabel(sl.st), sl.n.String(), u})
 		}
 	}
 	res, err := h.src.list(ctx, listQuery{State: queue.StateReady, Queue: name, Page: 1, Limit: 10})
@@ -345,10 +479,26 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "queue", h.newPage(w, r, "Queue "+name, "overview", d))
 }
 
+type workersData struct {
+	Rows        []workerRow
+	Pager       pager
+	Total       int // worker processes in the registry
+	Concurrency int // their summed concurrency
+	Stale       int // how many have not been seen for staleAfter
+}
+
 type workerRow struct {
 	queue.WorkerInfo
-	Stale bool
+	Stale     bool
+	QueueURLs []namedLink
 }
+
+// namedLink is a link labelled with a name (a queue, a tag).
+type namedLink struct{ Name, URL string }
+
+// staleAfter is how long a worker may go unseen before the page greys it
+// out; drivers drop entries some time later.
+const staleAfter = time.Minute
 
 func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	ws, err := h.src.workers(r.Context())
@@ -356,11 +506,41 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, "Listing the workers", err)
 		return
 	}
-	rows := make([]workerRow, len(ws))
-	for i, wi := range ws {
-		rows[i] = workerRow{wi, time.Since(wi.LastSeen) > time.Minute}
+	// The registry lists workers sorted by ID, all at once; the page shows
+	// PageSize of them from a keyset cursor (the last ID shown).
+	slices.SortFunc(ws, func(a, b queue.WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
+	d := workersData{Total: len(ws)}
+	for _, wi := range ws {
+		d.Concurrency += wi.Concurrency
+		if time.Since(wi.LastSeen) > staleAfter {
+			d.Stale++
+		}
 	}
-	h.render(w, r, http.StatusOK, "workers", h.newPage(w, r, "Workers", "workers", rows))
+	ref := readPageRef(r.URL.Query())
+	from, _ := slices.BinarySearchFunc(ws, ref.After, func(wi queue.WorkerInfo, id string) int {
+		if strings.Compare(wi.ID, id) <= 0 {
+			return -1
+		}
+		return 1
+	})
+	if ref.After == "" {
+		from = 0
+	}
+	page := ws[from:min(len(ws), from+PageSize)]
+	next := ""
+	if from+len(page) < len(ws) {
+		next = page[len(page)-1].ID
+	}
+	base := relBase(r)
+	d.Pager = keysetPager(base+"workers", url.Values{}, ref, next)
+	for _, wi := range page {
+		row := workerRow{WorkerInfo: wi, Stale: time.Since(wi.LastSeen) > staleAfter}
+		for _, q := range wi.Queues {
+			row.QueueURLs = append(row.QueueURLs, namedLink{q, base + "queue/" + url.PathEscape(q)})
+		}
+		d.Rows = append(d.Rows, row)
+	}
+	h.render(w, r, http.StatusOK, "workers", h.newPage(w, r, "Workers", "workers", d))
 }
 
 // Actions. Each answers with a redirect (303) to a page relative to the
@@ -368,15 +548,18 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 // redirects.
 
 // back redirects to the form's return page (or fallback), both relative
-// to the dashboard root.
-func back(w http.ResponseWriter, r *http.Request, fallback, flash string, n int) {
+// to the dashboard root. The return page keeps its page position (the rows
+// acted on leave it, the others stay), unless first is set.
+func back(w http.ResponseWriter, r *http.Request, fallback, flash string, n int, first bool) {
 	ret := safeReturn(r.PostFormValue("return"))
 	if ret == "" {
 		ret = fallback
 	}
 	u, _ := url.Parse(ret)
 	q := u.Query()
-	q.Del("after")
+	if first {
+		pageRef{}.set(q)
+	}
 	q.Set("flash", flash)
 	if n >= 0 {
 		q.Set("n", strconv.Itoa(n))
@@ -398,7 +581,7 @@ func (h *handler) actOne(w http.ResponseWriter, r *http.Request, act func(ctx co
 	err := act(r.Context(), id)
 	switch {
 	case isNotFound(err):
-		back(w, r, "failed", "gone", -1)
+		back(w, r, "failed", "gone", -1, false)
 	case err != nil:
 		h.failErr(w, r, "The action", err)
 	default:
@@ -407,7 +590,7 @@ func (h *handler) actOne(w http.ResponseWriter, r *http.Request, act func(ctx co
 		if strings.HasPrefix(r.PostFormValue("return"), "jobs/") {
 			r.PostForm.Set("return", "failed")
 		}
-		back(w, r, "failed", flash, 1)
+		back(w, r, "failed", flash, 1, false)
 	}
 }
 
@@ -418,10 +601,10 @@ func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n < 0 {
-		back(w, r, "failed", "flushed", -1)
+		back(w, r, "failed", "flushed", -1, true)
 		return
 	}
-	back(w, r, "failed", "flushedn", n)
+	back(w, r, "failed", "flushedn", n, true)
 }
 
 // maxBulk bounds one bulk action: the selected ids, or the first rows that
@@ -461,7 +644,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		more = res.Next != ""
 	}
 	if len(ids) == 0 {
-		back(w, r, "failed", "none", -1)
+		back(w, r, "failed", "none", -1, false)
 		return
 	}
 	if len(ids) > maxBulk {
@@ -482,7 +665,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	if more {
 		flash = "more"
 	}
-	back(w, r, "failed", flash, n)
+	back(w, r, "failed", flash, n, scope == "matching")
 }
 
 func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
@@ -497,66 +680,4 @@ func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
 		flash = "paused"
 	}
 	seeOther(w, "../"+url.PathEscape(name)+"?flash="+flash)
-}
-
-// The JSON API: the same reads as the pages.
-
-func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
-	sv, err := h.src.stats(r.Context())
-	if err != nil {
-		h.apiError(w, r, err)
-		return
-	}
-	writeJSON(w, sv)
-}
-
-func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
-	st := queue.JobState(r.URL.Query().Get("state"))
-	if !slices.Contains(queue.JobStates, st) {
-		st = queue.StateDead
-	}
-	q := readQuery(r, st)
-	q.Limit, _ = strconv.Atoi(r.URL.Query().Get("limit"))
-	q.Limit = min(max(q.Limit, 0), maxBulk)
-	res, err := h.src.list(r.Context(), q)
-	if err != nil {
-		h.apiError(w, r, err)
-		return
-	}
-	writeJSON(w, struct {
-		Jobs     []JobView `json:"jobs"`
-		Next     string    `json:"next,omitempty"`
-		NextPage int       `json:"next_page,omitempty"`
-	}{res.Jobs, res.Next, res.NextPage})
-}
-
-func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
-	j, err := h.src.job(r.Context(), r.PathValue("id"))
-	if err != nil {
-		h.apiError(w, r, err)
-		return
-	}
-	writeJSON(w, j)
-}
-
-func (h *handler) apiMetrics(w http.ResponseWriter, r *http.Request) {
-	if !h.src.caps().Charts {
-		h.apiError(w, r, queue.ErrUnsupported)
-		return
-	}
-	pts, err := h.src.metrics(r.Context(), time.Now().Add(-chartWindow))
-	if err != nil {
-		h.apiError(w, r, err)
-		return
-	}
-	writeJSON(w, pts)
-}
-
-func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
-	ws, err := h.src.workers(r.Context())
-	if err != nil {
-		h.apiError(w, r, err)
-		return
-	}
-	writeJSON(w, ws)
 }

@@ -19,6 +19,8 @@ var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "error"}
 
 var funcs = template.FuncMap{
 	"count": func(c queue.Count) string { return c.String() },
+	"num":   func(n int64) string { return queue.Count{N: n}.String() },
+	"label": stateLabel,
 	"dur":   fmtDuration,
 	"ts":    fmtTime,
 	"ago":   fmtAgo,
@@ -47,19 +49,23 @@ func fmtAgo(t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	d := time.Since(t)
-	if d < 0 {
-		return "in " + fmtDuration(-d.Round(time.Second))
-	}
-	if d < time.Second {
+	d := time.Since(t).Round(time.Second)
+	switch {
+	case d < 0:
+		return "in " + fmtDuration(-d)
+	case d == 0:
 		return "just now"
 	}
-	return fmtDuration(d.Round(time.Second)) + " ago"
+	return fmtDuration(d) + " ago"
 }
 
+// shortID abbreviates a long ID for a table cell. IDs from queue.NewID
+// begin with a timestamp, so jobs pushed in the same millisecond share
+// their first 12 digits: the abbreviation keeps the head and the random
+// tail.
 func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12] + "…"
+	if len(id) > 16 {
+		return id[:8] + "…" + id[len(id)-6:]
 	}
 	return id
 }
@@ -207,6 +213,11 @@ func (h *handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		h.cfg.logger.Error("dashboard: api", "path", r.URL.Path, "err", err)
 	}
+	h.apiStatus(w, status, msg)
+}
+
+// apiStatus answers an API request with status and {"error": msg}.
+func (h *handler) apiStatus(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})

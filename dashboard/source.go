@@ -48,6 +48,8 @@ type listQuery struct {
 	After  string // keyset cursor (driver mode)
 	Page   int    // 1-based page number (cookbook mode)
 	Limit  int
+
+	ref pageRef // where the page is, for its links (driver mode)
 }
 
 // jobList is one page of a job list.

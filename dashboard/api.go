@@ -1,0 +1,251 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// The JSON API: the same reads as the pages, with stable snake_case field
+// names that do not follow the Go types (doc.go lists them). Times are RFC
+// 3339 in UTC; durations are milliseconds in fields named *_ms; counts that
+// a driver caps are {"n": 10000, "more": true}.
+
+// apiStats is the body of GET api/stats. Its single-word names (queues,
+// totals, queue, processed, failed, pending, throughput, ready, ...) also
+// decode into StatsView, as the cookbook reads a snapshot.
+type apiStats struct {
+	At     time.Time  `json:"at"`
+	Queues []apiQueue `json:"queues"`
+	Totals apiQueue   `json:"totals"`
+}
+
+type apiQueue struct {
+	Queue     string      `json:"queue"`
+	Paused    bool        `json:"paused"`
+	Pending   int64       `json:"pending"`
+	Ready     queue.Count `json:"ready"`
+	Scheduled queue.Count `json:"scheduled"`
+	Running   queue.Count `json:"running"`
+	Dead      queue.Count `json:"dead"`
+	Pushed    int64       `json:"pushed"`
+	Retried   int64       `json:"retried"`
+	Processed int64       `json:"processed"`
+	Failed    int64       `json:"failed"`
+	// Throughput is per second, JobsPerMinute per minute.
+	Throughput    float64 `json:"throughput"`
+	JobsPerMinute float64 `json:"jobs_per_minute"`
+	WindowSeconds float64 `json:"window_seconds"`
+	AvgRuntimeMS  float64 `json:"avg_runtime_ms"`
+	MaxRuntimeMS  float64 `json:"max_runtime_ms"`
+	AvgWaitMS     float64 `json:"avg_wait_ms"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+func toAPIQueue(q QueueStats) apiQueue {
+	return apiQueue{
+		Queue: q.Queue, Paused: q.Paused, Pending: q.Pending,
+		Ready: q.Ready, Scheduled: q.Scheduled, Running: q.Running, Dead: q.Dead,
+		Pushed: q.Pushed, Retried: q.Retried, Processed: q.Processed, Failed: q.Failed,
+		Throughput: q.Throughput, JobsPerMinute: q.JobsPerMinute,
+		WindowSeconds: q.Window.Seconds(),
+		AvgRuntimeMS:  ms(q.AvgRuntime), MaxRuntimeMS: ms(q.MaxRuntime), AvgWaitMS: ms(q.AvgWait),
+	}
+}
+
+func toAPIStats(sv StatsView) apiStats {
+	a := apiStats{At: utc(sv.At), Queues: make([]apiQueue, 0, len(sv.Queues)), Totals: toAPIQueue(sv.Totals)}
+	for _, q := range sv.Queues {
+		a.Queues = append(a.Queues, toAPIQueue(q))
+	}
+	return a
+}
+
+// apiJob is a job in GET api/jobs and api/jobs/{id}. The lease token is
+// never shown.
+type apiJob struct {
+	ID    string         `json:"id"`
+	Queue string         `json:"queue"`
+	Name  string         `json:"name"`
+	State queue.JobState `json:"state"`
+	// Payload is the payload itself when it is valid JSON; otherwise it is
+	// omitted and PayloadBase64 holds the bytes.
+	Payload       json.RawMessage   `json:"payload,omitempty"`
+	PayloadBase64 []byte            `json:"payload_base64,omitempty"`
+	Priority      int               `json:"priority"`
+	Attempts      int               `json:"attempts"`
+	MaxAttempts   int               `json:"max_attempts"` // 0: the worker's MaxRetry applies
+	TimeoutMS     float64           `json:"timeout_ms,omitempty"`
+	UniqueKey     string            `json:"unique_key,omitempty"`
+	Tags          []string          `json:"tags"`
+	Meta          map[string]string `json:"meta,omitempty"`
+	LastError     string            `json:"last_error,omitempty"`
+	CreatedAt     time.Time         `json:"created_at,omitzero"`
+	AvailableAt   time.Time         `json:"available_at,omitzero"`
+	UpdatedAt     time.Time         `json:"updated_at,omitzero"`
+	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+	LeaseExpires  time.Time         `json:"lease_expires_at,omitzero"`
+}
+
+func toAPIJob(j JobView) apiJob {
+	a := apiJob{
+		ID: j.ID, Queue: j.QueueName(), Name: j.Name, State: j.State,
+		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+		TimeoutMS: ms(j.Timeout), UniqueKey: j.UniqueKey, Tags: j.Tags, Meta: j.Meta,
+		LastError: j.LastError, CreatedAt: utc(j.CreatedAt), AvailableAt: utc(j.AvailableAt),
+		UpdatedAt: utc(j.UpdatedAt), FinishedAt: utc(j.FinishedAt), LeaseExpires: utc(j.LeaseExpiresAt),
+	}
+	if a.Tags == nil {
+		a.Tags = []string{}
+	}
+	if json.Valid(j.Payload) {
+		a.Payload = json.RawMessage(j.Payload)
+	} else {
+		a.PayloadBase64 = j.Payload
+		if a.PayloadBase64 == nil {
+			a.PayloadBase64 = []byte{}
+		}
+	}
+	return a
+}
+
+// apiJobs is the body of GET api/jobs.
+type apiJobs struct {
+	State queue.JobState `json:"state"`
+	Jobs  []apiJob       `json:"jobs"`
+	// Next is the cursor of the following page (pass it as after=);
+	// NextPage the number of the following page in cookbook mode (page=).
+	Next     string `json:"next,omitempty"`
+	NextPage int    `json:"next_page,omitempty"`
+}
+
+// apiMetrics is the body of GET api/metrics.
+type apiMetrics struct {
+	Since  time.Time  `json:"since"`
+	Points []apiPoint `json:"points"`
+}
+
+type apiPoint struct {
+	Queue          string    `json:"queue"`
+	Minute         time.Time `json:"minute"`
+	Processed      int64     `json:"processed"`
+	Failed         int64     `json:"failed"`
+	TotalRuntimeMS float64   `json:"total_runtime_ms"`
+	MaxRuntimeMS   float64   `json:"max_runtime_ms"`
+	TotalWaitMS    float64   `json:"total_wait_ms"`
+}
+
+// apiWorkers is the body of GET api/workers.
+type apiWorkers struct {
+	Workers []apiWorker `json:"workers"`
+}
+
+type apiWorker struct {
+	ID          string    `json:"id"`
+	Host        string    `json:"host"`
+	PID         int       `json:"pid"`
+	Queues      []string  `json:"queues"`
+	Concurrency int       `json:"concurrency"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+	LastSeen    time.Time `json:"last_seen,omitzero"`
+	Stale       bool      `json:"stale"` // not seen for a minute
+}
+
+func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
+	sv, err := h.src.stats(r.Context())
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, toAPIStats(sv))
+}
+
+func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	st := queue.JobState(v.Get("state"))
+	if st == "failed" {
+		st = queue.StateDead
+	}
+	if !slices.Contains(queue.JobStates, st) {
+		if v.Has("state") {
+			h.apiStatus(w, http.StatusBadRequest, "unknown state: use ready, scheduled, running, dead or done")
+			return
+		}
+		st = queue.StateDead
+	}
+	q := readQuery(r, st)
+	q.Limit, _ = strconv.Atoi(v.Get("limit"))
+	q.Limit = min(max(q.Limit, 0), maxBulk)
+	res, err := h.src.list(r.Context(), q)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	out := apiJobs{State: st, Jobs: make([]apiJob, len(res.Jobs)), Next: res.Next, NextPage: res.NextPage}
+	for i, j := range res.Jobs {
+		out.Jobs[i] = toAPIJob(j)
+	}
+	writeJSON(w, out)
+}
+
+func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
+	j, err := h.src.job(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	writeJSON(w, toAPIJob(j))
+}
+
+func (h *handler) apiMetrics(w http.ResponseWriter, r *http.Request) {
+	if !h.src.caps().Charts {
+		h.apiError(w, r, queue.ErrUnsupported)
+		return
+	}
+	since := time.Now().Add(-chartWindow)
+	pts, err := h.src.metrics(r.Context(), since)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	out := apiMetrics{Since: since.UTC().Truncate(time.Minute), Points: make([]apiPoint, len(pts))}
+	for i, p := range pts {
+		out.Points[i] = apiPoint{
+			Queue: p.Queue, Minute: utc(p.Minute), Processed: p.Processed, Failed: p.Failed,
+			TotalRuntimeMS: ms(p.TotalRuntime), MaxRuntimeMS: ms(p.MaxRuntime), TotalWaitMS: ms(p.TotalWait),
+		}
+	}
+	writeJSON(w, out)
+}
+
+func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
+	ws, err := h.src.workers(r.Context())
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	out := apiWorkers{Workers: make([]apiWorker, len(ws))}
+	for i, wi := range ws {
+		qs := wi.Queues
+		if qs == nil {
+			qs = []string{}
+		}
+		out.Workers[i] = apiWorker{
+			ID: wi.ID, Host: wi.Host, PID: wi.PID, Queues: qs, Concurrency: wi.Concurrency,
+			StartedAt: utc(wi.StartedAt), LastSeen: utc(wi.LastSeen), Stale: time.Since(wi.LastSeen) > staleAfter,
+		}
+	}
+	writeJSON(w, out)
+}
