@@ -59,7 +59,8 @@
 // the original expiry),
 // queue.Waiter (a push wakes a waiting Wait, a ready job returns at once,
 // max bounds it, ctx ends it), queue.Inspector (GetJob and ListJobs in
-// every state, filters, keyset paging that covers every job exactly once,
+// every state, filters, keyset paging that covers every job exactly once
+// and refuses a foreign cursor with ErrBadCursor,
 // QueueStats counts, and with queue.RunObserver the per-minute Metrics),
 // queue.Pauser and queue.WorkerRegistry. Harness.Tx and Harness.Peer gate
 // the transactional and cross-process checks.

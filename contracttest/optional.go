@@ -458,8 +458,9 @@ func (s *suite) testInspector(t *testing.T) {
 		if len(seen) != n {
 			t.Fatalf("paging covered %d jobs, want %d", len(seen), n)
 		}
-		// A cursor that no page gave must not crash the driver.
-		_, _ = in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, After: "\x00not a cursor'; --"})
+		// A cursor that no page gave is refused with ErrBadCursor.
+		_, err = in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, After: "\x00not a cursor'; --"})
+		wantErr(t, "ListJobs after a foreign cursor", err, queue.ErrBadCursor)
 	})
 
 	checkAs(s, t, "QueueStats", func(t *testing.T, q queue.Queue, in queue.Inspector) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -148,12 +149,19 @@ func TestAPIFieldNames(t *testing.T) {
 	w0 := ws["workers"].([]any)[0]
 	sameKeys(t, "worker", w0, "id", "host", "pid", "queues", "concurrency", "started_at", "last_seen", "stale")
 
-	for p, status := range map[string]int{"api/jobs/nope": 404, "api/jobs?state=bogus": 400} {
+	for p, status := range map[string]int{"api/jobs/nope": 404, "api/jobs?state=bogus": 400, "api/jobs?state=ready&after=zz%21": 400} {
 		r := s.get(s.url(p))
 		if r.StatusCode != status {
 			t.Errorf("%s = %d, want %d", p, r.StatusCode, status)
 		}
 		sameKeys(t, p, decode(t, r.Body), "error")
+	}
+	// The page says what is wrong with a link whose cursor is foreign.
+	for _, p := range []string{"jobs?state=ready&after=zz%21", "jobs?state=ready&after=zz%21&q=x", "failed?after=zz%21"} {
+		r := s.get(s.url(p))
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.Body, "first page") {
+			t.Errorf("%s = %d, want 400 saying to start from the first page", p, r.StatusCode)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -192,7 +193,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		}()
 	}
 	res, err := h.src.list(ctx, q)
-	if err != nil && q.Search != "" && !isUnsupported(err) {
+	if err != nil && q.Search != "" && !isUnsupported(err) && !errors.Is(err, queue.ErrBadCursor) {
 		h.fail(w, r, http.StatusServiceUnavailable, "The payload search did not finish: it is bounded in time and rows "+
 			"so that it cannot slow the store down. Narrow it with a queue, name or tag filter and try again.", err)
 		return

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -189,6 +190,8 @@ func (h *handler) failErr(w http.ResponseWriter, r *http.Request, what string, e
 		h.fail(w, r, http.StatusNotFound, what+": not found.", nil)
 	case isUnsupported(err):
 		h.fail(w, r, http.StatusNotFound, what+": not available with this queue driver or inspector.", nil)
+	case errors.Is(err, queue.ErrBadCursor):
+		h.fail(w, r, http.StatusBadRequest, what+": the page link is not one this dashboard made (its after= cursor is unknown). Start again from the first page.", nil)
 	default:
 		h.fail(w, r, http.StatusInternalServerError, what+" failed; the server log has the details.", err)
 	}
@@ -210,6 +213,8 @@ func (h *handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusNotFound, "not found"
 	case isUnsupported(err):
 		status, msg = http.StatusNotFound, "not available with this queue driver or inspector"
+	case errors.Is(err, queue.ErrBadCursor):
+		status, msg = http.StatusBadRequest, "after is not a cursor a previous answer gave; start from the first page"
 	default:
 		h.cfg.logger.Error("dashboard: api", "path", r.URL.Path, "err", err)
 	}

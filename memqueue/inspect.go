@@ -160,7 +160,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	if f.After != "" {
 		n, err := strconv.ParseUint(f.After, 36, 64)
 		if err != nil {
-			return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: malformed cursor %q", f.After)
+			return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
 		}
 		after = n
 	}

@@ -23,6 +23,11 @@ var (
 	// (for example RetryDead on a job that is not a dead letter).
 	ErrNotFound = errors.New("queue: job not found")
 
+	// ErrBadCursor reports a JobFilter.After that is not a cursor the
+	// driver's ListJobs returned (a mistyped or foreign value). Nothing was
+	// read; start again from the first page.
+	ErrBadCursor = errors.New("queue: not a cursor ListJobs returned")
+
 	// ErrEmpty is returned by Pop when no job became ready in time.
 	ErrEmpty = errors.New("queue: empty")
 

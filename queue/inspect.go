@@ -115,7 +115,7 @@ type JobFilter struct {
 	// row limit and, where the store allows, a statement timeout.
 	Search string
 	// After is the cursor from the previous page's Next; empty for the first
-	// page.
+	// page. Any other value makes ListJobs fail with ErrBadCursor.
 	After string
 	// Limit caps the page; drivers apply a default (50) and a maximum (500).
 	Limit int

@@ -305,7 +305,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	if f.After != "" {
 		seq, err := strconv.ParseInt(f.After, 10, 64)
 		if err != nil {
-			return queue.JobPage{}, fmt.Errorf("sqlqueue: listing jobs: cursor %q is not one ListJobs returned", f.After)
+			return queue.JobPage{}, fmt.Errorf("sqlqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
 		}
 		cond, args = cond+" AND "+after, append(args, seq)
 	}
