@@ -56,9 +56,9 @@ SELECT CONCAT('j', %[2]s), %[3]s, 'Job', %[4]s, 0, 0, 0, 0, NULL, '["bench"]', '
 }
 
 // leaseExpiry is the SET fragment that gives a running job its lease
-// expiry where the dialect keeps it apart from run_at (PostgreSQL, MySQL).
+// expiry where the dialect keeps it apart from run_at (PostgreSQL).
 func leaseExpiry(d sqlqueue.Dialect, at int64) string {
-	if d == sqlqueue.SQLite {
+	if d != sqlqueue.Postgres {
 		return ""
 	}
 	return fmt.Sprintf(", lease_expires_at = %d", at)

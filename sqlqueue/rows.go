@@ -9,10 +9,12 @@ import (
 )
 
 // The states stored in the state column. A pending job is ready,
-// scheduled or running depending on run_at and lease_token: run_at is when
-// the row may next be claimed (the job's AvailableAt while it waits, its
-// lease expiry while it runs), so one index serves the claim of new jobs
-// and of jobs whose lease expired.
+// scheduled or running depending on run_at and its lease: on SQLite and
+// MySQL run_at is when the row may next be claimed (the job's AvailableAt
+// while it waits, its lease expiry while it runs), so one index serves the
+// claim of new jobs and of jobs whose lease expired; on PostgreSQL the
+// expiry has a column of its own (dialect.leaseCol), so that a claim
+// changes no indexed column.
 const (
 	statePending = "pending"
 	stateDone    = "done"
