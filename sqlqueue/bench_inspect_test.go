@@ -42,7 +42,7 @@ func fillInspect(b *testing.B, db *sql.DB, d sqlqueue.Dialect, table string) {
   available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state)
 SELECT CONCAT('j', %[2]s), %[3]s, 'Job', %[4]s, 0, 0, 0, 0, NULL, '["bench"]', '{}', %[5]s, %[5]s, %[6]d, %[6]d, 0, '', NULL, 'pending' FROM %[7]s`,
 			table, g, q, payload, runAt, now, gen),
-		fmt.Sprintf("UPDATE %s SET lease_token = CONCAT('t', seq), attempts = 1 WHERE seq > %d AND seq <= %d", table, inspectRows-100, inspectRows),
+		fmt.Sprintf("UPDATE %s SET lease_token = CONCAT('t', seq), attempts = 1%s WHERE seq > %d AND seq <= %d", table, leaseExpiry(d, later), inspectRows-100, inspectRows),
 		fmt.Sprintf("UPDATE %s SET state = 'dead', attempts = 1, finished_at = %d WHERE queue = 'emails' AND seq <= 15000", table, now),
 	}
 	for _, s := range stmts {
@@ -53,6 +53,15 @@ SELECT CONCAT('j', %[2]s), %[3]s, 'Job', %[4]s, 0, 0, 0, 0, NULL, '["bench"]', '
 			b.Fatalf("filling the table: %v\n%s", err, s)
 		}
 	}
+}
+
+// leaseExpiry is the SET fragment that gives a running job its lease
+// expiry where the dialect keeps it apart from run_at (PostgreSQL).
+func leaseExpiry(d sqlqueue.Dialect, at int64) string {
+	if d != sqlqueue.Postgres {
+		return ""
+	}
+	return fmt.Sprintf(", lease_expires_at = %d", at)
 }
 
 // analyze updates the planner statistics of table.

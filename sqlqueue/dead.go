@@ -42,7 +42,7 @@ func (q *Queue) DeadLetters(ctx context.Context, queueName string, limit int) ([
 
 // queryRows runs a query of jobCols on the database and scans every row.
 func (q *Queue) queryRows(ctx context.Context, query string, args ...any) ([]row, error) {
-	return scanRows(ctx, stmts(q.db), query, args)
+	return q.scanRows(ctx, stmts(q.db), query, args)
 }
 
 // RetryDead moves the dead letter id back to ready, available now, with
@@ -54,7 +54,7 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 	}
 	now := micros(time.Now())
 	res, err := q.db.ExecContext(ctx, q.sql(`UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
-  updated_at = ?, finished_at = 0, lease_token = NULL WHERE id = ? AND state = 'dead'`), now, now, now, id)
+  updated_at = ?, finished_at = 0, lease_token = NULL{unlease} WHERE id = ? AND state = 'dead'`), now, now, now, id)
 	if q.d.isUniqueViolation(err) {
 		return fmt.Errorf("sqlqueue: retrying dead letter %s: its unique key is held by an active job: %w", id, queue.ErrDuplicate)
 	}

@@ -52,6 +52,16 @@ type dialect struct {
 	// is a select then an update by primary key in one short write
 	// transaction.
 	oneStatementReserve bool
+	// leaseCol names the column that holds a running job's lease expiry,
+	// apart from run_at, so that a claim changes no indexed column: on
+	// PostgreSQL the claim is then a HOT update (no index entry written,
+	// with room on the page: see the table's fillfactor). A row is
+	// claimable when run_at <= now and leaseCol <= now; leaseCol is 0 when
+	// the row holds no lease. Empty: run_at itself holds the expiry while
+	// the job runs (SQLite, MySQL: InnoDB has no HOT updates, and there
+	// the gain, 1.02-1.17x, did not pay for running jobs leaving the
+	// index).
+	leaseCol string
 	// leaseToken returns the expression that gives each reserved job its
 	// own token: the reservation's random token (a bind parameter) joined
 	// to the row's seq column.

@@ -21,6 +21,7 @@ var postgresDialect = &dialect{
 	isUniqueViolation:   pgUniqueViolation,
 	returning:           true,
 	oneStatementReserve: true,
+	leaseCol:            "lease_expires_at",
 	insertIgnore:        " ON CONFLICT DO NOTHING RETURNING id",
 	reviveGuard:         true,
 	leaseToken:          func(seq string) string { return "CAST(? AS TEXT) || '-' || " + seq },
@@ -64,13 +65,13 @@ ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues 
 		if set != "" {
 			head = "UPDATE " + table + " t SET " + set + " FROM" + using
 		}
-		return head + " WHERE t.id = v.id AND (t.lease_token = v.tok AND t.state = 'pending' AND t.run_at > ?) IS TRUE RETURNING t.id, t.lease_token"
+		return head + " WHERE t.id = v.id AND (t.lease_token = v.tok AND t.state = 'pending' AND t.lease_expires_at > ?) IS TRUE RETURNING t.id, t.lease_token"
 	},
 	ackArrays: true,
 	notify:    "SELECT pg_notify(?, ?)",
-	// Every claim rewrites run_at, a claim-index column, so no claim is a
-	// HOT update: each leaves a dead row and dead index entries that later
-	// claims walk past until a vacuum removes them.
+	// Claims are HOT updates (no indexed column changes), but acks delete
+	// rows whose index entries stay at the head of the claim index: later
+	// claims walk past them until a vacuum removes them.
 	vacuumDue: "SELECT COALESCE((SELECT n_dead_tup >= " + strconv.Itoa(vacuumDeadRows) + " FROM pg_stat_user_tables WHERE relid = to_regclass(?)), false)",
 	vacuum:    "VACUUM (ANALYZE) {jobs}",
 	ddl:       postgresDDL,
@@ -98,13 +99,18 @@ func postgresDDL(t tableNames) []string {
   finished_at BIGINT NOT NULL,
   last_error TEXT NOT NULL,
   lease_token TEXT,
-  state TEXT NOT NULL
+  state TEXT NOT NULL,
+  lease_expires_at BIGINT NOT NULL DEFAULT 0
 )`,
 		// A queue table turns over its rows all the time: vacuum and
 		// analyze it after a small fraction of changes, not autovacuum's
-		// default 20%, and without throttling. ALTER so that tables set up
-		// before this setting get it too.
-		`ALTER TABLE ` + t.jobs + ` SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
+		// default 20%, and without throttling. Pages are filled to half,
+		// so that each row's claim finds room on its own page for the new
+		// row version: a claim changes only lease_expires_at, lease_token,
+		// attempts and updated_at, none of them indexed, so with room it is
+		// a HOT update and writes no index entry. ALTER so that tables set
+		// up before these settings get them too.
+		`ALTER TABLE ` + t.jobs + ` SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
   autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0)`,
 		`CREATE INDEX IF NOT EXISTS ` + t.claimIdx + ` ON ` + t.jobs + ` (queue, priority DESC, run_at, seq) WHERE state = 'pending'`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.uniqueIdx + ` ON ` + t.jobs + ` (queue, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL`,

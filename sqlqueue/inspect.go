@@ -216,15 +216,18 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 			return nil, wrap(ctx, err, "counting jobs of queue %s", name)
 		}
 		pending := "SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'" + byPriority(prios)
-		counts := q.sqlOnce(`SELECT
- (SELECT COUNT(*) FROM (` + pending + ` AND run_at <= ?` + lim + `a),
- (SELECT COUNT(*) FROM (` + pending + ` AND run_at > ? AND lease_token IS NULL` + lim + `b),
- (SELECT COUNT(*) FROM (` + pending + ` AND run_at > ? AND lease_token IS NOT NULL` + lim + `c),
- (SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE state = 'dead' AND queue = ?` + lim + `d)`)
+		var conds [3]string
 		var args []any
-		for range 3 {
-			args = append(append(append(args, name), prios...), nowUS)
+		for i, st := range []queue.JobState{queue.StateReady, queue.StateScheduled, queue.StateRunning} {
+			var cargs []any
+			conds[i], cargs = q.pendingCond(st, nowUS)
+			args = append(append(append(args, name), prios...), cargs...)
 		}
+		counts := q.sqlOnce(`SELECT
+ (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[0] + lim + `a),
+ (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[1] + lim + `b),
+ (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[2] + lim + `c),
+ (SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE state = 'dead' AND queue = ?` + lim + `d)`)
 		args = append(args, name)
 		var ready, scheduled, running, dead int64
 		if err := queryRow(ctx, st, counts, args, &ready, &scheduled, &running, &dead); err != nil {
@@ -250,20 +253,44 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 }
 
 // stateCond returns the condition selecting jobs in state s at now.
-func stateCond(s queue.JobState, now int64) (string, []any, error) {
+func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 	switch s {
-	case queue.StateReady:
-		return "state = 'pending' AND run_at <= ?", []any{now}, nil
-	case queue.StateScheduled:
-		return "state = 'pending' AND lease_token IS NULL AND run_at > ?", []any{now}, nil
-	case queue.StateRunning:
-		return "state = 'pending' AND lease_token IS NOT NULL AND run_at > ?", []any{now}, nil
+	case queue.StateReady, queue.StateScheduled, queue.StateRunning:
+		cond, args := q.pendingCond(s, now)
+		return "state = 'pending' AND " + cond, args, nil
 	case queue.StateDone:
 		return "state = 'done'", nil, nil
 	case queue.StateDead:
 		return "state = 'dead'", nil, nil
 	}
 	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
+}
+
+// pendingCond returns the condition that a pending row is ready, scheduled
+// or running (s) at now. Where run_at holds the lease expiry (SQLite), a
+// running job has a lease token and a run_at in the future, so each state
+// is one range of the claim index per priority. Where the expiry has a
+// column of its own (dialect.leaseCol), a running job is one whose lease
+// has not expired; no index holds that column (so that claims change no
+// indexed one), so counting and listing running jobs reads the pending
+// jobs of the queue.
+func (q *Queue) pendingCond(s queue.JobState, now int64) (string, []any) {
+	if x := q.d.leaseCol; x != "" {
+		switch s {
+		case queue.StateReady:
+			return "run_at <= ? AND " + x + " <= ?", []any{now, now}
+		case queue.StateScheduled:
+			return "run_at > ? AND " + x + " <= ?", []any{now, now}
+		}
+		return x + " > ?", []any{now}
+	}
+	switch s {
+	case queue.StateReady:
+		return "run_at <= ?", []any{now}
+	case queue.StateScheduled:
+		return "lease_token IS NULL AND run_at > ?", []any{now}
+	}
+	return "lease_token IS NOT NULL AND run_at > ?", []any{now}
 }
 
 // ListJobs returns one page of jobs in f.State, by keyset on insertion
@@ -281,7 +308,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		return queue.JobPage{}, err
 	}
 	now := micros(time.Now())
-	cond, args, err := stateCond(f.State, now)
+	cond, args, err := q.stateCond(f.State, now)
 	if err != nil {
 		return queue.JobPage{}, err
 	}
@@ -337,7 +364,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 			query = "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + order + " LIMIT ?"
 			args = append(args, []byte(f.Search), limit+1)
 		}
-		rows, err = scanRows(ctx, st, q.sqlOnce(query), args)
+		rows, err = q.scanRows(ctx, st, q.sqlOnce(query), args)
 		return err
 	})
 	if err != nil {
@@ -453,7 +480,7 @@ func (q *Queue) inspectRead(ctx context.Context, timeout time.Duration, fn func(
 }
 
 // scanRows runs a query of jobCols on st and scans every row.
-func scanRows(ctx context.Context, st Statements, query string, args []any) ([]row, error) {
+func (q *Queue) scanRows(ctx context.Context, st Statements, query string, args []any) ([]row, error) {
 	rs, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -461,7 +488,7 @@ func scanRows(ctx context.Context, st Statements, query string, args []any) ([]r
 	defer rs.Close()
 	var out []row
 	for rs.Next() {
-		r, err := scanRow(rs)
+		r, err := scanRow(rs, q.d.leaseCol != "")
 		if err != nil {
 			return nil, err
 		}

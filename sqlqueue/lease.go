@@ -16,7 +16,17 @@ import (
 
 // leaseGuard is the condition every lease-guarded statement carries: the
 // job is pending under this token and the lease has not expired.
-const leaseGuard = "id = ? AND lease_token = ? AND state = 'pending' AND run_at > ?"
+const leaseGuard = "id = ? AND lease_token = ? AND state = 'pending' AND {expiry} > ?"
+
+// readyCond is the condition (and its arguments) that a pending row may be
+// claimed at now: its run_at has come and, where the lease expiry has a
+// column of its own, it holds no unexpired lease.
+func (q *Queue) readyCond(alias string, now int64) (string, []any) {
+	if q.d.leaseCol == "" {
+		return alias + "run_at <= ?", []any{now}
+	}
+	return alias + "run_at <= ? AND " + alias + q.d.leaseCol + " <= ?", []any{now, now}
+}
 
 // Reserve leases up to max ready jobs of queues (see queue.Queue). Paused
 // queues are skipped. A lease of zero or less means the visibility timeout.
@@ -52,8 +62,9 @@ func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease tim
 			// SQLite: look before taking the one write lock, so idle
 			// pollers in other processes do not queue behind each other.
 			var one int
+			ready, readyArgs := q.readyCond("", micros(now))
 			err := queryRow(ctx, stmts(q.db), q.sql("SELECT 1 FROM {jobs} WHERE state = 'pending' AND queue IN ("+placeholders(len(queues))+
-				") AND run_at <= ? LIMIT 1"), append(queueArgs(queues), micros(now)), &one)
+				") AND "+ready+" LIMIT 1"), append(queueArgs(queues), readyArgs...), &one)
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil, nil
 			}
@@ -107,17 +118,18 @@ func (q *Queue) reserveOne(ctx context.Context, queues []string, max int, now, e
 			return nil, nil
 		}
 	}
+	ready, readyArgs := q.readyCond("", micros(now))
 	query := q.sql(`WITH c AS (
   SELECT id, run_at AS claimed_run_at FROM {jobs} j
-  WHERE state = 'pending' AND queue IN (` + placeholders(len(queues)) + `) AND run_at <= ?
+  WHERE state = 'pending' AND queue IN (` + placeholders(len(queues)) + `) AND ` + ready + `
     AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue IN (` + placeholders(len(queues)) + `))
   ORDER BY priority DESC, run_at, seq
   LIMIT ?
   FOR UPDATE OF j SKIP LOCKED)
-UPDATE {jobs} t SET attempts = t.attempts + 1, lease_token = ` + q.d.leaseToken("t.seq") + `, run_at = ?, updated_at = ?
+UPDATE {jobs} t SET attempts = t.attempts + 1, lease_token = ` + q.d.leaseToken("t.seq") + `, {expiry} = ?, updated_at = ?
 FROM c WHERE t.id = c.id
 RETURNING ` + jobColsT + `, c.claimed_run_at`)
-	args := append(queueArgs(queues), micros(now))
+	args := append(queueArgs(queues), readyArgs...)
 	args = append(args, queueArgs(queues)...)
 	args = append(args, max, token, micros(expires), micros(now))
 	rs, err := q.db.QueryContext(ctx, query, args...)
@@ -132,7 +144,7 @@ RETURNING ` + jobColsT + `, c.claimed_run_at`)
 	var got []claimed
 	for rs.Next() {
 		var c claimed
-		r, err := scanRow(rs, &c.runAt)
+		r, err := scanRow(rs, q.d.leaseCol != "", &c.runAt)
 		if err != nil {
 			return nil, err
 		}
@@ -184,11 +196,12 @@ func (q *Queue) reserveTwo(ctx context.Context, ex execer, queues []string, max 
 			return nil, nil
 		}
 	}
+	ready, readyArgs := q.readyCond("", micros(now))
 	query := q.sql("SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN (" + placeholders(len(queues)) +
-		") AND run_at <= ?" + notPaused + " ORDER BY priority DESC, run_at, seq LIMIT ?" + q.d.skipLocked)
+		") AND " + ready + notPaused + " ORDER BY priority DESC, run_at, seq LIMIT ?" + q.d.skipLocked)
 	// scanRows has closed the rows when it returns, so the update below
 	// can run on the same connection.
-	got, err := scanRows(ctx, stmts(ex), query, append(queueArgs(queues), micros(now), max))
+	got, err := q.scanRows(ctx, stmts(ex), query, append(append(queueArgs(queues), readyArgs...), max))
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +224,7 @@ func (q *Queue) reserveTwo(ctx context.Context, ex execer, queues []string, max 
 		key = "seq"
 	}
 	update := q.sql("UPDATE {jobs} SET attempts = attempts + 1, lease_token = " + q.d.leaseToken("seq") +
-		", run_at = ?, updated_at = ? WHERE " + key + " IN (" + placeholders(len(got)) + ")")
+		", {expiry} = ?, updated_at = ? WHERE " + key + " IN (" + placeholders(len(got)) + ")")
 	if _, err := ex.ExecContext(ctx, update, args...); err != nil {
 		return nil, err
 	}
@@ -339,7 +352,7 @@ func (q *Queue) ackChunk(ctx context.Context, leases []queue.Lease) (map[queue.L
 	for i, l := range leases {
 		ids[i] = l.JobID
 	}
-	where := " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(leases), 2) + ") AND state = 'pending' AND run_at > ?"
+	where := " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(leases), 2) + ") AND state = 'pending' AND {expiry} > ?"
 	finish := "DELETE FROM {jobs}" + where
 	if set != "" {
 		finish = "UPDATE {jobs} SET " + set + where
@@ -365,7 +378,7 @@ func (q *Queue) ackChunk(ctx context.Context, leases []queue.Lease) (map[queue.L
 	}
 	err = q.writeTx(ctx, func(ex execer) error {
 		sel := q.sql("SELECT id, lease_token FROM {jobs} WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" +
-			tuples(len(leases), 2) + ") AND state = 'pending' AND run_at > ? FOR UPDATE")
+			tuples(len(leases), 2) + ") AND state = 'pending' AND {expiry} > ? FOR UPDATE")
 		if err := q.scanLeases(ctx, stmts(ex), done, sel, append(append(ids, pairs...), now)...); err != nil || len(done) == 0 {
 			return err
 		}
@@ -415,7 +428,7 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 		retryAt = now
 	}
 	at := micros(retryAt)
-	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET lease_token = NULL, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE "+leaseGuard,
+	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE "+leaseGuard,
 		at, at, reason, micros(now))
 	if err != nil {
 		return err
@@ -429,7 +442,7 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 // ErrLeaseLost if l is not current.
 func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	now := micros(time.Now())
-	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET state = 'dead', lease_token = NULL, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
+	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
 		reason, now, now)
 	if err != nil {
 		return err
@@ -444,7 +457,7 @@ func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) erro
 	now := time.Now()
 	// updated_at always changes, so MySQL's affected-rows count (changed
 	// rows, not matched rows) is 1 whenever the lease held.
-	return q.guarded(ctx, "extending the lease of", l, "UPDATE {jobs} SET run_at = ?, updated_at = "+q.d.greatest+"(updated_at + 1, ?) WHERE "+leaseGuard,
+	return q.guarded(ctx, "extending the lease of", l, "UPDATE {jobs} SET {expiry} = ?, updated_at = "+q.d.greatest+"(updated_at + 1, ?) WHERE "+leaseGuard,
 		micros(now.Add(d)), micros(now))
 }
 

@@ -486,7 +486,7 @@ func (q *Queue) reviveInPlace(ctx context.Context, ex Statements, j queue.Job, k
 	update := `UPDATE {jobs} SET seq = ` + q.d.reviveSeq + `, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
   max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
   created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
-  finished_at = 0, last_error = '', lease_token = NULL, state = 'pending'
+  finished_at = 0, last_error = '', lease_token = NULL{unlease}, state = 'pending'
 WHERE id = ? AND state <> 'pending'`
 	avail := micros(j.AvailableAt)
 	keep := 0

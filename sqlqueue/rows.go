@@ -9,26 +9,31 @@ import (
 )
 
 // The states stored in the state column. A pending job is ready,
-// scheduled or running depending on run_at and lease_token: run_at is when
-// the row may next be claimed (the job's AvailableAt while it waits, its
-// lease expiry while it runs), so one index serves the claim of new jobs
-// and of jobs whose lease expired.
+// scheduled or running depending on run_at and its lease: on SQLite and
+// MySQL run_at is when the row may next be claimed (the job's AvailableAt
+// while it waits, its lease expiry while it runs), so one index serves the
+// claim of new jobs and of jobs whose lease expired; on PostgreSQL the
+// expiry has a column of its own (dialect.leaseCol), so that a claim
+// changes no indexed column.
 const (
 	statePending = "pending"
 	stateDone    = "done"
 	stateDead    = "dead"
 )
 
-// jobCols lists the columns scanRow reads, in order.
-const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state"
+// jobCols lists the columns scanRow reads, in order; {xcol} is the
+// dialect's lease-expiry column (dialect.leaseCol), when it has one.
+const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state{xcol}"
 
 // jobColsT is jobCols qualified by the alias t.
-const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.state"
+const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.state{xcolT}"
 
 // row is one stored job with the columns the Job type does not carry.
 type row struct {
-	job        queue.Job
-	seq        int64
+	job queue.Job
+	seq int64
+	// runAt is when the row may next be claimed: run_at, or the lease
+	// expiry while a lease is held (the later of the two).
 	runAt      int64
 	updatedAt  int64
 	finishedAt int64
@@ -37,8 +42,9 @@ type row struct {
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanRow reads jobCols (then extra) from sc.
-func scanRow(sc scanner, extra ...any) (row, error) {
+// scanRow reads jobCols (then extra) from sc; leaseCol: the dialect has a
+// lease-expiry column, read after state.
+func scanRow(sc scanner, leaseCol bool, extra ...any) (row, error) {
 	var (
 		r                              row
 		uniqueKey, leaseToken          sql.NullString
@@ -49,9 +55,14 @@ func scanRow(sc scanner, extra ...any) (row, error) {
 	dest := []any{&r.job.ID, &r.seq, &r.job.Queue, &r.job.Name, &r.job.Payload, &priority, &attempts, &maxAttempt,
 		&timeoutUS, &uniqueKey, &tags, &meta, &avail, &r.runAt, &created, &r.updatedAt, &r.finishedAt,
 		&r.job.LastError, &leaseToken, &r.state}
+	var expiry int64
+	if leaseCol {
+		dest = append(dest, &expiry)
+	}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return row{}, err
 	}
+	r.runAt = max(r.runAt, expiry)
 	if r.job.Payload == nil {
 		r.job.Payload = []byte{}
 	}

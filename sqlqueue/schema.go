@@ -38,9 +38,17 @@ func names(d *dialect, table string) tableNames {
 		finIdx:    d.quote(table + "_finished"),
 		seqIdx:    d.quote(table + "_seq"),
 	}
+	// {expiry} is the column holding the lease expiry; {unlease} is the
+	// SET fragment that clears it with the lease token.
+	// {xcol} and {xcolT} add it to jobCols and jobColsT.
+	expiry, unlease, xcol, xcolT := "run_at", "", "", ""
+	if d.leaseCol != "" {
+		expiry, unlease, xcol, xcolT = d.leaseCol, ", "+d.leaseCol+" = 0", ", "+d.leaseCol, ", t."+d.leaseCol
+	}
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
-		"{metrics}", t.metrics, "{meta}", t.meta,
+		"{metrics}", t.metrics, "{meta}", t.meta, "{expiry}", expiry, "{unlease}", unlease,
+		"{xcol}", xcol, "{xcolT}", xcolT,
 	)
 	return t
 }

@@ -146,9 +146,10 @@ func (q *Queue) hasReady(ctx context.Context, queues []string) (bool, error) {
 		queues = []string{queue.DefaultQueue}
 	}
 	var one int
+	ready, readyArgs := q.readyCond("j.", micros(time.Now()))
 	err := queryRow(ctx, stmts(q.db), q.sql("SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN ("+placeholders(len(queues))+
-		") AND run_at <= ? AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1"),
-		append(queueArgs(queues), micros(time.Now())), &one)
+		") AND "+ready+" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1"),
+		append(queueArgs(queues), readyArgs...), &one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}

@@ -58,14 +58,16 @@
 // on other queues are not woken.
 //
 // Wait also returns when the earliest pending job of its queues becomes
-// due, without any notification: a delayed job, a retry, a running job
-// whose lease expires. It looks that time up with a loose scan of the
-// claim index (one probe per distinct priority, at most 64), skipping
-// paused queues, and caches it per queue until a notification for the
+// due, without any notification: a delayed job or a retry. It looks that
+// time up with a loose scan of the claim index (one probe per distinct
+// priority, at most 64, passing the running jobs), skipping paused
+// queues, and caches it per queue until a notification for the
 // queue, a Nack, RetryDead or Resume through this Queue, or five seconds.
 // What it cannot know (a retry that another process's Nack scheduled
-// after the lookup, a queue resumed elsewhere) is found by the next lookup
-// or by the safety poll: Wait always returns after max, the Worker's Poll.
+// after the lookup, a queue resumed elsewhere, a running job whose lease
+// expires: the expiry is in no index, so that claims are HOT updates) is
+// found by the next lookup or by the safety poll: Wait always returns
+// after max, the Worker's Poll.
 // A job that is ready but that Reserve cannot take (locked by another
 // transaction) makes Wait return at once at most once per debounce
 // window, so the Worker never spins.

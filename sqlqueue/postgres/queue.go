@@ -222,8 +222,10 @@ func (q *Queue) Close() error {
 func (q *Queue) Pool() *pgxpool.Pool { return q.pool }
 
 // nextRunAt looks up, per queue, the earliest run_at of its pending jobs
-// (when a waiting job becomes available or a running job's lease
-// expires), 0 when it has none or is paused. It walks the claim index
+// that hold no unexpired lease (when a waiting job becomes available), 0
+// when it has none or is paused. Running jobs are left out: their lease
+// expiry is not in the claim index (so that claims are HOT updates), and a
+// lease that expires is found by the waiter's next safety poll. It walks the claim index
 // (queue, priority DESC, run_at, seq) as a loose index scan: one probe per
 // distinct priority, at most maxPriorities of them, so it stays cheap
 // however many jobs wait. All queues go in one round trip.
@@ -236,12 +238,12 @@ func (q *Queue) nextRunAt(ctx context.Context, queues []string) (map[string]int6
   FROM p WHERE p.priority IS NOT NULL
 )
 SELECT COALESCE(min((SELECT j.run_at FROM ` + q.jobs + ` j WHERE j.state = 'pending' AND j.queue = $1 AND j.priority = p.priority
-                     ORDER BY j.run_at LIMIT 1)), 0)
+                     AND j.lease_expires_at <= $2 ORDER BY j.run_at LIMIT 1)), 0)
 FROM (SELECT priority FROM p WHERE priority IS NOT NULL LIMIT ` + fmt.Sprint(maxPriorities) + `) p
 WHERE NOT EXISTS (SELECT 1 FROM ` + q.pauses + ` WHERE queue = $1)`
 	b := &pgx.Batch{}
 	for _, name := range queues {
-		b.Queue(query, name)
+		b.Queue(query, name, time.Now().UnixMicro())
 	}
 	br := q.pool.SendBatch(ctx, b)
 	defer br.Close()
