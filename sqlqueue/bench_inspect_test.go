@@ -42,7 +42,7 @@ func fillInspect(b *testing.B, db *sql.DB, d sqlqueue.Dialect, table string) {
   available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state)
 SELECT CONCAT('j', %[2]s), %[3]s, 'Job', %[4]s, 0, 0, 0, 0, NULL, '["bench"]', '{}', %[5]s, %[5]s, %[6]d, %[6]d, 0, '', NULL, 'pending' FROM %[7]s`,
 			table, g, q, payload, runAt, now, gen),
-		fmt.Sprintf("UPDATE %s SET lease_token = CONCAT('t', seq), attempts = 1%s WHERE seq > %d AND seq <= %d", table, leaseExpiry(d, later), inspectRows-100, inspectRows),
+		fmt.Sprintf("UPDATE %s SET lease_token = CONCAT('t', seq), attempts = 1%s", table, leaseExpiry(d, later)),
 		fmt.Sprintf("UPDATE %s SET state = 'dead', attempts = 1, finished_at = %d WHERE queue = 'emails' AND seq <= 15000", table, now),
 	}
 	for _, s := range stmts {
@@ -55,13 +55,16 @@ SELECT CONCAT('j', %[2]s), %[3]s, 'Job', %[4]s, 0, 0, 0, 0, NULL, '["bench"]', '
 	}
 }
 
-// leaseExpiry is the SET fragment that gives a running job its lease
-// expiry where the dialect keeps it apart from run_at (PostgreSQL).
+// leaseExpiry is the rest of the UPDATE that gives 100 jobs a lease
+// until at. Where run_at holds the expiry, the last 100 jobs (scheduled an
+// hour ahead) get one. Where the dialect keeps the expiry apart
+// (PostgreSQL), a claim leaves run_at as it was, in the past, so 100 due
+// jobs get one, 5,000 into the due jobs as a claim would find them.
 func leaseExpiry(d sqlqueue.Dialect, at int64) string {
 	if d != sqlqueue.Postgres {
-		return ""
+		return fmt.Sprintf(" WHERE seq > %d AND seq <= %d", inspectRows-100, inspectRows)
 	}
-	return fmt.Sprintf(", lease_expires_at = %d", at)
+	return fmt.Sprintf(", lease_expires_at = %d WHERE seq > 30000 AND seq <= 30100", at)
 }
 
 // analyze updates the planner statistics of table.

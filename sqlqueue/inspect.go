@@ -16,7 +16,12 @@ import (
 
 // Bounds of the inspection queries.
 const (
-	countCap       = 10000           // counts are exact up to this, then Count.More
+	countCap = 10000 // counts are exact up to this, then Count.More
+	// runningScan is how many due jobs per queue, in claim order, the
+	// running count and list read where no index holds the lease expiry
+	// (PostgreSQL, see dialect.leaseCol): jobs are claimed in that order,
+	// so the running ones are at its head.
+	runningScan    = 20000
 	searchRows     = 10000           // a payload search examines at most this many jobs per page
 	searchTimeout  = 2 * time.Second // and runs at most this long
 	statsWindow    = time.Hour       // QueueStats' throughput window
@@ -223,10 +228,17 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 			conds[i], cargs = q.pendingCond(st, nowUS)
 			args = append(append(append(args, name), prios...), cargs...)
 		}
+		runningCount := `(SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[2] + lim + `c)`
+		if x := q.d.leaseCol; x != "" {
+			// No index holds the lease expiry: count the running jobs
+			// among the head of the queue's claim order (runningHead).
+			args = append(args[:len(args)-(2+len(prios))], name, nowUS, runningScan, nowUS)
+			runningCount = `(SELECT COUNT(*) FROM (` + q.runningHead(x+" AS x") + `) h WHERE x > ?)`
+		}
 		counts := q.sqlOnce(`SELECT
  (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[0] + lim + `a),
  (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[1] + lim + `b),
- (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[2] + lim + `c),
+ ` + runningCount + `,
  (SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE state = 'dead' AND queue = ?` + lim + `d)`)
 		args = append(args, name)
 		var ready, scheduled, running, dead int64
@@ -264,6 +276,16 @@ func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 		return "state = 'dead'", nil, nil
 	}
 	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
+}
+
+// runningHead is the query of the first runningScan due jobs (their cols)
+// of one queue in claim order; its arguments are the queue, now and
+// runningScan. Where no index holds the lease expiry, the running count
+// and list read only this head: a job is claimed from the head, so it
+// stays there while it runs unless more than runningScan jobs of a higher
+// priority (or with an earlier run_at) became due after its claim.
+func (q *Queue) runningHead(cols string) string {
+	return "SELECT " + cols + " FROM {jobs} WHERE queue = ? AND state = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?"
 }
 
 // pendingCond returns the condition that a pending row is ready, scheduled
@@ -356,7 +378,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 				return err
 			}
 		}
-		query, args, err := q.listQuery(ctx, st, f, cond, args, order, inner)
+		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner)
 		if err != nil || query == "" {
 			return err
 		}
@@ -390,7 +412,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 // not read. Without a queue filter the queues come from a loose index
 // scan; with more than maxUnionQueues the query is one scan sorted over
 // the whole state. It returns "" when no queue has jobs in the state.
-func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter, cond string, args []any, order string, n int) (string, []any, error) {
+func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int) (string, []any, error) {
 	queues := []string{f.Queue}
 	if f.Queue == "" {
 		state := statePending
@@ -412,9 +434,20 @@ func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter,
 		}
 	}
 	future := f.State == queue.StateScheduled || f.State == queue.StateRunning
+	head := f.State == queue.StateRunning && q.d.leaseCol != ""
 	var b strings.Builder
 	var all []any
 	for i, name := range queues {
+		if i > 0 {
+			b.WriteString(" UNION ALL ")
+		}
+		if head {
+			// Running jobs are read from the head of the queue's claim
+			// order (runningHead), bounded, not from every pending job.
+			fmt.Fprintf(&b, "SELECT * FROM (SELECT %s FROM (%s) h WHERE %s ORDER BY %s LIMIT ?) b%d", jobCols, q.runningHead(jobCols), cond, order, i)
+			all = append(append(append(all, name, now, runningScan), args...), n)
+			continue
+		}
 		var prios []any
 		if future {
 			var err error
@@ -429,9 +462,6 @@ func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter,
 			// through every ready job looking for the few future ones
 			// (measured: 158 ms instead of 2 ms per queue of 330,000).
 			by = "seq + 0"
-		}
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
 		}
 		fmt.Fprintf(&b, "SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ?%s AND %s ORDER BY %s LIMIT ?) b%d", jobCols, byPriority(prios), cond, by, i)
 		all = append(append(append(append(all, name), prios...), args...), n)
