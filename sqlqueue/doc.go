@@ -16,8 +16,9 @@
 // A Queue is safe for concurrent use, and any number of processes may share
 // one database: leases, unique keys, pauses, the worker registry, metrics
 // and the maintenance leader all live in the database. Besides queue.Queue
-// it implements queue.BatchPusher, queue.BatchAcker, queue.Inspector,
-// queue.Pauser, queue.WorkerRegistry, queue.RunObserver and queue.Waiter.
+// it implements queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
+// queue.Inspector, queue.Pauser, queue.WorkerRegistry, queue.RunObserver
+// and queue.Waiter.
 //
 // # Waking workers
 //

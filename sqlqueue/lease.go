@@ -292,6 +292,36 @@ func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
 // error means nothing is known to be acked. Buffered run metrics are
 // written with it when due.
 func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	lost, err := q.leaseBatch(ctx, "acking", leases, func(now int64) (string, []any) {
+		if set := q.finishSet(); set != "" {
+			return set, []any{now, now}
+		}
+		return "", nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	q.flushMetricsIfDue(ctx)
+	return lost, nil
+}
+
+// ExtendMany moves the expiry of every lease it can to now plus d, in one
+// statement per chunk of leases (one short transaction on MySQL/MariaDB),
+// and returns the leases that were no longer current. Its error means no
+// lease is known to be extended.
+func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
+	return q.leaseBatch(ctx, "extending the leases of", leases, func(now int64) (string, []any) {
+		// updated_at always changes, as in Extend, so MySQL's count of
+		// changed rows is the count of leases that held.
+		return "{expiry} = ?, updated_at = " + q.d.greatest + "(updated_at + 1, ?)", []any{now + d.Microseconds(), now}
+	})
+}
+
+// leaseBatch applies one change to the jobs under leases, in chunks: set
+// gives the SET clause and its arguments at the chunk's time (an empty
+// clause deletes the jobs). Only jobs whose lease is current are changed;
+// the others are returned as lost.
+func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Lease, set func(now int64) (string, []any)) ([]queue.Lease, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
@@ -301,9 +331,11 @@ func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Leas
 	var lost []queue.Lease
 	for start := 0; start < len(leases); start += maxChunkRows {
 		chunk := leases[start:min(start+maxChunkRows, len(leases))]
-		done, err := q.ackChunk(ctx, chunk)
+		now := micros(time.Now())
+		clause, args := set(now)
+		done, err := q.leaseChunk(ctx, chunk, now, clause, args)
 		if err != nil {
-			return nil, wrap(ctx, err, "acking %d jobs", len(leases))
+			return nil, wrap(ctx, err, "%s %d jobs", what, len(leases))
 		}
 		for _, l := range chunk {
 			if !done[l] {
@@ -311,17 +343,12 @@ func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Leas
 			}
 		}
 	}
-	q.flushMetricsIfDue(ctx)
 	return lost, nil
 }
 
-func (q *Queue) ackChunk(ctx context.Context, leases []queue.Lease) (map[queue.Lease]bool, error) {
-	now := micros(time.Now())
-	set := q.finishSet()
-	var args []any
-	if set != "" {
-		args = append(args, now, now)
-	}
+// leaseChunk changes (set, with args) or deletes (set empty) the jobs whose
+// lease in leases is current at now, and returns those leases.
+func (q *Queue) leaseChunk(ctx context.Context, leases []queue.Lease, now int64, set string, args []any) (map[queue.Lease]bool, error) {
 	pairs := make([]any, 0, 2*len(leases))
 	for _, l := range leases {
 		pairs = append(pairs, l.JobID, l.Token)

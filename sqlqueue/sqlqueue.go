@@ -120,9 +120,9 @@ func WithMaintenance(every, workerTTL time.Duration) Option {
 }
 
 // Queue is a queue.Queue stored in a SQL database. It also implements
-// queue.BatchPusher, queue.BatchAcker, queue.Inspector, queue.Pauser,
-// queue.WorkerRegistry, queue.RunObserver and, within one process,
-// queue.Waiter (see Wait).
+// queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
+// queue.Inspector, queue.Pauser, queue.WorkerRegistry, queue.RunObserver
+// and, within one process, queue.Waiter (see Wait).
 //
 // A Queue is safe for concurrent use by many goroutines, and many processes
 // may share one database: every decision about a job (who holds it, whether
@@ -157,6 +157,7 @@ var (
 	_ queue.Queue          = (*Queue)(nil)
 	_ queue.BatchPusher    = (*Queue)(nil)
 	_ queue.BatchAcker     = (*Queue)(nil)
+	_ queue.BatchExtender  = (*Queue)(nil)
 	_ queue.Inspector      = (*Queue)(nil)
 	_ queue.Pauser         = (*Queue)(nil)
 	_ queue.WorkerRegistry = (*Queue)(nil)

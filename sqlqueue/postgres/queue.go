@@ -70,6 +70,7 @@ var (
 	_ queue.Waiter         = (*Queue)(nil)
 	_ queue.BatchPusher    = (*Queue)(nil)
 	_ queue.BatchAcker     = (*Queue)(nil)
+	_ queue.BatchExtender  = (*Queue)(nil)
 	_ queue.Inspector      = (*Queue)(nil)
 	_ queue.Pauser         = (*Queue)(nil)
 	_ queue.WorkerRegistry = (*Queue)(nil)
