@@ -15,6 +15,11 @@
 // tables (when migrations create them; Setup runs by default). The queue
 // owns the database it opened: close it with its Close method
 // (*sqlqueue.Queue).
+//
+// The connections it opens keep the statements sqlqueue runs again and
+// again prepared (up to 48 per connection), so SQLite parses each only
+// once. They use the driver modernc.org/sqlite registers as "sqlite", with
+// whatever functions and hooks were registered on it.
 package sqlite
 
 import (
