@@ -15,6 +15,11 @@
 // tables (when migrations create them; Setup runs by default). The queue
 // owns the database it opened: close it with its Close method
 // (*sqlqueue.Queue).
+//
+// The connections it opens keep the statements sqlqueue runs again and
+// again prepared (up to 48 per connection), so SQLite parses each only
+// once. They use the driver modernc.org/sqlite registers as "sqlite", with
+// whatever functions and hooks were registered on it.
 package sqlite
 
 import (
@@ -22,10 +27,11 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"sync"
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"modernc.org/sqlite"
 )
 
 func init() {
@@ -41,10 +47,11 @@ func openDB(ctx context.Context, path string, setup bool, opts []sqlqueue.Option
 	if path == "" {
 		return nil, fmt.Errorf("sqlqueue/sqlite: no database file in URL (want sqlite://path/to/file.db)")
 	}
-	db, err := sql.Open("sqlite", path)
+	drv, err := registered()
 	if err != nil {
 		return nil, fmt.Errorf("sqlqueue/sqlite: opening %s: %w", path, err)
 	}
+	db := sql.OpenDB(&connector{dsn: path, drv: drv})
 	q, err := sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.SQLite)}, opts...)...)
 	if err != nil {
 		db.Close()
@@ -59,6 +66,21 @@ func openDB(ctx context.Context, path string, setup bool, opts []sqlqueue.Option
 	}
 	return q, nil
 }
+
+// registered returns the driver modernc.org/sqlite registers as "sqlite",
+// which carries the functions and hooks registered with that package.
+var registered = sync.OnceValues(func() (*sqlite.Driver, error) {
+	db, err := sql.Open("sqlite", "")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	drv, ok := db.Driver().(*sqlite.Driver)
+	if !ok {
+		return nil, fmt.Errorf("the driver registered as sqlite is a %T, not modernc.org/sqlite's", db.Driver())
+	}
+	return drv, nil
+})
 
 func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 	path := u.Opaque
