@@ -141,31 +141,50 @@ func countTrue(b []bool) int {
 	return n
 }
 
+// staleBatch reserves four jobs of queueName under lease and acks the
+// first. It returns them, a batch of leases for a batch call (the acked
+// job's, two current ones, the fourth job's with a wrong token and an
+// unknown job's), and the three of those the call must report lost.
+func staleBatch(t *testing.T, q queue.Queue, queueName string, lease time.Duration) (jobs []queue.Job, batch, stale []queue.Lease) {
+	t.Helper()
+	pushN(t, q, queueName, 4)
+	jobs = reserve(t, q, []string{queueName}, 4, lease)
+	if len(jobs) != 4 {
+		t.Fatalf("Reserve returned %d jobs, want 4", len(jobs))
+	}
+	ack(t, q, jobs[0])
+	wrong := queue.Lease{JobID: jobs[3].ID, Token: jobs[3].LeaseToken + "x"}
+	unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
+	batch = []queue.Lease{jobs[0].Lease(), jobs[1].Lease(), wrong, jobs[2].Lease(), unknown}
+	return jobs, batch, []queue.Lease{jobs[0].Lease(), wrong, unknown}
+}
+
+// wantLost fails unless a batch call called what reported exactly the
+// leases want as lost, in any order.
+func wantLost(t *testing.T, what string, got, want []queue.Lease) {
+	t.Helper()
+	key := func(ls []queue.Lease) []string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.JobID+"/"+l.Token)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if !slices.Equal(key(got), key(want)) {
+		t.Fatalf("%s lost %v, want %v (already acked, wrong token, unknown job)", what, key(got), key(want))
+	}
+}
+
 // testBatchAcker checks queue.BatchAcker.
 func (s *suite) testBatchAcker(t *testing.T) {
 	checkAs(s, t, "LostLeases", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {
-		pushN(t, q, "ba", 4)
-		jobs := reserve(t, q, []string{"ba"}, 4, longLease)
-		if len(jobs) != 4 {
-			t.Fatalf("Reserve returned %d jobs, want 4", len(jobs))
-		}
-		ack(t, q, jobs[0])
-		wrong := queue.Lease{JobID: jobs[3].ID, Token: jobs[3].LeaseToken + "x"}
-		unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
-		leases := []queue.Lease{jobs[0].Lease(), jobs[1].Lease(), wrong, jobs[2].Lease(), unknown}
-		lost, err := ba.AckMany(t.Context(), leases)
+		jobs, batch, stale := staleBatch(t, q, "ba", longLease)
+		lost, err := ba.AckMany(t.Context(), batch)
 		if err != nil {
 			t.Fatalf("AckMany: %v", err)
 		}
-		key := func(l queue.Lease) string { return l.JobID + "/" + l.Token }
-		var gotLost []string
-		for _, l := range lost {
-			gotLost = append(gotLost, key(l))
-		}
-		slices.Sort(gotLost)
-		if want := sorted(key(jobs[0].Lease()), key(wrong), key(unknown)); !slices.Equal(gotLost, want) {
-			t.Fatalf("AckMany lost %v, want %v (already acked, wrong token, unknown job)", gotLost, want)
-		}
+		wantLost(t, "AckMany", lost, stale)
 		wantLen(t, q, "ba", 1) // jobs[3] is still held under its real lease
 		expectNone(t, q, "ba")
 		ack(t, q, jobs[3])
@@ -189,29 +208,13 @@ func (s *suite) testBatchAcker(t *testing.T) {
 // testBatchExtender checks queue.BatchExtender.
 func (s *suite) testBatchExtender(t *testing.T) {
 	checkAs(s, t, "LostLeases", func(t *testing.T, q queue.Queue, be queue.BatchExtender) {
-		pushN(t, q, "be", 4)
 		const lease = time.Second // long enough to extend in time on a loaded machine
-		jobs := reserve(t, q, []string{"be"}, 4, lease)
-		if len(jobs) != 4 {
-			t.Fatalf("Reserve returned %d jobs, want 4", len(jobs))
-		}
-		ack(t, q, jobs[0])
-		wrong := queue.Lease{JobID: jobs[3].ID, Token: jobs[3].LeaseToken + "x"}
-		unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
-		leases := []queue.Lease{jobs[0].Lease(), jobs[1].Lease(), wrong, jobs[2].Lease(), unknown}
-		lost, err := be.ExtendMany(t.Context(), leases, longLease)
+		jobs, batch, stale := staleBatch(t, q, "be", lease)
+		lost, err := be.ExtendMany(t.Context(), batch, longLease)
 		if err != nil {
 			t.Fatalf("ExtendMany: %v", err)
 		}
-		key := func(l queue.Lease) string { return l.JobID + "/" + l.Token }
-		var gotLost []string
-		for _, l := range lost {
-			gotLost = append(gotLost, key(l))
-		}
-		slices.Sort(gotLost)
-		if want := sorted(key(jobs[0].Lease()), key(wrong), key(unknown)); !slices.Equal(gotLost, want) {
-			t.Fatalf("ExtendMany lost %v, want %v (already acked, wrong token, unknown job)", gotLost, want)
-		}
+		wantLost(t, "ExtendMany", lost, stale)
 		// Past the original lease: jobs 1 and 2 are held by their extended
 		// leases, job 3 (not extended: wrong token) is re-delivered.
 		time.Sleep(lease + 500*time.Millisecond)
