@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,13 +43,7 @@ func openSQLite(t *testing.T) queue.Queue {
 // CI=true) when the variable is unset.
 func openMySQL(t *testing.T) queue.Queue {
 	t.Helper()
-	dsn := os.Getenv("MERIDIAN_MYSQL_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MERIDIAN_MYSQL_DSN is not set")
-		}
-		t.Skip("MERIDIAN_MYSQL_DSN is not set: skipping the MySQL case")
-	}
+	dsn := serverDSN(t, "MERIDIAN_MYSQL_DSN", "the MySQL case")
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
