@@ -42,7 +42,13 @@ func BenchmarkPages(b *testing.B) {
 			dashboard.Handler(dashboard.ForQueue(q))
 		}
 	})
-	for _, p := range []string{"", "failed", "jobs?state=ready&queue=reports", "queue/emails"} {
+	benchPages(b, q, []string{"", "failed", "jobs?state=ready&queue=reports", "queue/emails"}...)
+}
+
+// benchPages measures each of pages (paths under /admin/queues/) served by
+// a new driver-mode handler over q.
+func benchPages(b *testing.B, q queue.Queue, pages ...string) {
+	for _, p := range pages {
 		b.Run("page="+p, func(b *testing.B) {
 			for b.Loop() {
 				// A new handler each time: the figures it shares between

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"sync/atomic"
@@ -213,6 +211,9 @@ func BenchmarkPagesPostgres(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if len(got) == 0 {
+			break // fewer jobs than that in "emails" (MERIDIAN_DASHBOARD_BENCH_JOBS)
+		}
 		for _, j := range got {
 			if err := q.Fail(ctx, j.Lease(), "boom"); err != nil {
 				b.Fatal(err)
@@ -247,20 +248,5 @@ func BenchmarkPagesPostgres(b *testing.B) {
 			}
 		})
 	}
-	for _, p := range []string{"", "failed", "jobs?state=ready", "jobs?state=ready&queue=reports", "failed?q=u4242", "queue/emails", "workers"} {
-		b.Run("page="+p, func(b *testing.B) {
-			for b.Loop() {
-				// A new handler each time: the figures it shares between
-				// requests for a few seconds would hide the store's cost.
-				h := http.StripPrefix("/admin", dashboard.Handler(dashboard.ForQueue(q)))
-				req := httptest.NewRequest(http.MethodGet, "/admin/queues/"+p, nil)
-				req.RemoteAddr = "127.0.0.1:1"
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code != http.StatusOK {
-					b.Fatalf("%s: %d", p, rec.Code)
-				}
-			}
-		})
-	}
+	benchPages(b, q, []string{"", "failed", "jobs?state=ready", "jobs?state=ready&queue=reports", "failed?q=u4242", "queue/emails", "workers"}...)
 }

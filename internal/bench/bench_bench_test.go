@@ -5,12 +5,32 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue"
 )
 
 // benchTargets are the drivers the go test benchmarks measure: memory
 // always, the SQL drivers whose servers are configured (see targets_test.go).
 func benchTargets(b *testing.B) []Target {
 	return append([]Target{Memory{}}, sqlTestTargets(b)...)
+}
+
+// eachTarget runs fn as the sub-benchmark of target t on a fresh queue of
+// t's, dropped afterwards.
+func eachTarget(b *testing.B, t Target, fn func(b *testing.B, ctx context.Context, q queue.Queue)) {
+	b.Run(t.Name(), func(b *testing.B) {
+		ctx := context.Background()
+		q, drop, err := t.NewQueue(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := drop(ctx); err != nil {
+				b.Error(err)
+			}
+		}()
+		fn(b, ctx, q)
+	})
 }
 
 // benchOptions keeps go test benchmarks small: b.N sizes the work.
@@ -20,17 +40,7 @@ var benchOptions = Options{Concurrency: 1000, Poll: 20 * time.Millisecond, Produ
 // handles and acks them.
 func BenchmarkBurnDown(b *testing.B) {
 	for _, t := range benchTargets(b) {
-		b.Run(t.Name(), func(b *testing.B) {
-			ctx := context.Background()
-			q, drop, err := t.NewQueue(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				if err := drop(ctx); err != nil {
-					b.Error(err)
-				}
-			}()
+		eachTarget(b, t, func(b *testing.B, ctx context.Context, q queue.Queue) {
 			if err := fill(ctx, q, b.N, benchOptions); err != nil {
 				b.Fatal(err)
 			}
@@ -51,17 +61,7 @@ func BenchmarkBurnDown(b *testing.B) {
 // 1,000 from two goroutines.
 func BenchmarkDispatchMany(b *testing.B) {
 	for _, t := range benchTargets(b) {
-		b.Run(t.Name(), func(b *testing.B) {
-			ctx := context.Background()
-			q, drop, err := t.NewQueue(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				if err := drop(ctx); err != nil {
-					b.Error(err)
-				}
-			}()
+		eachTarget(b, t, func(b *testing.B, ctx context.Context, q queue.Queue) {
 			b.ResetTimer()
 			if err := fill(ctx, q, b.N, benchOptions); err != nil {
 				b.Fatal(err)
@@ -76,17 +76,7 @@ func BenchmarkDispatchMany(b *testing.B) {
 // goroutines.
 func BenchmarkDispatch(b *testing.B) {
 	for _, t := range benchTargets(b) {
-		b.Run(t.Name(), func(b *testing.B) {
-			ctx := context.Background()
-			q, drop, err := t.NewQueue(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				if err := drop(ctx); err != nil {
-					b.Error(err)
-				}
-			}()
+		eachTarget(b, t, func(b *testing.B, ctx context.Context, q queue.Queue) {
 			b.SetParallelism(4)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
