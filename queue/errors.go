@@ -51,6 +51,13 @@ var (
 
 	// ErrUnsupported reports that a driver lacks an optional ability.
 	ErrUnsupported = errors.New("queue: not supported by this driver")
+
+	// ErrConfig marks a driver error that retrying cannot fix: a missing
+	// table, a schema version this release does not know, bad credentials,
+	// a database that does not exist. Drivers wrap such errors with it;
+	// Worker.Run returns them instead of retrying, while other driver
+	// errors are taken as transient and retried with backoff.
+	ErrConfig = errors.New("queue: configuration error")
 )
 
 // DuplicateError is the error a driver may return for a duplicate push when
