@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/meridianjobs/meridian/queue"
 )
 
 // SchemaVersion is the version of the tables this package reads and writes.
@@ -24,7 +26,7 @@ type tableNames struct {
 	replacer                              *strings.Replacer
 }
 
-func names(d *dialect, table string) tableNames {
+func names(d dialect, table string) tableNames {
 	t := tableNames{
 		raw:       table,
 		jobs:      d.quote(table),
@@ -39,16 +41,13 @@ func names(d *dialect, table string) tableNames {
 		seqIdx:    d.quote(table + "_seq"),
 	}
 	// {expiry} is the column holding the lease expiry; {unlease} is the
-	// SET fragment that clears it with the lease token.
-	// {xcol} and {xcolT} add it to jobCols and jobColsT.
-	expiry, unlease, xcol, xcolT := "run_at", "", "", ""
-	if d.leaseCol != "" {
-		expiry, unlease, xcol, xcolT = d.leaseCol, ", "+d.leaseCol+" = 0", ", "+d.leaseCol, ", t."+d.leaseCol
-	}
+	// SET fragment that clears it with the lease token; {xcol} adds it to
+	// jobCols.
+	expiry, unlease, xcol := d.leaseColumns()
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
 		"{metrics}", t.metrics, "{meta}", t.meta, "{expiry}", expiry, "{unlease}", unlease,
-		"{xcol}", xcol, "{xcolT}", xcolT,
+		"{xcol}", xcol,
 	)
 	return t
 }
@@ -76,7 +75,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 }
 
 // metaRows are the rows Setup inserts into <table>_meta.
-func metaRows(d *dialect, t tableNames) []string {
+func metaRows(d dialect, t tableNames) []string {
 	return []string{
 		d.insertOrIgnore(t.meta, "name, value, expires_at", "'schema_version', '"+strconv.Itoa(SchemaVersion)+"', 0"),
 		d.insertOrIgnore(t.meta, "name, value, expires_at", "'maintenance_leader', '', 0"),
@@ -89,12 +88,8 @@ func metaRows(d *dialect, t tableNames) []string {
 func (q *Queue) Setup(ctx context.Context) error {
 	stmts := append(q.d.ddl(q.t), metaRows(q.d, q.t)...)
 	err := q.writeTx(ctx, func(ex execer) error {
-		if q.d.name == Postgres {
-			// Serialise concurrent Setups: CREATE ... IF NOT EXISTS races
-			// in PostgreSQL's catalogs.
-			if _, err := ex.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "meridian:"+q.t.raw); err != nil {
-				return err
-			}
+		if err := q.d.lockSetup(ctx, ex, q.t.raw); err != nil {
+			return err
 		}
 		for _, s := range stmts {
 			if _, err := ex.ExecContext(ctx, s); err != nil {
@@ -104,7 +99,7 @@ func (q *Queue) Setup(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return wrap(ctx, err, "setting up tables %s", q.t.raw)
+		return q.wrap(ctx, err, "setting up tables %s", q.t.raw)
 	}
 	q.readyMu.Lock()
 	q.ready = false
@@ -122,33 +117,14 @@ func (q *Queue) use(ctx context.Context) error {
 	if q.ready {
 		return nil
 	}
-	if q.d.name == SQLite {
-		// journal_mode is a property of the file, busy_timeout and
-		// synchronous of the one connection New allowed; writeTx sets them
-		// again for a connection the pool may have replaced. synchronous=
-		// NORMAL is WAL's recommended setting: durable across process
-		// crashes, one fsync per checkpoint instead of per commit.
-		for _, p := range []string{"PRAGMA journal_mode=WAL", sqlitePragmas} {
-			if _, err := q.db.ExecContext(ctx, p); err != nil {
-				return wrap(ctx, err, "preparing SQLite connection (%s)", p)
-			}
-		}
+	if err := q.d.prepare(ctx, q); err != nil {
+		return q.wrap(ctx, err, "preparing the %s connection", q.d.name())
 	}
 	if err := q.checkVersion(ctx, stmts(q.db)); err != nil {
 		return err
 	}
-	if q.d.name == MySQL {
-		// A no-op update changes no row: it affects one only when the
-		// connection counts matched rows (clientFoundRows).
-		res, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = value WHERE name = 'schema_version'"))
-		if err != nil {
-			return wrap(ctx, err, "checking the affected-rows mode")
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return wrap(ctx, err, "checking the affected-rows mode")
-		}
-		q.changedRows.Store(n == 0)
+	if err := q.d.prepared(ctx, q); err != nil {
+		return q.wrap(ctx, err, "preparing the %s connection", q.d.name())
 	}
 	q.ready = true
 	return nil
@@ -174,42 +150,35 @@ func (q *Queue) checkVersion(ctx context.Context, ex Statements) error {
 	err := queryRow(ctx, ex, q.sql("SELECT value FROM {meta} WHERE name = 'schema_version'"), nil, &v)
 	if err != nil && ctx.Err() == nil {
 		var n int
-		if qerr := queryRow(ctx, ex, q.d.tableExists, []any{q.t.raw + "_meta"}, &n); qerr == nil && n == 0 {
-			return fmt.Errorf("sqlqueue: table %s_meta does not exist: run Setup, or apply sqlqueue.Schema(%q) in a migration", q.t.raw, q.d.name)
+		if qerr := queryRow(ctx, ex, q.d.tableExists(), []any{q.t.raw + "_meta"}, &n); qerr == nil && n == 0 {
+			return fmt.Errorf("sqlqueue: table %s_meta does not exist: run Setup, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name(), queue.ErrConfig)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlqueue: table %s_meta records no schema version: run Setup, or apply sqlqueue.Schema(%q) in a migration", q.t.raw, q.d.name)
+			return fmt.Errorf("sqlqueue: table %s_meta records no schema version: run Setup, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name(), queue.ErrConfig)
 		}
 	}
 	if err != nil {
-		return wrap(ctx, err, "checking schema version of %s", q.t.raw)
+		return q.wrap(ctx, err, "checking schema version of %s", q.t.raw)
 	}
 	if v != strconv.Itoa(SchemaVersion) {
 		n, _ := strconv.Atoi(v)
 		if n > SchemaVersion {
-			return fmt.Errorf("sqlqueue: tables %s have schema version %s, newer than this build of meridian knows (%d): upgrade github.com/meridianjobs/meridian", q.t.raw, v, SchemaVersion)
+			return fmt.Errorf("sqlqueue: tables %s have schema version %s, newer than this build of meridian knows (%d): upgrade github.com/meridianjobs/meridian: %w", q.t.raw, v, SchemaVersion, queue.ErrConfig)
 		}
-		return fmt.Errorf("sqlqueue: tables %s have schema version %s but this build needs %d: migrate them (apply the difference to sqlqueue.Schema(%q)) or drop them and run Setup", q.t.raw, v, SchemaVersion, q.d.name)
+		return fmt.Errorf("sqlqueue: tables %s have schema version %s but this build needs %d: migrate them (apply the difference to sqlqueue.Schema(%q)) or drop them and run Setup: %w", q.t.raw, v, SchemaVersion, q.d.name(), queue.ErrConfig)
 	}
 	return nil
 }
 
-// sqlitePragmas are the per-connection settings of SQLite.
-const sqlitePragmas = "PRAGMA busy_timeout=30000; PRAGMA synchronous=NORMAL"
-
-// writeTx runs fn in a short write transaction: BEGIN IMMEDIATE on one
-// connection for SQLite (so the write lock is taken up front and a busy
-// writer is waited for, not failed), a READ COMMITTED transaction for
-// MySQL, a default transaction for PostgreSQL.
+// writeTx runs fn in one short write transaction of the dialect's kind
+// (see dialect.writeTx).
 func (q *Queue) writeTx(ctx context.Context, fn func(ex execer) error) error {
-	if q.d.immediate {
-		return q.immediateTx(ctx, fn)
-	}
-	var opts *sql.TxOptions
-	if q.d.readCommitted {
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
-	tx, err := q.db.BeginTx(ctx, opts)
+	return q.d.writeTx(ctx, q, fn)
+}
+
+// dbTx runs fn in a database/sql transaction with opts.
+func dbTx(ctx context.Context, db DB, opts *sql.TxOptions, fn func(ex execer) error) error {
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -218,31 +187,6 @@ func (q *Queue) writeTx(ctx context.Context, fn func(ex execer) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-func (q *Queue) immediateTx(ctx context.Context, fn func(ex execer) error) (err error) {
-	conn, err := q.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, sqlitePragmas); err != nil {
-		return err
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
-	}
-	if err = fn(conn); err == nil {
-		if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
-			return nil
-		}
-	}
-	// Roll back even when ctx is done; if that fails the connection may
-	// still hold the transaction, so it is discarded rather than pooled.
-	if _, rerr := conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil && !strings.Contains(rerr.Error(), "no transaction is active") {
-		_ = conn.Raw(func(any) error { return errBadConn })
-	}
-	return err
 }
 
 // DropTables drops the queue's tables and everything in them: for tests
@@ -254,7 +198,7 @@ func (q *Queue) DropTables(ctx context.Context) error {
 	q.readyMu.Unlock()
 	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta} {
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
-			return wrap(ctx, err, "dropping table %s", table)
+			return q.wrap(ctx, err, "dropping table %s", table)
 		}
 	}
 	return nil

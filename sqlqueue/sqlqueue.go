@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -48,6 +49,7 @@ type config struct {
 	maintainEvery  time.Duration
 	metricsKeep    time.Duration
 	metricsFlushIn time.Duration
+	logger         *slog.Logger
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
@@ -91,6 +93,20 @@ func WithDialect(d Dialect) Option {
 	}
 }
 
+// WithLogger sets the logger of the errors a Queue handles without
+// returning them: a failed maintenance pass or metrics flush, a
+// notification that could not be sent, a stored job's tags that do not
+// decode. The default discards them.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("sqlqueue: WithLogger needs a logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
 // WithRetention sets how long finished rows are kept. finished is how long
 // acked jobs stay in the done state for the dashboard: zero (the default)
 // deletes a job when it is acked, which keeps the table smallest. dead is
@@ -129,9 +145,10 @@ func WithMaintenance(every, workerTTL time.Duration) Option {
 // a key is free) is taken by the database.
 type Queue struct {
 	db  DB
-	d   *dialect
+	d   dialect
 	cfg config
 	t   tableNames
+	log *slog.Logger
 
 	queries sync.Map // template -> final SQL
 
@@ -204,10 +221,12 @@ func New(db DB, opts ...Option) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), holder: queue.NewToken()}
-	if d.name == SQLite {
-		db.SetMaxOpenConns(1)
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken()}
+	d.configure(db)
 	return q, nil
 }
 
@@ -217,7 +236,7 @@ func New(db DB, opts ...Option) (*Queue, error) {
 func (q *Queue) DefaultLease() time.Duration { return q.cfg.visibility }
 
 // Dialect reports the SQL dialect q speaks.
-func (q *Queue) Dialect() Dialect { return q.d.name }
+func (q *Queue) Dialect() Dialect { return q.d.name() }
 
 // Table reports the name of q's jobs table.
 func (q *Queue) Table() string { return q.cfg.table }
@@ -261,13 +280,17 @@ func (q *Queue) sqlOnce(tmpl string) string {
 
 // wrap wraps err once with what was being done. An error caused by ctx is
 // returned as ctx's error so errors.Is(err, context.Canceled) holds whatever
-// the driver reported.
-func wrap(ctx context.Context, err error, format string, args ...any) error {
+// the driver reported. A driver error the dialect classifies as a
+// configuration error (missing table or database, bad credentials) also
+// matches queue.ErrConfig.
+func (q *Queue) wrap(ctx context.Context, err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = cerr
+	} else if !errors.Is(err, queue.ErrConfig) && q.d.isConfig(err) {
+		return fmt.Errorf("sqlqueue: "+format+": %w: %w", append(args, queue.ErrConfig, err)...)
 	}
 	return fmt.Errorf("sqlqueue: "+format+": %w", append(args, err)...)
 }

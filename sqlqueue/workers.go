@@ -21,10 +21,10 @@ func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 	if w.StartedAt.IsZero() {
 		w.StartedAt = now
 	}
-	queues, _ := json.Marshal(w.Queues)
+	queues, _ := json.Marshal(w.Queues) // a []string always marshals
 	_, err := q.db.ExecContext(ctx, q.sql(q.d.upsertWorker("{workers}")), w.ID, w.Host, w.PID, string(queues), w.Concurrency, micros(w.StartedAt), micros(now))
 	if err != nil {
-		return wrap(ctx, err, "recording heartbeat of worker %s", w.ID)
+		return q.wrap(ctx, err, "recording heartbeat of worker %s", w.ID)
 	}
 	q.flushMetricsIfDue(ctx)
 	q.maintainIfDue(ctx)
@@ -37,9 +37,9 @@ func (q *Queue) Deregister(ctx context.Context, id string) error {
 		return err
 	}
 	if _, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {workers} WHERE id = ?"), id); err != nil {
-		return wrap(ctx, err, "deregistering worker %s", id)
+		return q.wrap(ctx, err, "deregistering worker %s", id)
 	}
-	_ = q.FlushMetrics(ctx)
+	q.flushMetricsLogged(ctx)
 	return nil
 }
 
@@ -52,7 +52,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	rs, err := q.db.QueryContext(ctx, q.sql(`SELECT id, host, pid, queues, concurrency, started_at, last_seen FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`), micros(time.Now().Add(-q.cfg.workerTTL)))
 	if err != nil {
-		return nil, wrap(ctx, err, "listing workers")
+		return nil, q.wrap(ctx, err, "listing workers")
 	}
 	defer rs.Close()
 	var out []queue.WorkerInfo
@@ -61,14 +61,16 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`), micros(time.Now().Add(-q.cfg.work
 		var queues string
 		var started, seen int64
 		if err := rs.Scan(&w.ID, &w.Host, &w.PID, &queues, &w.Concurrency, &started, &seen); err != nil {
-			return nil, wrap(ctx, err, "listing workers")
+			return nil, q.wrap(ctx, err, "listing workers")
 		}
-		_ = json.Unmarshal([]byte(queues), &w.Queues)
+		if err := json.Unmarshal([]byte(queues), &w.Queues); err != nil {
+			q.log.Warn("sqlqueue: a worker's queue list is not valid JSON; listed without it", "table", q.t.raw, "worker", w.ID, "err", err)
+		}
 		w.StartedAt, w.LastSeen = fromMicros(started), fromMicros(seen)
 		out = append(out, w)
 	}
 	if err := rs.Err(); err != nil {
-		return nil, wrap(ctx, err, "listing workers")
+		return nil, q.wrap(ctx, err, "listing workers")
 	}
 	return out, nil
 }
