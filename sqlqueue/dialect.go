@@ -63,7 +63,7 @@ type dialect interface {
 	// pushBatch runs fn, the push of n jobs outside the caller's
 	// transaction, on the pool or in a write transaction of its own
 	// (inTx).
-	pushBatch(ctx context.Context, q *Queue, n int, fn func(ex Statements, inTx bool) error) error
+	pushBatch(ctx context.Context, q *Queue, n int, fn func(ex statements, inTx bool) error) error
 
 	// ddl returns the statements that create the tables and indexes, each
 	// idempotent (metaRows adds the version rows).
@@ -87,16 +87,16 @@ type dialect interface {
 	// or unique key is taken, and returns the IDs it inserted. With
 	// notify the same statement wakes listeners when it inserted anything
 	// (notified).
-	insertJobs(ctx context.Context, q *Queue, ex Statements, js []queue.Job, now time.Time, notify bool) (inserted map[string]bool, notified bool, err error)
+	insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (inserted map[string]bool, notified bool, err error)
 	// revive moves the finished or dead job j.ID back to pending as j,
 	// behind the jobs pushed before it. It reports false when the row is
 	// no longer finished or j's unique key is held. inTx: ex is the
 	// caller's transaction.
-	revive(ctx context.Context, q *Queue, ex Statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error)
+	revive(ctx context.Context, q *Queue, ex statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error)
 	// notifyTx wakes listeners of the stored jobs of js inside ex's
 	// transaction; announce does so after a push outside one. Both do
 	// nothing on dialects without notifications.
-	notifyTx(ctx context.Context, q *Queue, ex Statements, js []queue.Job, stored []bool) error
+	notifyTx(ctx context.Context, q *Queue, ex statements, js []queue.Job, stored []bool) error
 	announce(q *Queue, js []queue.Job, stored []bool)
 
 	// finishLeases changes (set, with args before the leases') or deletes
@@ -113,15 +113,15 @@ type dialect interface {
 	isConfig(err error) bool
 
 	// inspectRead runs the reads of one inspection call (listing: a
-	// ListJobs of done, dead or ready jobs) on one Statements, bounded by
+	// ListJobs of done, dead or ready jobs) on one statements, bounded by
 	// timeout when it is positive.
-	inspectRead(ctx context.Context, q *Queue, timeout time.Duration, listing bool, fn func(st Statements) error) error
+	inspectRead(ctx context.Context, q *Queue, timeout time.Duration, listing bool, fn func(st statements) error) error
 	// knownQueues lists the queues with jobs in state by a loose index
 	// scan, at most maxStatsQueues.
-	knownQueues(ctx context.Context, q *Queue, st Statements, state string) ([]string, error)
+	knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error)
 	// priorities lists up to maxPriorities+1 distinct priorities of the
 	// queue's pending jobs, highest first.
-	priorities(ctx context.Context, q *Queue, st Statements, queueName string) ([]int64, error)
+	priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error)
 	// pendingCond is the condition that a pending row is ready, scheduled
 	// or running (s) at now.
 	pendingCond(s queue.JobState, now int64) (string, []any)
@@ -131,7 +131,7 @@ type dialect interface {
 	runningCount(queueName string, prios []any, now int64, lim string) (string, []any)
 	// runningList is listQuery's part for one queue (the i-th) of running
 	// jobs: its first n jobs matching cond (with args) in order.
-	runningList(ctx context.Context, q *Queue, st Statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error)
+	runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error)
 	// contains is a condition true when col contains the bind parameter (a
 	// substring, case-sensitive; bytes when blob).
 	contains(col string, blob bool) string
@@ -206,7 +206,7 @@ func quoteDouble(s string) string { return `"` + s + `"` }
 // noNotify is the notification half of a dialect that has none.
 type noNotify struct{}
 
-func (noNotify) notifyTx(context.Context, *Queue, Statements, []queue.Job, []bool) error { return nil }
+func (noNotify) notifyTx(context.Context, *Queue, statements, []queue.Job, []bool) error { return nil }
 func (noNotify) announce(*Queue, []queue.Job, []bool)                                    {}
 
 // noVacuum is the maintenance half of a dialect that needs no vacuum.
@@ -217,6 +217,6 @@ func (noVacuum) vacuumIfDue(context.Context, *Queue) error { return nil }
 // poolPush is pushBatch on the pool: each statement commits on its own.
 type poolPush struct{}
 
-func (poolPush) pushBatch(_ context.Context, q *Queue, _ int, fn func(ex Statements, inTx bool) error) error {
+func (poolPush) pushBatch(_ context.Context, q *Queue, _ int, fn func(ex statements, inTx bool) error) error {
 	return fn(stmts(q.db), false)
 }

@@ -116,10 +116,10 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 // it generated (LastInsertId, 0 when it inserted none). When the
 // affected-row count says it inserted every row, no lookup is needed; with
 // the clientFoundRows DSN flag (or before use has checked) duplicates may
-// count too, so the lookup runs. A Statements without a sql.Result (a
+// count too, so the lookup runs. A statements without a sql.Result (a
 // transaction database/sql does not own) compares the IDs present before
 // and after instead.
-func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex Statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
+func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
 	insert, args := insertStatement(js, now, " ON DUPLICATE KEY UPDATE seq = seq")
 	ids := make([]any, len(js))
 	for i, j := range js {
@@ -187,8 +187,8 @@ var errKeyHeld = errors.New("sqlqueue: unique key held")
 // The unique index refuses a held key (MySQL cannot name the target table
 // in a subquery to check it first, and does not abort the transaction on
 // the error).
-func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex Statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
-	body := func(ex Statements) error {
+func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
+	body := func(ex statements) error {
 		var created int64
 		var state string
 		err := queryRow(ctx, ex, q.sql("SELECT created_at, state FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE"), []any{j.ID}, &created, &state)
@@ -335,7 +335,7 @@ func mysqlErrNumber(err error) (uint64, bool) {
 }
 
 // inspectRead runs the reads on the pool: MySQL plans each statement anew.
-func (mysqlDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, _ bool, fn func(st Statements) error) error {
+func (mysqlDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, _ bool, fn func(st statements) error) error {
 	return fn(stmts(q.db))
 }
 
@@ -343,7 +343,7 @@ func (mysqlDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, 
 // from Go: MariaDB does not use the index for the correlated step of a
 // recursive CTE and reads every row instead (0.8 s over 1,000,000 jobs,
 // against 1 ms for the steps).
-func (mysqlDialect) knownQueues(ctx context.Context, q *Queue, st Statements, state string) ([]string, error) {
+func (mysqlDialect) knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error) {
 	return looseScan[string](ctx, st, maxStatsQueues,
 		q.sql("SELECT MIN(queue) FROM {jobs} WHERE state = ?"),
 		q.sql("SELECT queue FROM {jobs} WHERE state = ? AND queue > ? ORDER BY queue LIMIT 1"), state)
@@ -351,7 +351,7 @@ func (mysqlDialect) knownQueues(ctx context.Context, q *Queue, st Statements, st
 
 // priorities steps from Go as knownQueues does; not MAX(priority): MariaDB
 // reads every row for the MAX of a descending key part.
-func (mysqlDialect) priorities(ctx context.Context, q *Queue, st Statements, queueName string) ([]int64, error) {
+func (mysqlDialect) priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error) {
 	return looseScan[int64](ctx, st, maxPriorities+1,
 		q.sql("SELECT priority FROM {jobs} WHERE queue = ? AND state = 'pending' ORDER BY priority DESC LIMIT 1"),
 		q.sql("SELECT priority FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < ? ORDER BY priority DESC LIMIT 1"), queueName)
@@ -365,7 +365,7 @@ func (mysqlDialect) runningCount(queueName string, prios []any, now int64, lim s
 	return runningCountByRunAt(queueName, prios, now, lim)
 }
 
-func (mysqlDialect) runningList(ctx context.Context, q *Queue, st Statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
 	return q.queueList(ctx, st, queueName, true, cond, args, order, n, i)
 }
 

@@ -165,7 +165,7 @@ RETURNING ` + jobColsT + `, t.lease_expires_at, c.claimed_run_at`)
 // (a push inside the caller's transaction) the same statement sends the
 // push's notification when it inserted anything: the NULL row is the
 // notification's.
-func (pgDialect) insertJobs(ctx context.Context, q *Queue, ex Statements, js []queue.Job, now time.Time, notify bool) (map[string]bool, bool, error) {
+func (pgDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (map[string]bool, bool, error) {
 	insert, args := insertStatement(js, now, " ON CONFLICT DO NOTHING RETURNING id")
 	if notify {
 		insert = "WITH ins AS (" + insert + ") SELECT id FROM ins UNION ALL SELECT NULL FROM (" + pgNotify +
@@ -178,7 +178,7 @@ func (pgDialect) insertJobs(ctx context.Context, q *Queue, ex Statements, js []q
 // revive updates the row in place, giving it a new seq from the identity;
 // the unique key is checked in the statement, so a held key skips the row
 // instead of failing (which would abort the caller's transaction).
-func (pgDialect) revive(ctx context.Context, q *Queue, ex Statements, _ bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
+func (pgDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
 	return q.reviveInPlace(ctx, ex, "DEFAULT", j, keepCreated, now)
 }
 
@@ -187,7 +187,7 @@ const pgNotify = "SELECT pg_notify(?, ?)"
 
 // notifyTx sends one pg_notify for a push whose jobs were stored by revive
 // rather than by an INSERT that already notified.
-func (pgDialect) notifyTx(ctx context.Context, q *Queue, ex Statements, js []queue.Job, stored []bool) error {
+func (pgDialect) notifyTx(ctx context.Context, q *Queue, ex statements, js []queue.Job, stored []bool) error {
 	_, err := ex.Exec(ctx, q.sql(pgNotify), q.NotifyChannel(), notifyPayload(js, stored))
 	return err
 }
@@ -324,7 +324,7 @@ func pgState(err error) (string, bool) {
 // load) the planner takes every index range as small and sorted a
 // claim-index range of 330,000 ready jobs (140-390 ms over 1,000,000
 // jobs).
-func (pgDialect) inspectRead(ctx context.Context, q *Queue, timeout time.Duration, listing bool, fn func(st Statements) error) error {
+func (pgDialect) inspectRead(ctx context.Context, q *Queue, timeout time.Duration, listing bool, fn func(st statements) error) error {
 	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
@@ -348,11 +348,11 @@ func (pgDialect) inspectRead(ctx context.Context, q *Queue, timeout time.Duratio
 	return tx.Commit()
 }
 
-func (pgDialect) knownQueues(ctx context.Context, q *Queue, st Statements, state string) ([]string, error) {
+func (pgDialect) knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error) {
 	return q.knownQueuesCTE(ctx, st, state)
 }
 
-func (pgDialect) priorities(ctx context.Context, q *Queue, st Statements, queueName string) ([]int64, error) {
+func (pgDialect) priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error) {
 	return q.prioritiesCTE(ctx, st, queueName)
 }
 
@@ -383,7 +383,7 @@ func (pgDialect) runningCount(queueName string, _ []any, now int64, _ string) (s
 	return `(SELECT COUNT(*) FROM (` + runningHead("lease_expires_at AS x") + `) h WHERE x > ?)`, []any{queueName, now, runningScan, now}
 }
 
-func (pgDialect) runningList(_ context.Context, _ *Queue, _ Statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+func (pgDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
 	return "SELECT * FROM (SELECT " + jobCols + " FROM (" + runningHead(jobCols) + ") h WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
 		append(append([]any{queueName, now, runningScan}, args...), n), nil
 }

@@ -102,7 +102,7 @@ func (sqliteDialect) writeTx(ctx context.Context, q *Queue, fn func(ex execer) e
 
 // pushBatch runs a push of several jobs in one write transaction: one
 // fsync for the batch.
-func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n int, fn func(ex Statements, inTx bool) error) error {
+func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n int, fn func(ex statements, inTx bool) error) error {
 	if n < 2 {
 		return fn(stmts(q.db), false)
 	}
@@ -152,14 +152,14 @@ func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, m
 	return rows, err
 }
 
-func (sqliteDialect) insertJobs(ctx context.Context, q *Queue, ex Statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
+func (sqliteDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
 	insert, args := insertStatement(js, now, " ON CONFLICT DO NOTHING RETURNING id")
 	return insertReturning(ctx, ex, q.sql(insert), args)
 }
 
 // revive updates the row in place, after the last seq; the unique key is
 // checked in the statement.
-func (sqliteDialect) revive(ctx context.Context, q *Queue, ex Statements, _ bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
+func (sqliteDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
 	return q.reviveInPlace(ctx, ex, "(SELECT MAX(seq) + 1 FROM {jobs})", j, keepCreated, now)
 }
 
@@ -224,15 +224,15 @@ func (sqliteDialect) isConfig(err error) bool {
 	return false
 }
 
-func (sqliteDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, _ bool, fn func(st Statements) error) error {
+func (sqliteDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, _ bool, fn func(st statements) error) error {
 	return fn(stmts(q.db))
 }
 
-func (sqliteDialect) knownQueues(ctx context.Context, q *Queue, st Statements, state string) ([]string, error) {
+func (sqliteDialect) knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error) {
 	return q.knownQueuesCTE(ctx, st, state)
 }
 
-func (sqliteDialect) priorities(ctx context.Context, q *Queue, st Statements, queueName string) ([]int64, error) {
+func (sqliteDialect) priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error) {
 	return q.prioritiesCTE(ctx, st, queueName)
 }
 
@@ -244,7 +244,7 @@ func (sqliteDialect) runningCount(queueName string, prios []any, now int64, lim 
 	return runningCountByRunAt(queueName, prios, now, lim)
 }
 
-func (sqliteDialect) runningList(ctx context.Context, q *Queue, st Statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+func (sqliteDialect) runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
 	return q.queueList(ctx, st, queueName, true, cond, args, order, n, i)
 }
 

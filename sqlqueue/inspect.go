@@ -41,7 +41,7 @@ const (
 // knownQueuesCTE lists the queues that have jobs in state, by a loose
 // index scan over the (state, queue, seq) index written as a recursive
 // CTE: one index probe per queue, whatever the number of jobs.
-func (q *Queue) knownQueuesCTE(ctx context.Context, st Statements, state string) ([]string, error) {
+func (q *Queue) knownQueuesCTE(ctx context.Context, st statements, state string) ([]string, error) {
 	return queryStrings(ctx, st, q.sql(`WITH RECURSIVE s (queue) AS (
   SELECT MIN(queue) FROM {jobs} WHERE state = ?
   UNION ALL
@@ -52,7 +52,7 @@ func (q *Queue) knownQueuesCTE(ctx context.Context, st Statements, state string)
 // looseScan is a loose index scan run step by step: first returns the
 // first value (NULL or no row when there is none), next the value after
 // its last parameter. args come before that parameter. It stops after limit values.
-func looseScan[T any](ctx context.Context, st Statements, limit int, first, next string, args ...any) ([]T, error) {
+func looseScan[T any](ctx context.Context, st statements, limit int, first, next string, args ...any) ([]T, error) {
 	var out []T
 	var v sql.Null[T]
 	if err := queryRow(ctx, st, first, args, &v); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -76,7 +76,7 @@ func looseScan[T any](ctx context.Context, st Statements, limit int, first, next
 // future) are then found without reading the ready ones. It returns nil
 // when the queue has more than maxPriorities of them; callers then filter
 // without the priority list.
-func (q *Queue) priorities(ctx context.Context, st Statements, queueName string) ([]any, error) {
+func (q *Queue) priorities(ctx context.Context, st statements, queueName string) ([]any, error) {
 	prios, err := q.d.priorities(ctx, q, st, queueName)
 	if err != nil || len(prios) > maxPriorities {
 		return nil, err
@@ -92,7 +92,7 @@ func (q *Queue) priorities(ctx context.Context, st Statements, queueName string)
 }
 
 // prioritiesCTE is the loose scan of priorities as a recursive CTE.
-func (q *Queue) prioritiesCTE(ctx context.Context, st Statements, queueName string) ([]int64, error) {
+func (q *Queue) prioritiesCTE(ctx context.Context, st statements, queueName string) ([]int64, error) {
 	return queryInts(ctx, st, q.sql(`WITH RECURSIVE p (pr) AS (
   SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending'
   UNION ALL
@@ -101,7 +101,7 @@ func (q *Queue) prioritiesCTE(ctx context.Context, st Statements, queueName stri
 }
 
 // queryInts runs a query returning one integer column.
-func queryInts(ctx context.Context, st Statements, query string, args ...any) ([]int64, error) {
+func queryInts(ctx context.Context, st statements, query string, args ...any) ([]int64, error) {
 	rows, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 	q.flushMetricsLogged(ctx)
 	now := time.Now()
 	var out []queue.QueueStats
-	err := q.inspectRead(ctx, 0, false, func(st Statements) error {
+	err := q.inspectRead(ctx, 0, false, func(st statements) error {
 		var err error
 		out, err = q.queueStats(ctx, st, now)
 		return err
@@ -155,7 +155,7 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 }
 
 // queueStats is QueueStats' reads, on st.
-func (q *Queue) queueStats(ctx context.Context, st Statements, now time.Time) ([]queue.QueueStats, error) {
+func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([]queue.QueueStats, error) {
 	var names []string
 	for _, state := range []string{statePending, stateDead} {
 		got, err := q.d.knownQueues(ctx, q, st, state)
@@ -337,7 +337,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	}
 	var rows []row
 	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
-	err = q.inspectRead(ctx, timeout, listing, func(st Statements) error {
+	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
 		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner)
 		if err != nil || query == "" {
 			return err
@@ -372,7 +372,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 // not read. Without a queue filter the queues come from a loose index
 // scan; with more than maxUnionQueues the query is one scan sorted over
 // the whole state. It returns "" when no queue has jobs in the state.
-func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int) (string, []any, error) {
+func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int) (string, []any, error) {
 	queues := []string{f.Queue}
 	if f.Queue == "" {
 		state := statePending
@@ -423,7 +423,7 @@ func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter,
 // jobs matching cond in order, from the (state, queue, seq) index, or, for
 // future jobs (scheduled or running), per priority on the claim index, so
 // the ready jobs before them are not read.
-func (q *Queue) queueList(ctx context.Context, st Statements, name string, future bool, cond string, args []any, order string, n, i int) (string, []any, error) {
+func (q *Queue) queueList(ctx context.Context, st statements, name string, future bool, cond string, args []any, order string, n, i int) (string, []any, error) {
 	var prios []any
 	if future {
 		var err error
@@ -445,7 +445,7 @@ func (q *Queue) queueList(ctx context.Context, st Statements, name string, futur
 
 // inspectRead runs the reads of one inspection call through the dialect
 // (see dialect.inspectRead); a timeout > 0 bounds the call's context.
-func (q *Queue) inspectRead(ctx context.Context, timeout time.Duration, listing bool, fn func(st Statements) error) error {
+func (q *Queue) inspectRead(ctx context.Context, timeout time.Duration, listing bool, fn func(st statements) error) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -455,7 +455,7 @@ func (q *Queue) inspectRead(ctx context.Context, timeout time.Duration, listing 
 }
 
 // scanRows runs a query of jobCols on st and scans every row.
-func (q *Queue) scanRows(ctx context.Context, st Statements, query string, args []any) ([]row, error) {
+func (q *Queue) scanRows(ctx context.Context, st statements, query string, args []any) ([]row, error) {
 	rs, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err

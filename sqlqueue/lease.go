@@ -58,7 +58,7 @@ func queueArgs(queues []string) []any {
 }
 
 // unpaused returns queues without the paused ones.
-func (q *Queue) unpaused(ctx context.Context, st Statements, queues []string) ([]string, error) {
+func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([]string, error) {
 	paused, err := queryStrings(ctx, st, q.sql("SELECT queue FROM {pauses}"))
 	if err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func (q *Queue) finishByArrays(ctx context.Context, stmt string, leases []queue.
 }
 
 // scanLeases runs a query returning (id, lease_token) rows into set.
-func scanLeases(ctx context.Context, st Statements, set map[queue.Lease]bool, query string, args ...any) error {
+func scanLeases(ctx context.Context, st statements, set map[queue.Lease]bool, query string, args ...any) error {
 	rows, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return err

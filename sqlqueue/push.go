@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 // insertCols and insertRow are the INSERT of a new job: 14 parameters per
@@ -24,30 +25,9 @@ const (
 	maxChunkBytes = 4 << 20
 )
 
-// Execer runs statements: a *sql.Tx, a *sqlx.Tx or a *sql.Conn.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// Statements runs SQL for a TxPusher on a transaction that database/sql
-// does not own, such as a pgx.Tx (sqlqueue/postgres adapts one). Queries
-// come with the dialect's placeholders ($1 on PostgreSQL) and take string,
-// []byte, int, int64 and nil arguments.
-type Statements interface {
-	// Exec runs a statement and reports how many rows it changed.
-	Exec(ctx context.Context, query string, args ...any) (rowsAffected int64, err error)
-	// Query runs a query. pgx.Rows satisfies Rows.
-	Query(ctx context.Context, query string, args ...any) (Rows, error)
-}
-
-// Rows is the result of Statements.Query.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
+// statements runs the SQL of a push on a database/sql handle or on a
+// transaction database/sql does not own (see hook.Statements).
+type statements = hook.Statements
 
 // sqlStatements adapts a database/sql handle (DB, Tx or Conn).
 type sqlStatements struct{ ex execer }
@@ -60,7 +40,7 @@ func (s sqlStatements) Exec(ctx context.Context, query string, args ...any) (int
 	return res.RowsAffected()
 }
 
-func (s sqlStatements) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+func (s sqlStatements) Query(ctx context.Context, query string, args ...any) (hook.Rows, error) {
 	rows, err := s.ex.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -72,8 +52,8 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
-// stmts returns the Statements of a database/sql handle.
-func stmts(ex execer) Statements { return sqlStatements{ex} }
+// stmts returns the statements of a database/sql handle.
+func stmts(ex execer) statements { return sqlStatements{ex} }
 
 // Push stores j (see queue.Pusher). A duplicate returns a
 // *queue.DuplicateError naming the active job that holds the ID or key.
@@ -106,7 +86,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, nil
 	}
 	var stored []bool
-	err := q.d.pushBatch(ctx, q, len(jobs), func(ex Statements, inTx bool) error {
+	err := q.d.pushBatch(ctx, q, len(jobs), func(ex statements, inTx bool) error {
 		var err error
 		stored, err = q.pushMany(ctx, ex, inTx, jobs)
 		return err
@@ -136,20 +116,21 @@ func (q *Queue) wakeFor(jobs []queue.Job, stored []bool) {
 // not be used by several goroutines at once.
 type TxPusher struct {
 	q  *Queue
-	st Statements
+	st statements
 }
 
-// Tx returns a Pusher bound to the caller's transaction tx (a *sql.Tx, or a
-// *sqlx.Tx). On PostgreSQL the wake-up notification is sent on commit.
+// Tx returns a Pusher bound to the caller's transaction tx: a *sql.Tx, a
+// *sqlx.Tx, or anything with their ExecContext and QueryContext. On
+// PostgreSQL the wake-up notification is sent on commit.
 //
 // On SQLite the database has one connection, which tx holds: use only the
 // TxPusher (not q itself) until tx ends, or the call waits for ever.
-func (q *Queue) Tx(tx Execer) *TxPusher { return &TxPusher{q: q, st: stmts(tx)} }
+func (q *Queue) Tx(tx execer) *TxPusher { return &TxPusher{q: q, st: stmts(tx)} }
 
-// TxStatements returns a Pusher bound to a transaction that database/sql
+// txStatements returns a Pusher bound to a transaction that database/sql
 // does not own, through s: the transaction's statements and its commit
 // decide, as with Tx. sqlqueue/postgres uses it for pgx.Tx.
-func (q *Queue) TxStatements(s Statements) *TxPusher { return &TxPusher{q: q, st: s} }
+func (q *Queue) txStatements(s statements) *TxPusher { return &TxPusher{q: q, st: s} }
 
 // Push stores j in the transaction with Queue.Push's rules.
 func (p *TxPusher) Push(ctx context.Context, j queue.Job) error {
@@ -171,7 +152,7 @@ func (p *TxPusher) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, erro
 	return stored, nil
 }
 
-func (q *Queue) pushOne(ctx context.Context, ex Statements, inTx bool, j queue.Job) error {
+func (q *Queue) pushOne(ctx context.Context, ex statements, inTx bool, j queue.Job) error {
 	if j.ID == "" {
 		j.ID = queue.NewID()
 	}
@@ -190,7 +171,7 @@ func (q *Queue) pushOne(ctx context.Context, ex Statements, inTx bool, j queue.J
 }
 
 // duplicateOf names the active job that kept j from being stored.
-func (q *Queue) duplicateOf(ctx context.Context, ex Statements, j queue.Job) (*queue.DuplicateError, error) {
+func (q *Queue) duplicateOf(ctx context.Context, ex statements, j queue.Job) (*queue.DuplicateError, error) {
 	var state string
 	err := queryRow(ctx, ex, q.sql("SELECT state FROM {jobs} WHERE id = ?"), []any{j.ID}, &state)
 	if err == nil && state == statePending {
@@ -211,7 +192,7 @@ func (q *Queue) duplicateOf(ctx context.Context, ex Statements, j queue.Job) (*q
 }
 
 // queryRow runs a one-row query on ex and scans it.
-func queryRow(ctx context.Context, ex Statements, query string, args []any, dest ...any) error {
+func queryRow(ctx context.Context, ex statements, query string, args []any, dest ...any) error {
 	rows, err := ex.Query(ctx, query, args...)
 	if err != nil {
 		return err
@@ -231,7 +212,7 @@ func queryRow(ctx context.Context, ex Statements, query string, args []any, dest
 }
 
 // queryStrings runs a query returning one string column.
-func queryStrings(ctx context.Context, ex Statements, query string, args ...any) ([]string, error) {
+func queryStrings(ctx context.Context, ex statements, query string, args ...any) ([]string, error) {
 	rows, err := ex.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -251,7 +232,7 @@ func queryStrings(ctx context.Context, ex Statements, query string, args ...any)
 // pushMany is the push of jobs on ex, unwrapped errors. It inserts in
 // chunks skipping conflicts, revives dead letters whose IDs were pushed,
 // and sends one notification if anything was stored.
-func (q *Queue) pushMany(ctx context.Context, ex Statements, inTx bool, jobs []queue.Job) ([]bool, error) {
+func (q *Queue) pushMany(ctx context.Context, ex statements, inTx bool, jobs []queue.Job) ([]bool, error) {
 	now := time.Now()
 	js := make([]queue.Job, len(jobs))
 	keepCreated := make([]bool, len(jobs))
@@ -314,7 +295,7 @@ func normalize(j queue.Job, now time.Time) queue.Job {
 // push inside the caller's transaction, on a dialect that notifies) the
 // same statement sends the push's notification when it inserted anything
 // (notified reports it).
-func (q *Queue) insertChunk(ctx context.Context, ex Statements, js []queue.Job, stored []bool, now time.Time, notify bool) (notified bool, err error) {
+func (q *Queue) insertChunk(ctx context.Context, ex statements, js []queue.Job, stored []bool, now time.Time, notify bool) (notified bool, err error) {
 	inserted, notified, err := q.d.insertJobs(ctx, q, ex, js, now, notify)
 	if err != nil {
 		return false, err
@@ -342,7 +323,7 @@ func insertStatement(js []queue.Job, now time.Time, suffix string) (string, []an
 
 // insertReturning runs an INSERT ... RETURNING id and collects the IDs; a
 // NULL row says the statement also notified.
-func insertReturning(ctx context.Context, ex Statements, query string, args []any) (inserted map[string]bool, notified bool, err error) {
+func insertReturning(ctx context.Context, ex statements, query string, args []any) (inserted map[string]bool, notified bool, err error) {
 	rows, err := ex.Query(ctx, query, args...)
 	if err != nil {
 		return nil, false, err
@@ -367,7 +348,7 @@ func insertReturning(ctx context.Context, ex Statements, query string, args []an
 // pushed again and not stored by the insert. A revived job takes a new
 // insertion position; a dead letter pushed back without a CreatedAt keeps
 // its own (keepCreated[i]), a finished job's ID starts a new job.
-func (q *Queue) revive(ctx context.Context, ex Statements, inTx bool, js []queue.Job, keepCreated, stored []bool, now time.Time) (revived bool, err error) {
+func (q *Queue) revive(ctx context.Context, ex statements, inTx bool, js []queue.Job, keepCreated, stored []bool, now time.Time) (revived bool, err error) {
 	var ids []any
 	seen := make(map[string]bool)
 	for i, j := range js {
@@ -403,7 +384,7 @@ func (q *Queue) revive(ctx context.Context, ex Statements, inTx bool, js []queue
 // end of the insertion order (seq becomes seqExpr). The unique key is
 // checked in the statement, so a held key skips the row instead of failing
 // (which would abort the caller's transaction on PostgreSQL).
-func (q *Queue) reviveInPlace(ctx context.Context, ex Statements, seqExpr string, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
+func (q *Queue) reviveInPlace(ctx context.Context, ex statements, seqExpr string, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
 	update := `UPDATE {jobs} SET seq = ` + seqExpr + `, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
   max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
   created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
@@ -461,14 +442,8 @@ const maxNotifyPayload = 7000
 // queues; a push that stores nothing notifies nothing.
 func (q *Queue) NotifyChannel() string { return q.t.raw + "_ready" }
 
-// CopyRows returns what a bulk loader such as PostgreSQL's COPY
-// (sqlqueue/postgres) needs to store jobs as new pending jobs: the jobs
-// table's unquoted name, its columns, and one row of values per job, with
-// Push's defaults applied (IDs, queue, AvailableAt, CreatedAt). A bulk load
-// has no ON CONFLICT: use it only for jobs without unique keys and with new
-// IDs, and fall back to PushMany if it fails. It sends no notification;
-// the loader calls Announce after its commit.
-func (q *Queue) CopyRows(jobs []queue.Job) (table string, columns []string, rows [][]any) {
+// copyRows is hook.Queue's CopyRows (sqlqueue/postgres's COPY).
+func (q *Queue) copyRows(jobs []queue.Job) (table string, columns []string, rows [][]any) {
 	now := time.Now()
 	columns = strings.Split(insertCols, ", ")
 	rows = make([][]any, len(jobs))
@@ -486,13 +461,6 @@ func (q *Queue) CopyRows(jobs []queue.Job) (table string, columns []string, rows
 // when stored is nil), sent after the push returns, on dialects that
 // notify.
 func (q *Queue) announce(js []queue.Job, stored []bool) { q.d.announce(q, js, stored) }
-
-// Announce sends, after the fact, the notification of jobs that a bulk
-// loader (sqlqueue/postgres's COPY) stored from CopyRows in a transaction
-// of its own that has committed: it is coalesced with other pushes' as
-// Queue.Push's is (see NotifyChannel). It returns at once; dialects that
-// do not notify ignore it.
-func (q *Queue) Announce(jobs []queue.Job) { q.announce(jobs, nil) }
 
 // waitAnnounced waits until the notifications of finished pushes are sent.
 func (q *Queue) waitAnnounced() { q.announcer.wg.Wait() }

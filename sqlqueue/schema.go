@@ -133,7 +133,7 @@ func (q *Queue) use(ctx context.Context) error {
 // useTx is use for a caller's transaction: it checks the schema version
 // through tx (on SQLite the pool's only connection may be the one tx
 // holds) without preparing the connection.
-func (q *Queue) useTx(ctx context.Context, tx Statements) error {
+func (q *Queue) useTx(ctx context.Context, tx statements) error {
 	q.readyMu.Lock()
 	ready := q.ready
 	q.readyMu.Unlock()
@@ -145,7 +145,7 @@ func (q *Queue) useTx(ctx context.Context, tx Statements) error {
 
 // checkVersion refuses missing tables and tables of another version with
 // an error that says what to run.
-func (q *Queue) checkVersion(ctx context.Context, ex Statements) error {
+func (q *Queue) checkVersion(ctx context.Context, ex statements) error {
 	var v string
 	err := queryRow(ctx, ex, q.sql("SELECT value FROM {meta} WHERE name = 'schema_version'"), nil, &v)
 	if err != nil && ctx.Err() == nil {

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"regexp"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +28,8 @@ type DB interface {
 	SetMaxOpenConns(n int)
 }
 
-// execer is what one statement runs on: a DB, a *sql.Tx or a *sql.Conn.
+// execer is what one statement runs on: a DB, a *sql.Tx, a *sqlx.Tx or a
+// *sql.Conn.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -256,10 +255,6 @@ func (q *Queue) Close() error {
 	return err
 }
 
-// SetCloser makes Close also call fn, for registration subpackages that
-// open the database themselves. It is not meant for other callers.
-func (q *Queue) SetCloser(fn func() error) { q.closeDB = fn }
-
 // sql returns the final text of a query template: {jobs}, {pauses},
 // {workers}, {metrics} and {meta} become the quoted table names and ?
 // placeholders are rebound for the dialect. Results are cached.
@@ -321,29 +316,3 @@ func nullString(s string) any {
 
 // errBadConn tells database/sql to discard a connection.
 var errBadConn = driver.ErrBadConn
-
-// URLOptions reads the query parameters a queue URL may carry for
-// sqlqueue, for the registration subpackages: table (WithTable) and setup
-// (false skips Setup; default true). Parameters named in pass are left to
-// the caller (returned untouched in the values); any other is an error.
-func URLOptions(v url.Values, pass func(key string) bool) (opts []Option, setup bool, err error) {
-	setup = true
-	for key, vals := range v {
-		val := vals[len(vals)-1]
-		switch key {
-		case "table":
-			opts = append(opts, WithTable(val))
-		case "setup":
-			b, perr := strconv.ParseBool(val)
-			if perr != nil {
-				return nil, false, fmt.Errorf("sqlqueue: URL parameter setup must be true or false, not %q", val)
-			}
-			setup = b
-		default:
-			if pass == nil || !pass(key) {
-				return nil, false, fmt.Errorf("sqlqueue: unknown URL parameter %q (known: table, setup)", key)
-			}
-		}
-	}
-	return opts, setup, nil
-}
