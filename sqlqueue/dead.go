@@ -154,11 +154,11 @@ func (q *Queue) deleteBatches(ctx context.Context, cond string, args []any) (int
 		if len(ids) == 0 {
 			return total, nil
 		}
-		in := make([]any, len(ids))
-		for i, id := range ids {
-			in[i] = id
+		del, delArgs, err := q.sqlIn("DELETE FROM {jobs} WHERE id IN (?) AND "+cond, append([]any{ids}, args...)...)
+		if err != nil {
+			return total, err
 		}
-		res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND "+cond), append(in, args...)...)
+		res, err := q.db.ExecContext(ctx, del, delArgs...)
 		if err != nil {
 			return total, err
 		}

@@ -121,29 +121,36 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 // and after instead.
 func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
 	insert, args := insertStatement(js, now, " ON DUPLICATE KEY UPDATE seq = seq")
-	ids := make([]any, len(js))
+	ids := make([]string, len(js))
 	for i, j := range js {
 		ids[i] = j.ID
 	}
 	inserted := make(map[string]bool, len(js))
+	lookup := func(tmpl string, args ...any) error {
+		query, args, err := q.sqlIn(tmpl, args...)
+		if err != nil {
+			return err
+		}
+		got, err := queryStrings(ctx, ex, query, args...)
+		for _, id := range got {
+			inserted[id] = true
+		}
+		return err
+	}
 	s, ok := ex.(sqlStatements)
 	if !ok {
-		byID := q.sql("SELECT id FROM {jobs} WHERE id IN (" + placeholders(len(ids)) + ")")
-		before, err := queryStrings(ctx, ex, byID, ids...)
-		if err != nil {
+		if err := lookup("SELECT id FROM {jobs} WHERE id IN (?)", ids); err != nil {
 			return nil, false, err
 		}
+		before := inserted
+		inserted = make(map[string]bool, len(js))
 		if _, err := ex.Exec(ctx, q.sql(insert), args...); err != nil {
 			return nil, false, err
 		}
-		fresh := slices.DeleteFunc(ids, func(id any) bool { return slices.Contains(before, id.(string)) })
+		fresh := slices.DeleteFunc(ids, func(id string) bool { return before[id] })
 		if len(fresh) > 0 {
-			after, err := queryStrings(ctx, ex, q.sql("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(fresh))+")"), fresh...)
-			if err != nil {
+			if err := lookup("SELECT id FROM {jobs} WHERE id IN (?)", fresh); err != nil {
 				return nil, false, err
-			}
-			for _, id := range after {
-				inserted[id] = true
 			}
 		}
 		return inserted, false, nil
@@ -167,12 +174,8 @@ func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js 
 			inserted[j.ID] = true
 		}
 	default:
-		after, err := queryStrings(ctx, ex, q.sql("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND seq >= ?"), append(ids, first)...)
-		if err != nil {
+		if err := lookup("SELECT id FROM {jobs} WHERE id IN (?) AND seq >= ?", ids, first); err != nil {
 			return nil, false, err
-		}
-		for _, id := range after {
-			inserted[id] = true
 		}
 	}
 	return inserted, false, nil

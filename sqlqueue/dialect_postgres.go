@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -41,21 +42,7 @@ func (pgDialect) ddl(t tableNames) []string { return postgresDDL(t) }
 
 // rebind turns ? placeholders into $1, $2 ... The SQL this package writes
 // has no ? outside placeholders.
-func (pgDialect) rebind(query string) string {
-	var b strings.Builder
-	b.Grow(len(query) + 16)
-	n := 0
-	for i := 0; i < len(query); i++ {
-		if query[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(query[i])
-	}
-	return b.String()
-}
+func (pgDialect) rebind(query string) string { return sqlx.Rebind(sqlx.DOLLAR, query) }
 
 func (pgDialect) leaseColumns() (expiry, unlease, xcol string) {
 	return "lease_expires_at", ", lease_expires_at = 0", ", lease_expires_at"

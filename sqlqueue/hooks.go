@@ -2,6 +2,7 @@ package sqlqueue
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
@@ -24,3 +25,5 @@ func (h hooks) Announce(jobs []queue.Job) { h.q.announce(jobs, nil) }
 func (h hooks) Tx(s hook.Statements) hook.TxPusher { return h.q.txStatements(s) }
 
 func (h hooks) Own(closeDB func() error) { h.q.closeDB = closeDB }
+
+func (h hooks) Logger() *slog.Logger { return h.q.log }

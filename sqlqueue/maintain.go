@@ -80,11 +80,11 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
-		args := make([]any, 0, len(ids)+1)
-		for _, id := range ids {
-			args = append(args, id)
+		del, args, err := q.sqlIn("DELETE FROM {jobs} WHERE id IN (?) AND state = ?", ids, state)
+		if err != nil {
+			return total, err
 		}
-		res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND state = ?"), append(args, state)...)
+		res, err := q.db.ExecContext(ctx, del, args...)
 		if err != nil {
 			return total, err
 		}

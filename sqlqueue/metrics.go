@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -147,22 +149,26 @@ FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`), si
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading metrics")
 	}
-	defer rs.Close()
-	var out []queue.MetricPoint
-	for rs.Next() {
-		var p queue.MetricPoint
-		var minute, rt, rmax, wait int64
-		if err := rs.Scan(&p.Queue, &minute, &p.Processed, &p.Failed, &rt, &rmax, &wait); err != nil {
-			return nil, q.wrap(ctx, err, "reading metrics")
-		}
-		p.Minute = time.Unix(minute, 0).UTC()
-		p.TotalRuntime = time.Duration(rt) * time.Microsecond
-		p.MaxRuntime = time.Duration(rmax) * time.Microsecond
-		p.TotalWait = time.Duration(wait) * time.Microsecond
-		out = append(out, p)
+	var got []struct {
+		Queue      string `db:"queue"`
+		Minute     int64  `db:"minute_at"`
+		Processed  int64  `db:"processed"`
+		Failed     int64  `db:"failed"`
+		Runtime    int64  `db:"runtime_total_us"`
+		RuntimeMax int64  `db:"runtime_max_us"`
+		Wait       int64  `db:"wait_total_us"`
 	}
-	if err := rs.Err(); err != nil {
+	if err := sqlx.StructScan(rs, &got); err != nil {
 		return nil, q.wrap(ctx, err, "reading metrics")
+	}
+	out := make([]queue.MetricPoint, len(got))
+	for i, m := range got {
+		out[i] = queue.MetricPoint{
+			Queue: m.Queue, Minute: time.Unix(m.Minute, 0).UTC(), Processed: m.Processed, Failed: m.Failed,
+			TotalRuntime: time.Duration(m.Runtime) * time.Microsecond,
+			MaxRuntime:   time.Duration(m.RuntimeMax) * time.Microsecond,
+			TotalWait:    time.Duration(m.Wait) * time.Microsecond,
+		}
 	}
 	return out, nil
 }

@@ -349,7 +349,7 @@ func insertReturning(ctx context.Context, ex statements, query string, args []an
 // insertion position; a dead letter pushed back without a CreatedAt keeps
 // its own (keepCreated[i]), a finished job's ID starts a new job.
 func (q *Queue) revive(ctx context.Context, ex statements, inTx bool, js []queue.Job, keepCreated, stored []bool, now time.Time) (revived bool, err error) {
-	var ids []any
+	var ids []string
 	seen := make(map[string]bool)
 	for i, j := range js {
 		if !stored[i] && !seen[j.ID] {
@@ -360,7 +360,11 @@ func (q *Queue) revive(ctx context.Context, ex statements, inTx bool, js []queue
 	if len(ids) == 0 {
 		return false, nil
 	}
-	finished, err := queryStrings(ctx, ex, q.sql("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND state <> 'pending'"), ids...)
+	query, args, err := q.sqlIn("SELECT id FROM {jobs} WHERE id IN (?) AND state <> 'pending'", ids)
+	if err != nil {
+		return false, err
+	}
+	finished, err := queryStrings(ctx, ex, query, args...)
 	if err != nil || len(finished) == 0 {
 		return false, err
 	}

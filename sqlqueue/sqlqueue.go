@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -271,6 +273,17 @@ func (q *Queue) sql(tmpl string) string {
 // queues or priorities) whose variety must not grow the cache.
 func (q *Queue) sqlOnce(tmpl string) string {
 	return q.d.rebind(q.t.replacer.Replace(tmpl))
+}
+
+// sqlIn is sqlOnce for a template whose "IN (?)" takes a list (a slice
+// argument), expanded by sqlx.In into one placeholder per element: for ID
+// lists off the hot path, whose many lengths must not grow the cache.
+func (q *Queue) sqlIn(tmpl string, args ...any) (string, []any, error) {
+	query, args, err := sqlx.In(tmpl, args...)
+	if err != nil {
+		return "", nil, err
+	}
+	return q.sqlOnce(query), args, nil
 }
 
 // wrap wraps err once with what was being done. An error caused by ctx is

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -54,23 +56,25 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`), micros(time.Now().Add(-q.cfg.work
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing workers")
 	}
-	defer rs.Close()
-	var out []queue.WorkerInfo
-	for rs.Next() {
-		var w queue.WorkerInfo
-		var queues string
-		var started, seen int64
-		if err := rs.Scan(&w.ID, &w.Host, &w.PID, &queues, &w.Concurrency, &started, &seen); err != nil {
-			return nil, q.wrap(ctx, err, "listing workers")
-		}
-		if err := json.Unmarshal([]byte(queues), &w.Queues); err != nil {
+	var got []struct {
+		ID          string `db:"id"`
+		Host        string `db:"host"`
+		PID         int    `db:"pid"`
+		Queues      string `db:"queues"`
+		Concurrency int    `db:"concurrency"`
+		Started     int64  `db:"started_at"`
+		Seen        int64  `db:"last_seen"`
+	}
+	if err := sqlx.StructScan(rs, &got); err != nil {
+		return nil, q.wrap(ctx, err, "listing workers")
+	}
+	out := make([]queue.WorkerInfo, len(got))
+	for i, w := range got {
+		out[i] = queue.WorkerInfo{ID: w.ID, Host: w.Host, PID: w.PID, Concurrency: w.Concurrency,
+			StartedAt: fromMicros(w.Started), LastSeen: fromMicros(w.Seen)}
+		if err := json.Unmarshal([]byte(w.Queues), &out[i].Queues); err != nil {
 			q.log.Warn("sqlqueue: a worker's queue list is not valid JSON; listed without it", "table", q.t.raw, "worker", w.ID, "err", err)
 		}
-		w.StartedAt, w.LastSeen = fromMicros(started), fromMicros(seen)
-		out = append(out, w)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, q.wrap(ctx, err, "listing workers")
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ package hook
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strconv"
 
@@ -64,6 +65,8 @@ type Queue interface {
 	// Own makes the Queue's Close also call closeDB: the Queue owns the
 	// database it was opened on.
 	Own(closeDB func() error)
+	// Logger is the Queue's logger (sqlqueue.WithLogger).
+	Logger() *slog.Logger
 }
 
 // Of returns the hooks of q, a *sqlqueue.Queue. Set by sqlqueue.
