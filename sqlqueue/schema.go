@@ -32,26 +32,19 @@ func LatestSchemaVersion(d Dialect) (int, error) {
 // tableNames holds the quoted names of one queue's tables and the replacer
 // that puts them into query templates.
 type tableNames struct {
-	raw                                   string
-	jobs, pauses, workers, metrics, meta  string
-	claimIdx, uniqueIdx, stateIdx, finIdx string
-	seqIdx                                string
-	replacer                              *strings.Replacer
+	raw                                  string
+	jobs, pauses, workers, metrics, meta string
+	replacer                             *strings.Replacer
 }
 
 func names(d *dialect, table string) tableNames {
 	t := tableNames{
-		raw:       table,
-		jobs:      d.quote(table),
-		pauses:    d.quote(table + "_pauses"),
-		workers:   d.quote(table + "_workers"),
-		metrics:   d.quote(table + "_metrics"),
-		meta:      d.quote(table + "_meta"),
-		claimIdx:  d.quote(table + "_claim"),
-		uniqueIdx: d.quote(table + "_unique"),
-		stateIdx:  d.quote(table + "_state"),
-		finIdx:    d.quote(table + "_finished"),
-		seqIdx:    d.quote(table + "_seq"),
+		raw:     table,
+		jobs:    d.quote(table),
+		pauses:  d.quote(table + "_pauses"),
+		workers: d.quote(table + "_workers"),
+		metrics: d.quote(table + "_metrics"),
+		meta:    d.quote(table + "_meta"),
 	}
 	// {expiry} is the column holding the lease expiry; {unlease} is the
 	// SET fragment that clears it with the lease token.
