@@ -348,7 +348,7 @@ func (r *Runner) step(ctx context.Context, conn *sql.Conn, ms []Migration, to in
 	}
 	var m Migration
 	var text, file string
-	want := v
+	var want int
 	switch {
 	case up && v < to:
 		m, want = ms[v], v+1
