@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -141,10 +142,19 @@ func TestUpgradeFromV1(t *testing.T) {
 		if dead, err := q.DeadLetters(ctx, "mail", 10); err != nil || len(dead) != 1 || dead[0].ID != "v1-dead" || dead[0].LastError != "boom" {
 			t.Errorf("DeadLetters after the upgrade = %v, %v", dead, err)
 		}
+		// Trailing spaces count in the upgraded tables too (MySQL 0002).
+		if err := q.Push(ctx, queue.Job{ID: "v1-later ", Queue: "mail ", Name: "Send"}); err != nil {
+			t.Fatalf("Push of an ID that differs from a stored one in a trailing space: %v", err)
+		}
+		if jobs, err := q.Reserve(ctx, []string{"mail"}, 10, time.Minute); err != nil || len(jobs) != 0 {
+			t.Fatalf("Reserve(mail) after pushing to \"mail \" = %v, %v; want nothing", jobs, err)
+		}
+		if n, err := q.Purge(ctx, "mail "); err != nil || n != 1 {
+			t.Fatalf("Purge(\"mail \") = %d, %v; want 1", n, err)
+		}
 		if err := q.Push(ctx, queue.Job{ID: "v2-new", Queue: "mail", Name: "Send", Payload: []byte("{}")}); err != nil {
 			t.Fatalf("Push after the upgrade: %v", err)
 		}
-
 		// Back down to version 1: the rows stay, and Setup brings them up again.
 		count := func() int {
 			t.Helper()
@@ -160,6 +170,13 @@ func TestUpgradeFromV1(t *testing.T) {
 		}
 		if n := count(); n != before {
 			t.Fatalf("after the down migration the table holds %d rows; want %d", n, before)
+		}
+		// The down migrations restore the v1 tables exactly.
+		ref := newStore(t, b)
+		ref.path = s.path
+		createV1(t, db, ref)
+		if got, want := catalog(t, db, b.dialect, s.table), catalog(t, db, b.dialect, ref.table); !slices.Equal(got, want) {
+			t.Errorf("after migrating down to 1 the tables differ from v1:\n got: %q\nwant: %q", got, want)
 		}
 		if err := q.Setup(ctx); err != nil {
 			t.Fatalf("Setup after the down migration: %v", err)
@@ -248,6 +265,7 @@ func catalog(t *testing.T, db *sql.DB, d sqlqueue.Dialect, table string) []strin
 			}
 			line := vals[len(vals)-1].String
 			line = strings.ReplaceAll(line, table, "T")
+			line = autoIncrement.ReplaceAllString(line, "") // the next ID, not the schema
 			out = append(out, strings.Join(strings.Fields(line), " "))
 		}
 		if err := rows.Err(); err != nil {
@@ -258,6 +276,8 @@ func catalog(t *testing.T, db *sql.DB, d sqlqueue.Dialect, table string) []strin
 	slices.Sort(out)
 	return out
 }
+
+var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=[0-9]+`)
 
 // TestSetupConcurrent runs Setup from two handles (two connection pools,
 // as two processes would) at once on new tables, then again: every run
