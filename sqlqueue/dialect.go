@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
 // Dialect names the SQL flavour a Queue speaks. New detects it from the
@@ -65,15 +66,9 @@ type dialect interface {
 	// (inTx).
 	pushBatch(ctx context.Context, q *Queue, n int, fn func(ex statements, inTx bool) error) error
 
-	// ddl returns the statements that create the tables and indexes, each
-	// idempotent (metaRows adds the version rows).
-	ddl(t tableNames) []string
-	// lockSetup serialises concurrent Setups inside ex's transaction, where
-	// CREATE ... IF NOT EXISTS races.
-	lockSetup(ctx context.Context, ex execer, table string) error
-	// tableExists is a query with one parameter (the unquoted table name)
-	// that returns a count > 0 when the table exists.
-	tableExists() string
+	// migrations are the dialect's schema migrations (the tables' DDL,
+	// in sqlqueue/internal/migrate/sql/<dialect>) and how they run.
+	migrations() *migrate.Dialect
 	// insertOrIgnore is "insert unless the key exists".
 	insertOrIgnore(table, cols, values string) string
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
 // SQLite result codes this dialect tells apart (extended codes where the
@@ -38,7 +39,6 @@ func (sqliteDialect) quote(s string) string      { return quoteDouble(s) }
 func (sqliteDialect) rebind(query string) string { return query }
 func (sqliteDialect) maxParams() int             { return 32766 }
 func (sqliteDialect) touch() string              { return "MAX(updated_at + 1, ?)" }
-func (sqliteDialect) ddl(t tableNames) []string  { return sqliteDDL(t) }
 
 func (sqliteDialect) leaseColumns() (expiry, unlease, xcol string) { return "run_at", "", "" }
 
@@ -109,11 +109,7 @@ func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n int, fn func(e
 	return d.writeTx(ctx, q, func(ex execer) error { return fn(stmts(ex), true) })
 }
 
-func (sqliteDialect) lockSetup(context.Context, execer, string) error { return nil }
-
-func (sqliteDialect) tableExists() string {
-	return "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
-}
+func (sqliteDialect) migrations() *migrate.Dialect { return migrate.SQLite }
 
 func (sqliteDialect) insertOrIgnore(table, cols, values string) string {
 	return "INSERT OR IGNORE INTO " + table + " (" + cols + ") VALUES (" + values + ")"
@@ -266,56 +262,4 @@ func (sqliteDialect) upsertWorker(table string) string {
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
   concurrency = excluded.concurrency, last_seen = excluded.last_seen`
-}
-
-func sqliteDDL(t tableNames) []string {
-	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + t.jobs + ` (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  queue TEXT NOT NULL,
-  name TEXT NOT NULL,
-  payload BLOB NOT NULL,
-  priority INTEGER NOT NULL,
-  attempts INTEGER NOT NULL,
-  max_attempts INTEGER NOT NULL,
-  timeout_us INTEGER NOT NULL,
-  unique_key TEXT,
-  tags TEXT NOT NULL,
-  meta TEXT NOT NULL,
-  available_at INTEGER NOT NULL,
-  run_at INTEGER NOT NULL,
-  created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL,
-  finished_at INTEGER NOT NULL,
-  last_error TEXT NOT NULL,
-  lease_token TEXT,
-  state TEXT NOT NULL
-)`,
-		`CREATE INDEX IF NOT EXISTS ` + t.claimIdx + ` ON ` + t.jobs + ` (queue, priority DESC, run_at, seq) WHERE state = 'pending'`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.uniqueIdx + ` ON ` + t.jobs + ` (queue, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL`,
-		`CREATE INDEX IF NOT EXISTS ` + t.stateIdx + ` ON ` + t.jobs + ` (state, queue, seq)`,
-		`CREATE INDEX IF NOT EXISTS ` + t.finIdx + ` ON ` + t.jobs + ` (state, finished_at) WHERE state <> 'pending'`,
-		`CREATE TABLE IF NOT EXISTS ` + t.pauses + ` (queue TEXT PRIMARY KEY, paused_at INTEGER NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.workers + ` (
-  id TEXT PRIMARY KEY,
-  host TEXT NOT NULL,
-  pid INTEGER NOT NULL,
-  queues TEXT NOT NULL,
-  concurrency INTEGER NOT NULL,
-  started_at INTEGER NOT NULL,
-  last_seen INTEGER NOT NULL
-)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.metrics + ` (
-  queue TEXT NOT NULL,
-  minute_at INTEGER NOT NULL,
-  processed INTEGER NOT NULL,
-  failed INTEGER NOT NULL,
-  runtime_total_us INTEGER NOT NULL,
-  runtime_max_us INTEGER NOT NULL,
-  wait_total_us INTEGER NOT NULL,
-  PRIMARY KEY (queue, minute_at)
-)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.meta + ` (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
-	}
 }
