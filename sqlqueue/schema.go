@@ -236,12 +236,6 @@ func (q *Queue) checkVersion(ctx context.Context, ex statements) error {
 	return nil
 }
 
-// writeTx runs fn in one short write transaction of the dialect's kind
-// (see dialect.writeTx).
-func (q *Queue) writeTx(ctx context.Context, fn func(ex execer) error) error {
-	return q.d.writeTx(ctx, q, fn)
-}
-
 // dbTx runs fn in a database/sql transaction with opts.
 func dbTx(ctx context.Context, db DB, opts *sql.TxOptions, fn func(ex execer) error) error {
 	tx, err := db.BeginTx(ctx, opts)
