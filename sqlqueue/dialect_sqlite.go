@@ -56,14 +56,16 @@ func (sqliteDialect) configure(db DB) { db.SetMaxOpenConns(1) }
 // sqlitePragmas are the per-connection settings of SQLite.
 const sqlitePragmas = "PRAGMA busy_timeout=30000; PRAGMA synchronous=NORMAL"
 
-// prepare switches the file to WAL and sets the connection's busy timeout
-// and synchronous mode. journal_mode is a property of the file,
+// prepare sets the connection's busy timeout and synchronous mode, then
+// switches the file to WAL (after the timeout, so that a switch racing
+// another connection's waits for it instead of failing with SQLITE_BUSY).
+// journal_mode is a property of the file,
 // busy_timeout and synchronous of the one connection New allowed; writeTx
 // sets them again for a connection the pool may have replaced.
 // synchronous=NORMAL is WAL's recommended setting: durable across process
 // crashes, one fsync per checkpoint instead of per commit.
 func (sqliteDialect) prepare(ctx context.Context, q *Queue) error {
-	for _, p := range []string{"PRAGMA journal_mode=WAL", sqlitePragmas} {
+	for _, p := range []string{sqlitePragmas, "PRAGMA journal_mode=WAL"} {
 		if _, err := q.db.ExecContext(ctx, p); err != nil {
 			return err
 		}
