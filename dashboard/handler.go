@@ -74,15 +74,16 @@ func TrustedOrigin(origin string) Option {
 // absolute under the mount point and begin with /queues/, so mount it with
 // the prefix stripped:
 //
-//	http.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(insp)))
+//	http.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(src)))
 //
-// insp is either a driver adapter from ForQueue (driver mode: every page)
-// or any other Inspector, such as NewInspector's (cookbook mode: overview,
-// failed jobs, and what that Inspector offers). The handler is safe for
-// concurrent use and starts no goroutine that outlives a request. It
-// panics if insp is nil or an Option is invalid (a TrustedOrigin that is
-// not an origin).
-func Handler(insp Inspector, opts ...Option) http.Handler {
+// src is where every page gets its data: ForQueue's over a driver (every
+// page), NewInspector's over the in-process counters (the overview, its
+// chart and the failed jobs), InspectorSource's over another Inspector, or
+// any Source of the caller's; its Abilities decide which pages and actions
+// are offered. The handler is safe for concurrent use and starts no
+// goroutine that outlives a request. It panics if src is nil or an Option
+// is invalid (a TrustedOrigin that is not an origin).
+func Handler(src Source, opts ...Option) http.Handler {
 	cfg := config{refresh: 5 * time.Second, timeout: 10 * time.Second, title: "Meridian"}
 	for _, o := range opts {
 		o(&cfg)
@@ -96,17 +97,10 @@ func Handler(insp Inspector, opts ...Option) http.Handler {
 			panic("dashboard: TrustedOrigin: " + err.Error())
 		}
 	}
-	if qi, ok := insp.(*QueueInspector); ok {
-		if qi == nil {
-			panic("dashboard: Handler given a nil *QueueInspector")
-		}
-		h.src = &driverSource{qi: qi}
-	} else {
-		if insp == nil {
-			panic("dashboard: Handler given a nil Inspector")
-		}
-		h.src = cookbookSource{insp}
+	if src == nil {
+		panic("dashboard: Handler given a nil Source")
 	}
+	h.src = src
 	h.pages = parseTemplates()
 	h.routes()
 	return h
@@ -114,7 +108,7 @@ func Handler(insp Inspector, opts ...Option) http.Handler {
 
 type handler struct {
 	cfg   config
-	src   source
+	src   Source
 	cop   *http.CrossOriginProtection
 	mux   *http.ServeMux
 	pages map[string]*template.Template

@@ -77,7 +77,7 @@ type page struct {
 	App     string
 	Base    string // relative path to the dashboard root
 	Nav     string // the active sidebar entry
-	Caps    caps
+	Caps    Abilities
 	CanAct  bool
 	CSRF    string
 	Return  string // this page relative to the root, for forms' return field
@@ -91,7 +91,7 @@ type page struct {
 // caller may act.
 func (h *handler) newPage(w http.ResponseWriter, r *http.Request, title, nav string, data any) *page {
 	p := &page{
-		Title: title, App: h.cfg.title, Base: relBase(r), Nav: nav, Caps: h.src.caps(),
+		Title: title, App: h.cfg.title, Base: relBase(r), Nav: nav, Caps: h.src.Abilities(),
 		CanAct: canAct(r), Return: returnPath(r), Data: data,
 		Refresh: int(h.cfg.refresh / time.Millisecond),
 	}
