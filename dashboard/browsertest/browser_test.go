@@ -1,10 +1,15 @@
-package dashboard_test
+package browsertest_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,10 +18,19 @@ import (
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite" // sqlite://
 )
 
 // browser starts headless Chromium for t. Without a browser the test is
 // skipped locally and fails under CI=true.
+//
+// chromedp creates and owns the browser's user-data directory. The cleanup
+// closes the browser and then waits, through the allocator's cancel, for
+// the browser process to exit, for its leftover children (which go on
+// writing there for a moment) to be killed and for the directory to be
+// removed. A directory from t.TempDir would be removed by the testing
+// package while a child still wrote into it, failing the test with
+// "directory not empty".
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	var path string
@@ -44,17 +58,100 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-crash-reporter", true),
+		chromedp.Flag("disable-breakpad", true),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	bctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(bctx, 60*time.Second)
 	t.Cleanup(func() {
 		cancelTimeout()
+		// Close the browser gracefully, bounded in time; then cancelAlloc
+		// waits for the process to exit, the leftovers to be killed and
+		// the user-data directory to be gone.
+		closeCtx, cancelClose := context.WithTimeout(bctx, 10*time.Second)
+		defer cancelClose()
+		var proc *os.Process
+		if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil {
+			proc = c.Browser.Process()
+		}
+		chromedp.Cancel(closeCtx) // an error here is a slow close; cancelAlloc still waits
 		cancelCtx()
 		cancelAlloc()
+		if proc != nil {
+			// The allocator has reaped the process: signalling it fails.
+			if err := proc.Signal(syscall.Signal(0)); err == nil {
+				t.Errorf("browser process %d still running after cleanup", proc.Pid)
+			}
+		}
 	})
 	return ctx
+}
+
+// site is a dashboard mounted under /admin/queues/ on a test server, as
+// the cookbook mounts it.
+type site struct{ srv *httptest.Server }
+
+func serve(t *testing.T, src dashboard.Source, opts ...dashboard.Option) *site {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(src, opts...)))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &site{srv: srv}
+}
+
+// url returns the absolute URL of a path under the dashboard root.
+func (s *site) url(rel string) string { return s.srv.URL + "/admin/queues/" + rel }
+
+// openSQLite opens a SQLite queue on a file of the test's own.
+func openSQLite(t *testing.T) queue.Queue {
+	t.Helper()
+	q, err := queue.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "jobs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c, ok := q.(io.Closer); ok {
+			c.Close()
+		}
+	})
+	return q
+}
+
+// deadJobs pushes n jobs to qname of q and dead-letters them with reason.
+func deadJobs(t *testing.T, q queue.Queue, qname string, n int, payload string, reason string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for range n {
+		j, err := queue.NewJob(struct{}{}, queue.OnQueue(qname))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Name = "SendEmail"
+		j.Payload = []byte(payload)
+		if err := q.Push(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	for left := n; left > 0; {
+		got, err := q.Reserve(ctx, []string{qname}, 100, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, j := range got {
+			if err := q.Fail(ctx, j.Lease(), reason); err != nil {
+				t.Fatal(err)
+			}
+			left--
+		}
+	}
+	return ids
 }
 
 // The walk: open the overview, open a failed job, retry it, see it
