@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -308,13 +309,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 func stateCount(qs QueueStats, s queue.JobState) string {
 	switch s {
 	case queue.StateReady:
-		return qs.Ready.String()
+		return display.Count(qs.Ready)
 	case queue.StateScheduled:
-		return qs.Scheduled.String()
+		return display.Count(qs.Scheduled)
 	case queue.StateRunning:
-		return qs.Running.String()
+		return display.Count(qs.Running)
 	case queue.StateDead:
-		return qs.Dead.String()
+		return display.Count(qs.Dead)
 	}
 	return ""
 }
@@ -477,7 +478,7 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 			if sl.st == queue.StateDead {
 				u = d.FailedURL
 			}
-			d.States = append(d.States, stateLink{sl.st, stateLabel(sl.st), sl.n.String(), u})
+			d.States = append(d.States, stateLink{sl.st, stateLabel(sl.st), display.Count(sl.n), u})
 		}
 	}
 	res, err := h.listJobs(ctx, ListQuery{State: queue.StateReady, Queue: name, Page: 1, Limit: 10})

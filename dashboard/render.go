@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -19,14 +20,14 @@ import (
 var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "error"}
 
 var funcs = template.FuncMap{
-	"count": func(c queue.Count) string { return c.String() },
-	"num":   func(n int64) string { return queue.Count{N: n}.String() },
+	"count": display.Count,
+	"num":   display.Int,
 	"label": stateLabel,
 	"dur":   fmtDuration,
 	"ts":    fmtTime,
 	"ago":   fmtAgo,
 	"short": shortID,
-	"rate":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"rate":  func(f float64) string { return display.Float(f, 1) },
 	"join":  strings.Join,
 }
 
