@@ -177,12 +177,23 @@
 //		return u.IsStaff(), u.IsAdmin()
 //	}))
 //
-// Without Authorize the handler serves only requests whose RemoteAddr is a
-// loopback address and that carry none of the proxy headers Forwarded,
-// X-Forwarded-For, X-Forwarded-Host or X-Real-Ip: enough for a developer's
-// machine, closed everywhere else. Refused requests get a 403 page that
-// explains how to configure access. Callers who may read but not act see no
-// action buttons, and their POSTs are refused.
+// Without Authorize the dashboard answers only local requests (IsLocal):
+// a RemoteAddr on a loopback address and none of the headers a proxy or
+// CDN adds (Forwarded, X-Forwarded-For, X-Forwarded-Host,
+// X-Forwarded-Proto, X-Real-IP, X-Client-IP, True-Client-IP,
+// CF-Connecting-IP; present but empty counts). Such requests may read and
+// act, as the cookbook's wiring expects on a developer's machine; anything
+// else is refused with a 403 page that says how to configure access, or a
+// JSON 403 under api/. Callers who may read but not act see no action
+// buttons, and their POSTs are refused.
+//
+// The default cannot tell a same-host forwarder from a local user: socat,
+// an SSH tunnel or an nginx proxy_pass that adds no header forwards
+// requests from anywhere with a loopback RemoteAddr and no proxy header.
+// If the dashboard can be reached through such a forwarder, configure
+// Authorize (dashboard.IsLocal is there to build on), or make the
+// forwarder add X-Forwarded-For (nginx: proxy_set_header X-Forwarded-For
+// $proxy_add_x_forwarded_for), which the default then refuses.
 //
 // # CSRF
 //

@@ -40,9 +40,11 @@ type config struct {
 // one that may read but not act sees no action buttons and gets 403 on
 // every POST. fn is called concurrently.
 //
-// Without Authorize, Handler serves only requests from a loopback address
-// that carry no proxy headers (Forwarded, X-Forwarded-For,
-// X-Forwarded-Host, X-Real-Ip): a development setting.
+// Without Authorize, Handler serves only local requests (IsLocal): from a
+// loopback address, carrying no proxy or CDN header. That is a development
+// setting; see IsLocal for the same-host forwarder it cannot tell apart.
+// Refused pages get a 403 page that says how to configure access, refused
+// api/ requests a JSON 403.
 func Authorize(fn func(r *http.Request) (read, act bool)) Option {
 	return func(c *config) { c.authorize = fn }
 }
