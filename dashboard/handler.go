@@ -183,7 +183,39 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
 	defer cancel()
-	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(ctx, actKey{}, act)))
+	r = r.WithContext(context.WithValue(ctx, actKey{}, act))
+	if h.unknownPath(r) {
+		h.notFound(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// unknownPath reports whether no route has r's path for any method: the
+// mux would answer a plain-text 404 (a known path asked with the wrong
+// method keeps the mux's 405).
+func (h *handler) unknownPath(r *http.Request) bool {
+	if _, pattern := h.mux.Handler(r); pattern != "" {
+		return false
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := h.mux.Handler(probe); pattern != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// notFound answers an unknown address: a dashboard page that says so, or
+// a JSON error under api/.
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/queues/api/") {
+		h.apiStatus(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	h.fail(w, r, http.StatusNotFound, "There is no page at this address. It may be a mistyped or an old link.", nil)
 }
 
 type actKey struct{}

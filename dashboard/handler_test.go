@@ -770,3 +770,35 @@ func TestFiguresAreSharedBetweenRequests(t *testing.T) {
 		t.Errorf("after a retry: %d calls, dead %v, ready %v; want a fresh read showing the job ready", n, sv.Totals.Dead, sv.Totals.Ready)
 	}
 }
+
+// Unknown addresses get the dashboard's own 404 page (or a JSON error
+// under api/), an unknown state= a 400, and a known path asked with the
+// wrong method still a 405.
+func TestUnknownAddressesAndStates(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New()
+	ids := deadJobs(t, q, "emails", 1, `{}`, "x")
+	s := serve(t, dashboard.ForQueue(q))
+
+	r := s.get(s.url("no/such/page"))
+	if r.StatusCode != http.StatusNotFound || r.Doc == nil || find(r.Doc, byID("message")) == nil ||
+		find(r.Doc, func(n *html.Node) bool { return n.Data == "nav" && strings.Contains(attr(n, "class"), "sidebar") }) == nil {
+		t.Errorf("unknown page: %d, want the styled 404 with the sidebar:\n%s", r.StatusCode, r.Body)
+	}
+	r = s.get(s.url("api/nope"))
+	if r.StatusCode != http.StatusNotFound || r.Header.Get("Content-Type") != "application/json" || !strings.Contains(r.Body, `"error"`) {
+		t.Errorf("unknown api endpoint: %d %q %s, want a JSON 404", r.StatusCode, r.Header.Get("Content-Type"), r.Body)
+	}
+	r = s.get(s.url("jobs?state=bogus"))
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(text(find(r.Doc, byID("message"))), `"bogus"`) {
+		t.Errorf("unknown state: %d, want 400 naming it:\n%s", r.StatusCode, r.Body)
+	}
+	for _, st := range []string{"", "ready", "scheduled", "running", "dead", "failed", "done"} {
+		if r := s.get(s.url("jobs?state=" + st)); r.StatusCode != http.StatusOK {
+			t.Errorf("state=%s: %d, want 200", st, r.StatusCode)
+		}
+	}
+	if r := s.get(s.url("failed/" + ids[0] + "/forget")); r.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET on forget = %d, want 405", r.StatusCode)
+	}
+}

@@ -169,8 +169,13 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		// The pages call dead jobs failed; accept the word in URLs too.
 		st = queue.StateDead
 	}
-	if !slices.Contains(queue.JobStates, st) {
+	if st == "" {
 		st = queue.StateReady
+	}
+	if !slices.Contains(queue.JobStates, st) {
+		h.fail(w, r, http.StatusBadRequest, "There is no job state "+strconv.Quote(clip(string(st)))+
+			": use ready, scheduled, running, failed or done.", nil)
+		return
 	}
 	h.list(w, r, st)
 }

@@ -22,6 +22,7 @@ var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "error"}
 var funcs = template.FuncMap{
 	"count": display.Count,
 	"num":   display.Int,
+	"int":   func(n int) string { return display.Int(int64(n)) },
 	"label": stateLabel,
 	"dur":   fmtDuration,
 	"ts":    fmtTime,
@@ -125,14 +126,14 @@ var flashes = map[string]struct {
 	text string
 	ok   bool
 }{
-	"retried":   {"Retried %d job(s).", true},
-	"forgotten": {"Forgot %d job(s).", true},
+	"retried":   {"Retried %s job(s).", true},
+	"forgotten": {"Forgot %s job(s).", true},
 	"flushed":   {"Flushed the failed jobs.", true},
-	"flushedn":  {"Flushed %d failed job(s).", true},
+	"flushedn":  {"Flushed %s failed job(s).", true},
 	"paused":    {"Queue paused.", true},
 	"resumed":   {"Queue resumed.", true},
 	"gone":      {"That job is no longer a failed job: someone else may have retried or forgotten it.", false},
-	"more":      {"Acted on %d job(s); more match the filter: run the action again.", true},
+	"more":      {"Acted on %s job(s); more match the filter: run the action again.", true},
 	"none":      {"No jobs were selected.", false},
 }
 
@@ -141,9 +142,9 @@ func flashText(q url.Values) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if strings.Contains(f.text, "%d") {
-		n, _ := strconv.Atoi(q.Get("n"))
-		return fmt.Sprintf(f.text, n), f.ok
+	if strings.Contains(f.text, "%s") {
+		n, _ := strconv.ParseInt(q.Get("n"), 10, 64)
+		return fmt.Sprintf(f.text, display.Int(n)), f.ok
 	}
 	return f.text, f.ok
 }

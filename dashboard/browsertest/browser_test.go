@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/meridianjobs/meridian/dashboard"
@@ -120,12 +121,12 @@ func openSQLite(t *testing.T) queue.Queue {
 }
 
 // deadJobs pushes n jobs to qname of q and dead-letters them with reason.
-func deadJobs(t *testing.T, q queue.Queue, qname string, n int, payload string, reason string) []string {
+func deadJobs(t *testing.T, q queue.Queue, qname string, n int, payload string, reason string, opts ...queue.Option) []string {
 	t.Helper()
 	ctx := context.Background()
 	var ids []string
 	for range n {
-		j, err := queue.NewJob(struct{}{}, queue.OnQueue(qname))
+		j, err := queue.NewJob(struct{}{}, append([]queue.Option{queue.OnQueue(qname)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,4 +352,145 @@ func TestBrowserLiveRefreshUpdatesInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitJS("the job page saying the job is gone", `(document.querySelector("#message") || {textContent: ""}).textContent.includes("no job")`)
+}
+
+// contrastJS measures, for each selector, the contrast ratio (WCAG 2) of
+// the first matching element's text against the background it is drawn
+// on, blending translucent layers down to the page; -1 when nothing
+// matches.
+const contrastJS = `((sels) => {
+  const parse = (c) => {
+    const p = c.match(/rgba?\(([^)]+)\)/)[1].split(/[ ,\/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const over = (fg, bg) => [0, 1, 2].map((i) => fg[i] * fg[3] + bg[i] * (1 - fg[3])).concat([1]);
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] >= 1) break;
+    }
+    let b = [255, 255, 255, 1];
+    for (let i = layers.length - 1; i >= 0; i--) b = over(layers[i], b);
+    return b;
+  };
+  const lum = (c) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  const out = {};
+  for (const sel of sels) {
+    const el = document.querySelector(sel);
+    if (!el) { out[sel] = -1; continue; }
+    const bg = background(el);
+    const a = lum(over(parse(getComputedStyle(el).color), bg)), b = lum(bg);
+    out[sel] = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  }
+  return out;
+})(SELECTORS)`
+
+// The polish a user sees: a skip link first in the tab order, text that
+// keeps a 4.5:1 contrast in the light and the dark theme (the live dot,
+// tab counts, tags, danger text and buttons, muted labels), the system's
+// dark preference followed, and a theme toggle whose choice survives a
+// reload.
+func TestBrowserThemesContrastAndSkipLink(t *testing.T) {
+	ctx := browser(t)
+	q := memqueue.New()
+	deadJobs(t, q, "emails", 3, `{}`, "smtp: 550", queue.Tags("vip"))
+	s := serve(t, dashboard.ForQueue(q), dashboard.RefreshInterval(time.Hour))
+	evalBool := func(js string) bool {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	navigate := func(rel, visible string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(s.url(rel)), chromedp.WaitVisible(chromedp.CSS(visible))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages := []struct {
+		rel, visible string
+		selectors    []string
+	}{
+		{"", "#queues", []string{".live-dot", "td.bad", ".stat .label", ".sidebar .mode", "#theme-toggle"}},
+		{"failed", "#jobs", []string{".tab.active .count", ".tab:not(.active)", ".tab:not(.active) .count", ".tag",
+			".error-cell", "button.danger", "th"}},
+	}
+	checkContrast := func(theme string) {
+		t.Helper()
+		for _, p := range pages {
+			navigate(p.rel, p.visible)
+			sels := `["` + strings.Join(p.selectors, `","`) + `"]`
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]float64](strings.Replace(contrastJS, "SELECTORS", sels, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sel := range p.selectors {
+				switch r := got[sel]; {
+				case r < 0:
+					t.Errorf("%s theme, page %q: no element %s", theme, p.rel, sel)
+				case r < 4.5:
+					t.Errorf("%s theme, page %q: %s has contrast %.2f:1, want at least 4.5:1", theme, p.rel, sel, r)
+				}
+			}
+		}
+	}
+	darkPage := `(() => { const c = getComputedStyle(document.documentElement).backgroundColor.match(/\d+/g).map(Number); return c[0] + c[1] + c[2] < 200; })()`
+
+	// Light by default, and the skip link is the first stop of the keyboard.
+	navigate("", "#queues")
+	if evalBool(darkPage) {
+		t.Error("the page is dark without a dark preference or choice")
+	}
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\t")); err != nil {
+		t.Fatal(err)
+	}
+	if !evalBool(`document.activeElement.matches("a.skip") && document.activeElement.getBoundingClientRect().top >= 0`) {
+		t.Error("the first Tab does not land on a visible skip link")
+	}
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("\r")); err != nil {
+		t.Fatal(err)
+	}
+	if !evalBool(`location.hash === "#main" && document.activeElement === document.getElementById("main")`) {
+		t.Error("the skip link does not move the focus to the main content")
+	}
+	checkContrast("light")
+
+	// The system's dark preference is followed.
+	_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	navigate("", "#queues")
+	if !evalBool(darkPage) {
+		t.Error("the page is light under prefers-color-scheme: dark")
+	}
+	checkContrast("dark")
+
+	// The toggle overrides the preference, and the choice survives a reload.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#theme-toggle"))); err != nil {
+		t.Fatal(err)
+	}
+	if evalBool(darkPage) || !evalBool(`document.getElementById("theme-toggle").getAttribute("aria-pressed") === "false"`) {
+		t.Error("the toggle did not switch a dark page to light")
+	}
+	navigate("failed", "#jobs")
+	if evalBool(darkPage) {
+		t.Error("the light choice did not survive navigation")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#theme-toggle"))); err != nil {
+		t.Fatal(err)
+	}
+	navigate("", "#queues")
+	if !evalBool(darkPage) {
+		t.Error("the dark choice did not survive navigation")
+	}
 }
