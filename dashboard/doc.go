@@ -40,6 +40,11 @@
 //	GET  /queues/api/metrics          JSON: per-minute points of the last hour
 //	GET  /queues/api/workers          JSON: the worker registry
 //
+// An unknown address gets the dashboard's own 404 page (a JSON error under
+// api/); a known one asked with the wrong method gets 405; jobs?state= with
+// an unknown state gets 400. Pages follow the system's dark preference, and
+// a sidebar toggle overrides it (kept in the browser's localStorage).
+//
 // Lists page by keyset cursor, never by offset. Each page's links carry
 // the cursors of the pages before it, so Previous and First work as well
 // as Next; the links carry at most the last 50 cursors, and on a page
