@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -212,8 +213,9 @@ func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if s.Paused {
 			name += " (paused)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t\n", name, s.Ready, s.Scheduled, s.Running, s.Dead,
-			s.JobsPerMinute, s.AvgRuntime.Round(time.Microsecond), s.AvgWait.Round(time.Microsecond))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name,
+			display.Count(s.Ready), display.Count(s.Scheduled), display.Count(s.Running), display.Count(s.Dead),
+			display.Float(s.JobsPerMinute, 1), s.AvgRuntime.Round(time.Microsecond), s.AvgWait.Round(time.Microsecond))
 	}
 	return tw.Flush()
 }
