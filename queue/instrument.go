@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"time"
 )
@@ -165,4 +166,29 @@ func (j Job) WaitStart() time.Time {
 		return j.CreatedAt
 	}
 	return j.AvailableAt
+}
+
+// RunJob runs one attempt of j synchronously, as the Worker would run it,
+// and returns the handler's error: the handler registered for j.Name,
+// wrapped in the worker's middleware, under a context that carries j
+// (JobFromContext) and j's timeout (or the worker's). A panic is returned
+// as an error matching ErrPanic; an unregistered name as one matching
+// ErrUnknownJob. Nothing is reserved, acked, retried or observed: it is for
+// tests (queuetest.Work) and tools that run a job outside Run.
+func (w *Worker) RunJob(ctx context.Context, j Job) error {
+	h := w.handlers[j.Name]
+	if h == nil {
+		return fmt.Errorf("%w: %q (job %s); register one with Handle", ErrUnknownJob, j.Name, j.ID)
+	}
+	timeout := w.timeout
+	if j.Timeout > 0 {
+		timeout = j.Timeout
+	}
+	ctx = context.WithValue(ctx, jobKey{}, &j)
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+		defer cancel()
+	}
+	return safeCall(ctx, w.chain(h), &j)
 }
