@@ -124,7 +124,7 @@ func checkTrace(t *testing.T, rec *tracetest.SpanRecorder, handlerSpan trace.Spa
 			otelqueue.AttrAttempt:     attribute.IntValue(i + 1),
 		} {
 			if got, _ := attrOf(p, k); got != want {
-				t.Errorf("process span %d: %s = %v, want %v", i, k, got.Emit(), want.Emit())
+				t.Errorf("process span %d: %s = %v, want %v", i, k, got, want)
 			}
 		}
 	}
