@@ -43,15 +43,16 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *url, *addr, 9, nil); err != nil {
+	if err := run(ctx, *url, *addr, 9, 10*time.Second, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "monitoring:", err)
 		os.Exit(1)
 	}
 }
 
-// run serves until ctx is done after dispatching jobs Resize jobs; ready,
-// when not nil, is told the listening address.
-func run(ctx context.Context, url, addr string, jobs int, ready func(addr string)) error {
+// run serves until ctx is done after dispatching jobs Resize jobs, reading
+// the store at most once per ttl for the metrics; ready, when not nil, is
+// told the listening address.
+func run(ctx context.Context, url, addr string, jobs int, ttl time.Duration, ready func(addr string)) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	q, err := queue.Open(ctx, url)
 	if err != nil {
@@ -66,9 +67,9 @@ func run(ctx context.Context, url, addr string, jobs int, ready func(addr string
 	}
 
 	// Metrics: the worker's counters and histograms, and the store's depth
-	// and oldest-ready age read at scrape time (cached 10 s).
+	// and oldest-ready age read at scrape time (cached for ttl).
 	reg := prometheus.NewRegistry()
-	m, err := promqueue.New(reg, promqueue.WithInspector(in))
+	m, err := promqueue.New(reg, promqueue.WithInspector(in), promqueue.WithCacheTTL(ttl))
 	if err != nil {
 		return err
 	}
