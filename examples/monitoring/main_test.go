@@ -15,7 +15,9 @@ func TestMetricsNextToDashboard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, "memory://", "127.0.0.1:0", 9, 10*time.Millisecond, func(a string) { addrc <- a }) }()
+	go func() {
+		errc <- run(ctx, "memory://", "127.0.0.1:0", 9, 10*time.Millisecond, func(a string) { addrc <- a })
+	}()
 	defer func() {
 		cancel()
 		if err := <-errc; err != nil {
