@@ -62,6 +62,10 @@ func (e *executor) execute(j *Job) {
 	if e.abandoned.runs(j.ID) {
 		// Never two copies of one job in one process.
 		e.log.Warn("queue: job's abandoned attempt still runs here; releasing it", "job", j.ID, "name", j.Name)
+		if j.Attempts >= maxA {
+			e.completer.fail(j, errStillRunning, time.Now(), 0)
+			return
+		}
 		e.completer.nack(j, errStillRunning, time.Now().Add(e.backoff.Backoff(j.Attempts)), time.Now(), 0)
 		return
 	}
