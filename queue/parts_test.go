@@ -79,11 +79,11 @@ func (s *stubQueue) Extend(_ context.Context, l Lease, _ time.Duration) error {
 	return nil
 }
 func (s *stubQueue) DeadLetters(context.Context, string, int) ([]Job, error) { return nil, nil }
-func (s *stubQueue) RetryDead(context.Context, string) error                { return nil }
-func (s *stubQueue) ForgetDead(context.Context, string) error               { return nil }
-func (s *stubQueue) FlushDead(context.Context, string) (int, error)         { return 0, nil }
-func (s *stubQueue) Len(context.Context, string) (int, error)               { return 0, nil }
-func (s *stubQueue) Purge(context.Context, string) (int, error)             { return 0, nil }
+func (s *stubQueue) RetryDead(context.Context, string) error                 { return nil }
+func (s *stubQueue) ForgetDead(context.Context, string) error                { return nil }
+func (s *stubQueue) FlushDead(context.Context, string) (int, error)          { return 0, nil }
+func (s *stubQueue) Len(context.Context, string) (int, error)                { return 0, nil }
+func (s *stubQueue) Purge(context.Context, string) (int, error)              { return 0, nil }
 
 // stubAcker adds AckMany to a stubQueue.
 type stubAcker struct{ *stubQueue }
