@@ -71,7 +71,7 @@ func TestCookbookRetries(t *testing.T) {
 	w := queue.NewWorker(q).
 		MaxRetry(5).               // attempts before giving up (then OnFailed)
 		Backoff(time.Millisecond). // wait between retries (the cookbook uses 30s)
-		Poll(time.Second).         // how long Pop blocks when idle
+		Poll(time.Second).         // how long an idle worker waits before it reserves again
 		Logger(log.Printf).        // structured-ish logging hook
 		OnFailed(func(j queue.Job, err error) {
 			log.Printf("dead-letter %s: %v", j.Name, err)

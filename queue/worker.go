@@ -15,7 +15,8 @@ import (
 
 // Worker defaults.
 const (
-	DefaultMaxRetry        = 5
+	DefaultMaxAttempts     = 5                  // total attempts, the first included
+	DefaultMaxRetry        = DefaultMaxAttempts // the older name of DefaultMaxAttempts
 	DefaultConcurrency     = 10
 	DefaultPoll            = time.Second
 	DefaultShutdownTimeout = 30 * time.Second
