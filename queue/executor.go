@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -209,6 +210,9 @@ func (c *abandonableCall) abandon() (returned bool, err error) {
 // abandoned counts the handlers a worker abandoned that still run, by job,
 // up to a cap.
 type abandoned struct {
+	// running mirrors n for the lock-free check every job makes.
+	running atomic.Int64
+
 	mu    sync.Mutex
 	limit int
 	byJob map[string]int
@@ -234,6 +238,7 @@ func (a *abandoned) add(id string) bool {
 		return false
 	}
 	a.n++
+	a.running.Store(int64(a.n))
 	a.byJob[id]++
 	return true
 }
@@ -243,6 +248,7 @@ func (a *abandoned) remove(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.n--
+	a.running.Store(int64(a.n))
 	if a.byJob[id]--; a.byJob[id] <= 0 {
 		delete(a.byJob, id)
 	}
@@ -250,6 +256,9 @@ func (a *abandoned) remove(id string) {
 
 // runs reports whether an abandoned handler of job id still runs.
 func (a *abandoned) runs(id string) bool {
+	if a.running.Load() == 0 {
+		return false
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.byJob[id] > 0
