@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -519,6 +520,9 @@ func TestExecutorAbandonsAStuckHandlerWithoutAWatcher(t *testing.T) {
 		if e.abandoned.count() != 1 || !e.abandoned.runs("a") {
 			t.Fatal("the stuck handler is not counted as abandoned")
 		}
+		if n := watchers(); n != 0 {
+			t.Fatalf("%d goroutines wait on abandoned handlers; the handler's own goroutine should be all that is left", n)
+		}
 
 		// The retry comes back while the stuck copy still runs: released, not run.
 		again := job("a")
@@ -536,6 +540,25 @@ func TestExecutorAbandonsAStuckHandlerWithoutAWatcher(t *testing.T) {
 		}
 		c.close()
 	})
+}
+
+// watchers counts goroutines, in the whole process, that callAbandonable
+// started, that are not a handler (which runs under safeCall) and that wait
+// on a channel: the goroutine that used to wait for an abandoned handler
+// to log its return.
+func watchers() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		// A handler's goroutine on its way out has left safeCall but never
+		// waits on a channel: only a watcher does.
+		if strings.Contains(header, "chan receive") && strings.Contains(g, "callAbandonable in goroutine") && !strings.Contains(g, "safeCall") {
+			n++
+		}
+	}
+	return n
 }
 
 func TestExecutorAtTheAbandonCapWaitsForTheHandler(t *testing.T) {
