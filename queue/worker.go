@@ -196,8 +196,9 @@ func (w *Worker) Queues(names ...string) *Worker {
 // Timeout bounds each attempt (0, the default, means no bound). A job's own
 // Timeout overrides it. At the timeout the handler's context is cancelled;
 // a handler that still has not returned a grace period later is abandoned:
-// the attempt is recorded as failed with ErrTimeout, its slot is freed and
-// the stuck goroutine is logged.
+// the attempt is recorded as failed with ErrTimeout, its slot is freed, and
+// the stuck handler is logged, reported as EventAbandoned and counted by
+// Abandoned until it returns (at most MaxAbandoned at once).
 func (w *Worker) Timeout(d time.Duration) *Worker {
 	w.timeout = max(d, 0)
 	return w
