@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Push", s.testPush)
 	t.Run("Order", s.testOrder)
 	t.Run("Unique", s.testUnique)
+	t.Run("Bytes", s.testBytes)
 	t.Run("Reserve", s.testReserve)
 	t.Run("LenPurge", s.testLenPurge)
 	t.Run("Context", s.testContext)

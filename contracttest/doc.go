@@ -32,6 +32,8 @@
 //   - Unique keys: held while ready, scheduled, running and after a Nack;
 //     free again after Ack, dead-lettering and Purge; per queue. A push of
 //     an active job's ID is a duplicate; a finished job's ID is free.
+//   - Bytes: IDs, queue names and unique keys compare byte for byte, so
+//     values that differ only in trailing spaces are different values.
 //   - Reserve: max respected (a max of 0 or -1 reserves nothing), only the
 //     named queues, a new token and
 //     Attempts incremented per delivery; Len and Purge by state and queue.

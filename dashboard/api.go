@@ -164,7 +164,7 @@ type apiWorker struct {
 }
 
 func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
-	sv, err := h.src.stats(r.Context())
+	sv, err := h.src.Figures(r.Context())
 	if err != nil {
 		h.apiError(w, r, err)
 		return
@@ -185,10 +185,10 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		st = queue.StateDead
 	}
-	q := readQuery(r, st)
+	q, _ := readQuery(r, st)
 	q.Limit, _ = strconv.Atoi(v.Get("limit"))
 	q.Limit = min(max(q.Limit, 0), maxBulk)
-	res, err := h.src.list(r.Context(), q)
+	res, err := h.listJobs(r.Context(), q)
 	if err != nil {
 		h.apiError(w, r, err)
 		return
@@ -201,7 +201,7 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
-	j, err := h.src.job(r.Context(), r.PathValue("id"))
+	j, err := h.getJob(r.Context(), r.PathValue("id"))
 	if err != nil {
 		h.apiError(w, r, err)
 		return
@@ -210,12 +210,12 @@ func (h *handler) apiJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) apiMetrics(w http.ResponseWriter, r *http.Request) {
-	if !h.src.caps().Charts {
+	if !h.src.Abilities().Charts {
 		h.apiError(w, r, queue.ErrUnsupported)
 		return
 	}
 	since := time.Now().Add(-chartWindow)
-	pts, err := h.src.metrics(r.Context(), since)
+	pts, err := h.src.Metrics(r.Context(), since)
 	if err != nil {
 		h.apiError(w, r, err)
 		return
@@ -231,7 +231,7 @@ func (h *handler) apiMetrics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
-	ws, err := h.src.workers(r.Context())
+	ws, err := h.src.Workers(r.Context())
 	if err != nil {
 		h.apiError(w, r, err)
 		return

@@ -2,10 +2,10 @@ package dashboard
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -94,7 +94,7 @@ func throughputChart(points []queue.MetricPoint, queueName string, now time.Time
 	c := &chart{
 		Title: "Throughput", W: chartW, H: chartH,
 		Label: "Jobs processed and failed per minute over the last hour",
-		Start: "-60m", End: "now", YMax: strconv.FormatInt(top, 10) + "/min",
+		Start: "-60m", End: "now", YMax: display.Int(top) + "/min",
 		Legend: []chartLegend{{"ok", "processed"}, {"bad", "failed"}},
 		Empty:  top == 0,
 	}
@@ -109,12 +109,12 @@ func throughputChart(points []queue.MetricPoint, queueName string, now time.Time
 		if m.processed > 0 {
 			okH = max(okH, 1)
 			c.Bars = append(c.Bars, chartBar{X: x, Y: chartH - okH, W: colW - 1, H: okH, Class: "ok",
-				Title: fmt.Sprintf("%s: %d processed", at, m.processed)})
+				Title: at + ": " + display.Int(m.processed) + " processed"})
 		}
 		if m.failed > 0 {
 			badH = max(badH, 1)
 			c.Bars = append(c.Bars, chartBar{X: x, Y: max(chartH-okH-badH, 0), W: colW - 1, H: badH, Class: "bad",
-				Title: fmt.Sprintf("%s: %d failed", at, m.failed)})
+				Title: at + ": " + display.Int(m.failed) + " failed"})
 		}
 	}
 	return c

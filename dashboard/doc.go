@@ -17,7 +17,7 @@
 // /queues/. Mount it on your own mux with the prefix stripped (the package
 // registers nothing on http.DefaultServeMux):
 //
-//	mux.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(insp)))
+//	mux.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(src)))
 //
 // Every link, form action and redirect the handler produces is relative to
 // the page it appears on, so the same handler works under any prefix. The
@@ -29,7 +29,7 @@
 //	POST /queues/failed/{id}/forget   forget one failed job
 //	POST /queues/failed/flush         forget every failed job (of a queue)
 //	POST /queues/failed/bulk          retry or forget the selected or matching jobs
-//	GET  /queues/jobs?state=ready     jobs by state (driver mode; state=failed lists dead jobs)
+//	GET  /queues/jobs?state=ready     jobs by state (a Source that can browse; state=failed lists dead jobs)
 //	GET  /queues/jobs/{id}            job detail
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
@@ -40,14 +40,31 @@
 //	GET  /queues/api/metrics          JSON: per-minute points of the last hour
 //	GET  /queues/api/workers          JSON: the worker registry
 //
+// An unknown address gets the dashboard's own 404 page (a JSON error under
+// api/); a known one asked with the wrong method gets 405; jobs?state= with
+// an unknown state gets 400. Pages follow the system's dark preference, and
+// a sidebar toggle overrides it (kept in the browser's localStorage).
+//
 // Lists page by keyset cursor, never by offset. Each page's links carry
 // the cursors of the pages before it, so Previous and First work as well
 // as Next; the links carry at most the last 50 cursors, and on a page
 // deeper than that Previous walks back 50 pages and then offers First.
 //
+// # Sources
+//
+// Every page and API endpoint reads and acts through one Source, an
+// interface whose methods all take the request's context (bounded by
+// RequestTimeout). Its Abilities decide what the pages offer: Browse (job
+// lists of every state with filters, search and keyset pages), ByState
+// (figures counted by state), Shared (figures from a shared store),
+// Charts, Runtime, Pause, Workers and Detail. The pages and templates ask
+// those abilities, never which implementation is behind them. The package
+// has three Sources; an application may write its own.
+//
 // # Driver mode and cookbook mode
 //
-// In driver mode the figures come from the queue's store, so every replica
+// ForQueue gives the Source of a driver (driver mode): the figures come
+// from the queue's store, so every replica
 // of an application shows the same numbers, summed over every worker
 // process, and they survive restarts:
 //
@@ -64,8 +81,10 @@
 // store answers one QueueStats and one Metrics call per interval however
 // many dashboards are open; an action clears them.
 //
-// In cookbook mode the application feeds in-process counters and a failed
-// job store, and the dashboard shows what this process saw:
+// NewInspector gives the Source of in-process counters and a failed-job
+// store (cookbook mode): the application feeds them, and the dashboard
+// shows what this process saw, with a throughput chart from the counters'
+// last hour:
 //
 //	stats := dashboard.NewStats()
 //	failed := dashboard.NewMemoryFailedJobs(func(ctx context.Context, j queue.Job) error {
@@ -77,7 +96,10 @@
 //	})
 //	h := dashboard.Handler(dashboard.NewInspector(stats, failed))
 //
-// Any other implementation of Inspector is served the same way.
+// Both are also the cookbook's Inspector, so a Sampler can read them. Any
+// other implementation of Inspector is served through InspectorSource:
+//
+//	h := dashboard.Handler(dashboard.InspectorSource(myInspector))
 //
 // # JSON API
 //
@@ -88,7 +110,7 @@
 // that a driver caps is an object {"n": 10000, "more": true} meaning "at
 // least 10,000"; "more" is left out when the count is exact. Errors are
 // {"error": "..."} with status 400, 404 (unknown job, or a part this
-// driver or Inspector does not offer) or 500.
+// Source does not offer) or 500.
 //
 // GET api/stats is the overview's snapshot:
 //
@@ -155,17 +177,28 @@
 // The Authorize option decides, for each request, whether the caller may
 // read and whether it may act:
 //
-//	dashboard.Handler(insp, dashboard.Authorize(func(r *http.Request) (read, act bool) {
+//	dashboard.Handler(src, dashboard.Authorize(func(r *http.Request) (read, act bool) {
 //		u := currentUser(r)
 //		return u.IsStaff(), u.IsAdmin()
 //	}))
 //
-// Without Authorize the handler serves only requests whose RemoteAddr is a
-// loopback address and that carry none of the proxy headers Forwarded,
-// X-Forwarded-For, X-Forwarded-Host or X-Real-Ip: enough for a developer's
-// machine, closed everywhere else. Refused requests get a 403 page that
-// explains how to configure access. Callers who may read but not act see no
-// action buttons, and their POSTs are refused.
+// Without Authorize the dashboard answers only local requests (IsLocal):
+// a RemoteAddr on a loopback address and none of the headers a proxy or
+// CDN adds (Forwarded, X-Forwarded-For, X-Forwarded-Host,
+// X-Forwarded-Proto, X-Real-IP, X-Client-IP, True-Client-IP,
+// CF-Connecting-IP; present but empty counts). Such requests may read and
+// act, as the cookbook's wiring expects on a developer's machine; anything
+// else is refused with a 403 page that says how to configure access, or a
+// JSON 403 under api/. Callers who may read but not act see no action
+// buttons, and their POSTs are refused.
+//
+// The default cannot tell a same-host forwarder from a local user: socat,
+// an SSH tunnel or an nginx proxy_pass that adds no header forwards
+// requests from anywhere with a loopback RemoteAddr and no proxy header.
+// If the dashboard can be reached through such a forwarder, configure
+// Authorize (dashboard.IsLocal is there to build on), or make the
+// forwarder add X-Forwarded-For (nginx: proxy_set_header X-Forwarded-For
+// $proxy_add_x_forwarded_for), which the default then refuses.
 //
 // # CSRF
 //

@@ -9,9 +9,11 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// QueueInspector is the driver-mode Inspector: every figure and list comes
-// from the driver, so every replica that shares the driver's store shows the
-// same numbers. Build one with ForQueue and pass it to Handler.
+// QueueInspector is the Source of a queue driver: every figure and list
+// comes from the driver, so every replica that shares the driver's store
+// shows the same numbers. Build one with ForQueue and pass it to Handler.
+// It is also an Inspector (the cookbook's interface, for a Sampler or a
+// program's own reads).
 //
 // The driver's abilities decide what the dashboard offers: queue.Inspector
 // gives the overview figures, charts, job lists, search and job detail;
@@ -19,16 +21,26 @@ import (
 // workers page. A driver without queue.Inspector still gets the failed list
 // (through DeadLetters) with retry, forget and flush.
 //
+// Figures and Metrics share one read between concurrent callers and reuse
+// it for statsTTL, so however many dashboards are open on one
+// QueueInspector the store answers at most one QueueStats and one Metrics
+// call per interval; its actions drop the shared read so their result shows
+// at once. Stats, the Inspector method, always reads the driver.
+//
 // QueueInspector is safe for concurrent use as the driver is. Its Inspector
 // methods, which take no context, use context.Background().
 type QueueInspector struct {
-	q       queue.Queue
-	insp    queue.Inspector      // nil when the driver cannot inspect
-	pauser  queue.Pauser         // nil when it cannot pause
-	workers queue.WorkerRegistry // nil when it keeps no registry
+	q        queue.Queue
+	insp     queue.Inspector      // nil when the driver cannot inspect
+	pauser   queue.Pauser         // nil when it cannot pause
+	registry queue.WorkerRegistry // nil when it keeps no registry
+
+	figures shared[StatsView]
+	points  shared[[]queue.MetricPoint]
 }
 
-// ForQueue returns the driver-mode Inspector over q. It panics if q is nil.
+// ForQueue returns the Source (and Inspector) over the driver q. It panics
+// if q is nil.
 func ForQueue(q queue.Queue) *QueueInspector {
 	if q == nil {
 		panic("dashboard: ForQueue given a nil queue")
@@ -36,8 +48,92 @@ func ForQueue(q queue.Queue) *QueueInspector {
 	qi := &QueueInspector{q: q}
 	qi.insp, _ = q.(queue.Inspector)
 	qi.pauser, _ = q.(queue.Pauser)
-	qi.workers, _ = q.(queue.WorkerRegistry)
+	qi.registry, _ = q.(queue.WorkerRegistry)
 	return qi
+}
+
+// Abilities follow the driver's optional interfaces: queue.Inspector gives
+// browsing, figures by state, charts and job detail; queue.Pauser pause and
+// resume; queue.WorkerRegistry the workers page.
+func (qi *QueueInspector) Abilities() Abilities {
+	ok := qi.insp != nil
+	return Abilities{
+		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
+		Pause: qi.pauser != nil, Workers: qi.registry != nil,
+	}
+}
+
+// Figures returns the driver's figures, shared for statsTTL.
+func (qi *QueueInspector) Figures(ctx context.Context) (StatsView, error) {
+	return qi.figures.get(ctx, statsTTL, qi.stats)
+}
+
+// Metrics returns the driver's per-minute points since since, shared for
+// statsTTL: the dashboard always asks for about the same window.
+func (qi *QueueInspector) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+	return qi.points.get(ctx, statsTTL, func(ctx context.Context) ([]queue.MetricPoint, error) {
+		return qi.metrics(ctx, since)
+	})
+}
+
+// changed drops the shared reads after an action.
+func (qi *QueueInspector) changed() {
+	qi.figures.reset()
+	qi.points.reset()
+}
+
+// List returns a keyset page from the driver; a driver that cannot inspect
+// serves its failed jobs by page number through DeadLetters.
+func (qi *QueueInspector) List(ctx context.Context, q ListQuery) (JobList, error) {
+	if qi.insp == nil {
+		return listByPage(q, func(page int) ([]JobView, error) {
+			return qi.pageAt(ctx, queue.JobFilter{Queue: q.Queue}, []queue.JobState{queue.StateDead}, page)
+		}, func(name string, page int) ([]JobView, error) {
+			return qi.pageAt(ctx, queue.JobFilter{Queue: name}, []queue.JobState{queue.StateReady, queue.StateScheduled}, page)
+		})
+	}
+	p, err := qi.listJobs(ctx, queue.JobFilter{
+		State: q.State, Queue: q.Queue, Name: q.Name, Tag: q.Tag, Search: q.Search,
+		After: q.After, Limit: q.Limit,
+	})
+	if err != nil {
+		return JobList{}, err
+	}
+	return JobList{Jobs: p.Jobs, Next: p.Next}, nil
+}
+
+// Job reads the job id from the driver.
+func (qi *QueueInspector) Job(ctx context.Context, id string) (JobView, error) {
+	return qi.job(ctx, id)
+}
+
+// RetryJob moves the dead letter id back to ready.
+func (qi *QueueInspector) RetryJob(ctx context.Context, id string) error {
+	defer qi.changed()
+	return qi.retry(ctx, id)
+}
+
+// ForgetJob deletes the dead letter id.
+func (qi *QueueInspector) ForgetJob(ctx context.Context, id string) error {
+	defer qi.changed()
+	return qi.forget(ctx, id)
+}
+
+// Flush deletes the dead letters of queueName ("" for all).
+func (qi *QueueInspector) Flush(ctx context.Context, queueName string) (int, error) {
+	defer qi.changed()
+	return qi.flush(ctx, queueName)
+}
+
+// SetPaused pauses or resumes queueName through queue.Pauser.
+func (qi *QueueInspector) SetPaused(ctx context.Context, queueName string, paused bool) error {
+	defer qi.changed()
+	return qi.setPaused(ctx, queueName, paused)
+}
+
+// Workers lists the driver's worker registry.
+func (qi *QueueInspector) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
+	return qi.workerList(ctx)
 }
 
 // maxOffsetRows bounds how deep the page-numbered methods (Pending, Failed)
@@ -237,10 +333,10 @@ func (qi *QueueInspector) setPaused(ctx context.Context, queueName string, pause
 }
 
 func (qi *QueueInspector) workerList(ctx context.Context) ([]queue.WorkerInfo, error) {
-	if qi.workers == nil {
+	if qi.registry == nil {
 		return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
 	}
-	ws, err := qi.workers.Workers(ctx)
+	ws, err := qi.registry.Workers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: listing workers: %w", err)
 	}

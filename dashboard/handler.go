@@ -40,9 +40,11 @@ type config struct {
 // one that may read but not act sees no action buttons and gets 403 on
 // every POST. fn is called concurrently.
 //
-// Without Authorize, Handler serves only requests from a loopback address
-// that carry no proxy headers (Forwarded, X-Forwarded-For,
-// X-Forwarded-Host, X-Real-Ip): a development setting.
+// Without Authorize, Handler serves only local requests (IsLocal): from a
+// loopback address, carrying no proxy or CDN header. That is a development
+// setting; see IsLocal for the same-host forwarder it cannot tell apart.
+// Refused pages get a 403 page that says how to configure access, refused
+// api/ requests a JSON 403.
 func Authorize(fn func(r *http.Request) (read, act bool)) Option {
 	return func(c *config) { c.authorize = fn }
 }
@@ -74,15 +76,16 @@ func TrustedOrigin(origin string) Option {
 // absolute under the mount point and begin with /queues/, so mount it with
 // the prefix stripped:
 //
-//	http.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(insp)))
+//	http.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(src)))
 //
-// insp is either a driver adapter from ForQueue (driver mode: every page)
-// or any other Inspector, such as NewInspector's (cookbook mode: overview,
-// failed jobs, and what that Inspector offers). The handler is safe for
-// concurrent use and starts no goroutine that outlives a request. It
-// panics if insp is nil or an Option is invalid (a TrustedOrigin that is
-// not an origin).
-func Handler(insp Inspector, opts ...Option) http.Handler {
+// src is where every page gets its data: ForQueue's over a driver (every
+// page), NewInspector's over the in-process counters (the overview, its
+// chart and the failed jobs), InspectorSource's over another Inspector, or
+// any Source of the caller's; its Abilities decide which pages and actions
+// are offered. The handler is safe for concurrent use and starts no
+// goroutine that outlives a request. It panics if src is nil or an Option
+// is invalid (a TrustedOrigin that is not an origin).
+func Handler(src Source, opts ...Option) http.Handler {
 	cfg := config{refresh: 5 * time.Second, timeout: 10 * time.Second, title: "Meridian"}
 	for _, o := range opts {
 		o(&cfg)
@@ -96,17 +99,10 @@ func Handler(insp Inspector, opts ...Option) http.Handler {
 			panic("dashboard: TrustedOrigin: " + err.Error())
 		}
 	}
-	if qi, ok := insp.(*QueueInspector); ok {
-		if qi == nil {
-			panic("dashboard: Handler given a nil *QueueInspector")
-		}
-		h.src = &driverSource{qi: qi}
-	} else {
-		if insp == nil {
-			panic("dashboard: Handler given a nil Inspector")
-		}
-		h.src = cookbookSource{insp}
+	if src == nil {
+		panic("dashboard: Handler given a nil Source")
 	}
+	h.src = src
 	h.pages = parseTemplates()
 	h.routes()
 	return h
@@ -114,7 +110,7 @@ func Handler(insp Inspector, opts ...Option) http.Handler {
 
 type handler struct {
 	cfg   config
-	src   source
+	src   Source
 	cop   *http.CrossOriginProtection
 	mux   *http.ServeMux
 	pages map[string]*template.Template
@@ -187,7 +183,39 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
 	defer cancel()
-	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(ctx, actKey{}, act)))
+	r = r.WithContext(context.WithValue(ctx, actKey{}, act))
+	if h.unknownPath(r) {
+		h.notFound(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// unknownPath reports whether no route has r's path for any method: the
+// mux would answer a plain-text 404 (a known path asked with the wrong
+// method keeps the mux's 405).
+func (h *handler) unknownPath(r *http.Request) bool {
+	if _, pattern := h.mux.Handler(r); pattern != "" {
+		return false
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := h.mux.Handler(probe); pattern != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// notFound answers an unknown address: a dashboard page that says so, or
+// a JSON error under api/.
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/queues/api/") {
+		h.apiStatus(w, http.StatusNotFound, "no such endpoint")
+		return
+	}
+	h.fail(w, r, http.StatusNotFound, "There is no page at this address. It may be a mistyped or an old link.", nil)
 }
 
 type actKey struct{}

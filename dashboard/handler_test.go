@@ -240,40 +240,62 @@ func TestDefaultAccessIsLoopbackOnly(t *testing.T) {
 		name   string
 		remote string
 		header string
+		value  string
 		want   int
 		why    string
 	}{
-		{"loopback v4", "127.0.0.1:5000", "", 200, ""},
-		{"loopback v6", "[::1]:5000", "", 200, ""},
-		{"remote", "203.0.113.9:5000", "", 403, "203.0.113.9"},
-		{"proxied X-Forwarded-For", "127.0.0.1:5000", "X-Forwarded-For", 403, "X-Forwarded-For"},
-		{"proxied Forwarded", "127.0.0.1:5000", "Forwarded", 403, "Forwarded"},
+		{"loopback v4", "127.0.0.1:5000", "", "", 200, ""},
+		{"loopback v6", "[::1]:5000", "", "", 200, ""},
+		{"remote", "203.0.113.9:5000", "", "", 403, "203.0.113.9"},
+		{"proxied X-Forwarded-For", "127.0.0.1:5000", "X-Forwarded-For", "198.51.100.1", 403, "X-Forwarded-For"},
+		{"proxied Forwarded", "127.0.0.1:5000", "Forwarded", "for=198.51.100.1", 403, "Forwarded"},
+		{"proxied X-Forwarded-Proto", "127.0.0.1:5000", "X-Forwarded-Proto", "https", 403, "X-Forwarded-Proto"},
+		{"proxied X-Client-IP", "127.0.0.1:5000", "X-Client-IP", "198.51.100.1", 403, "X-Client-Ip"},
+		{"proxied True-Client-IP", "127.0.0.1:5000", "True-Client-IP", "198.51.100.1", 403, "True-Client-Ip"},
+		{"proxied CF-Connecting-IP", "[::1]:5000", "CF-Connecting-IP", "198.51.100.1", 403, "Cf-Connecting-Ip"},
+		{"empty X-Real-IP", "127.0.0.1:5000", "X-Real-IP", "", 403, "X-Real-Ip"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			req := httptest.NewRequest(http.MethodGet, "/admin/queues/", nil)
-			req.RemoteAddr = c.remote
-			if c.header != "" {
-				req.Header.Set(c.header, "for=198.51.100.1")
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != c.want {
-				t.Fatalf("status %d, want %d", rec.Code, c.want)
-			}
-			if c.want != 403 {
-				return
-			}
-			doc, err := html.Parse(rec.Body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if why := text(find(doc, byID("why"))); !strings.Contains(why, c.why) {
-				t.Errorf("refusal reason %q does not mention %q", why, c.why)
-			}
-			if body := text(doc); !strings.Contains(body, "dashboard.Authorize") || !strings.Contains(body, "--basic-auth") {
-				t.Errorf("refusal page does not say how to configure access:\n%s", body)
+			for _, path := range []string{"/admin/queues/", "/admin/queues/api/stats"} {
+				req := httptest.NewRequest(http.MethodGet, path, nil)
+				req.RemoteAddr = c.remote
+				if c.header != "" {
+					req.Header[http.CanonicalHeaderKey(c.header)] = []string{c.value}
+				}
+				if got := dashboard.IsLocal(req); got != (c.want == 200) {
+					t.Errorf("IsLocal = %v, want %v", got, c.want == 200)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != c.want {
+					t.Fatalf("%s: status %d, want %d", path, rec.Code, c.want)
+				}
+				if c.want != 403 {
+					continue
+				}
+				const rule = "The dashboard answers only local requests unless you configure Authorize."
+				if strings.HasSuffix(path, "api/stats") {
+					var body struct{ Error string }
+					if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+						t.Errorf("api refusal Content-Type %q, want application/json", ct)
+					}
+					if err := json.NewDecoder(rec.Body).Decode(&body); err != nil || !strings.Contains(body.Error, c.why) || !strings.Contains(body.Error, rule) {
+						t.Errorf("api refusal = %+v, %v; want an error naming %q and the rule", body, err, c.why)
+					}
+					continue
+				}
+				doc, err := html.Parse(rec.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if why := text(find(doc, byID("why"))); !strings.Contains(why, c.why) || !strings.Contains(why, rule) {
+					t.Errorf("refusal reason %q does not mention %q and the rule", why, c.why)
+				}
+				if body := text(doc); !strings.Contains(body, "dashboard.Authorize") || !strings.Contains(body, "--basic-auth") {
+					t.Errorf("refusal page does not say how to configure access:\n%s", body)
+				}
 			}
 		})
 	}
@@ -746,5 +768,37 @@ func TestFiguresAreSharedBetweenRequests(t *testing.T) {
 	}
 	if n := q.calls.Load(); n != 2 || sv.Totals.Dead.N != 0 || sv.Totals.Ready.N != 1 {
 		t.Errorf("after a retry: %d calls, dead %v, ready %v; want a fresh read showing the job ready", n, sv.Totals.Dead, sv.Totals.Ready)
+	}
+}
+
+// Unknown addresses get the dashboard's own 404 page (or a JSON error
+// under api/), an unknown state= a 400, and a known path asked with the
+// wrong method still a 405.
+func TestUnknownAddressesAndStates(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New()
+	ids := deadJobs(t, q, "emails", 1, `{}`, "x")
+	s := serve(t, dashboard.ForQueue(q))
+
+	r := s.get(s.url("no/such/page"))
+	if r.StatusCode != http.StatusNotFound || r.Doc == nil || find(r.Doc, byID("message")) == nil ||
+		find(r.Doc, func(n *html.Node) bool { return n.Data == "nav" && strings.Contains(attr(n, "class"), "sidebar") }) == nil {
+		t.Errorf("unknown page: %d, want the styled 404 with the sidebar:\n%s", r.StatusCode, r.Body)
+	}
+	r = s.get(s.url("api/nope"))
+	if r.StatusCode != http.StatusNotFound || r.Header.Get("Content-Type") != "application/json" || !strings.Contains(r.Body, `"error"`) {
+		t.Errorf("unknown api endpoint: %d %q %s, want a JSON 404", r.StatusCode, r.Header.Get("Content-Type"), r.Body)
+	}
+	r = s.get(s.url("jobs?state=bogus"))
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(text(find(r.Doc, byID("message"))), `"bogus"`) {
+		t.Errorf("unknown state: %d, want 400 naming it:\n%s", r.StatusCode, r.Body)
+	}
+	for _, st := range []string{"", "ready", "scheduled", "running", "dead", "failed", "done"} {
+		if r := s.get(s.url("jobs?state=" + st)); r.StatusCode != http.StatusOK {
+			t.Errorf("state=%s: %d, want 200", st, r.StatusCode)
+		}
+	}
+	if r := s.get(s.url("failed/" + ids[0] + "/forget")); r.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET on forget = %d, want 405", r.StatusCode)
 	}
 }

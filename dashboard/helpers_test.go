@@ -29,10 +29,10 @@ type site struct {
 	c   *http.Client
 }
 
-func serve(t *testing.T, insp dashboard.Inspector, opts ...dashboard.Option) *site {
+func serve(t *testing.T, src dashboard.Source, opts ...dashboard.Option) *site {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("/admin/queues/", http.StripPrefix(mountPrefix, dashboard.Handler(insp, opts...)))
+	mux.Handle("/admin/queues/", http.StripPrefix(mountPrefix, dashboard.Handler(src, opts...)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	jar, _ := cookiejar.New(nil)

@@ -64,27 +64,85 @@ type QueueStats struct {
 	Throughput float64
 }
 
-// NewInspector returns the cookbook-mode Inspector over stats and failed.
+// NewInspector returns the Source (and Inspector) over the in-process
+// counters stats and the failed-job store failed: the cookbook's wiring.
 // Either may be nil: a nil stats gives empty counters; a nil store gives an
 // empty failed list and makes Retry, Forget and FlushFailed fail. Pending
-// lists nothing in this mode (a Stats counts jobs, it does not hold them).
-func NewInspector(stats *Stats, failed FailedJobs) Inspector {
+// lists nothing (a Stats counts jobs, it does not hold them).
+func NewInspector(stats *Stats, failed FailedJobs) *MemoryInspector {
 	if m, ok := failed.(*MemoryFailedJobs); ok && m == nil {
 		failed = nil
 	}
-	return &memInspector{stats: stats, failed: failed}
+	return &MemoryInspector{stats: stats, failed: failed}
 }
 
 // errNoStore is returned by the actions of an inspector without a store.
 var errNoStore = errors.New("dashboard: no failed-job store configured")
 
-// memInspector is the cookbook-mode Inspector.
-type memInspector struct {
+// MemoryInspector is the Source of the in-process counters (cookbook
+// mode): the figures are what this process counted in its Stats, the
+// failed list is what its FailedJobs store holds, and the charts come from
+// the Stats' per-minute history. It is also the cookbook's Inspector.
+// Build one with NewInspector; it is safe for concurrent use.
+type MemoryInspector struct {
 	stats  *Stats
 	failed FailedJobs
 }
 
-func (m *memInspector) Stats() (StatsView, error) {
+// Abilities are the overview with its throughput chart, the failed list by
+// page number, and a failed job's detail page.
+func (m *MemoryInspector) Abilities() Abilities { return Abilities{Charts: true, Detail: true} }
+
+// Figures returns Stats().
+func (m *MemoryInspector) Figures(context.Context) (StatsView, error) { return m.Stats() }
+
+// Metrics returns the processed and failed counts by minute since since;
+// runtime and wait are not counted in process and are zero.
+func (m *MemoryInspector) Metrics(_ context.Context, since time.Time) ([]queue.MetricPoint, error) {
+	return m.stats.metrics(since), nil
+}
+
+// List serves the failed jobs by page number; pending jobs are not held in
+// process and list empty.
+func (m *MemoryInspector) List(ctx context.Context, q ListQuery) (JobList, error) {
+	return listByPage(q, func(page int) ([]JobView, error) { return m.failedPage(ctx, page) }, m.Pending)
+}
+
+// RetryJob is Retry with a context for the store.
+func (m *MemoryInspector) RetryJob(ctx context.Context, id string) error {
+	if m.failed == nil {
+		return errNoStore
+	}
+	return m.failed.Retry(ctx, id)
+}
+
+// ForgetJob is Forget with a context for the store.
+func (m *MemoryInspector) ForgetJob(ctx context.Context, id string) error {
+	if m.failed == nil {
+		return errNoStore
+	}
+	return m.failed.Forget(ctx, id)
+}
+
+// Flush drops every failed job, whatever queue is named (the in-process
+// list is not split by queue), and reports -1: the count is not known.
+func (m *MemoryInspector) Flush(ctx context.Context, _ string) (int, error) {
+	return -1, m.flush(ctx)
+}
+
+// SetPaused fails: in-process counters cannot pause a queue.
+func (m *MemoryInspector) SetPaused(context.Context, string, bool) error {
+	return fmt.Errorf("dashboard: pausing queues: %w", queue.ErrUnsupported)
+}
+
+// Workers fails: in-process counters keep no worker registry.
+func (m *MemoryInspector) Workers(context.Context) ([]queue.WorkerInfo, error) {
+	return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
+}
+
+// Stats returns the counters and, when the store is a MemoryFailedJobs,
+// the number of failed jobs it holds now as Totals.Dead.
+func (m *MemoryInspector) Stats() (StatsView, error) {
 	sv := m.stats.view()
 	if mf, ok := m.failed.(*MemoryFailedJobs); ok {
 		// The failed list is what the store holds now.
@@ -94,9 +152,15 @@ func (m *memInspector) Stats() (StatsView, error) {
 	return sv, nil
 }
 
-func (m *memInspector) Pending(string, int) ([]JobView, error) { return nil, nil }
+// Pending lists nothing: a Stats counts jobs, it does not hold them.
+func (m *MemoryInspector) Pending(string, int) ([]JobView, error) { return nil, nil }
 
-func (m *memInspector) Failed(page int) ([]JobView, error) {
+// Failed returns page (1-based) of the store's failed jobs, newest first.
+func (m *MemoryInspector) Failed(page int) ([]JobView, error) {
+	return m.failedPage(context.Background(), page)
+}
+
+func (m *MemoryInspector) failedPage(ctx context.Context, page int) ([]JobView, error) {
 	if m.failed == nil {
 		return nil, nil
 	}
@@ -106,7 +170,7 @@ func (m *memInspector) Failed(page int) ([]JobView, error) {
 	if mf, ok := m.failed.(*MemoryFailedJobs); ok {
 		fjs = mf.page(offset, PageSize)
 	} else {
-		all, err := m.failed.List(context.Background())
+		all, err := m.failed.List(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: listing failed jobs: %w", err)
 		}
@@ -134,25 +198,19 @@ func failedView(fj FailedJob) JobView {
 	return v
 }
 
-func (m *memInspector) Retry(id string) error {
-	if m.failed == nil {
-		return errNoStore
-	}
-	return m.failed.Retry(context.Background(), id)
-}
+// Retry re-enqueues the failed job id through the store.
+func (m *MemoryInspector) Retry(id string) error { return m.RetryJob(context.Background(), id) }
 
-func (m *memInspector) Forget(id string) error {
-	if m.failed == nil {
-		return errNoStore
-	}
-	return m.failed.Forget(context.Background(), id)
-}
+// Forget drops the failed job id from the store.
+func (m *MemoryInspector) Forget(id string) error { return m.ForgetJob(context.Background(), id) }
 
-func (m *memInspector) FlushFailed() error {
+// FlushFailed drops every failed job from the store.
+func (m *MemoryInspector) FlushFailed() error { return m.flush(context.Background()) }
+
+func (m *MemoryInspector) flush(ctx context.Context) error {
 	if m.failed == nil {
 		return errNoStore
 	}
-	ctx := context.Background()
 	if f, ok := m.failed.(interface{ Flush(context.Context) error }); ok {
 		return f.Flush(ctx)
 	}
@@ -168,8 +226,8 @@ func (m *memInspector) FlushFailed() error {
 	return nil
 }
 
-// job finds the failed record id (the handler's job detail page).
-func (m *memInspector) job(ctx context.Context, id string) (JobView, error) {
+// Job finds the failed record id.
+func (m *MemoryInspector) Job(ctx context.Context, id string) (JobView, error) {
 	switch f := m.failed.(type) {
 	case nil:
 	case *MemoryFailedJobs:
@@ -187,10 +245,5 @@ func (m *memInspector) job(ctx context.Context, id string) (JobView, error) {
 			}
 		}
 	}
-	return JobView{}, ErrNotFound
-}
-
-// metrics gives the overview's charts in cookbook mode.
-func (m *memInspector) metrics(since time.Time) []queue.MetricPoint {
-	return m.stats.metrics(since)
+	return JobView{}, fmt.Errorf("dashboard: job %s: %w", id, ErrNotFound)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -33,7 +34,7 @@ type queueRow struct {
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	sv, err := h.src.stats(ctx)
+	sv, err := h.src.Figures(ctx)
 	if err != nil {
 		h.failErr(w, r, "Reading the queue stats", err)
 		return
@@ -43,15 +44,15 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	for _, q := range sv.Queues {
 		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue)})
 	}
-	if h.src.caps().Charts {
+	if h.src.Abilities().Charts {
 		now := time.Now()
-		pts, err := h.src.metrics(ctx, now.Add(-chartWindow))
+		pts, err := h.src.Metrics(ctx, now.Add(-chartWindow))
 		if err != nil {
 			h.failErr(w, r, "Reading the metrics", err)
 			return
 		}
 		d.Throughput = throughputChart(pts, "", now)
-		if h.src.caps().Runtime {
+		if h.src.Abilities().Runtime {
 			d.Runtime = runtimeChart(pts, "", now)
 		}
 	}
@@ -60,7 +61,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 
 // jobsData is the model of the job lists (failed jobs and jobs by state).
 type jobsData struct {
-	Query  listQuery
+	Query  ListQuery
 	Dead   bool
 	States []stateTab
 	Rows   []jobRow
@@ -94,16 +95,32 @@ type jobRow struct {
 }
 
 // readQuery reads the list filters and the page position from the URL.
-func readQuery(r *http.Request, state queue.JobState) listQuery {
+func readQuery(r *http.Request, state queue.JobState) (ListQuery, pageRef) {
 	v := r.URL.Query()
-	q := listQuery{
+	q := ListQuery{
 		State: state,
 		Queue: clip(v.Get("queue")), Name: clip(v.Get("name")), Tag: clip(v.Get("tag")),
 		Search: clip(v.Get("q")),
 	}
-	q.ref = readPageRef(v)
-	q.After, q.Page = q.ref.After, max(q.ref.Page, 1)
-	return q
+	ref := readPageRef(v)
+	q.After, q.Page = ref.After, max(ref.Page, 1)
+	return q, ref
+}
+
+// listJobs reads a page of jobs from the source, hiding what pages must
+// not show.
+func (h *handler) listJobs(ctx context.Context, q ListQuery) (JobList, error) {
+	l, err := h.src.List(ctx, q)
+	for i := range l.Jobs {
+		l.Jobs[i] = hide(l.Jobs[i])
+	}
+	return l, err
+}
+
+// getJob reads one job from the source, hiding what pages must not show.
+func (h *handler) getJob(ctx context.Context, id string) (JobView, error) {
+	j, err := h.src.Job(ctx, id)
+	return hide(j), err
 }
 
 // clip bounds a filter value from the URL.
@@ -115,7 +132,7 @@ func clip(s string) string {
 }
 
 // values returns the filters as URL parameters, without the page position.
-func (q listQuery) values() url.Values {
+func (q ListQuery) values() url.Values {
 	v := url.Values{}
 	for k, s := range map[string]string{"queue": q.Queue, "name": q.Name, "tag": q.Tag, "q": q.Search} {
 		if s != "" {
@@ -152,25 +169,30 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		// The pages call dead jobs failed; accept the word in URLs too.
 		st = queue.StateDead
 	}
-	if !slices.Contains(queue.JobStates, st) {
+	if st == "" {
 		st = queue.StateReady
+	}
+	if !slices.Contains(queue.JobStates, st) {
+		h.fail(w, r, http.StatusBadRequest, "There is no job state "+strconv.Quote(clip(string(st)))+
+			": use ready, scheduled, running, failed or done.", nil)
+		return
 	}
 	h.list(w, r, st)
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState) {
-	q := readQuery(r, st)
-	c := h.src.caps()
+	q, ref := readQuery(r, st)
+	c := h.src.Abilities()
 	base := relBase(r)
 	dead := st == queue.StateDead
 	self := base + "jobs"
 	if dead {
 		self = base + "failed"
 	}
-	if !c.Driver {
-		// Cookbook mode pages by number; only pending jobs are listed by
-		// queue (Inspector.Pending), the failed list is one list.
-		cq := listQuery{State: st, Page: q.Page}
+	if !c.Browse {
+		// Without browsing, lists page by number; only pending jobs are
+		// listed by queue, the failed list is one list.
+		cq := ListQuery{State: st, Page: q.Page}
 		if !dead {
 			cq.Queue = q.Queue
 		}
@@ -186,13 +208,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		err error
 	}
 	figc := make(chan figures, 1)
-	if c.Driver {
+	if c.Browse {
 		go func() {
-			sv, err := h.src.stats(ctx)
+			sv, err := h.src.Figures(ctx)
 			figc <- figures{sv, err}
 		}()
 	}
-	res, err := h.src.list(ctx, q)
+	res, err := h.listJobs(ctx, q)
 	if err != nil && q.Search != "" && !isUnsupported(err) && !errors.Is(err, queue.ErrBadCursor) {
 		h.fail(w, r, http.StatusServiceUnavailable, "The payload search did not finish: it is bounded in time and rows "+
 			"so that it cannot slow the store down. Narrow it with a queue, name or tag filter and try again.", err)
@@ -208,8 +230,8 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 	if !dead {
 		filters.Set("state", string(st))
 	}
-	if c.Driver {
-		d.Pager = keysetPager(self, filters, q.ref, res.Next)
+	if c.Browse {
+		d.Pager = keysetPager(self, filters, ref, res.Next)
 		d.Clear = self
 		if !dead {
 			d.Clear += "?state=" + string(st)
@@ -243,7 +265,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 				u = base + "failed" + encodeQuery(v)
 			}
 			tab := stateTab{State: s, Label: stateLabel(s), URL: u, Active: s == st}
-			if counts != nil && !d.Filtered {
+			if counts != nil && !d.Filtered && c.ByState {
 				tab.Count = stateCount(*counts, s)
 			}
 			d.States = append(d.States, tab)
@@ -257,7 +279,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		if c.Detail {
 			row.URL = base + "jobs/" + id
 		}
-		if c.Driver {
+		if c.Browse {
 			row.QueueURL = base + "queue/" + url.PathEscape(j.QueueName())
 			v := cloneValues(filters)
 			v.Set("name", j.Name)
@@ -292,13 +314,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 func stateCount(qs QueueStats, s queue.JobState) string {
 	switch s {
 	case queue.StateReady:
-		return qs.Ready.String()
+		return display.Count(qs.Ready)
 	case queue.StateScheduled:
-		return qs.Scheduled.String()
+		return display.Count(qs.Scheduled)
 	case queue.StateRunning:
-		return qs.Running.String()
+		return display.Count(qs.Running)
 	case queue.StateDead:
-		return qs.Dead.String()
+		return display.Count(qs.Dead)
 	}
 	return ""
 }
@@ -326,7 +348,7 @@ type jobData struct {
 }
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
-	j, err := h.src.job(r.Context(), r.PathValue("id"))
+	j, err := h.getJob(r.Context(), r.PathValue("id"))
 	if isNotFound(err) {
 		h.fail(w, r, http.StatusNotFound, "There is no job "+r.PathValue("id")+" in the store now. "+
 			"It may have finished (drivers delete finished jobs unless set to retain them), "+
@@ -347,7 +369,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		QueueURL:  base + "queue/" + url.PathEscape(j.QueueName()),
 	}
 	switch qn := j.QueueName(); {
-	case !h.src.caps().Driver:
+	case !h.src.Abilities().Browse:
 		d.ListURL, d.ListName = base+"failed", "Failed jobs"
 	case d.Dead:
 		d.ListURL, d.ListName = base+"failed?"+url.Values{"queue": {qn}}.Encode(), "Failed jobs of "+qn
@@ -415,7 +437,7 @@ type stateLink struct {
 func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	ctx := r.Context()
-	sv, err := h.src.stats(ctx)
+	sv, err := h.src.Figures(ctx)
 	if err != nil {
 		h.failErr(w, r, "Reading the queue stats", err)
 		return
@@ -428,8 +450,8 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		FailedURL: base + "failed?" + url.Values{"queue": {name}}.Encode(),
 		JobsURL:   base + "jobs?" + url.Values{"state": {"ready"}, "queue": {name}}.Encode(),
 	}
-	if !h.src.caps().Driver {
-		// The cookbook's failed list is not split by queue.
+	if !h.src.Abilities().Browse {
+		// Without browsing the failed list is not split by queue.
 		d.FailedURL = base + "failed"
 	}
 	d.Stats.Queue = name
@@ -438,10 +460,10 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 			d.Stats, d.Known = q, true
 		}
 	}
-	c := h.src.caps()
+	c := h.src.Abilities()
 	if c.Charts {
 		now := time.Now()
-		pts, err := h.src.metrics(ctx, now.Add(-chartWindow))
+		pts, err := h.src.Metrics(ctx, now.Add(-chartWindow))
 		if err != nil {
 			h.failErr(w, r, "Reading the metrics", err)
 			return
@@ -451,7 +473,7 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 			d.Runtime = runtimeChart(pts, name, now)
 		}
 	}
-	if c.Driver {
+	if c.ByState {
 		s := d.Stats
 		for _, sl := range []struct {
 			st queue.JobState
@@ -461,10 +483,10 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 			if sl.st == queue.StateDead {
 				u = d.FailedURL
 			}
-			d.States = append(d.States, stateLink{sl.st, stateLabel(sl.st), sl.n.String(), u})
+			d.States = append(d.States, stateLink{sl.st, stateLabel(sl.st), display.Count(sl.n), u})
 		}
 	}
-	res, err := h.src.list(ctx, listQuery{State: queue.StateReady, Queue: name, Page: 1, Limit: 10})
+	res, err := h.listJobs(ctx, ListQuery{State: queue.StateReady, Queue: name, Page: 1, Limit: 10})
 	if err == nil {
 		for _, j := range res.Jobs[:min(10, len(res.Jobs))] {
 			row := jobRow{JobView: j}
@@ -502,7 +524,7 @@ type namedLink struct{ Name, URL string }
 const staleAfter = time.Minute
 
 func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
-	ws, err := h.src.workers(r.Context())
+	ws, err := h.src.Workers(r.Context())
 	if err != nil {
 		h.failErr(w, r, "Listing the workers", err)
 		return
@@ -570,11 +592,11 @@ func back(w http.ResponseWriter, r *http.Request, fallback, flash string, n int,
 }
 
 func (h *handler) retryOne(w http.ResponseWriter, r *http.Request) {
-	h.actOne(w, r, h.src.retry, "retried")
+	h.actOne(w, r, h.src.RetryJob, "retried")
 }
 
 func (h *handler) forgetOne(w http.ResponseWriter, r *http.Request) {
-	h.actOne(w, r, h.src.forget, "forgotten")
+	h.actOne(w, r, h.src.ForgetJob, "forgotten")
 }
 
 func (h *handler) actOne(w http.ResponseWriter, r *http.Request, act func(ctx context.Context, id string) error, flash string) {
@@ -596,7 +618,7 @@ func (h *handler) actOne(w http.ResponseWriter, r *http.Request, act func(ctx co
 }
 
 func (h *handler) flush(w http.ResponseWriter, r *http.Request) {
-	n, err := h.src.flush(r.Context(), clip(r.PostFormValue("queue")))
+	n, err := h.src.Flush(r.Context(), clip(r.PostFormValue("queue")))
 	if err != nil {
 		h.failErr(w, r, "Flushing the failed jobs", err)
 		return
@@ -617,23 +639,23 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 	// do is "retry-selected", "forget-selected", "retry-matching" or
 	// "forget-matching".
 	action, scope, _ := strings.Cut(r.PostFormValue("do"), "-")
-	act := h.src.retry
+	act := h.src.RetryJob
 	flash := "retried"
 	if action == "forget" {
-		act, flash = h.src.forget, "forgotten"
+		act, flash = h.src.ForgetJob, "forgotten"
 	}
 	ids := r.PostForm["id"]
 	more := false
 	if scope == "matching" {
-		if !h.src.caps().Driver {
+		if !h.src.Abilities().Browse {
 			h.fail(w, r, http.StatusNotFound, "Acting on every matching job needs a queue driver.", nil)
 			return
 		}
-		q := listQuery{
+		q := ListQuery{
 			State: queue.StateDead, Queue: clip(r.PostFormValue("queue")), Name: clip(r.PostFormValue("name")),
 			Tag: clip(r.PostFormValue("tag")), Search: clip(r.PostFormValue("q")), Limit: maxBulk,
 		}
-		res, err := h.src.list(ctx, q)
+		res, err := h.listJobs(ctx, q)
 		if err != nil {
 			h.failErr(w, r, "Listing the matching jobs", err)
 			return
@@ -672,7 +694,7 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	paused := strings.HasSuffix(r.URL.Path, "/pause")
-	if err := h.src.setPaused(r.Context(), name, paused); err != nil {
+	if err := h.src.SetPaused(r.Context(), name, paused); err != nil {
 		h.failErr(w, r, "Pausing or resuming the queue", err)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -19,14 +20,15 @@ import (
 var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "error"}
 
 var funcs = template.FuncMap{
-	"count": func(c queue.Count) string { return c.String() },
-	"num":   func(n int64) string { return queue.Count{N: n}.String() },
+	"count": display.Count,
+	"num":   display.Int,
+	"int":   func(n int) string { return display.Int(int64(n)) },
 	"label": stateLabel,
 	"dur":   fmtDuration,
 	"ts":    fmtTime,
 	"ago":   fmtAgo,
 	"short": shortID,
-	"rate":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+	"rate":  func(f float64) string { return display.Float(f, 1) },
 	"join":  strings.Join,
 }
 
@@ -77,7 +79,7 @@ type page struct {
 	App     string
 	Base    string // relative path to the dashboard root
 	Nav     string // the active sidebar entry
-	Caps    caps
+	Caps    Abilities
 	CanAct  bool
 	CSRF    string
 	Return  string // this page relative to the root, for forms' return field
@@ -91,7 +93,7 @@ type page struct {
 // caller may act.
 func (h *handler) newPage(w http.ResponseWriter, r *http.Request, title, nav string, data any) *page {
 	p := &page{
-		Title: title, App: h.cfg.title, Base: relBase(r), Nav: nav, Caps: h.src.caps(),
+		Title: title, App: h.cfg.title, Base: relBase(r), Nav: nav, Caps: h.src.Abilities(),
 		CanAct: canAct(r), Return: returnPath(r), Data: data,
 		Refresh: int(h.cfg.refresh / time.Millisecond),
 	}
@@ -124,14 +126,14 @@ var flashes = map[string]struct {
 	text string
 	ok   bool
 }{
-	"retried":   {"Retried %d job(s).", true},
-	"forgotten": {"Forgot %d job(s).", true},
+	"retried":   {"Retried %s job(s).", true},
+	"forgotten": {"Forgot %s job(s).", true},
 	"flushed":   {"Flushed the failed jobs.", true},
-	"flushedn":  {"Flushed %d failed job(s).", true},
+	"flushedn":  {"Flushed %s failed job(s).", true},
 	"paused":    {"Queue paused.", true},
 	"resumed":   {"Queue resumed.", true},
 	"gone":      {"That job is no longer a failed job: someone else may have retried or forgotten it.", false},
-	"more":      {"Acted on %d job(s); more match the filter: run the action again.", true},
+	"more":      {"Acted on %s job(s); more match the filter: run the action again.", true},
 	"none":      {"No jobs were selected.", false},
 }
 
@@ -140,9 +142,9 @@ func flashText(q url.Values) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if strings.Contains(f.text, "%d") {
-		n, _ := strconv.Atoi(q.Get("n"))
-		return fmt.Sprintf(f.text, n), f.ok
+	if strings.Contains(f.text, "%s") {
+		n, _ := strconv.ParseInt(q.Get("n"), 10, 64)
+		return fmt.Sprintf(f.text, display.Int(n)), f.ok
 	}
 	return f.text, f.ok
 }

@@ -8,55 +8,84 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// source is what the pages read and act through. driverSource serves driver
-// mode and cookbookSource any other Inspector; caps tells the templates
-// which parts to show.
-type source interface {
-	caps() caps
-	stats(ctx context.Context) (StatsView, error)
-	// metrics returns per-minute points since since; callers check
-	// caps().Charts first.
-	metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error)
-	list(ctx context.Context, q listQuery) (jobList, error)
-	job(ctx context.Context, id string) (JobView, error)
-	retry(ctx context.Context, id string) error
-	forget(ctx context.Context, id string) error
-	// flush drops the failed jobs of queue ("" for all) and reports how many
-	// when it knows (-1 when it does not).
-	flush(ctx context.Context, queue string) (int, error)
-	setPaused(ctx context.Context, queue string, paused bool) error
-	workers(ctx context.Context) ([]queue.WorkerInfo, error)
+// Source is what the dashboard reads and acts through: every page and every
+// API endpoint gets its data from one Source, and its Abilities decide which
+// parts the pages offer. Each method takes the request's context, bounded by
+// RequestTimeout.
+//
+// The package has three: ForQueue's *QueueInspector over a queue driver
+// (figures shared by every replica), NewInspector's *MemoryInspector over
+// the in-process Stats and a FailedJobs store (the cookbook's wiring), and
+// InspectorSource over any other Inspector. Implementations must be safe
+// for concurrent use. An ability a Source lacks makes its methods fail with
+// an error that wraps queue.ErrUnsupported.
+type Source interface {
+	// Abilities reports which parts of the dashboard the Source supports.
+	// It is called on every request and must be cheap and constant.
+	Abilities() Abilities
+	// Figures returns every queue's figures and their totals.
+	Figures(ctx context.Context) (StatsView, error)
+	// Metrics returns the per-minute points since since, oldest first
+	// (Abilities().Charts).
+	Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error)
+	// List returns one page of the jobs q selects. A lease token on a
+	// returned job is blanked by the dashboard before it shows the job.
+	List(ctx context.Context, q ListQuery) (JobList, error)
+	// Job returns the job id in whatever state it is, or an error wrapping
+	// ErrNotFound (Abilities().Detail).
+	Job(ctx context.Context, id string) (JobView, error)
+	// RetryJob moves the failed job id back to ready; ForgetJob deletes it.
+	// Both fail with an error wrapping ErrNotFound for an unknown id.
+	RetryJob(ctx context.Context, id string) error
+	ForgetJob(ctx context.Context, id string) error
+	// Flush drops the failed jobs of queue ("" for every queue) and
+	// reports how many, or -1 when it does not know.
+	Flush(ctx context.Context, queue string) (int, error)
+	// SetPaused pauses or resumes queue (Abilities().Pause).
+	SetPaused(ctx context.Context, queue string, paused bool) error
+	// Workers lists the worker processes (Abilities().Workers).
+	Workers(ctx context.Context) ([]queue.WorkerInfo, error)
 }
 
-// caps are the parts of the dashboard a source supports.
-type caps struct {
-	Driver  bool // keyset lists of every state with filters and search
-	Charts  bool // throughput charts
-	Runtime bool // runtime and wait figures
-	Pause   bool
-	Workers bool
-	Detail  bool // job detail pages
+// Abilities are the parts of the dashboard a Source supports.
+type Abilities struct {
+	// Browse: List serves every state, filtered by queue, name, tag and
+	// payload search, in keyset pages (ListQuery.After, JobList.Next), and
+	// Flush can be scoped to a queue. Without it List serves the failed
+	// jobs and a queue's pending jobs by page number (ListQuery.Page,
+	// JobList.NextPage) and Flush drops every failed job.
+	Browse bool
+	// ByState: the figures count jobs by state (QueueStats.Ready,
+	// Scheduled, Running, Dead). Without it they are running totals
+	// (Pending, Processed, Failed).
+	ByState bool
+	// Shared: the figures come from a store every replica shares. Without
+	// it they are this process's own.
+	Shared  bool
+	Charts  bool // Metrics gives per-minute points for the charts
+	Runtime bool // the figures and points carry runtime and wait times
+	Pause   bool // SetPaused works
+	Workers bool // Workers lists worker processes
+	Detail  bool // Job finds a job by id: job pages
 }
 
-// listQuery selects a page of a job list.
-type listQuery struct {
+// ListQuery selects a page of a job list.
+type ListQuery struct {
 	State  queue.JobState
 	Queue  string
-	Name   string
-	Tag    string
-	Search string
-	After  string // keyset cursor (driver mode)
-	Page   int    // 1-based page number (cookbook mode)
-	Limit  int
-
-	ref pageRef // where the page is, for its links (driver mode)
+	Name   string // with Abilities().Browse
+	Tag    string // with Abilities().Browse
+	Search string // a payload substring, with Abilities().Browse
+	After  string // the keyset cursor from JobList.Next, with Abilities().Browse
+	Page   int    // the 1-based page number, without Abilities().Browse
+	Limit  int    // the page size; 0 for the Source's default (PageSize)
 }
 
-// jobList is one page of a job list.
-type jobList struct {
+// JobList is one page of a job list.
+type JobList struct {
 	Jobs     []JobView
-	Next     string // keyset cursor of the next page, "" on the last (driver mode)
-	NextPage int    // the next page number, 0 on the last (cookbook mode)
+	Next     string // the cursor of the next page, "" on the last (Browse)
+	NextPage int    // the number of the next page, 0 on the last (without Browse)
 }
 
 // hide blanks what a page must not show: a lease token would let a reader
@@ -66,101 +95,24 @@ func hide(j JobView) JobView {
 	return j
 }
 
-// driverSource reads the driver, sharing the figures and metrics between
-// concurrent requests (see statsTTL). Use a pointer: it holds the caches.
-type driverSource struct {
-	qi      *QueueInspector
-	figures shared[StatsView]
-	points  shared[[]queue.MetricPoint]
-}
-
-func (d *driverSource) caps() caps {
-	ok := d.qi.insp != nil
-	return caps{Driver: ok, Charts: ok, Runtime: ok, Pause: d.qi.pauser != nil, Workers: d.qi.workers != nil, Detail: ok}
-}
-
-func (d *driverSource) stats(ctx context.Context) (StatsView, error) {
-	return d.figures.get(ctx, statsTTL, d.qi.stats)
-}
-
-// metrics shares one read of the last chartWindow; since is always about
-// that far back.
-func (d *driverSource) metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
-	return d.points.get(ctx, statsTTL, func(ctx context.Context) ([]queue.MetricPoint, error) {
-		return d.qi.metrics(ctx, since)
-	})
-}
-
-// changed drops the shared figures after an action.
-func (d *driverSource) changed() {
-	d.figures.reset()
-	d.points.reset()
-}
-
-func (d *driverSource) list(ctx context.Context, q listQuery) (jobList, error) {
-	p, err := d.qi.listJobs(ctx, queue.JobFilter{
-		State: q.State, Queue: q.Queue, Name: q.Name, Tag: q.Tag, Search: q.Search,
-		After: q.After, Limit: q.Limit,
-	})
-	if err != nil {
-		return jobList{}, err
+// InspectorSource returns the Source that serves insp, an Inspector of the
+// cookbook's interface, through its own methods: the figures, failed jobs
+// and a queue's pending jobs by page number, retry, forget and flush. Its
+// methods ignore the context, as Inspector's take none. It panics if insp
+// is nil.
+func InspectorSource(insp Inspector) Source {
+	if insp == nil {
+		panic("dashboard: InspectorSource given a nil Inspector")
 	}
-	l := jobList{Jobs: make([]JobView, len(p.Jobs)), Next: p.Next}
-	for i, j := range p.Jobs {
-		l.Jobs[i] = hide(j)
-	}
-	return l, nil
+	return inspectorSource{insp}
 }
 
-func (d *driverSource) job(ctx context.Context, id string) (JobView, error) {
-	j, err := d.qi.job(ctx, id)
-	return hide(j), err
-}
+// inspectorSource is InspectorSource's Source.
+type inspectorSource struct{ insp Inspector }
 
-func (d *driverSource) retry(ctx context.Context, id string) error {
-	defer d.changed()
-	return d.qi.retry(ctx, id)
-}
+func (c inspectorSource) Abilities() Abilities { return Abilities{} }
 
-func (d *driverSource) forget(ctx context.Context, id string) error {
-	defer d.changed()
-	return d.qi.forget(ctx, id)
-}
-
-func (d *driverSource) flush(ctx context.Context, q string) (int, error) {
-	defer d.changed()
-	return d.qi.flush(ctx, q)
-}
-
-func (d *driverSource) setPaused(ctx context.Context, q string, paused bool) error {
-	defer d.changed()
-	return d.qi.setPaused(ctx, q, paused)
-}
-func (d *driverSource) workers(ctx context.Context) ([]queue.WorkerInfo, error) {
-	return d.qi.workerList(ctx)
-}
-
-// cookbookSource serves any Inspector through its own methods. Lists page
-// by number; only failed and pending jobs can be listed.
-type cookbookSource struct{ insp Inspector }
-
-// jobFinder is the optional detail lookup of NewInspector's Inspector.
-type jobFinder interface {
-	job(ctx context.Context, id string) (JobView, error)
-}
-
-// metricser is the optional chart source of NewInspector's Inspector.
-type metricser interface {
-	metrics(since time.Time) []queue.MetricPoint
-}
-
-func (c cookbookSource) caps() caps {
-	_, detail := c.insp.(jobFinder)
-	_, charts := c.insp.(metricser)
-	return caps{Detail: detail, Charts: charts}
-}
-
-func (c cookbookSource) stats(context.Context) (StatsView, error) {
+func (c inspectorSource) Figures(context.Context) (StatsView, error) {
 	sv, err := c.insp.Stats()
 	if err != nil {
 		return sv, fmt.Errorf("dashboard: reading stats: %w", err)
@@ -168,57 +120,52 @@ func (c cookbookSource) stats(context.Context) (StatsView, error) {
 	return sv, nil
 }
 
-func (c cookbookSource) metrics(_ context.Context, since time.Time) ([]queue.MetricPoint, error) {
-	if m, ok := c.insp.(metricser); ok {
-		return m.metrics(since), nil
-	}
-	return nil, nil
+func (c inspectorSource) Metrics(context.Context, time.Time) ([]queue.MetricPoint, error) {
+	return nil, fmt.Errorf("dashboard: reading metrics: %w", queue.ErrUnsupported)
 }
 
-func (c cookbookSource) list(_ context.Context, q listQuery) (jobList, error) {
+func (c inspectorSource) List(_ context.Context, q ListQuery) (JobList, error) {
+	return listByPage(q, c.insp.Failed, c.insp.Pending)
+}
+
+// listByPage serves a page-numbered list from an Inspector's methods.
+func listByPage(q ListQuery, failed func(page int) ([]JobView, error), pending func(queue string, page int) ([]JobView, error)) (JobList, error) {
 	page := max(q.Page, 1)
 	var jobs []JobView
 	var err error
 	switch q.State {
 	case queue.StateDead:
-		jobs, err = c.insp.Failed(page)
+		jobs, err = failed(page)
 	case queue.StateReady:
-		jobs, err = c.insp.Pending(q.Queue, page)
+		jobs, err = pending(q.Queue, page)
 	default:
-		return jobList{}, fmt.Errorf("dashboard: listing %s jobs: %w", q.State, queue.ErrUnsupported)
+		return JobList{}, fmt.Errorf("dashboard: listing %s jobs: %w", q.State, queue.ErrUnsupported)
 	}
 	if err != nil {
-		return jobList{}, fmt.Errorf("dashboard: listing %s jobs: %w", q.State, err)
+		return JobList{}, fmt.Errorf("dashboard: listing %s jobs: %w", q.State, err)
 	}
-	l := jobList{Jobs: make([]JobView, len(jobs))}
-	for i, j := range jobs {
-		l.Jobs[i] = hide(j)
-	}
+	l := JobList{Jobs: jobs}
 	if len(jobs) >= PageSize {
 		l.NextPage = page + 1
 	}
 	return l, nil
 }
 
-func (c cookbookSource) job(ctx context.Context, id string) (JobView, error) {
-	if f, ok := c.insp.(jobFinder); ok {
-		j, err := f.job(ctx, id)
-		return hide(j), err
-	}
+func (c inspectorSource) Job(context.Context, string) (JobView, error) {
 	return JobView{}, fmt.Errorf("dashboard: job detail: %w", queue.ErrUnsupported)
 }
 
-func (c cookbookSource) retry(_ context.Context, id string) error  { return c.insp.Retry(id) }
-func (c cookbookSource) forget(_ context.Context, id string) error { return c.insp.Forget(id) }
+func (c inspectorSource) RetryJob(_ context.Context, id string) error  { return c.insp.Retry(id) }
+func (c inspectorSource) ForgetJob(_ context.Context, id string) error { return c.insp.Forget(id) }
 
-func (c cookbookSource) flush(context.Context, string) (int, error) {
+func (c inspectorSource) Flush(context.Context, string) (int, error) {
 	return -1, c.insp.FlushFailed()
 }
 
-func (c cookbookSource) setPaused(context.Context, string, bool) error {
+func (c inspectorSource) SetPaused(context.Context, string, bool) error {
 	return fmt.Errorf("dashboard: pausing queues: %w", queue.ErrUnsupported)
 }
 
-func (c cookbookSource) workers(context.Context) ([]queue.WorkerInfo, error) {
+func (c inspectorSource) Workers(context.Context) ([]queue.WorkerInfo, error) {
 	return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
 }

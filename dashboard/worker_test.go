@@ -113,7 +113,7 @@ func Example_driverMode() {
 	var sv dashboard.StatsView
 	_ = json.NewDecoder(res.Body).Decode(&sv)
 	for _, qs := range sv.Queues {
-		fmt.Printf("%s: ready %s, failed %s\n", qs.Queue, qs.Ready, qs.Dead)
+		fmt.Printf("%s: ready %d, failed %d\n", qs.Queue, qs.Ready.N, qs.Dead.N)
 	}
 	// Output:
 	// emails: ready 1, failed 0

@@ -176,25 +176,6 @@ func TestPermanent(t *testing.T) {
 	}
 }
 
-func TestCountString(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		c    queue.Count
-		want string
-	}{
-		{queue.Count{N: 0}, "0"},
-		{queue.Count{N: 999}, "999"},
-		{queue.Count{N: 1000}, "1,000"},
-		{queue.Count{N: 10000, More: true}, "10,000+"},
-		{queue.Count{N: 1234567}, "1,234,567"},
-	}
-	for _, tc := range tests {
-		if got := tc.c.String(); got != tc.want {
-			t.Errorf("%+v.String() = %q, want %q", tc.c, got, tc.want)
-		}
-	}
-}
-
 func TestOpenUnknownScheme(t *testing.T) {
 	t.Parallel()
 	if _, err := queue.Open(context.Background(), "nosuch://x"); err == nil {

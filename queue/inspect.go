@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"strconv"
 	"time"
 )
 
@@ -38,26 +37,11 @@ type JobInfo struct {
 }
 
 // Count is a count that is exact up to a cap. When More is set, the true
-// count is at least N.
+// count is at least N. It is data only: the dashboard and the CLI format it
+// for people.
 type Count struct {
 	N    int64 `json:"n"`
 	More bool  `json:"more,omitempty"`
-}
-
-// String formats the count with thousands separators and a "+" when capped.
-func (c Count) String() string {
-	s := strconv.FormatInt(c.N, 10)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if c.More {
-		out = append(out, '+')
-	}
-	return string(out)
 }
 
 // QueueStats is a queue's state now and its throughput over a recent window.

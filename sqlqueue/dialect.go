@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
 // Dialect names the SQL flavour a Queue speaks. New detects it from the
@@ -32,12 +34,9 @@ type dialect struct {
 	dollar bool
 	// maxParams is the most bind parameters one statement may carry.
 	maxParams int
-	// ddl returns the statements that create the tables and indexes, each
-	// idempotent (metaRows adds the version rows).
-	ddl func(t tableNames) []string
-	// tableExists is a query with one parameter (the unquoted table name)
-	// that returns a count > 0 when the table exists.
-	tableExists string
+	// migrations are the dialect's schema migrations (the tables' DDL)
+	// and how they run.
+	migrations *migrate.Dialect
 	// isUniqueViolation reports whether err is a unique-constraint error.
 	isUniqueViolation func(error) bool
 	// returning: INSERT/UPDATE/DELETE ... RETURNING is available, so a push

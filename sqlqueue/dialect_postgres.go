@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
 // vacuumDeadRows is the number of dead rows in the jobs table from which
@@ -17,7 +19,7 @@ var postgresDialect = &dialect{
 	quote:               quoteDouble,
 	dollar:              true,
 	maxParams:           65535,
-	tableExists:         "SELECT count(*) FROM pg_catalog.pg_tables WHERE tablename = $1 AND schemaname = ANY(current_schemas(false))",
+	migrations:          migrate.Postgres,
 	isUniqueViolation:   pgUniqueViolation,
 	returning:           true,
 	oneStatementReserve: true,
@@ -74,70 +76,6 @@ ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues 
 	// claims walk past them until a vacuum removes them.
 	vacuumDue: "SELECT COALESCE((SELECT n_dead_tup >= " + strconv.Itoa(vacuumDeadRows) + " FROM pg_stat_user_tables WHERE relid = to_regclass(?)), false)",
 	vacuum:    "VACUUM (ANALYZE) {jobs}",
-	ddl:       postgresDDL,
-}
-
-func postgresDDL(t tableNames) []string {
-	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + t.jobs + ` (
-  id TEXT PRIMARY KEY,
-  seq BIGINT GENERATED ALWAYS AS IDENTITY,
-  queue TEXT NOT NULL,
-  name TEXT NOT NULL,
-  payload BYTEA NOT NULL,
-  priority INTEGER NOT NULL,
-  attempts INTEGER NOT NULL,
-  max_attempts INTEGER NOT NULL,
-  timeout_us BIGINT NOT NULL,
-  unique_key TEXT,
-  tags TEXT NOT NULL,
-  meta TEXT NOT NULL,
-  available_at BIGINT NOT NULL,
-  run_at BIGINT NOT NULL,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  finished_at BIGINT NOT NULL,
-  last_error TEXT NOT NULL,
-  lease_token TEXT,
-  state TEXT NOT NULL,
-  lease_expires_at BIGINT NOT NULL DEFAULT 0
-)`,
-		// A queue table turns over its rows all the time: vacuum and
-		// analyze it after a small fraction of changes, not autovacuum's
-		// default 20%, and without throttling. Pages are filled to half,
-		// so that each row's claim finds room on its own page for the new
-		// row version: a claim changes only lease_expires_at, lease_token,
-		// attempts and updated_at, none of them indexed, so with room it is
-		// a HOT update and writes no index entry. ALTER so that tables set
-		// up before these settings get them too.
-		`ALTER TABLE ` + t.jobs + ` SET (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000,
-  autovacuum_vacuum_insert_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.02, autovacuum_vacuum_cost_delay = 0)`,
-		`CREATE INDEX IF NOT EXISTS ` + t.claimIdx + ` ON ` + t.jobs + ` (queue, priority DESC, run_at, seq) WHERE state = 'pending'`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.uniqueIdx + ` ON ` + t.jobs + ` (queue, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL`,
-		`CREATE INDEX IF NOT EXISTS ` + t.stateIdx + ` ON ` + t.jobs + ` (state, queue, seq)`,
-		`CREATE INDEX IF NOT EXISTS ` + t.finIdx + ` ON ` + t.jobs + ` (state, finished_at) WHERE state <> 'pending'`,
-		`CREATE TABLE IF NOT EXISTS ` + t.pauses + ` (queue TEXT PRIMARY KEY, paused_at BIGINT NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.workers + ` (
-  id TEXT PRIMARY KEY,
-  host TEXT NOT NULL,
-  pid INTEGER NOT NULL,
-  queues TEXT NOT NULL,
-  concurrency INTEGER NOT NULL,
-  started_at BIGINT NOT NULL,
-  last_seen BIGINT NOT NULL
-)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.metrics + ` (
-  queue TEXT NOT NULL,
-  minute_at BIGINT NOT NULL,
-  processed BIGINT NOT NULL,
-  failed BIGINT NOT NULL,
-  runtime_total_us BIGINT NOT NULL,
-  runtime_max_us BIGINT NOT NULL,
-  wait_total_us BIGINT NOT NULL,
-  PRIMARY KEY (queue, minute_at)
-)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.meta + ` (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at BIGINT NOT NULL)`,
-	}
 }
 
 // pgUniqueViolation matches SQLSTATE 23505 from pgx (and any driver whose

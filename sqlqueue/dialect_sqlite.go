@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
 // sqliteDialect is SQLite 3.35+ (RETURNING, partial indexes). SQLite has
@@ -15,7 +17,7 @@ var sqliteDialect = &dialect{
 	name:              SQLite,
 	quote:             quoteDouble,
 	maxParams:         32766,
-	tableExists:       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+	migrations:        migrate.SQLite,
 	isUniqueViolation: sqliteUniqueViolation,
 	returning:         true,
 	immediate:         true,
@@ -48,59 +50,6 @@ ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues 
 	},
 	ackMany:   sqliteAckMany,
 	ackArrays: true,
-	ddl:       sqliteDDL,
-}
-
-func sqliteDDL(t tableNames) []string {
-	return []string{
-		`CREATE TABLE IF NOT EXISTS ` + t.jobs + ` (
-  seq INTEGER PRIMARY KEY,
-  id TEXT NOT NULL UNIQUE,
-  queue TEXT NOT NULL,
-  name TEXT NOT NULL,
-  payload BLOB NOT NULL,
-  priority INTEGER NOT NULL,
-  attempts INTEGER NOT NULL,
-  max_attempts INTEGER NOT NULL,
-  timeout_us INTEGER NOT NULL,
-  unique_key TEXT,
-  tags TEXT NOT NULL,
-  meta TEXT NOT NULL,
-  available_at INTEGER NOT NULL,
-  run_at INTEGER NOT NULL,
-  created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL,
-  finished_at INTEGER NOT NULL,
-  last_error TEXT NOT NULL,
-  lease_token TEXT,
-  state TEXT NOT NULL
-)`,
-		`CREATE INDEX IF NOT EXISTS ` + t.claimIdx + ` ON ` + t.jobs + ` (queue, priority DESC, run_at, seq) WHERE state = 'pending'`,
-		`CREATE UNIQUE INDEX IF NOT EXISTS ` + t.uniqueIdx + ` ON ` + t.jobs + ` (queue, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL`,
-		`CREATE INDEX IF NOT EXISTS ` + t.stateIdx + ` ON ` + t.jobs + ` (state, queue, seq)`,
-		`CREATE INDEX IF NOT EXISTS ` + t.finIdx + ` ON ` + t.jobs + ` (state, finished_at) WHERE state <> 'pending'`,
-		`CREATE TABLE IF NOT EXISTS ` + t.pauses + ` (queue TEXT PRIMARY KEY, paused_at INTEGER NOT NULL)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.workers + ` (
-  id TEXT PRIMARY KEY,
-  host TEXT NOT NULL,
-  pid INTEGER NOT NULL,
-  queues TEXT NOT NULL,
-  concurrency INTEGER NOT NULL,
-  started_at INTEGER NOT NULL,
-  last_seen INTEGER NOT NULL
-)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.metrics + ` (
-  queue TEXT NOT NULL,
-  minute_at INTEGER NOT NULL,
-  processed INTEGER NOT NULL,
-  failed INTEGER NOT NULL,
-  runtime_total_us INTEGER NOT NULL,
-  runtime_max_us INTEGER NOT NULL,
-  wait_total_us INTEGER NOT NULL,
-  PRIMARY KEY (queue, minute_at)
-)`,
-		`CREATE TABLE IF NOT EXISTS ` + t.meta + ` (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
-	}
 }
 
 // sqliteUniqueViolation matches SQLITE_CONSTRAINT_UNIQUE (2067) and

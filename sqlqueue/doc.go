@@ -34,12 +34,15 @@
 //
 // WithTable names the jobs table (default meridian_jobs); four tables take
 // it as a prefix: _pauses, _workers, _metrics and _meta. New creates
-// nothing. Setup creates what is missing and is safe to run at every start
-// and from several processes at once. Teams that own their schema apply
-// Schema(dialect, WithTable(...)) in a migration instead; its statements
-// are idempotent. The schema version is recorded in the _meta table: a
-// Queue refuses, at first use, tables of another version with an error that
-// says what to run, and reports missing tables by telling you to run Setup.
+// nothing. The schema is a series of numbered migrations per dialect
+// (embedded SQL files): Setup applies those the tables lack, in order,
+// under a lock, so it is safe to run at every start and from several
+// processes at once; Migrate and MigrateDown (and `meridian migrate`) move
+// to a given version. Teams that own their schema apply Schema(dialect,
+// WithTable(...)) in a migration instead. The schema version is recorded
+// in the _meta table: a Queue refuses, at first use, missing tables and
+// tables of another version with an error matching queue.ErrConfig that
+// says what to run. See docs/architecture.md.
 // Table names are validated ([A-Za-z_][A-Za-z0-9_]{0,39}) and always
 // quoted.
 //

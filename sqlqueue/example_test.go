@@ -77,7 +77,25 @@ func ExampleQueue_Tx() {
 
 func ExampleSchema() {
 	ddl, _ := sqlqueue.Schema(sqlqueue.Postgres, sqlqueue.WithTable("jobs"))
-	fmt.Println(strings.TrimSpace(ddl[:strings.Index(ddl, "(")]))
+	// Print each statement's first line that is not a comment.
+	for _, stmt := range strings.Split(ddl, ";\n\n") {
+		for _, line := range strings.Split(stmt, "\n") {
+			if !strings.HasPrefix(line, "--") {
+				fmt.Println(strings.TrimSuffix(strings.TrimSuffix(line, ";\n"), " ("))
+				break
+			}
+		}
+	}
 	// Output:
 	// CREATE TABLE IF NOT EXISTS "jobs"
+	// CREATE INDEX IF NOT EXISTS "jobs_claim" ON "jobs" (queue, priority DESC, run_at, seq) WHERE state = 'pending'
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_unique" ON "jobs" (queue, unique_key) WHERE state = 'pending' AND unique_key IS NOT NULL
+	// CREATE INDEX IF NOT EXISTS "jobs_state" ON "jobs" (state, queue, seq)
+	// CREATE INDEX IF NOT EXISTS "jobs_finished" ON "jobs" (state, finished_at) WHERE state <> 'pending'
+	// CREATE TABLE IF NOT EXISTS "jobs_pauses" (queue TEXT PRIMARY KEY, paused_at BIGINT NOT NULL)
+	// CREATE TABLE IF NOT EXISTS "jobs_workers"
+	// CREATE TABLE IF NOT EXISTS "jobs_metrics"
+	// CREATE TABLE IF NOT EXISTS "jobs_meta" (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at BIGINT NOT NULL)
+	// INSERT INTO "jobs_meta" (name, value, expires_at) VALUES ('maintenance_leader', '', 0) ON CONFLICT DO NOTHING
+	// INSERT INTO "jobs_meta" (name, value, expires_at) VALUES ('schema_version', '1', 0)
 }

@@ -7,36 +7,44 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
-// SchemaVersion is the version of the tables this package reads and writes.
-// Setup records it in the <table>_meta table; a Queue refuses tables of
-// another version at first use.
+// SchemaVersion is the version of the first schema, the only one before
+// versions were counted per dialect.
+//
+// Deprecated: the latest version depends on the dialect (MySQL is at 2);
+// use LatestSchemaVersion or (*Queue).SchemaVersions.
 const SchemaVersion = 1
+
+// LatestSchemaVersion returns the schema version this release's
+// migrations lead to in dialect d.
+func LatestSchemaVersion(d Dialect) (int, error) {
+	dl, err := dialectFor(d)
+	if err != nil {
+		return 0, err
+	}
+	return dl.migrations.Latest()
+}
 
 // tableNames holds the quoted names of one queue's tables and the replacer
 // that puts them into query templates.
 type tableNames struct {
-	raw                                   string
-	jobs, pauses, workers, metrics, meta  string
-	claimIdx, uniqueIdx, stateIdx, finIdx string
-	seqIdx                                string
-	replacer                              *strings.Replacer
+	raw                                  string
+	jobs, pauses, workers, metrics, meta string
+	replacer                             *strings.Replacer
 }
 
 func names(d *dialect, table string) tableNames {
 	t := tableNames{
-		raw:       table,
-		jobs:      d.quote(table),
-		pauses:    d.quote(table + "_pauses"),
-		workers:   d.quote(table + "_workers"),
-		metrics:   d.quote(table + "_metrics"),
-		meta:      d.quote(table + "_meta"),
-		claimIdx:  d.quote(table + "_claim"),
-		uniqueIdx: d.quote(table + "_unique"),
-		stateIdx:  d.quote(table + "_state"),
-		finIdx:    d.quote(table + "_finished"),
-		seqIdx:    d.quote(table + "_seq"),
+		raw:     table,
+		jobs:    d.quote(table),
+		pauses:  d.quote(table + "_pauses"),
+		workers: d.quote(table + "_workers"),
+		metrics: d.quote(table + "_metrics"),
+		meta:    d.quote(table + "_meta"),
 	}
 	// {expiry} is the column holding the lease expiry; {unlease} is the
 	// SET fragment that clears it with the lease token.
@@ -53,13 +61,14 @@ func names(d *dialect, table string) tableNames {
 	return t
 }
 
-// Schema returns the DDL that creates a queue's tables and indexes in
-// dialect d, for users who manage their schema with migrations. WithTable
-// among opts names the tables; other options are ignored. The statements
-// are idempotent and separated by ";\n\n"; run them one at a time where
-// the driver does not accept several statements in one Exec. The last
-// statements record the schema version, which the Queue checks at first
-// use.
+// Schema returns the SQL of all of dialect d's up migrations, in order,
+// for users who manage their schema with their own migration tool.
+// WithTable among opts names the tables; other options are ignored. The
+// statements are separated by ";\n\n" (run them one at a time where the
+// driver does not accept several in one Exec); each migration's last
+// statement records its schema version, which the Queue checks at first
+// use. Applying the whole text again is harmless: every statement of a
+// migration that creates something checks that it is missing.
 func Schema(d Dialect, opts ...Option) (string, error) {
 	cfg := config{table: "meridian_jobs"}
 	for _, o := range opts {
@@ -71,45 +80,93 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	t := names(dl, cfg.table)
-	return strings.Join(append(dl.ddl(t), metaRows(dl, t)...), ";\n\n") + ";\n", nil
+	return dl.migrations.Script(migrationVars(dl, cfg.table), 0)
 }
 
-// metaRows are the rows Setup inserts into <table>_meta.
-func metaRows(d *dialect, t tableNames) []string {
-	return []string{
-		d.insertOrIgnore(t.meta, "name, value, expires_at", "'schema_version', '"+strconv.Itoa(SchemaVersion)+"', 0"),
-		d.insertOrIgnore(t.meta, "name, value, expires_at", "'maintenance_leader', '', 0"),
+// migrationVars are the names the migration files use for one queue's
+// tables and indexes, quoted (the table prefix is validated by WithTable).
+func migrationVars(d *dialect, table string) map[string]string {
+	vars := map[string]string{"jobs": d.quote(table)}
+	for _, s := range []string{"pauses", "workers", "metrics", "meta"} {
+		vars[s] = d.quote(table + "_" + s)
+	}
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq"} {
+		vars[s+"_idx"] = d.quote(table + "_" + s)
+	}
+	return vars
+}
+
+// migrator returns the runner of q's migrations.
+func (q *Queue) migrator() *migrate.Runner {
+	return &migrate.Runner{
+		DB:      q.db,
+		Dialect: q.d.migrations,
+		Vars:    migrationVars(q.d, q.t.raw),
+		Meta:    q.t.raw + "_meta",
+		LockKey: "meridian:" + q.t.raw,
 	}
 }
 
-// Setup creates whatever of the queue's tables and indexes is missing and
-// records the schema version. It is idempotent and safe to run from several
-// processes at once. It refuses tables of another schema version.
+// Setup brings the queue's tables to this release's schema: it creates
+// them when they are missing and applies the migrations after the version
+// they record, each in order and (except on MySQL, whose DDL is not
+// transactional) in a transaction of its own. It is idempotent and safe to
+// run from several processes at once: the runs are serialised by a lock.
+// Tables of a version newer than this release knows are refused with an
+// error matching queue.ErrConfig.
 func (q *Queue) Setup(ctx context.Context) error {
-	stmts := append(q.d.ddl(q.t), metaRows(q.d, q.t)...)
-	err := q.writeTx(ctx, func(ex execer) error {
-		if q.d.name == Postgres {
-			// Serialise concurrent Setups: CREATE ... IF NOT EXISTS races
-			// in PostgreSQL's catalogs.
-			if _, err := ex.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "meridian:"+q.t.raw); err != nil {
-				return err
-			}
-		}
-		for _, s := range stmts {
-			if _, err := ex.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("%w (statement: %.80s...)", err, s)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return wrap(ctx, err, "setting up tables %s", q.t.raw)
+	if _, _, err := q.Migrate(ctx, 0); err != nil {
+		return err
 	}
+	return q.use(ctx)
+}
+
+// Migrate applies the up migrations after the version the tables record,
+// up to version to (the latest when to <= 0), and returns the versions
+// before and after. Setup is Migrate to the latest version followed by a
+// schema check. A recorded version above to is left as it is (use
+// MigrateDown to go back).
+func (q *Queue) Migrate(ctx context.Context, to int) (from, now int, err error) {
+	q.resetReady()
+	from, now, err = q.migrator().Up(ctx, to)
+	if err != nil {
+		return from, now, wrap(ctx, err, "migrating tables %s", q.t.raw)
+	}
+	return from, now, nil
+}
+
+// MigrateDown applies down migrations until the tables are at version to
+// and returns the versions before and after. Version 0 drops the tables
+// and every job in them. A down migration can lose what its up migration
+// made possible (see each down file); the Queue refuses an older schema
+// until Setup or Migrate brings it back.
+func (q *Queue) MigrateDown(ctx context.Context, to int) (from, now int, err error) {
+	q.resetReady()
+	from, now, err = q.migrator().Down(ctx, to)
+	if err != nil {
+		return from, now, wrap(ctx, err, "migrating tables %s down", q.t.raw)
+	}
+	return from, now, nil
+}
+
+// SchemaVersions returns the schema version q's tables record (0 when
+// they do not exist) and the latest one this release knows.
+func (q *Queue) SchemaVersions(ctx context.Context) (recorded, latest int, err error) {
+	latest, err = q.d.migrations.Latest()
+	if err != nil {
+		return 0, 0, err
+	}
+	recorded, err = q.migrator().Version(ctx, q.db)
+	if err != nil {
+		return 0, latest, wrap(ctx, err, "reading the schema version of %s", q.t.raw)
+	}
+	return recorded, latest, nil
+}
+
+func (q *Queue) resetReady() {
 	q.readyMu.Lock()
 	q.ready = false
 	q.readyMu.Unlock()
-	return q.use(ctx)
 }
 
 // use checks, once per Queue, that the tables exist with this package's
@@ -168,28 +225,35 @@ func (q *Queue) useTx(ctx context.Context, tx Statements) error {
 }
 
 // checkVersion refuses missing tables and tables of another version with
-// an error that says what to run.
+// an error that says what to run; each matches queue.ErrConfig, since no
+// retry fixes them.
 func (q *Queue) checkVersion(ctx context.Context, ex Statements) error {
+	latest, err := q.d.migrations.Latest()
+	if err != nil {
+		return err
+	}
 	var v string
-	err := queryRow(ctx, ex, q.sql("SELECT value FROM {meta} WHERE name = 'schema_version'"), nil, &v)
+	err = queryRow(ctx, ex, q.sql("SELECT value FROM {meta} WHERE name = 'schema_version'"), nil, &v)
 	if err != nil && ctx.Err() == nil {
 		var n int
-		if qerr := queryRow(ctx, ex, q.d.tableExists, []any{q.t.raw + "_meta"}, &n); qerr == nil && n == 0 {
-			return fmt.Errorf("sqlqueue: table %s_meta does not exist: run Setup, or apply sqlqueue.Schema(%q) in a migration", q.t.raw, q.d.name)
+		if qerr := queryRow(ctx, ex, q.d.migrations.TableExists, []any{q.t.raw + "_meta"}, &n); qerr == nil && n == 0 {
+			return fmt.Errorf("sqlqueue: table %s_meta does not exist: run Setup or `meridian migrate`, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name, queue.ErrConfig)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlqueue: table %s_meta records no schema version: run Setup, or apply sqlqueue.Schema(%q) in a migration", q.t.raw, q.d.name)
+			return fmt.Errorf("sqlqueue: table %s_meta records no schema version: run Setup or `meridian migrate`, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name, queue.ErrConfig)
 		}
 	}
 	if err != nil {
 		return wrap(ctx, err, "checking schema version of %s", q.t.raw)
 	}
-	if v != strconv.Itoa(SchemaVersion) {
-		n, _ := strconv.Atoi(v)
-		if n > SchemaVersion {
-			return fmt.Errorf("sqlqueue: tables %s have schema version %s, newer than this build of meridian knows (%d): upgrade github.com/meridianjobs/meridian", q.t.raw, v, SchemaVersion)
-		}
-		return fmt.Errorf("sqlqueue: tables %s have schema version %s but this build needs %d: migrate them (apply the difference to sqlqueue.Schema(%q)) or drop them and run Setup", q.t.raw, v, SchemaVersion, q.d.name)
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		return fmt.Errorf("sqlqueue: tables %s record schema version %q, which is not a number: %w", q.t.raw, v, queue.ErrConfig)
+	case n > latest:
+		return fmt.Errorf("sqlqueue: tables %s have schema version %d, newer than this release of meridian knows (%d): upgrade github.com/meridianjobs/meridian: %w", q.t.raw, n, latest, queue.ErrConfig)
+	case n < latest:
+		return fmt.Errorf("sqlqueue: tables %s have schema version %d but this release needs %d: run Setup or `meridian migrate`, or apply the later migrations of sqlqueue.Schema(%q): %w", q.t.raw, n, latest, q.d.name, queue.ErrConfig)
 	}
 	return nil
 }
@@ -249,9 +313,7 @@ func (q *Queue) immediateTx(ctx context.Context, fn func(ex execer) error) (err 
 // and teardown. The Queue must not be used afterwards unless Setup runs
 // again.
 func (q *Queue) DropTables(ctx context.Context) error {
-	q.readyMu.Lock()
-	q.ready = false
-	q.readyMu.Unlock()
+	q.resetReady()
 	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta} {
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
 			return wrap(ctx, err, "dropping table %s", table)

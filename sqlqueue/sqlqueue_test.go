@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,8 +94,10 @@ func TestDialectDetection(t *testing.T) {
 	}
 }
 
-// TestSchemaVersion checks the errors that say what to run: a missing
-// table, and tables of another schema version.
+// TestSchemaVersion checks the errors that say what to run, each a
+// queue.ErrConfig: missing tables, tables of an older schema version
+// (which Setup migrates), and tables newer than this release (which Setup
+// refuses, naming both versions).
 func TestSchemaVersion(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		s := newStore(t, b)
@@ -102,29 +106,48 @@ func TestSchemaVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Push(t.Context(), queue.Job{Name: "x"}); err == nil || !strings.Contains(err.Error(), "run Setup") {
-			t.Fatalf("Push before Setup = %v, want an error saying to run Setup", err)
+		if err := q.Push(t.Context(), queue.Job{Name: "x"}); !errors.Is(err, queue.ErrConfig) || !strings.Contains(err.Error(), "run Setup") {
+			t.Fatalf("Push before Setup = %v, want an ErrConfig saying to run Setup", err)
 		}
-		q = s.queue(t) // Setup, and drop at cleanup
-		for _, tc := range []struct{ version, want string }{
-			{"0", "have schema version 0 but this build needs 1"},
-			{"2", "newer than this build"},
-		} {
-			if _, err := db.ExecContext(t.Context(), "UPDATE "+s.table+"_meta SET value = '"+tc.version+"' WHERE name = 'schema_version'"); err != nil {
+		s.queue(t) // Setup, and drop at cleanup
+		latest, err := sqlqueue.LatestSchemaVersion(b.dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setVersion := func(v int) {
+			t.Helper()
+			if _, err := db.ExecContext(t.Context(), "UPDATE "+s.table+"_meta SET value = '"+strconv.Itoa(v)+"' WHERE name = 'schema_version'"); err != nil {
 				t.Fatal(err)
 			}
+		}
+		for _, tc := range []struct {
+			version int
+			want    string
+			setupOK bool
+		}{
+			{latest - 1, fmt.Sprintf("have schema version %d but this release needs %d", latest-1, latest), true},
+			{latest + 1, fmt.Sprintf("have schema version %d, newer than this release of meridian knows (%d)", latest+1, latest), false},
+		} {
+			setVersion(tc.version)
 			fresh, err := sqlqueue.New(db, sqlqueue.WithTable(s.table))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := fresh.Len(t.Context(), ""); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Len on version %s = %v, want an error containing %q", tc.version, err, tc.want)
+			if _, err := fresh.Len(t.Context(), ""); !errors.Is(err, queue.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Len on version %d = %v, want an ErrConfig containing %q", tc.version, err, tc.want)
 			}
-			if err := fresh.Setup(t.Context()); err == nil {
-				t.Errorf("Setup over version %s: no error", tc.version)
+			err = fresh.Setup(t.Context())
+			if tc.setupOK && err != nil {
+				t.Errorf("Setup over version %d: %v", tc.version, err)
 			}
+			if !tc.setupOK && (!errors.Is(err, queue.ErrConfig) || !strings.Contains(err.Error(), fmt.Sprintf("version %d, this release knows up to %d", tc.version, latest))) {
+				t.Errorf("Setup over version %d = %v, want an ErrConfig naming both versions", tc.version, err)
+			}
+			if got, _, err := fresh.SchemaVersions(t.Context()); err != nil || (tc.setupOK && got != latest) {
+				t.Errorf("after Setup over version %d the tables record %d, %v", tc.version, got, err)
+			}
+			setVersion(latest)
 		}
-		_ = q
 	})
 }
 

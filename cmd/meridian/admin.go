@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -20,13 +22,13 @@ import (
 
 func init() {
 	commands["schema"] = command{
-		summary: "print the SQL that creates the queue's tables, for your migrations",
+		summary: "print the SQL of every schema migration, for your migration tool",
 		run: func(ctx context.Context, args []string) error {
 			return schemaMain(args, os.Stdout, os.Stderr)
 		},
 	}
 	commands["migrate"] = command{
-		summary: "create the queue's tables in a database if they are missing",
+		summary: "bring the queue's tables to this release's schema, or back (--to, --down)",
 		run: func(ctx context.Context, args []string) error {
 			return migrateMain(ctx, args, os.Stdout, os.Stderr)
 		},
@@ -114,19 +116,75 @@ func schemaMain(args []string, out, errOut io.Writer) error {
 	return err
 }
 
+// migrator is what a queue whose tables have a versioned schema offers
+// (the SQL drivers' queues).
+type migrator interface {
+	Migrate(ctx context.Context, to int) (from, now int, err error)
+	MigrateDown(ctx context.Context, to int) (from, now int, err error)
+	SchemaVersions(ctx context.Context) (recorded, latest int, err error)
+}
+
 func migrateMain(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs, dsn := newFlags("migrate", "--dsn URL", errOut)
+	fs, dsn := newFlags("migrate", "--dsn URL [--to VERSION | --down N | --status]", errOut)
+	to := fs.Int("to", -1, "migrate up or down to this schema version (0 drops the tables)")
+	down := fs.Int("down", 0, "undo the last N migrations")
+	status := fs.Bool("status", false, "print the recorded and latest schema versions, change nothing")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	// The registered openers run Setup, which creates what is missing and
-	// checks the recorded schema version.
-	_, closeFn, err := openQueue(ctx, *dsn)
+	if *to >= 0 && *down != 0 || *down < 0 {
+		fs.Usage()
+		return errors.New("pass at most one of --to and --down, with --down at least 1")
+	}
+	if *dsn == "" {
+		return errors.New("no queue URL: pass --dsn or set MERIDIAN_DSN")
+	}
+	// Open without the openers' Setup, which would migrate up first.
+	u, err := url.Parse(*dsn)
+	if err != nil {
+		return fmt.Errorf("parsing the queue URL: %w", err)
+	}
+	query := u.Query()
+	query.Set("setup", "false")
+	u.RawQuery = query.Encode()
+	q, closeFn, err := openQueue(ctx, u.String())
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	_, err = fmt.Fprintf(out, "tables are in place (schema version %d)\n", sqlqueue.SchemaVersion)
+	m, ok := q.(migrator)
+	if !ok {
+		return fmt.Errorf("the %s queue keeps no tables to migrate", u.Scheme)
+	}
+	recorded, latest, err := m.SchemaVersions(ctx)
+	if err != nil {
+		return err
+	}
+	target := latest
+	switch {
+	case *status:
+		_, err = fmt.Fprintf(out, "schema version %d (latest %d)\n", recorded, latest)
+		return err
+	case *down > 0:
+		target = max(recorded-*down, 0)
+	case *to >= 0:
+		target = *to
+	}
+	from, now := recorded, recorded
+	switch {
+	case target > recorded:
+		from, now, err = m.Migrate(ctx, target)
+	case target < recorded:
+		from, now, err = m.MigrateDown(ctx, target)
+	}
+	if err != nil {
+		return err
+	}
+	if from == now {
+		_, err = fmt.Fprintf(out, "tables are in place (schema version %d, latest %d)\n", now, latest)
+		return err
+	}
+	_, err = fmt.Fprintf(out, "migrated from schema version %d to %d (latest %d)\n", from, now, latest)
 	return err
 }
 
@@ -155,8 +213,9 @@ func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		if s.Paused {
 			name += " (paused)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t\n", name, s.Ready, s.Scheduled, s.Running, s.Dead,
-			s.JobsPerMinute, s.AvgRuntime.Round(time.Microsecond), s.AvgWait.Round(time.Microsecond))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name,
+			display.Count(s.Ready), display.Count(s.Scheduled), display.Count(s.Running), display.Count(s.Dead),
+			display.Float(s.JobsPerMinute, 1), s.AvgRuntime.Round(time.Microsecond), s.AvgWait.Round(time.Microsecond))
 	}
 	return tw.Flush()
 }

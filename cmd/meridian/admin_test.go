@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
 func TestSchemaCommand(t *testing.T) {
@@ -91,5 +97,66 @@ func TestAdminCommandsOverSQLite(t *testing.T) {
 	}
 	if out := run(failed, "flush", "--dsn", dsn); !strings.Contains(out, "flushed 0") {
 		t.Fatalf("flush said %q", out)
+	}
+}
+
+// TestMigrateCommand walks a new SQLite database (and, when
+// MERIDIAN_POSTGRES_DSN is set, PostgreSQL tables) up and down with
+// meridian migrate.
+func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
+	dsns := map[string]string{"sqlite": "sqlite://" + filepath.Join(t.TempDir(), "migrate.db")}
+	if pg := os.Getenv("MERIDIAN_POSTGRES_DSN"); pg != "" {
+		var r [6]byte
+		_, _ = rand.Read(r[:])
+		sep := "?"
+		if strings.Contains(pg, "?") {
+			sep = "&"
+		}
+		dsns["postgres"] = pg + sep + "table=mc_" + hex.EncodeToString(r[:])
+	}
+	for name, dsn := range dsns {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			run := func(args ...string) (string, error) {
+				var out, errOut bytes.Buffer
+				err := migrateMain(ctx, append([]string{"--dsn", dsn}, args...), &out, &errOut)
+				return out.String(), err
+			}
+			t.Cleanup(func() { _, _ = run("--to", "0") })
+			n, err := sqlqueue.LatestSchemaVersion(sqlqueue.Dialect(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			type step struct {
+				args []string
+				want string
+			}
+			steps := []step{
+				{[]string{"--status"}, fmt.Sprintf("schema version 0 (latest %d)", n)},
+				{nil, fmt.Sprintf("migrated from schema version 0 to %d (latest %d)", n, n)},
+				{nil, fmt.Sprintf("tables are in place (schema version %d, latest %d)", n, n)},
+				{[]string{"--down", "1"}, fmt.Sprintf("migrated from schema version %d to %d", n, n-1)},
+			}
+			if n > 1 {
+				steps = append(steps, step{[]string{"--to", "0"}, fmt.Sprintf("migrated from schema version %d to 0", n-1)})
+			}
+			steps = append(steps,
+				step{[]string{"--to", "1"}, "migrated from schema version 0 to 1"},
+				step{[]string{"--status"}, fmt.Sprintf("schema version 1 (latest %d)", n)},
+			)
+			for _, step := range steps {
+				out, err := run(step.args...)
+				if err != nil || !strings.Contains(out, step.want) {
+					t.Fatalf("migrate %v = %q, %v; want %q", step.args, out, err, step.want)
+				}
+			}
+			if _, err := run("--to", "7"); !errors.Is(err, queue.ErrConfig) {
+				t.Errorf("migrate --to 7 = %v, want ErrConfig", err)
+			}
+			if _, err := run("--to", "1", "--down", "1"); err == nil {
+				t.Error("migrate with both --to and --down succeeded")
+			}
+		})
 	}
 }

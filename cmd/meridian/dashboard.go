@@ -151,16 +151,8 @@ func basicAuth(user, pass string, next http.Handler) http.Handler {
 	})
 }
 
-// localReadOnly is the default loopback rule without the right to act.
-func localReadOnly(r *http.Request) (read, act bool) {
-	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
-		if r.Header.Get(h) != "" {
-			return false, false
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	return err == nil && isLoopbackHost(host), false
-}
+// localReadOnly is the default local-only rule without the right to act.
+func localReadOnly(r *http.Request) (read, act bool) { return dashboard.IsLocal(r), false }
 
 func isLoopbackHost(host string) bool {
 	ip := net.ParseIP(host)

@@ -178,9 +178,14 @@ func continuous(ctx context.Context, q queue.Queue, o Options) ([]Figure, error)
 		})
 	}
 
+	// The window opens after the warm-up and once a job has been handled,
+	// and closes after its length and once a job has been handled in it:
+	// on a loaded machine a short window could otherwise count nothing.
 	sleepCtx(ctx, o.Warmup)
+	waitHandled(ctx, &handled, 0)
 	h0, t0 := handled.Load(), time.Now()
 	sleepCtx(ctx, o.Duration-o.Warmup)
+	waitHandled(ctx, &handled, h0)
 	h1, el := handled.Load(), time.Since(t0)
 	stopProducers()
 	wg.Wait()
@@ -371,6 +376,13 @@ func Percentiles(samples []time.Duration, ps ...float64) []time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // sleepCtx sleeps for d and reports whether ctx is still live.
+// waitHandled waits until more than after jobs were handled or ctx ends,
+// checking every millisecond.
+func waitHandled(ctx context.Context, handled *atomic.Int64, after int64) {
+	for handled.Load() <= after && sleepCtx(ctx, time.Millisecond) {
+	}
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
