@@ -92,6 +92,12 @@ type namedQueue struct {
 	metrics   [60]metricBucket
 }
 
+// Close releases nothing and returns nil: a memory queue holds no
+// connection or file, only memory the garbage collector reclaims. It exists
+// so that a memqueue is an io.Closer like every queue queue.Open returns;
+// the queue stays usable after Close.
+func (q *Queue) Close() error { return nil }
+
 // New returns an empty queue.
 func New(opts ...Option) *Queue {
 	q := &Queue{

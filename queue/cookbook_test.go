@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridianjobs/meridian/memqueue"
@@ -39,29 +40,31 @@ func (m *fakeMailer) count() int {
 func buildEmail(userID uint64) uint64 { return userID }
 
 func TestCookbookQuickStart(t *testing.T) {
-	mailer := &fakeMailer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	synctest.Test(t, func(t *testing.T) {
+		mailer := &fakeMailer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 
-	q := memqueue.New()
-	w := queue.NewWorker(q)
+		q := memqueue.New()
+		w := queue.NewWorker(q)
 
-	queue.Handle[SendWelcomeEmail](w, func(ctx context.Context, j SendWelcomeEmail) error {
-		return mailer.Send(ctx, buildEmail(j.UserID))
+		queue.Handle[SendWelcomeEmail](w, func(ctx context.Context, j SendWelcomeEmail) error {
+			return mailer.Send(ctx, buildEmail(j.UserID))
+		})
+
+		go w.Run(ctx) // blocks until ctx is cancelled or Stop() is called
+
+		_ = queue.Dispatch(ctx, q, SendWelcomeEmail{UserID: 42})
+
+		// Dispatch with a delay.
+		_ = queue.DispatchAfter(ctx, q, SendWelcomeEmail{UserID: 43}, 10*time.Minute)
+
+		waitFor(t, "the welcome mail", func() bool { return mailer.count() == 1 })
+		time.Sleep(50 * time.Millisecond)
+		if mailer.count() != 1 {
+			t.Fatal("the delayed job ran before its time")
+		}
 	})
-
-	go w.Run(ctx) // blocks until ctx is cancelled or Stop() is called
-
-	_ = queue.Dispatch(ctx, q, SendWelcomeEmail{UserID: 42})
-
-	// Dispatch with a delay.
-	_ = queue.DispatchAfter(ctx, q, SendWelcomeEmail{UserID: 43}, 10*time.Minute)
-
-	waitFor(t, "the welcome mail", func() bool { return mailer.count() == 1 })
-	time.Sleep(50 * time.Millisecond)
-	if mailer.count() != 1 {
-		t.Fatal("the delayed job ran before its time")
-	}
 }
 
 func TestCookbookRetries(t *testing.T) {
@@ -71,7 +74,7 @@ func TestCookbookRetries(t *testing.T) {
 	w := queue.NewWorker(q).
 		MaxRetry(5).               // attempts before giving up (then OnFailed)
 		Backoff(time.Millisecond). // wait between retries (the cookbook uses 30s)
-		Poll(time.Second).         // how long Pop blocks when idle
+		Poll(time.Second).         // how long an idle worker waits before it reserves again
 		Logger(log.Printf).        // structured-ish logging hook
 		OnFailed(func(j queue.Job, err error) {
 			log.Printf("dead-letter %s: %v", j.Name, err)
@@ -98,7 +101,9 @@ func TestCookbookRetries(t *testing.T) {
 
 func TestCookbookGracefulShutdown(t *testing.T) {
 	mailer := &fakeMailer{}
+	started := make(chan struct{})
 	handleWelcome := func(ctx context.Context, j SendWelcomeEmail) error {
+		close(started)                    // the test's own: the job is in flight
 		time.Sleep(50 * time.Millisecond) // the current job, cut short by nothing
 		return mailer.Send(ctx, j.UserID)
 	}
@@ -115,8 +120,7 @@ func TestCookbookGracefulShutdown(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- w.Run(ctx) }()
 
-	waitFor(t, "the job to start", func() bool { n, _ := q.Len(ctx, ""); return n == 1 })
-	time.Sleep(10 * time.Millisecond)
+	<-started
 	stop() // stands in for the first signal, which cancels the context
 
 	<-ctx.Done() // first signal cancels the context

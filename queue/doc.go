@@ -48,7 +48,7 @@
 //
 // The worker, not the driver, retries. A handler error nacks the job for
 // another attempt after the backoff (Backoff, BackoffPolicy with Fixed,
-// Exponential or Delays) until MaxRetry total attempts (or the job's own
+// Exponential or Delays) until MaxAttempts total attempts (or the job's own
 // MaxAttempts) are used; then the job becomes a dead letter and OnFailed is
 // called. Errors wrapped with Permanent, payloads that do not decode
 // (ErrDecode) and names with no handler (ErrUnknownJob) are dead-lettered

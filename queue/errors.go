@@ -28,7 +28,10 @@ var (
 	// read; start again from the first page.
 	ErrBadCursor = errors.New("queue: not a cursor ListJobs returned")
 
-	// ErrEmpty is returned by Pop when no job became ready in time.
+	// ErrEmpty reports that no job was ready. Nothing in this module
+	// returns it today (Reserve returns no jobs and no error instead); it is
+	// kept for code written against the cookbook, and a driver or helper
+	// that waits for a job and gives up may return it.
 	ErrEmpty = errors.New("queue: empty")
 
 	// ErrUnknownJob marks the error a worker records for a job whose name

@@ -29,7 +29,7 @@ type Job struct {
 	// on its first run.
 	Attempts int
 	// MaxAttempts caps total attempts for this job. Zero means the worker's
-	// MaxRetry setting decides.
+	// MaxAttempts setting decides.
 	MaxAttempts int
 	// Timeout bounds one attempt of this job. Zero means the worker's
 	// Timeout setting decides.

@@ -12,6 +12,7 @@ const (
 	EventRetried                    // the attempt failed and the job was nacked for a retry
 	EventFailed                     // the job was dead-lettered
 	EventLeaseLost                  // the job's lease was lost while the worker held it
+	EventAbandoned                  // a handler outlived its timeout and grace; the worker stopped waiting for it
 )
 
 func (k EventKind) String() string {
@@ -26,6 +27,8 @@ func (k EventKind) String() string {
 		return "failed"
 	case EventLeaseLost:
 		return "lease-lost"
+	case EventAbandoned:
+		return "abandoned"
 	}
 	return "unknown"
 }
@@ -34,7 +37,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind    EventKind
 	Job     Job
-	Err     error         // the attempt's error for Retried and Failed
+	Err     error         // the attempt's error for Retried and Failed; the cancellation cause for Abandoned
 	Runtime time.Duration // the handler's run time, for Done, Retried and Failed
 }
 

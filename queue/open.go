@@ -3,13 +3,24 @@ package queue
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"sync"
 )
 
-// Opener opens a Queue from a URL. Drivers register one per scheme.
+// Opener opens a Queue from a URL. Drivers register one per scheme. The
+// Queue it returns must also be an io.Closer that releases what the open
+// acquired (connections, files); Open refuses one that is not.
 type Opener func(ctx context.Context, u *url.URL) (Queue, error)
+
+// QueueCloser is a Queue that its opener owns and Close releases: what
+// Open returns. Its optional abilities (BatchAcker, Inspector, ...) are
+// found by type assertion as on any Queue.
+type QueueCloser interface {
+	Queue
+	io.Closer
+}
 
 // The driver registry is the one piece of global state in this package: it
 // maps URL schemes to openers so that code can pick a driver from
@@ -50,8 +61,8 @@ func Schemes() []string {
 // Open opens the queue that rawURL names, through the driver registered for
 // its scheme: memory:// (memqueue), sqlite://path, postgres://...,
 // mysql://... . The driver's package must be imported for its scheme to be
-// known.
-func Open(ctx context.Context, rawURL string) (Queue, error) {
+// known. Close the queue when done with it.
+func Open(ctx context.Context, rawURL string) (QueueCloser, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("queue: parsing queue URL: %w", err)
@@ -66,5 +77,9 @@ func Open(ctx context.Context, rawURL string) (Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: opening %s queue: %w", u.Scheme, err)
 	}
-	return q, nil
+	qc, ok := q.(QueueCloser)
+	if !ok {
+		return nil, fmt.Errorf("queue: the %s driver's queue (%T) has no Close method; an Opener must return an io.Closer", u.Scheme, q)
+	}
+	return qc, nil
 }

@@ -15,7 +15,8 @@ import (
 
 // Worker defaults.
 const (
-	DefaultMaxRetry        = 5
+	DefaultMaxAttempts     = 5                  // total attempts, the first included
+	DefaultMaxRetry        = DefaultMaxAttempts // the older name of DefaultMaxAttempts
 	DefaultConcurrency     = 10
 	DefaultPoll            = time.Second
 	DefaultShutdownTimeout = 30 * time.Second
@@ -62,13 +63,15 @@ type Worker struct {
 	observer        Observer
 	heartbeat       time.Duration
 	prefetch        int
+	maxAbandoned    int // 0: Concurrency
+	abandoned       *abandoned
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	running  sync.Mutex
 }
 
-// NewWorker returns a Worker over q with the defaults: MaxRetry 5, the
+// NewWorker returns a Worker over q with the defaults: MaxAttempts 5, the
 // DefaultBackoff policy, Poll one second, Concurrency 10, the DefaultQueue,
 // no timeout, ShutdownTimeout 30 seconds, logging to slog.Default.
 func NewWorker(q Queue) *Worker {
@@ -85,6 +88,7 @@ func NewWorker(q Queue) *Worker {
 		shutdownTimeout: DefaultShutdownTimeout,
 		heartbeat:       10 * time.Second,
 		prefetch:        DefaultPrefetch,
+		abandoned:       newAbandoned(0),
 		stopCh:          make(chan struct{}),
 	}
 }
@@ -101,12 +105,18 @@ func (w *Worker) Register(name string, h Handler) {
 	w.handlers[name] = h
 }
 
-// MaxRetry sets the total attempts a job gets before it is dead-lettered
-// (n < 1 means 1). A job's own MaxAttempts overrides it.
-func (w *Worker) MaxRetry(n int) *Worker {
+// MaxAttempts sets the total attempts a job gets, the first included,
+// before it is dead-lettered (n < 1 means 1; default 5). A job's own
+// MaxAttempts overrides it.
+func (w *Worker) MaxAttempts(n int) *Worker {
 	w.maxRetry = max(n, 1)
 	return w
 }
+
+// MaxRetry is MaxAttempts under its older name. Despite the name, n counts
+// every attempt, the first included, not only the retries: MaxRetry(3) runs
+// a failing job three times.
+func (w *Worker) MaxRetry(n int) *Worker { return w.MaxAttempts(n) }
 
 // Backoff sets a fixed delay before each retry.
 func (w *Worker) Backoff(d time.Duration) *Worker {
@@ -186,11 +196,35 @@ func (w *Worker) Queues(names ...string) *Worker {
 // Timeout bounds each attempt (0, the default, means no bound). A job's own
 // Timeout overrides it. At the timeout the handler's context is cancelled;
 // a handler that still has not returned a grace period later is abandoned:
-// the attempt is recorded as failed with ErrTimeout, its slot is freed and
-// the stuck goroutine is logged.
+// the attempt is recorded as failed with ErrTimeout, its slot is freed, and
+// the stuck handler is logged, reported as EventAbandoned and counted by
+// Abandoned until it returns (at most MaxAbandoned at once).
 func (w *Worker) Timeout(d time.Duration) *Worker {
 	w.timeout = max(d, 0)
 	return w
+}
+
+// MaxAbandoned caps how many abandoned handlers (see Timeout) may still be
+// running at once (default: Concurrency). At the cap, a handler that outlives
+// its grace keeps its slot until it returns instead of being abandoned, so
+// stuck goroutines cannot pile up without bound.
+func (w *Worker) MaxAbandoned(n int) *Worker {
+	w.maxAbandoned = max(n, 0)
+	return w
+}
+
+// Abandoned reports how many handlers this worker abandoned (after their
+// timeout and grace) that have not yet returned. While one runs, the worker
+// does not run another attempt of its job: it gives such a job back to the
+// queue for another process.
+func (w *Worker) Abandoned() int { return w.abandoned.count() }
+
+// abandonLimit is the cap on abandoned handlers.
+func (w *Worker) abandonLimit() int {
+	if w.maxAbandoned > 0 {
+		return w.maxAbandoned
+	}
+	return w.concurrency
 }
 
 // Grace sets how long the worker waits for a handler to return after its
@@ -262,9 +296,15 @@ func (w *Worker) leaseFor() time.Duration {
 // gracefully: it stops reserving, lets running jobs finish within
 // ShutdownTimeout, then cancels their contexts, flushes pending acks under a
 // context of its own and returns nil. Handler contexts do not derive from
-// ctx. Errors from the queue are logged and retried, not returned. Run
-// returns an error only if the worker cannot start (no handlers, or it is
-// already running).
+// ctx.
+//
+// Transient queue errors are retried with backoff and logged once per
+// streak of failures (and once when the queue recovers). A queue error
+// matching ErrConfig (a missing table, an unknown schema version, bad
+// credentials: nothing a retry fixes) stops the worker as Stop does, and
+// Run returns it, wrapped with what the worker was doing. Run also returns
+// an error if the worker cannot start (no handlers, or it is already
+// running).
 func (w *Worker) Run(ctx context.Context) error {
 	if len(w.handlers) == 0 {
 		return errors.New("queue: worker has no handlers; register them with Handle before Run")
@@ -273,12 +313,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("queue: worker is already running")
 	}
 	defer w.running.Unlock()
-
-	r := newRun(w)
-	return r.run(ctx)
+	return newRun(w).run(ctx)
 }
 
-// handlerFor returns the handler for name wrapped in the middleware, or nil.
+// chain wraps h in the worker's middleware, the first registered outermost.
 func (w *Worker) chain(h Handler) Handler {
 	for i := len(w.middleware) - 1; i >= 0; i-- {
 		h = w.middleware[i](h)
@@ -308,13 +346,174 @@ func panicError(r any) error {
 	return fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
 }
 
-// hostname for the worker registry.
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return "unknown"
-	}
-	return h
+var _ io.Writer = printfWriter(nil)
+
+// run is one execution of Worker.Run: its parts, wired together, and the
+// leases they share. A reserved job flows fetcher -> jobs -> executor ->
+// completer; the extender keeps the held leases alive meanwhile and the
+// heartbeat keeps the worker listed.
+type run struct {
+	w    *Worker
+	q    Queue
+	log  *slog.Logger
+	id   string
+	halt *halt
+
+	held      *heldLeases
+	fetcher   *fetcher
+	executor  *executor
+	completer *completer
+	extender  *extender
+	heartbeat *heartbeat // nil when the queue keeps no worker registry
+
+	jobs      chan *Job     // reserved jobs, to the executors
+	freed     chan struct{} // one token per job an executor finished
+	executors sync.WaitGroup
+
+	baseCtx    context.Context // parent of handler contexts
+	cancelBase context.CancelCauseFunc
+	bgCtx      context.Context // for queue calls; cancelled last
+	cancelBg   context.CancelFunc
 }
 
-var _ io.Writer = printfWriter(nil)
+func newRun(w *Worker) *run {
+	buf := w.concurrency + w.prefetch
+	lease := w.leaseFor()
+	r := &run{
+		w:     w,
+		q:     w.q,
+		log:   w.log,
+		id:    NewID(),
+		halt:  &halt{},
+		held:  newHeldLeases(),
+		jobs:  make(chan *Job, buf),
+		freed: make(chan struct{}, buf),
+	}
+	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
+	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
+
+	r.completer = &completer{q: w.q, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
+	r.completer.acker, _ = w.q.(BatchAcker)
+	r.completer.runObs, _ = w.q.(RunObserver)
+
+	handlers := make(map[string]Handler, len(w.handlers))
+	for name, h := range w.handlers {
+		handlers[name] = w.chain(h)
+	}
+	w.abandoned.setLimit(w.abandonLimit())
+	r.executor = &executor{
+		handlers: handlers, maxAttempts: w.maxAttempts, timeout: w.timeout, grace: w.grace, backoff: w.backoff,
+		base: r.baseCtx, leases: r.held, completer: r.completer, abandoned: w.abandoned, observe: w.observe, log: w.log,
+	}
+
+	r.fetcher = &fetcher{
+		q: w.q, queues: w.queues, lease: lease, concurrency: w.concurrency, poll: w.poll, log: w.log,
+		ctx: r.bgCtx, leases: r.held, halt: r.halt, out: r.jobs, freed: r.freed,
+		pace: pacer{horizon: prefetchHorizon, max: w.prefetch},
+	}
+	r.fetcher.waiter, _ = w.q.(Waiter)
+
+	r.extender = &extender{q: w.q, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}
+	r.extender.batch, _ = w.q.(BatchExtender)
+
+	if reg, ok := w.q.(WorkerRegistry); ok {
+		r.heartbeat = &heartbeat{
+			reg:   reg,
+			info:  WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: w.queues, Concurrency: w.concurrency, StartedAt: time.Now()},
+			every: w.heartbeat, ctx: r.bgCtx, halt: r.halt, log: w.log,
+		}
+	}
+	return r
+}
+
+func (r *run) run(ctx context.Context) error {
+	stopCtx, cancelStop := context.WithCancel(ctx)
+	defer cancelStop()
+	r.halt.stop = cancelStop
+	go func() {
+		select {
+		case <-r.w.stopCh:
+			cancelStop()
+		case <-stopCtx.Done():
+		}
+	}()
+
+	for range r.w.concurrency {
+		r.executors.Go(func() {
+			for j := range r.jobs {
+				r.executor.execute(j)
+				r.freed <- struct{}{}
+			}
+		})
+	}
+	r.completer.start(cap(r.jobs))
+	bgDone := make(chan struct{})
+	var bg sync.WaitGroup
+	bg.Go(func() { r.extender.run(bgDone) })
+	if r.heartbeat != nil {
+		bg.Go(func() { r.heartbeat.run(bgDone) })
+	}
+	r.log.Info("queue: worker started", "worker", r.id, "queues", r.w.queues, "concurrency", r.w.concurrency)
+
+	r.fetcher.run(stopCtx)
+
+	r.shutdown()
+	close(bgDone)
+	bg.Wait()
+	r.cancelBg()
+	if err := r.halt.Err(); err != nil {
+		r.log.Error("queue: worker stopped by an error retrying cannot fix", "worker", r.id, "err", err)
+		return err
+	}
+	r.log.Info("queue: worker stopped", "worker", r.id)
+	return nil
+}
+
+// shutdown lets running jobs finish within ShutdownTimeout, cancels the
+// rest, gives back the jobs of handlers that ignore cancellation past the
+// grace, and flushes pending acks.
+func (r *run) shutdown() {
+	close(r.jobs)
+	execDone := make(chan struct{})
+	go func() { r.executors.Wait(); close(execDone) }()
+	t := time.NewTimer(r.w.shutdownTimeout)
+	select {
+	case <-execDone:
+	case <-t.C:
+		r.log.Warn("queue: shutdown timeout reached; cancelling running jobs", "timeout", r.w.shutdownTimeout)
+		r.cancelBase(errShutdown)
+		g := time.NewTimer(r.w.grace)
+		select {
+		case <-execDone:
+		case <-g.C:
+			r.releaseStuck()
+		}
+		g.Stop()
+	}
+	t.Stop()
+	r.cancelBase(errShutdown)
+
+	flushT := time.AfterFunc(10*time.Second, r.cancelBg)
+	r.completer.close()
+	flushT.Stop()
+}
+
+// releaseStuck gives back to the queue, for another attempt, the jobs whose
+// handlers ignored cancellation past the grace and the prefetched jobs no
+// executor is free to take, so that none stays leased to a process that
+// is going away.
+func (r *run) releaseStuck() {
+	n := 0
+	for j := range r.jobs { // closed: takes what the executors left
+		r.completer.nack(j, errShutdown, time.Now(), time.Now(), 0)
+		n++
+	}
+	stuck := r.held.releaseRunning()
+	for _, l := range stuck {
+		err := r.q.Nack(r.bgCtx, l, time.Now(), reason(fmt.Errorf("%w: its handler ignored cancellation", errShutdown)))
+		if err != nil {
+			r.log.Error("queue: releasing the job of a handler that ignored cancellation; it runs again when its lease expires", "job", l.JobID, "err", err)
+		}
+	}
+	r.log.Error("queue: handlers ignored cancellation; abandoning them and releasing their jobs", "grace", r.w.grace, "handlers", len(stuck), "prefetched", n)
+}

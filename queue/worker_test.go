@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridianjobs/meridian/memqueue"
@@ -143,38 +144,40 @@ func TestWorkerDeadLettersAfterMaxAttempts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			q := memqueue.New()
-			var calls atomic.Int32
-			var mu sync.Mutex
-			var failedErrs []error
-			w := queue.NewWorker(q).Slog(quiet).MaxRetry(tc.maxRetry).Backoff(time.Millisecond).
-				OnFailed(func(j queue.Job, err error) {
-					mu.Lock()
-					failedErrs = append(failedErrs, err)
-					mu.Unlock()
+			synctest.Test(t, func(t *testing.T) {
+				q := memqueue.New()
+				var calls atomic.Int32
+				var mu sync.Mutex
+				var failedErrs []error
+				w := queue.NewWorker(q).Slog(quiet).MaxRetry(tc.maxRetry).Backoff(time.Millisecond).
+					OnFailed(func(j queue.Job, err error) {
+						mu.Lock()
+						failedErrs = append(failedErrs, err)
+						mu.Unlock()
+					})
+				queue.Handle(w, func(ctx context.Context, g Greet) error {
+					calls.Add(1)
+					return fmt.Errorf("sending: %w", errBoom)
 				})
-			queue.Handle(w, func(ctx context.Context, g Greet) error {
-				calls.Add(1)
-				return fmt.Errorf("sending: %w", errBoom)
+				startWorker(t, w)
+				if err := queue.Dispatch(context.Background(), q, Greet{}, tc.opts...); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, "dead letter", func() bool { return len(deadLetters(t, q)) == 1 })
+				synctest.Wait() // any further attempt would have started by now
+				if calls.Load() != tc.wantCalls {
+					t.Errorf("handler ran %d times, want %d", calls.Load(), tc.wantCalls)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(failedErrs) != 1 || !errors.Is(failedErrs[0], errBoom) {
+					t.Fatalf("OnFailed got %v, want one error matching errBoom", failedErrs)
+				}
+				dl := deadLetters(t, q)[0]
+				if !strings.Contains(dl.LastError, "boom") {
+					t.Errorf("dead letter LastError = %q", dl.LastError)
+				}
 			})
-			startWorker(t, w)
-			if err := queue.Dispatch(context.Background(), q, Greet{}, tc.opts...); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "dead letter", func() bool { return len(deadLetters(t, q)) == 1 })
-			time.Sleep(20 * time.Millisecond)
-			if calls.Load() != tc.wantCalls {
-				t.Errorf("handler ran %d times, want %d", calls.Load(), tc.wantCalls)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(failedErrs) != 1 || !errors.Is(failedErrs[0], errBoom) {
-				t.Fatalf("OnFailed got %v, want one error matching errBoom", failedErrs)
-			}
-			dl := deadLetters(t, q)[0]
-			if !strings.Contains(dl.LastError, "boom") {
-				t.Errorf("dead letter LastError = %q", dl.LastError)
-			}
 		})
 	}
 }
@@ -271,111 +274,119 @@ func TestWorkerTimeout(t *testing.T) {
 	t.Parallel()
 	t.Run("handler honours its context", func(t *testing.T) {
 		t.Parallel()
-		q := memqueue.New()
-		var got error
-		var mu sync.Mutex
-		w := queue.NewWorker(q).Slog(quiet).MaxRetry(1).Timeout(30 * time.Millisecond).
-			OnFailed(func(j queue.Job, err error) { mu.Lock(); got = err; mu.Unlock() })
-		queue.Handle(w, func(ctx context.Context, g Greet) error {
-			<-ctx.Done()
-			return ctx.Err()
+		synctest.Test(t, func(t *testing.T) {
+			q := memqueue.New()
+			var got error
+			var mu sync.Mutex
+			w := queue.NewWorker(q).Slog(quiet).MaxRetry(1).Timeout(30 * time.Millisecond).
+				OnFailed(func(j queue.Job, err error) { mu.Lock(); got = err; mu.Unlock() })
+			queue.Handle(w, func(ctx context.Context, g Greet) error {
+				<-ctx.Done()
+				return ctx.Err()
+			})
+			startWorker(t, w)
+			if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "dead letter", func() bool { return len(deadLetters(t, q)) == 1 })
+			mu.Lock()
+			defer mu.Unlock()
+			if !errors.Is(got, queue.ErrTimeout) {
+				t.Fatalf("error = %v, want ErrTimeout", got)
+			}
 		})
-		startWorker(t, w)
-		if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "dead letter", func() bool { return len(deadLetters(t, q)) == 1 })
-		mu.Lock()
-		defer mu.Unlock()
-		if !errors.Is(got, queue.ErrTimeout) {
-			t.Fatalf("error = %v, want ErrTimeout", got)
-		}
 	})
 	t.Run("job timeout overrides and stuck handler is abandoned", func(t *testing.T) {
 		t.Parallel()
-		q := memqueue.New()
-		release := make(chan struct{})
-		defer close(release)
-		var handled atomic.Int32
-		w := queue.NewWorker(q).Slog(quiet).MaxRetry(1).Timeout(time.Hour).Grace(20 * time.Millisecond).Concurrency(1)
-		queue.Handle(w, func(ctx context.Context, g Greet) error {
-			if g.Name == "stuck" {
-				<-release // ignores its context
+		synctest.Test(t, func(t *testing.T) {
+			q := memqueue.New()
+			release := make(chan struct{})
+			defer close(release)
+			var handled atomic.Int32
+			w := queue.NewWorker(q).Slog(quiet).MaxRetry(1).Timeout(time.Hour).Grace(20 * time.Millisecond).Concurrency(1)
+			queue.Handle(w, func(ctx context.Context, g Greet) error {
+				if g.Name == "stuck" {
+					<-release // ignores its context
+				}
+				handled.Add(1)
+				return nil
+			})
+			startWorker(t, w)
+			ctx := context.Background()
+			if err := queue.Dispatch(ctx, q, Greet{Name: "stuck"}, queue.Timeout(20*time.Millisecond)); err != nil {
+				t.Fatal(err)
 			}
-			handled.Add(1)
-			return nil
+			waitFor(t, "stuck job recorded as timed out", func() bool {
+				dl := deadLetters(t, q)
+				return len(dl) == 1 && strings.Contains(dl[0].LastError, "timed out")
+			})
+			// The one slot was freed: the next job runs.
+			if err := queue.Dispatch(ctx, q, Greet{Name: "next"}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "next job", func() bool { return handled.Load() == 1 })
 		})
-		startWorker(t, w)
-		ctx := context.Background()
-		if err := queue.Dispatch(ctx, q, Greet{Name: "stuck"}, queue.Timeout(20*time.Millisecond)); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "stuck job recorded as timed out", func() bool {
-			dl := deadLetters(t, q)
-			return len(dl) == 1 && strings.Contains(dl[0].LastError, "timed out")
-		})
-		// The one slot was freed: the next job runs.
-		if err := queue.Dispatch(ctx, q, Greet{Name: "next"}); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, "next job", func() bool { return handled.Load() == 1 })
 	})
 }
 
 func TestWorkerGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	q := memqueue.New()
-	started := make(chan struct{})
-	var ctxErr atomic.Value
-	w := queue.NewWorker(q).Slog(quiet).ShutdownTimeout(5 * time.Second)
-	queue.Handle(w, func(ctx context.Context, g Greet) error {
-		close(started)
-		time.Sleep(150 * time.Millisecond)
-		ctxErr.Store(fmt.Sprint(ctx.Err()))
-		return nil
+	synctest.Test(t, func(t *testing.T) {
+		q := memqueue.New()
+		started := make(chan struct{})
+		var ctxErr atomic.Value
+		w := queue.NewWorker(q).Slog(quiet).ShutdownTimeout(5 * time.Second)
+		queue.Handle(w, func(ctx context.Context, g Greet) error {
+			close(started)
+			time.Sleep(150 * time.Millisecond)
+			ctxErr.Store(fmt.Sprint(ctx.Err()))
+			return nil
+		})
+		stop := startWorker(t, w)
+		if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		stop() // cancels Run's context while the job runs
+		if got := ctxErr.Load(); got != "<nil>" {
+			t.Fatalf("handler context was cancelled by Run's context: %v", got)
+		}
+		if n := length(t, q); n != 0 {
+			t.Fatalf("after shutdown Len = %d, want 0: the running job should finish and be acked", n)
+		}
 	})
-	stop := startWorker(t, w)
-	if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	stop() // cancels Run's context while the job runs
-	if got := ctxErr.Load(); got != "<nil>" {
-		t.Fatalf("handler context was cancelled by Run's context: %v", got)
-	}
-	if n := length(t, q); n != 0 {
-		t.Fatalf("after shutdown Len = %d, want 0: the running job should finish and be acked", n)
-	}
 }
 
 func TestWorkerShutdownTimeoutCancelsAndReleases(t *testing.T) {
 	t.Parallel()
-	q := memqueue.New()
-	started := make(chan struct{})
-	w := queue.NewWorker(q).Slog(quiet).ShutdownTimeout(30 * time.Millisecond).MaxRetry(1)
-	queue.Handle(w, func(ctx context.Context, g Greet) error {
-		close(started)
-		<-ctx.Done()
-		return ctx.Err()
+	synctest.Test(t, func(t *testing.T) {
+		q := memqueue.New()
+		started := make(chan struct{})
+		w := queue.NewWorker(q).Slog(quiet).ShutdownTimeout(30 * time.Millisecond).MaxRetry(1)
+		queue.Handle(w, func(ctx context.Context, g Greet) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		stop := startWorker(t, w)
+		if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		w.Stop()
+		stop()
+		// The cut-off job is released for another attempt, not dead-lettered.
+		if len(deadLetters(t, q)) != 0 {
+			t.Fatal("a job cut off by shutdown was dead-lettered")
+		}
+		if n := length(t, q); n != 1 {
+			t.Fatalf("Len = %d, want the job back in the queue", n)
+		}
+		jobs, err := q.Reserve(context.Background(), nil, 1, time.Minute)
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Reserve after shutdown = %v, %v; want the released job", jobs, err)
+		}
 	})
-	stop := startWorker(t, w)
-	if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	w.Stop()
-	stop()
-	// The cut-off job is released for another attempt, not dead-lettered.
-	if len(deadLetters(t, q)) != 0 {
-		t.Fatal("a job cut off by shutdown was dead-lettered")
-	}
-	if n := length(t, q); n != 1 {
-		t.Fatalf("Len = %d, want the job back in the queue", n)
-	}
-	jobs, err := q.Reserve(context.Background(), nil, 1, time.Minute)
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("Reserve after shutdown = %v, %v; want the released job", jobs, err)
-	}
 }
 
 // plainQueue hides every optional ability of the queue it wraps.
@@ -392,58 +403,62 @@ func TestWorkerExtendsLeaseOfLongJob(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			q := tc.q()
-			var calls atomic.Int32
-			// The job runs 2.5 leases. The worker extends a lease with half
-			// of it left, checking every quarter lease, so a lease of a
-			// second leaves 250 ms of slack for a loaded machine (-race,
-			// CI) to schedule it.
-			w := queue.NewWorker(q).Slog(quiet).Lease(time.Second).Concurrency(2)
-			queue.Handle(w, func(ctx context.Context, g Greet) error {
-				calls.Add(1)
-				time.Sleep(2500 * time.Millisecond)
-				return nil
+			synctest.Test(t, func(t *testing.T) {
+				q := tc.q()
+				var calls atomic.Int32
+				// The job runs 2.5 leases. The worker extends a lease with half
+				// of it left, checking every quarter lease, so a lease of a
+				// second leaves 250 ms of slack for a loaded machine (-race,
+				// CI) to schedule it.
+				w := queue.NewWorker(q).Slog(quiet).Lease(time.Second).Concurrency(2)
+				queue.Handle(w, func(ctx context.Context, g Greet) error {
+					calls.Add(1)
+					time.Sleep(2500 * time.Millisecond)
+					return nil
+				})
+				startWorker(t, w)
+				if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, "ack", func() bool { return calls.Load() >= 1 && length(t, q) == 0 })
+				if n := calls.Load(); n != 1 {
+					t.Fatalf("a job running past its lease was delivered %d times; the lease should have been extended", n)
+				}
 			})
-			startWorker(t, w)
-			if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "ack", func() bool { return calls.Load() >= 1 && length(t, q) == 0 })
-			if n := calls.Load(); n != 1 {
-				t.Fatalf("a job running past its lease was delivered %d times; the lease should have been extended", n)
-			}
 		})
 	}
 }
 
 func TestWorkerDeadLettersJobWhoseAttemptsCrashesUsedUp(t *testing.T) {
 	t.Parallel()
-	q := memqueue.New()
-	ctx := context.Background()
-	if err := queue.Dispatch(ctx, q, Greet{}, queue.MaxAttempts(1)); err != nil {
-		t.Fatal(err)
-	}
-	// A worker that reserves the job and dies: its lease expires.
-	if jobs, err := q.Reserve(ctx, nil, 1, 20*time.Millisecond); err != nil || len(jobs) != 1 {
-		t.Fatalf("Reserve = %v, %v", jobs, err)
-	}
-	time.Sleep(40 * time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		q := memqueue.New()
+		ctx := context.Background()
+		if err := queue.Dispatch(ctx, q, Greet{}, queue.MaxAttempts(1)); err != nil {
+			t.Fatal(err)
+		}
+		// A worker that reserves the job and dies: its lease expires.
+		if jobs, err := q.Reserve(ctx, nil, 1, 20*time.Millisecond); err != nil || len(jobs) != 1 {
+			t.Fatalf("Reserve = %v, %v", jobs, err)
+		}
+		time.Sleep(40 * time.Millisecond)
 
-	var called atomic.Bool
-	var got error
-	var mu sync.Mutex
-	w := queue.NewWorker(q).Slog(quiet).OnFailed(func(j queue.Job, err error) { mu.Lock(); got = err; mu.Unlock() })
-	queue.Handle(w, func(ctx context.Context, g Greet) error { called.Store(true); return nil })
-	startWorker(t, w)
-	waitFor(t, "dead letter", func() bool { return len(deadLetters(t, q)) == 1 })
-	if called.Load() {
-		t.Error("handler ran a job whose attempts were used up")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !errors.Is(got, queue.ErrAttemptsExhausted) || !strings.Contains(got.Error(), "leases expired") {
-		t.Fatalf("OnFailed error = %v", got)
-	}
+		var called atomic.Bool
+		var got error
+		var mu sync.Mutex
+		w := queue.NewWorker(q).Slog(quiet).OnFailed(func(j queue.Job, err error) { mu.Lock(); got = err; mu.Unlock() })
+		queue.Handle(w, func(ctx context.Context, g Greet) error { called.Store(true); return nil })
+		startWorker(t, w)
+		waitFor(t, "dead letter", func() bool { return len(deadLetters(t, q)) == 1 })
+		if called.Load() {
+			t.Error("handler ran a job whose attempts were used up")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !errors.Is(got, queue.ErrAttemptsExhausted) || !strings.Contains(got.Error(), "leases expired") {
+			t.Fatalf("OnFailed error = %v", got)
+		}
+	})
 }
 
 func TestWorkerRunsConcurrently(t *testing.T) {
@@ -626,36 +641,38 @@ func (c *countingQueue) Reserve(ctx context.Context, queues []string, max int, l
 // wake-up or the poll instead of asking the queue again and again.
 func TestWorkerDoesNotSpinOnAnEmptyQueue(t *testing.T) {
 	t.Parallel()
-	q := &countingQueue{Queue: memqueue.New()}
-	release := make(chan struct{})
-	w := queue.NewWorker(q).Slog(quiet).Concurrency(1).Poll(time.Second)
-	started := make(chan struct{}, 10)
-	var fast atomic.Int64
-	queue.Handle(w, func(ctx context.Context, g Greet) error {
-		if g.Name != "block" {
-			fast.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		q := &countingQueue{Queue: memqueue.New()}
+		release := make(chan struct{})
+		w := queue.NewWorker(q).Slog(quiet).Concurrency(1).Poll(time.Second)
+		started := make(chan struct{}, 10)
+		var fast atomic.Int64
+		queue.Handle(w, func(ctx context.Context, g Greet) error {
+			if g.Name != "block" {
+				fast.Add(1)
+				return nil
+			}
+			started <- struct{}{}
+			<-release
 			return nil
+		})
+		// Many fast jobs first, so the worker measures a high rate and
+		// prefetches, then one that blocks its only handler.
+		ctx := context.Background()
+		if _, err := queue.DispatchMany(ctx, q, make([]Greet, 5000)); err != nil {
+			t.Fatal(err)
 		}
-		started <- struct{}{}
-		<-release
-		return nil
+		startWorker(t, w)
+		waitFor(t, "the fast jobs", func() bool { return fast.Load() == 5000 })
+		if err := queue.Dispatch(ctx, q, Greet{Name: "block"}); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		before := q.reserves.Load()
+		time.Sleep(300 * time.Millisecond)
+		if n := q.reserves.Load() - before; n > 3 {
+			t.Errorf("%d Reserve calls in 300ms with an empty queue and a 1s poll", n)
+		}
+		close(release)
 	})
-	// Many fast jobs first, so the worker measures a high rate and
-	// prefetches, then one that blocks its only handler.
-	ctx := context.Background()
-	if _, err := queue.DispatchMany(ctx, q, make([]Greet, 5000)); err != nil {
-		t.Fatal(err)
-	}
-	startWorker(t, w)
-	waitFor(t, "the fast jobs", func() bool { return fast.Load() == 5000 })
-	if err := queue.Dispatch(ctx, q, Greet{Name: "block"}); err != nil {
-		t.Fatal(err)
-	}
-	<-started
-	before := q.reserves.Load()
-	time.Sleep(300 * time.Millisecond)
-	if n := q.reserves.Load() - before; n > 3 {
-		t.Errorf("%d Reserve calls in 300ms with an empty queue and a 1s poll", n)
-	}
-	close(release)
 }

@@ -1,0 +1,103 @@
+// Package storestats reads the per-queue state that metrics and alerts
+// report (depth by state, failures, the oldest ready job's wait) from a
+// driver's inspection interfaces, and caches it so that many readers cost
+// one bounded read per period.
+package storestats
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// Snapshot is the store's per-queue state at one time.
+type Snapshot struct {
+	At    time.Time
+	Stats []queue.QueueStats
+	// OldestReady maps each queue with ready jobs to the earliest time one
+	// of them became available.
+	OldestReady map[string]time.Time
+}
+
+// OldestAge returns how long queue's oldest ready job has waited at the
+// snapshot's time, zero when it has none.
+func (s Snapshot) OldestAge(queueName string) time.Duration {
+	t, ok := s.OldestReady[queueName]
+	if !ok || !s.At.After(t) {
+		return 0
+	}
+	return s.At.Sub(t)
+}
+
+// Read takes a snapshot: one QueueStats call and one OldestReady call when
+// in is a queue.OldestReadyReader, else the first ready job of each queue
+// with ready jobs (by insertion), one bounded ListJobs each.
+func Read(ctx context.Context, in queue.Inspector) (Snapshot, error) {
+	stats, err := in.QueueStats(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading queue stats: %w", err)
+	}
+	s := Snapshot{At: time.Now(), Stats: stats, OldestReady: make(map[string]time.Time)}
+	if r, ok := in.(queue.OldestReadyReader); ok {
+		oldest, err := r.OldestReady(ctx)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("reading the oldest ready jobs: %w", err)
+		}
+		s.OldestReady = oldest
+		return s, nil
+	}
+	for _, st := range stats {
+		if st.Ready.N == 0 {
+			continue
+		}
+		page, err := in.ListJobs(ctx, queue.JobFilter{State: queue.StateReady, Queue: st.Queue, Limit: 1})
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("reading the oldest ready job of %s: %w", st.Queue, err)
+		}
+		if len(page.Jobs) > 0 {
+			s.OldestReady[st.Queue] = page.Jobs[0].WaitStart()
+		}
+	}
+	return s, nil
+}
+
+// Cache holds the latest snapshot for TTL. Concurrent callers during a
+// refresh wait for it rather than starting their own.
+type Cache struct {
+	in      queue.Inspector
+	ttl     time.Duration
+	timeout time.Duration
+
+	mu   sync.Mutex
+	snap Snapshot
+	err  error
+	have bool
+}
+
+// NewCache returns a cache over in that keeps a snapshot for ttl; each
+// read is bounded by timeout.
+func NewCache(in queue.Inspector, ttl, timeout time.Duration) *Cache {
+	return &Cache{in: in, ttl: ttl, timeout: timeout}
+}
+
+// Get returns a snapshot no older than the TTL, reading the store when the
+// cached one has expired. A failed read is cached for the TTL too, so a
+// down database is not hammered by every scrape.
+func (c *Cache) Get(ctx context.Context) (Snapshot, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.have && time.Since(c.snap.At) < c.ttl {
+		return c.snap, c.err
+	}
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	snap, err := Read(rctx, c.in)
+	if err != nil {
+		snap = Snapshot{At: time.Now()}
+	}
+	c.snap, c.err, c.have = snap, err, true
+	return snap, err
+}

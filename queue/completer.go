@@ -1,0 +1,284 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/meridianjobs/meridian/queue/internal/retry"
+)
+
+// maxAckBatch caps how many acks one flush sends.
+const maxAckBatch = 1000
+
+// ackFlushers is how many ack flushes may be in flight at once.
+const ackFlushers = 2
+
+// completer is the part of a run that records outcomes (River's job
+// completer): it acks, nacks and fails jobs, batching acks through the
+// queue's BatchAcker when it has one, and reports each recorded outcome to
+// the observer, the driver's metrics and OnFailed.
+type completer struct {
+	q        Queue
+	acker    BatchAcker  // nil: ack one by one
+	runObs   RunObserver // nil: the driver keeps no metrics
+	ctx      context.Context
+	leases   *heldLeases
+	halt     *halt
+	observe  func(EventKind, *Job, error, time.Duration)
+	onFailed func(Job, error)
+	log      *slog.Logger
+
+	mu     sync.RWMutex
+	closed bool
+	acks   chan ackItem
+	done   chan struct{} // closed when the flushers have finished
+}
+
+type ackItem struct {
+	j     *Job
+	start time.Time
+	rt    time.Duration
+}
+
+// start starts the ack flushers; buffer is how many acks may wait.
+func (c *completer) start(buffer int) {
+	c.acks = make(chan ackItem, buffer)
+	c.done = make(chan struct{})
+	if c.acker == nil {
+		close(c.done)
+		return
+	}
+	// Two flushers, so one batch is sent while the next gathers and a slow
+	// flush does not stall the handlers behind a full ack buffer.
+	var flushers sync.WaitGroup
+	for range ackFlushers {
+		flushers.Go(c.ackLoop)
+	}
+	go func() { flushers.Wait(); close(c.done) }()
+}
+
+// close flushes the acks that wait and stops the flushers. Later acks are
+// sent one by one.
+func (c *completer) close() {
+	c.mu.Lock()
+	c.closed = true
+	close(c.acks)
+	c.mu.Unlock()
+	<-c.done
+}
+
+func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
+	if c.acker != nil {
+		c.mu.RLock()
+		if !c.closed {
+			c.acks <- ackItem{j: j, start: start, rt: rt}
+			c.mu.RUnlock()
+			return
+		}
+		c.mu.RUnlock()
+	}
+	if c.settled(j, c.q.Ack(c.ctx, j.Lease()), "acking", rt) {
+		c.finished(j, OutcomeDone, nil, start, rt)
+	}
+}
+
+func (c *completer) nack(j *Job, cause error, at time.Time, start time.Time, rt time.Duration) {
+	err := c.q.Nack(c.ctx, j.Lease(), at, reason(cause))
+	if storeRejected(err) {
+		c.log.Warn("queue: nacking job with its error text failed; retrying with a plain text", "job", j.ID, "err", err)
+		err = c.q.Nack(c.ctx, j.Lease(), at, plainReason(cause))
+	}
+	if c.settled(j, err, "nacking", rt) {
+		c.log.Debug("queue: job failed; retrying", "job", j.ID, "name", j.Name, "attempt", j.Attempts, "retry_at", at, "err", cause)
+		c.finished(j, OutcomeRetried, cause, start, rt)
+	}
+}
+
+func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
+	err := c.q.Fail(c.ctx, j.Lease(), reason(cause))
+	if storeRejected(err) {
+		c.log.Warn("queue: dead-lettering job with its error text failed; retrying with a plain text", "job", j.ID, "err", err)
+		err = c.q.Fail(c.ctx, j.Lease(), plainReason(cause))
+	}
+	if !c.settled(j, err, "dead-lettering", rt) {
+		return
+	}
+	c.log.Warn("queue: job dead-lettered", "job", j.ID, "name", j.Name, "attempts", j.Attempts, "err", cause)
+	c.finished(j, OutcomeFailed, cause, start, rt)
+	if c.onFailed != nil {
+		dead := *j // the handler may still hold j if it was abandoned
+		dead.LastError = reason(cause)
+		c.onFailed(dead, cause)
+	}
+}
+
+// settled stops holding j after an ack, nack or fail (doing names which)
+// returned err, logs a failure, and reports whether the call took effect.
+func (c *completer) settled(j *Job, err error, doing string, rt time.Duration) bool {
+	c.leases.remove(j.ID)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrLeaseLost):
+		c.observe(EventLeaseLost, j, err, rt)
+		c.log.Warn("queue: "+doing+" job after its lease was lost; it will run again", "job", j.ID, "name", j.Name)
+	default:
+		c.halt.check(doing+" a job", err)
+		c.log.Error("queue: "+doing+" job; it will be delivered again when its lease expires", "job", j.ID, "name", j.Name, "err", err)
+	}
+	return false
+}
+
+// finished reports a recorded outcome to the observer and the driver's
+// metrics.
+func (c *completer) finished(j *Job, o Outcome, cause error, start time.Time, rt time.Duration) {
+	kind := EventDone
+	switch o {
+	case OutcomeRetried:
+		kind = EventRetried
+	case OutcomeFailed:
+		kind = EventFailed
+	}
+	c.observe(kind, j, cause, rt)
+	if c.runObs != nil {
+		avail := j.AvailableAt
+		if avail.IsZero() {
+			avail = j.CreatedAt
+		}
+		wait := time.Duration(0)
+		if !avail.IsZero() && start.After(avail) {
+			wait = start.Sub(avail)
+		}
+		c.runObs.ObserveRun(RunRecord{Queue: j.QueueName(), Name: j.Name, Start: start, Runtime: rt, Wait: wait, Outcome: o, Attempts: j.Attempts})
+	}
+}
+
+// ackLoop collects acks and flushes them in batches: it takes whatever has
+// queued up while the previous flush ran, so batches grow with load and a
+// lone ack goes out at once.
+func (c *completer) ackLoop() {
+	batch := make([]ackItem, 0, 64)
+	for it := range c.acks {
+		batch = append(batch[:0], it)
+	more:
+		for len(batch) < maxAckBatch {
+			select {
+			case it, ok := <-c.acks:
+				if !ok {
+					break more
+				}
+				batch = append(batch, it)
+			default:
+				break more
+			}
+		}
+		c.flush(batch)
+	}
+}
+
+// flush acks a batch, retrying a failed flush while the leases hold. The
+// extender keeps the leases alive meanwhile, since the jobs stay held until
+// flushed.
+func (c *completer) flush(batch []ackItem) {
+	leases := make([]Lease, len(batch))
+	for i, it := range batch {
+		leases[i] = it.j.Lease()
+	}
+	var lost []Lease
+	fails := streak{log: c.log, doing: "flushing acks", level: slog.LevelWarn}
+	err := retry.Call(c.ctx, retry.Backoff{Initial: 10 * time.Millisecond, Max: time.Second},
+		func(err error) bool {
+			return !errors.Is(err, ErrConfig) && c.leases.anyHold(leases, time.Now())
+		},
+		func(ctx context.Context) error {
+			var err error
+			lost, err = c.acker.AckMany(ctx, leases)
+			if err != nil {
+				fails.failed(err, "jobs", len(leases))
+			}
+			return err
+		})
+	if err != nil {
+		c.halt.check("acking jobs", err)
+		c.log.Error("queue: flushing acks failed and the leases ran out; these jobs will run again", "jobs", len(leases), "err", err)
+		for _, it := range batch {
+			c.leases.remove(it.j.ID)
+		}
+		return
+	}
+	fails.ok()
+	lostSet := make(map[string]bool, len(lost))
+	for _, l := range lost {
+		lostSet[l.JobID] = true
+	}
+	for _, it := range batch {
+		c.leases.remove(it.j.ID)
+		if lostSet[it.j.ID] {
+			c.observe(EventLeaseLost, it.j, ErrLeaseLost, it.rt)
+			c.log.Warn("queue: ack after the lease was lost; the job will run again", "job", it.j.ID, "name", it.j.Name)
+			continue
+		}
+		c.finished(it.j, OutcomeDone, nil, it.start, it.rt)
+	}
+}
+
+// maxReason caps the bytes of error text stored with a job.
+const maxReason = 16 << 10
+
+// truncatedMark ends a reason cut to maxReason.
+const truncatedMark = "…(truncated)"
+
+// reason is the text stored for a failed attempt: err's message as valid
+// UTF-8 without NUL bytes (which SQL text columns reject), cut on a
+// character boundary to at most maxReason bytes.
+func reason(err error) string {
+	s := strings.ToValidUTF8(err.Error(), "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= maxReason {
+		return s
+	}
+	cut := maxReason - len(truncatedMark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + truncatedMark
+}
+
+// storeRejected reports whether a Nack or Fail error may come from the
+// reason text (a database refusing it) rather than from the lease, the
+// configuration or the context, so that a plain reason is worth a try.
+func storeRejected(err error) bool {
+	return err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrConfig) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// maxPlainReason caps the fallback reason.
+const maxPlainReason = 512
+
+// plainReason is the fallback text stored when a driver refused reason(err):
+// printable ASCII only, at most maxPlainReason bytes, so any text column
+// takes it.
+func plainReason(err error) string {
+	const prefix = "queue: the error text could not be stored; its printable ASCII start: "
+	var b strings.Builder
+	b.WriteString(prefix)
+	for _, r := range err.Error() {
+		if b.Len() >= maxPlainReason {
+			break
+		}
+		switch {
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r == '\n' || r == '\t':
+			b.WriteByte(' ')
+		default:
+			b.WriteByte('?')
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,272 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errShutdown is the cause a job's context is cancelled with when the
+// worker's shutdown grace runs out.
+var errShutdown = errors.New("queue: worker shut down before the job finished")
+
+// errStillRunning is the reason a job is given back when this process still
+// runs an abandoned attempt of it.
+var errStillRunning = errors.New("queue: an abandoned attempt of this job still runs in this process; released for another worker")
+
+// executor is the part of a run that runs one attempt of a job (River's job
+// executor): it checks the job can run, calls its handler under the job's
+// timeout, abandons a handler that ignores cancellation, and hands the
+// outcome to the completer.
+type executor struct {
+	// handlers are the worker's, each wrapped in the middleware once per run.
+	handlers    map[string]Handler
+	maxAttempts func(*Job) int
+	timeout     time.Duration
+	grace       time.Duration
+	backoff     BackoffPolicy
+	// base is the parent of handler contexts, cancelled at the end of the
+	// shutdown grace.
+	base      context.Context
+	leases    *heldLeases
+	completer *completer
+	abandoned *abandoned
+	observe   func(EventKind, *Job, error, time.Duration)
+	log       *slog.Logger
+}
+
+// execute runs one attempt of j and records its outcome.
+func (e *executor) execute(j *Job) {
+	maxA := e.maxAttempts(j)
+	if j.Attempts > maxA {
+		err := fmt.Errorf("%w: job %s was delivered %d times but allows %d attempts; the earlier deliveries' leases expired before they finished (a worker crashed, was killed, or lost its lease)",
+			ErrAttemptsExhausted, j.ID, j.Attempts, maxA)
+		e.completer.fail(j, err, time.Now(), 0)
+		return
+	}
+	if e.base.Err() != nil {
+		// The shutdown grace ran out before this prefetched job started:
+		// release it for another worker without running it.
+		e.completer.nack(j, errShutdown, time.Now(), time.Now(), 0)
+		return
+	}
+	h := e.handlers[j.Name]
+	if h == nil {
+		err := fmt.Errorf("%w: %q (job %s); register one with Handle", ErrUnknownJob, j.Name, j.ID)
+		e.completer.fail(j, err, time.Now(), 0)
+		return
+	}
+	if e.abandoned.runs(j.ID) {
+		// Never two copies of one job in one process.
+		e.log.Warn("queue: job's abandoned attempt still runs here; releasing it", "job", j.ID, "name", j.Name)
+		if j.Attempts >= maxA {
+			e.completer.fail(j, errStillRunning, time.Now(), 0)
+			return
+		}
+		e.completer.nack(j, errStillRunning, time.Now().Add(e.backoff.Backoff(j.Attempts)), time.Now(), 0)
+		return
+	}
+
+	timeout := e.timeout
+	if j.Timeout > 0 {
+		timeout = j.Timeout
+	}
+	jctx, cancel := context.WithCancelCause(context.WithValue(e.base, jobKey{}, j))
+	defer cancel(nil)
+	if timeout > 0 {
+		var cancelT context.CancelFunc
+		jctx, cancelT = context.WithTimeoutCause(jctx, timeout, ErrTimeout)
+		defer cancelT()
+	}
+	hd := e.leases.start(j.ID, cancel)
+
+	e.observe(EventStarted, j, nil, 0)
+	start := time.Now()
+	var err error
+	if timeout > 0 {
+		err = e.callAbandonable(jctx, h, j, timeout)
+	} else {
+		err = safeCall(jctx, h, j)
+	}
+	rt := time.Since(start)
+	lost, released := e.leases.stop(hd)
+
+	if err != nil && errors.Is(context.Cause(jctx), ErrTimeout) && !errors.Is(err, ErrTimeout) {
+		err = fmt.Errorf("%w after %s: %w", ErrTimeout, timeout, err)
+	}
+	switch {
+	case released:
+		e.log.Warn("queue: handler returned after shutdown released its job; its result is discarded", "job", j.ID, "name", j.Name, "err", err)
+	case lost:
+		e.leases.remove(j.ID)
+		e.observe(EventLeaseLost, j, err, rt)
+		e.log.Warn("queue: job's lease was lost while it ran; its result is discarded", "job", j.ID, "name", j.Name)
+	case err == nil:
+		e.completer.ack(j, start, rt)
+	case errors.Is(context.Cause(jctx), errShutdown):
+		e.completer.nack(j, fmt.Errorf("%w: %w", errShutdown, err), time.Now(), start, rt)
+	case IsPermanent(err) || j.Attempts >= maxA:
+		e.completer.fail(j, err, start, rt)
+	default:
+		e.completer.nack(j, err, time.Now().Add(e.backoff.Backoff(j.Attempts)), start, rt)
+	}
+}
+
+// safeCall runs h, turning a panic into an error with its stack.
+func safeCall(ctx context.Context, h Handler, j *Job) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError(p)
+		}
+	}()
+	return h(ctx, *j)
+}
+
+// callAbandonable runs h on its own goroutine so that a handler that ignores
+// its context past the timeout can be abandoned after the grace period. The
+// goroutine is the handler's own: it ends when the handler returns, and
+// nothing else is left waiting for it.
+func (e *executor) callAbandonable(ctx context.Context, h Handler, j *Job, timeout time.Duration) error {
+	c := &abandonableCall{done: make(chan error, 1)}
+	go func() {
+		err := safeCall(ctx, h, j)
+		if c.returned(err) {
+			e.abandoned.remove(j.ID)
+			e.log.Warn("queue: abandoned handler finally returned; its result is discarded", "job", j.ID, "name", j.Name, "err", err)
+		}
+	}()
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(e.grace)
+	defer t.Stop()
+	select {
+	case err := <-c.done:
+		return err
+	case <-t.C:
+	}
+	if !e.abandoned.add(j.ID) {
+		// At the cap: keep the slot until the handler returns rather than
+		// let stuck goroutines pile up.
+		e.log.Error("queue: handler did not return after its context was cancelled, and the worker already abandoned its limit of handlers; waiting for it",
+			"job", j.ID, "name", j.Name, "abandoned", e.abandoned.count())
+		return <-c.done
+	}
+	if returned, err := c.abandon(); returned {
+		e.abandoned.remove(j.ID)
+		return err // it returned just now
+	}
+	e.observe(EventAbandoned, j, context.Cause(ctx), 0)
+	e.log.Error("queue: handler did not return after its context was cancelled; abandoning its goroutine",
+		"job", j.ID, "name", j.Name, "timeout", timeout, "grace", e.grace, "cause", context.Cause(ctx), "abandoned", e.abandoned.count())
+	if errors.Is(context.Cause(ctx), ErrTimeout) {
+		return fmt.Errorf("%w after %s: handler did not return within %s of cancellation", ErrTimeout, timeout, e.grace)
+	}
+	return fmt.Errorf("handler did not return within %s of cancellation: %w", e.grace, context.Cause(ctx))
+}
+
+// abandonableCall is the hand-off between a handler's goroutine and the
+// executor that may abandon it: exactly one of them sees the other's step
+// first.
+type abandonableCall struct {
+	done chan error // buffered: the handler's result, if not abandoned
+
+	mu            sync.Mutex
+	isAbandoned   bool
+	handlerReturn bool
+}
+
+// returned records the handler's return and reports whether it had been
+// abandoned (and its result must be discarded).
+func (c *abandonableCall) returned(err error) (abandoned bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handlerReturn = true
+	if c.isAbandoned {
+		return true
+	}
+	c.done <- err
+	return false
+}
+
+// abandon marks the call abandoned, unless the handler has returned, in
+// which case it reports true and the handler's result.
+func (c *abandonableCall) abandon() (returned bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handlerReturn {
+		return true, <-c.done
+	}
+	c.isAbandoned = true
+	return false, nil
+}
+
+// abandoned counts the handlers a worker abandoned that still run, by job,
+// up to a cap.
+type abandoned struct {
+	// running mirrors n for the lock-free check every job makes.
+	running atomic.Int64
+
+	mu    sync.Mutex
+	limit int
+	byJob map[string]int
+	n     int
+}
+
+func newAbandoned(limit int) *abandoned {
+	return &abandoned{limit: limit, byJob: make(map[string]int)}
+}
+
+// setLimit sets the cap.
+func (a *abandoned) setLimit(n int) {
+	a.mu.Lock()
+	a.limit = n
+	a.mu.Unlock()
+}
+
+// add counts an abandoned handler of job id, unless the cap is reached.
+func (a *abandoned) add(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n >= a.limit {
+		return false
+	}
+	a.n++
+	a.running.Store(int64(a.n))
+	a.byJob[id]++
+	return true
+}
+
+// remove uncounts an abandoned handler of job id that returned.
+func (a *abandoned) remove(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n--
+	a.running.Store(int64(a.n))
+	if a.byJob[id]--; a.byJob[id] <= 0 {
+		delete(a.byJob, id)
+	}
+}
+
+// runs reports whether an abandoned handler of job id still runs.
+func (a *abandoned) runs(id string) bool {
+	if a.running.Load() == 0 {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.byJob[id] > 0
+}
+
+// count reports how many abandoned handlers still run.
+func (a *abandoned) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}
