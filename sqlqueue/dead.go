@@ -31,7 +31,7 @@ func (q *Queue) DeadLetters(ctx context.Context, queueName string, limit int) ([
 	query += " ORDER BY finished_at DESC, seq DESC LIMIT ?"
 	rows, err := q.queryRows(ctx, q.sql(query), append(args, limit)...)
 	if err != nil {
-		return nil, wrap(ctx, err, "listing dead letters")
+		return nil, q.wrap(ctx, err, "listing dead letters")
 	}
 	jobs := make([]queue.Job, len(rows))
 	for i, r := range rows {
@@ -58,7 +58,7 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 	if q.d.isUniqueViolation(err) {
 		return fmt.Errorf("sqlqueue: retrying dead letter %s: its unique key is held by an active job: %w", id, queue.ErrDuplicate)
 	}
-	if err := affectedOne(ctx, res, err, "retrying dead letter "+id); err != nil {
+	if err := q.affectedOne(ctx, res, err, "retrying dead letter "+id); err != nil {
 		return err
 	}
 	q.wake.signal()
@@ -66,13 +66,13 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 }
 
 // affectedOne turns a statement that changed no row into ErrNotFound.
-func affectedOne(ctx context.Context, res interface{ RowsAffected() (int64, error) }, err error, what string) error {
+func (q *Queue) affectedOne(ctx context.Context, res interface{ RowsAffected() (int64, error) }, err error, what string) error {
 	if err != nil {
-		return wrap(ctx, err, "%s", what)
+		return q.wrap(ctx, err, "%s", what)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return wrap(ctx, err, "%s", what)
+		return q.wrap(ctx, err, "%s", what)
 	}
 	if n == 0 {
 		return fmt.Errorf("sqlqueue: %s: %w", what, queue.ErrNotFound)
@@ -86,7 +86,7 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 		return err
 	}
 	res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id = ? AND state = 'dead'"), id)
-	return affectedOne(ctx, res, err, "forgetting dead letter "+id)
+	return q.affectedOne(ctx, res, err, "forgetting dead letter "+id)
 }
 
 // FlushDead deletes every dead letter of queueName ("" for all), in batches
@@ -101,7 +101,7 @@ func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
 	}
 	n, err := q.deleteBatches(ctx, cond, args)
 	if err != nil {
-		return n, wrap(ctx, err, "flushing dead letters")
+		return n, q.wrap(ctx, err, "flushing dead letters")
 	}
 	return n, nil
 }
@@ -118,7 +118,7 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 	}
 	var n int
 	if err := queryRow(ctx, stmts(q.db), q.sql(query), args, &n); err != nil {
-		return 0, wrap(ctx, err, "counting jobs")
+		return 0, q.wrap(ctx, err, "counting jobs")
 	}
 	return n, nil
 }
@@ -136,7 +136,7 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	}
 	n, err := q.deleteBatches(ctx, cond, args)
 	if err != nil {
-		return n, wrap(ctx, err, "purging jobs")
+		return n, q.wrap(ctx, err, "purging jobs")
 	}
 	return n, nil
 }
@@ -154,11 +154,11 @@ func (q *Queue) deleteBatches(ctx context.Context, cond string, args []any) (int
 		if len(ids) == 0 {
 			return total, nil
 		}
-		in := make([]any, len(ids))
-		for i, id := range ids {
-			in[i] = id
+		del, delArgs, err := q.sqlIn("DELETE FROM {jobs} WHERE id IN (?) AND "+cond, append([]any{ids}, args...)...)
+		if err != nil {
+			return total, err
 		}
-		res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND "+cond), append(in, args...)...)
+		res, err := q.db.ExecContext(ctx, del, delArgs...)
 		if err != nil {
 			return total, err
 		}

@@ -1,12 +1,14 @@
 package sqlqueue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
+	"time"
 
+	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
@@ -22,122 +24,130 @@ const (
 	SQLite   Dialect = "sqlite"   // SQLite 3.35+ (modernc.org/sqlite, mattn/go-sqlite3)
 )
 
-// dialect is the seam between the portable implementation and one SQL
-// flavour. Each dialect file defines one value; the portable code asks it for
-// the pieces of SQL that differ and for the strategy of the operations that
-// cannot be one portable statement.
-type dialect struct {
-	name Dialect
+// dialect is the seam between the portable Queue and one SQL flavour. Each
+// dialect implements it once, in its own dialect_<name>.go, with whole
+// statements: the portable code validates, chunks, wraps errors and keeps
+// the in-process state (wake-ups, metrics buffer), and asks the dialect to
+// run each operation whose SQL or strategy differs. Shared code never tests
+// which dialect it holds.
+//
+// Operations get the Queue for its handle (q.db), its table names and its
+// statement cache (q.sql); they return unwrapped errors.
+type dialect interface {
+	// name reports the dialect.
+	name() Dialect
 	// quote quotes an identifier that has already been validated.
-	quote func(string) string
-	// dollar: placeholders are $1, $2 ... instead of ?.
-	dollar bool
+	quote(ident string) string
+	// rebind turns the ? placeholders of a statement built by this package
+	// into the dialect's own.
+	rebind(query string) string
 	// maxParams is the most bind parameters one statement may carry.
-	maxParams int
-	// migrations are the dialect's schema migrations (the tables' DDL)
-	// and how they run.
-	migrations *migrate.Dialect
+	maxParams() int
+	// leaseColumns returns the template values of the lease-expiry column:
+	// {expiry} (the column a running job's lease expiry is in), {unlease}
+	// (a SET fragment clearing it, or "") and {xcol} (", column" added to
+	// jobCols, or "").
+	leaseColumns() (expiry, unlease, xcol string)
+	// scan reads jobCols (then extra) from one result row.
+	scan(sc scanner, extra ...any) (row, error)
+
+	// configure adjusts a handle at New (SQLite: one connection).
+	configure(db DB)
+	// prepare readies the database at a Queue's first use, before the
+	// schema version is checked (SQLite: WAL and busy timeout).
+	prepare(ctx context.Context, q *Queue) error
+	// prepared runs once the schema version is known to be right (MySQL:
+	// learn the affected-rows mode).
+	prepared(ctx context.Context, q *Queue) error
+	// writeTx runs fn in one short write transaction.
+	writeTx(ctx context.Context, q *Queue, fn func(ex execer) error) error
+	// pushBatch runs fn, the push of n jobs outside the caller's
+	// transaction, on the pool or in a write transaction of its own
+	// (inTx).
+	pushBatch(ctx context.Context, q *Queue, n int, fn func(ex statements, inTx bool) error) error
+
+	// migrations are the dialect's schema migrations (the tables' DDL,
+	// in sqlqueue/internal/migrate/sql/<dialect>) and how they run.
+	migrations() *migrate.Dialect
+	// insertOrIgnore is "insert unless the key exists".
+	insertOrIgnore(table, cols, values string) string
+
+	// reserve leases up to max ready jobs of queues (not paused) until
+	// expires, each with its own token made from token, in claim order.
+	reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string) ([]row, error)
+	// readyCond is the condition (and its arguments) that a pending row
+	// whose columns carry alias may be claimed at now.
+	readyCond(alias string, now int64) (string, []any)
+	// insertJobs inserts js in one statement on ex, skipping rows whose ID
+	// or unique key is taken, and returns the IDs it inserted. With
+	// notify the same statement wakes listeners when it inserted anything
+	// (notified).
+	insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (inserted map[string]bool, notified bool, err error)
+	// revive moves the finished or dead job j.ID back to pending as j,
+	// behind the jobs pushed before it. It reports false when the row is
+	// no longer finished or j's unique key is held. inTx: ex is the
+	// caller's transaction.
+	revive(ctx context.Context, q *Queue, ex statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error)
+	// notifyTx wakes listeners of the stored jobs of js inside ex's
+	// transaction; announce does so after a push outside one. Both do
+	// nothing on dialects without notifications.
+	notifyTx(ctx context.Context, q *Queue, ex statements, js []queue.Job, stored []bool) error
+	announce(q *Queue, js []queue.Job, stored []bool)
+
+	// finishLeases changes (set, with args before the leases') or deletes
+	// (set "") the jobs whose lease in leases is current at now, and
+	// returns the leases it finished. On error none is known finished.
+	finishLeases(ctx context.Context, q *Queue, leases []queue.Lease, now int64, set string, args []any) (map[queue.Lease]bool, error)
+	// touch is the expression that moves updated_at forward to the bind
+	// parameter and always changes it (MySQL counts changed rows).
+	touch() string
 	// isUniqueViolation reports whether err is a unique-constraint error.
-	isUniqueViolation func(error) bool
-	// returning: INSERT/UPDATE/DELETE ... RETURNING is available, so a push
-	// learns which rows it stored and a batch ack which rows it finished in
-	// the statement itself. Without it (MySQL/MariaDB) a batch push learns
-	// them from the affected-row count and the first AUTO_INCREMENT value
-	// (one lookup when some rows were skipped), and a batch ack from the
-	// affected-row count (locking the rows first when some lease was lost).
-	returning bool
-	// oneStatementReserve: Reserve is one UPDATE ... WHERE id IN (SELECT ...
-	// FOR UPDATE SKIP LOCKED) RETURNING statement (PostgreSQL). Otherwise it
-	// is a select then an update by primary key in one short write
-	// transaction.
-	oneStatementReserve bool
-	// leaseCol names the column that holds a running job's lease expiry,
-	// apart from run_at, so that a claim changes no indexed column: on
-	// PostgreSQL the claim is then a HOT update (no index entry written,
-	// with room on the page: see the table's fillfactor). A row is
-	// claimable when run_at <= now and leaseCol <= now; leaseCol is 0 when
-	// the row holds no lease. Empty: run_at itself holds the expiry while
-	// the job runs (SQLite, MySQL: InnoDB has no HOT updates, and there
-	// the gain, 1.02-1.17x, did not pay for running jobs leaving the
-	// index).
-	leaseCol string
-	// leaseToken returns the expression that gives each reserved job its
-	// own token: the reservation's random token (a bind parameter) joined
-	// to the row's seq column.
-	leaseToken func(seq string) string
-	// skipLocked is appended to the claim SELECT of the two-step reserve.
-	skipLocked string
-	// pausesInClaim: the two-step reserve's claim SELECT leaves paused
-	// queues out itself, through a subquery on the pauses table, instead
-	// of reading the pauses first (one round trip fewer). Only where the
-	// claim's locking read does not lock the subquery's rows (MySQL and
-	// MariaDB lock the outer table's rows only).
-	pausesInClaim bool
-	// immediate: write transactions are BEGIN IMMEDIATE on one connection
-	// (SQLite), not database/sql transactions.
-	immediate bool
-	// readCommitted: write transactions run under READ COMMITTED.
-	readCommitted bool
-	// insertIgnore is the suffix of a multi-row INSERT that skips rows whose
-	// ID or unique key is taken.
-	insertIgnore string
-	// reviveGuard: the UPDATE that revives a dead letter checks the unique
-	// key in a subquery so it cannot fail (PostgreSQL: an error would abort
-	// the caller's transaction). MySQL cannot name the target table in a
-	// subquery and does not abort on the error, so it relies on the index.
-	reviveGuard bool
-	// reviveSeq is the expression that gives a revived dead letter a new
-	// insertion position (seq), so it queues behind jobs pushed before it.
-	// Empty (MySQL, whose AUTO_INCREMENT only counts on INSERT) revives by
-	// deleting and re-inserting the row inside a transaction or savepoint.
-	reviveSeq string
-	// greatest is the two-argument maximum function.
-	greatest string
-	// contains returns a condition true when the column col contains the
-	// bind parameter (a substring, case-sensitive; bytes when blob).
-	contains func(col string, blob bool) string
-	// upsertIgnore is the INSERT prefix and suffix for "insert unless the
-	// key exists".
-	insertOrIgnore func(table, cols, values string) string
-	// upsertMetrics is the upsert of one metrics row: it adds to the
-	// counters and keeps the larger maximum.
-	upsertMetrics func(table string) string
+	isUniqueViolation(err error) bool
+	// isConfig reports whether err is one no retry can fix: a missing
+	// table or database, bad credentials.
+	isConfig(err error) bool
+
+	// inspectRead runs the reads of one inspection call (listing: a
+	// ListJobs of done, dead or ready jobs) on one statements, bounded by
+	// timeout when it is positive.
+	inspectRead(ctx context.Context, q *Queue, timeout time.Duration, listing bool, fn func(st statements) error) error
+	// knownQueues lists the queues with jobs in state by a loose index
+	// scan, at most maxStatsQueues.
+	knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error)
+	// priorities lists up to maxPriorities+1 distinct priorities of the
+	// queue's pending jobs, highest first.
+	priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error)
+	// pendingCond is the condition that a pending row is ready, scheduled
+	// or running (s) at now.
+	pendingCond(s queue.JobState, now int64) (string, []any)
+	// runningCount is the expression counting the jobs of one queue that
+	// run at now (prios: its priorities; lim closes a capped subquery),
+	// and its arguments.
+	runningCount(queueName string, prios []any, now int64, lim string) (string, []any)
+	// runningList is listQuery's part for one queue (the i-th) of running
+	// jobs: its first n jobs matching cond (with args) in order.
+	runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error)
+	// contains is a condition true when col contains the bind parameter (a
+	// substring, case-sensitive; bytes when blob).
+	contains(col string, blob bool) string
+
+	// upsertMetrics adds to one metrics row, keeping the larger maximum.
+	upsertMetrics(table string) string
 	// upsertWorker creates or refreshes one worker row.
-	upsertWorker func(table string) string
-	// ackMany returns the statement that finishes the n leases given as
-	// (id, token) pairs; with returning it returns the (id, lease_token) of the rows it finished.
-	// set is the SET clause (done) or "" (delete).
-	ackMany func(table string, n int, set string) string
-	// ackArrays: the ackMany statement takes two parameters, the IDs and
-	// the tokens as text-array literals (pgArray), instead of n (id,
-	// token) pairs, so one statement text serves every batch size.
-	ackArrays bool
-	// ackPairsFirst: the ackMany statement's (id, token) parameters come
-	// before those of its SET clause (a WITH list ahead of the UPDATE).
-	ackPairsFirst bool
-	// stepLooseScan: loose index scans (the distinct queues or priorities
-	// of the inspection queries) run as one indexed query per step from
-	// Go. MariaDB does not use the index for the correlated step of a
-	// recursive CTE and reads every row instead (0.8 s over 1,000,000
-	// jobs, against 1 ms for the steps).
-	stepLooseScan bool
-	// vacuumDue is a query with one parameter (the quoted jobs table name)
-	// returning one boolean: the jobs table holds enough dead rows to be
-	// worth vacuuming. vacuum is that statement, on {jobs}. Empty: the
-	// dialect needs neither (Maintain skips the step).
-	vacuumDue, vacuum string
-	// notify returns the statement that wakes listeners, or "".
-	notify string
+	upsertWorker(table string) string
+	// vacuumIfDue vacuums the jobs table when it holds enough dead rows to
+	// be worth it, on dialects that need it.
+	vacuumIfDue(ctx context.Context, q *Queue) error
 }
 
-func dialectFor(name Dialect) (*dialect, error) {
+func dialectFor(name Dialect) (dialect, error) {
 	switch name {
 	case Postgres:
-		return postgresDialect, nil
+		return pgDialect{}, nil
 	case MySQL:
-		return mysqlDialect, nil
+		return mysqlDialect{}, nil
 	case SQLite:
-		return sqliteDialect, nil
+		return sqliteDialect{}, nil
 	}
 	return nil, fmt.Errorf("sqlqueue: unknown dialect %q (known: postgres, mysql, sqlite)", name)
 }
@@ -164,27 +174,6 @@ func detectDialect(drv any) (Dialect, error) {
 	return "", fmt.Errorf("sqlqueue: cannot tell the SQL dialect of driver %s; pass WithDialect", t.String())
 }
 
-// rebind turns ? placeholders into $1, $2 ... for dialects that need it.
-// The SQL this package writes has no ? outside placeholders.
-func (d *dialect) rebind(query string) string {
-	if !d.dollar {
-		return query
-	}
-	var b strings.Builder
-	b.Grow(len(query) + 16)
-	n := 0
-	for i := 0; i < len(query); i++ {
-		if query[i] == '?' {
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(query[i])
-	}
-	return b.String()
-}
-
 // placeholders returns "?, ?, ?" with n marks.
 func placeholders(n int) string {
 	if n <= 0 {
@@ -208,3 +197,21 @@ func tuples(n, w int) string {
 }
 
 func quoteDouble(s string) string { return `"` + s + `"` }
+
+// noNotify is the notification half of a dialect that has none.
+type noNotify struct{}
+
+func (noNotify) notifyTx(context.Context, *Queue, statements, []queue.Job, []bool) error { return nil }
+func (noNotify) announce(*Queue, []queue.Job, []bool)                                    {}
+
+// noVacuum is the maintenance half of a dialect that needs no vacuum.
+type noVacuum struct{}
+
+func (noVacuum) vacuumIfDue(context.Context, *Queue) error { return nil }
+
+// poolPush is pushBatch on the pool: each statement commits on its own.
+type poolPush struct{}
+
+func (poolPush) pushBatch(_ context.Context, q *Queue, _ int, fn func(ex statements, inTx bool) error) error {
+	return fn(stmts(q.db), false)
+}

@@ -144,8 +144,8 @@
 // examines at most 10,000 rows per page for at most two seconds.
 //
 // Inspection reads use the existing indexes and stay fast on large tables
-// (QueueStats and the first page of each list under 100 ms with
-// 1,000,000 jobs; BenchmarkInspect): the queues are found by a loose index scan,
+// (measured in docs/benchmarks.md, BenchmarkInspect): the queues are found
+// by a loose index scan,
 // each count reads one capped index range per priority of the queue (the
 // claim index keeps scheduled jobs, whose run_at is in the future, apart
 // from the ready ones; on SQLite and MySQL running jobs too), and a list
@@ -158,13 +158,26 @@
 // jobs of each queue in claim order: jobs are claimed from that head, so
 // every running job is there unless more than 20,000 jobs of a higher
 // priority, or with an earlier run_at, became due after its claim; such a
-// job is left out of the count and the list until they are worked down.
-// (Reading every pending job instead took 0.7-0.9 s for QueueStats over
-// 1,000,000; the head costs 65-80 ms.) On PostgreSQL the reads run in one read-only transaction with
+// job is left out of the count and the list until they are worked down
+// (docs/benchmarks.md compares this with reading every pending job). On
+// PostgreSQL the reads run in one read-only transaction with
 // plan_cache_mode = force_custom_plan, so a driver that caches prepared
 // statements (pgx) does not get a generic plan that scans the table, and
 // lists of ready, dead and done jobs with enable_sort = off, so a table
 // not analyzed yet (after a bulk load) is still read in index order.
+//
+// # Errors and logs
+//
+// Every error is wrapped once with what was being done; an error caused by
+// the context is the context's error. Errors no retry can fix match
+// queue.ErrConfig, so a Worker stops on them instead of retrying: tables
+// that were never set up or have another schema version, and driver errors
+// each dialect classifies as configuration (a missing table or database,
+// refused credentials). Errors a call handles without returning them (a
+// failed maintenance pass or metrics flush triggered by an ack or a
+// heartbeat, a notification that could not be sent, a stored job's tags
+// that do not decode) go to the logger of WithLogger; without one they are
+// discarded.
 //
 // # Tuning
 //

@@ -19,7 +19,7 @@ const (
 	countCap = 10000 // counts are exact up to this, then Count.More
 	// runningScan is how many due jobs per queue, in claim order, the
 	// running count and list read where no index holds the lease expiry
-	// (PostgreSQL, see dialect.leaseCol): jobs are claimed in that order,
+	// (PostgreSQL, see pgDialect.runningCount): jobs are claimed in that order,
 	// so the running ones are at its head.
 	runningScan    = 20000
 	searchRows     = 10000           // a payload search examines at most this many jobs per page
@@ -38,15 +38,10 @@ const (
 	maxUnionQueues = 64
 )
 
-// knownQueues lists the queues that have jobs in state, by a loose index
-// scan over the (state, queue, seq) index: one index probe per queue,
-// whatever the number of jobs.
-func (q *Queue) knownQueues(ctx context.Context, st Statements, state string) ([]string, error) {
-	if q.d.stepLooseScan {
-		return looseScan[string](ctx, st, maxStatsQueues,
-			q.sql("SELECT MIN(queue) FROM {jobs} WHERE state = ?"),
-			q.sql("SELECT queue FROM {jobs} WHERE state = ? AND queue > ? ORDER BY queue LIMIT 1"), state)
-	}
+// knownQueuesCTE lists the queues that have jobs in state, by a loose
+// index scan over the (state, queue, seq) index written as a recursive
+// CTE: one index probe per queue, whatever the number of jobs.
+func (q *Queue) knownQueuesCTE(ctx context.Context, st statements, state string) ([]string, error) {
 	return queryStrings(ctx, st, q.sql(`WITH RECURSIVE s (queue) AS (
   SELECT MIN(queue) FROM {jobs} WHERE state = ?
   UNION ALL
@@ -57,7 +52,7 @@ func (q *Queue) knownQueues(ctx context.Context, st Statements, state string) ([
 // looseScan is a loose index scan run step by step: first returns the
 // first value (NULL or no row when there is none), next the value after
 // its last parameter. args come before that parameter. It stops after limit values.
-func looseScan[T any](ctx context.Context, st Statements, limit int, first, next string, args ...any) ([]T, error) {
+func looseScan[T any](ctx context.Context, st statements, limit int, first, next string, args ...any) ([]T, error) {
 	var out []T
 	var v sql.Null[T]
 	if err := queryRow(ctx, st, first, args, &v); err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -81,22 +76,8 @@ func looseScan[T any](ctx context.Context, st Statements, limit int, first, next
 // future) are then found without reading the ready ones. It returns nil
 // when the queue has more than maxPriorities of them; callers then filter
 // without the priority list.
-func (q *Queue) priorities(ctx context.Context, st Statements, queueName string) ([]any, error) {
-	var prios []int64
-	var err error
-	if q.d.stepLooseScan {
-		prios, err = looseScan[int64](ctx, st, maxPriorities+1,
-			// Not MAX(priority): MariaDB reads every row for the MAX of a
-			// descending key part.
-			q.sql("SELECT priority FROM {jobs} WHERE queue = ? AND state = 'pending' ORDER BY priority DESC LIMIT 1"),
-			q.sql("SELECT priority FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < ? ORDER BY priority DESC LIMIT 1"), queueName)
-	} else {
-		prios, err = queryInts(ctx, st, q.sql(`WITH RECURSIVE p (pr) AS (
-  SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending'
-  UNION ALL
-  SELECT (SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < p.pr) FROM p WHERE p.pr IS NOT NULL
-) SELECT pr FROM p WHERE pr IS NOT NULL LIMIT `+strconv.Itoa(maxPriorities+1)), queueName, queueName)
-	}
+func (q *Queue) priorities(ctx context.Context, st statements, queueName string) ([]any, error) {
+	prios, err := q.d.priorities(ctx, q, st, queueName)
 	if err != nil || len(prios) > maxPriorities {
 		return nil, err
 	}
@@ -110,8 +91,17 @@ func (q *Queue) priorities(ctx context.Context, st Statements, queueName string)
 	return out, nil
 }
 
+// prioritiesCTE is the loose scan of priorities as a recursive CTE.
+func (q *Queue) prioritiesCTE(ctx context.Context, st statements, queueName string) ([]int64, error) {
+	return queryInts(ctx, st, q.sql(`WITH RECURSIVE p (pr) AS (
+  SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending'
+  UNION ALL
+  SELECT (SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < p.pr) FROM p WHERE p.pr IS NOT NULL
+) SELECT pr FROM p WHERE pr IS NOT NULL LIMIT `+strconv.Itoa(maxPriorities+1)), queueName, queueName)
+}
+
 // queryInts runs a query returning one integer column.
-func queryInts(ctx context.Context, st Statements, query string, args ...any) ([]int64, error) {
+func queryInts(ctx context.Context, st statements, query string, args ...any) ([]int64, error) {
 	rows, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -153,10 +143,10 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	_ = q.FlushMetrics(ctx)
+	q.flushMetricsLogged(ctx)
 	now := time.Now()
 	var out []queue.QueueStats
-	err := q.inspectRead(ctx, 0, func(st Statements) error {
+	err := q.inspectRead(ctx, 0, false, func(st statements) error {
 		var err error
 		out, err = q.queueStats(ctx, st, now)
 		return err
@@ -165,18 +155,18 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 }
 
 // queueStats is QueueStats' reads, on st.
-func (q *Queue) queueStats(ctx context.Context, st Statements, now time.Time) ([]queue.QueueStats, error) {
+func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([]queue.QueueStats, error) {
 	var names []string
 	for _, state := range []string{statePending, stateDead} {
-		got, err := q.knownQueues(ctx, st, state)
+		got, err := q.d.knownQueues(ctx, q, st, state)
 		if err != nil {
-			return nil, wrap(ctx, err, "listing queues")
+			return nil, q.wrap(ctx, err, "listing queues")
 		}
 		names = append(names, got...)
 	}
 	paused, err := queryStrings(ctx, st, q.sql("SELECT queue FROM {pauses}"))
 	if err != nil {
-		return nil, wrap(ctx, err, "listing paused queues")
+		return nil, q.wrap(ctx, err, "listing paused queues")
 	}
 	names = append(names, paused...)
 	windowStart := now.Add(-statsWindow).Truncate(time.Minute).Unix()
@@ -185,7 +175,7 @@ func (q *Queue) queueStats(ctx context.Context, st Statements, now time.Time) ([
   SUM(CASE WHEN minute_at >= ? THEN processed ELSE 0 END)
 FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 	if err != nil {
-		return nil, wrap(ctx, err, "reading metrics")
+		return nil, q.wrap(ctx, err, "reading metrics")
 	}
 	sums := map[string]metricAgg{}
 	recent := map[string]int64{}
@@ -195,14 +185,14 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 		var r int64
 		if err := rs.Scan(&name, &a.processed, &a.failed, &a.runtimeTotal, &a.runtimeMax, &a.waitTotal, &r); err != nil {
 			rs.Close()
-			return nil, wrap(ctx, err, "reading metrics")
+			return nil, q.wrap(ctx, err, "reading metrics")
 		}
 		sums[name], recent[name] = a, r
 		names = append(names, name)
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
-		return nil, wrap(ctx, err, "reading metrics")
+		return nil, q.wrap(ctx, err, "reading metrics")
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -218,23 +208,18 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 		// the claim index, dead letters on the state index.
 		prios, err := q.priorities(ctx, st, name)
 		if err != nil {
-			return nil, wrap(ctx, err, "counting jobs of queue %s", name)
+			return nil, q.wrap(ctx, err, "counting jobs of queue %s", name)
 		}
 		pending := "SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'" + byPriority(prios)
-		var conds [3]string
+		var conds [2]string
 		var args []any
-		for i, st := range []queue.JobState{queue.StateReady, queue.StateScheduled, queue.StateRunning} {
+		for i, st := range []queue.JobState{queue.StateReady, queue.StateScheduled} {
 			var cargs []any
-			conds[i], cargs = q.pendingCond(st, nowUS)
+			conds[i], cargs = q.d.pendingCond(st, nowUS)
 			args = append(append(append(args, name), prios...), cargs...)
 		}
-		runningCount := `(SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[2] + lim + `c)`
-		if x := q.d.leaseCol; x != "" {
-			// No index holds the lease expiry: count the running jobs
-			// among the head of the queue's claim order (runningHead).
-			args = append(args[:len(args)-(2+len(prios))], name, nowUS, runningScan, nowUS)
-			runningCount = `(SELECT COUNT(*) FROM (` + q.runningHead(x+" AS x") + `) h WHERE x > ?)`
-		}
+		runningCount, rargs := q.d.runningCount(name, prios, nowUS, lim)
+		args = append(args, rargs...)
 		counts := q.sqlOnce(`SELECT
  (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[0] + lim + `a),
  (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[1] + lim + `b),
@@ -243,7 +228,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 		args = append(args, name)
 		var ready, scheduled, running, dead int64
 		if err := queryRow(ctx, st, counts, args, &ready, &scheduled, &running, &dead); err != nil {
-			return nil, wrap(ctx, err, "counting jobs of queue %s", name)
+			return nil, q.wrap(ctx, err, "counting jobs of queue %s", name)
 		}
 		s := queue.QueueStats{
 			Queue: name, Paused: slices.Contains(paused, name),
@@ -268,7 +253,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 	switch s {
 	case queue.StateReady, queue.StateScheduled, queue.StateRunning:
-		cond, args := q.pendingCond(s, now)
+		cond, args := q.d.pendingCond(s, now)
 		return "state = 'pending' AND " + cond, args, nil
 	case queue.StateDone:
 		return "state = 'done'", nil, nil
@@ -278,34 +263,10 @@ func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
 }
 
-// runningHead is the query of the first runningScan due jobs (their cols)
-// of one queue in claim order; its arguments are the queue, now and
-// runningScan. Where no index holds the lease expiry, the running count
-// and list read only this head: a job is claimed from the head, so it
-// stays there while it runs unless more than runningScan jobs of a higher
-// priority (or with an earlier run_at) became due after its claim.
-func (q *Queue) runningHead(cols string) string {
-	return "SELECT " + cols + " FROM {jobs} WHERE queue = ? AND state = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?"
-}
-
-// pendingCond returns the condition that a pending row is ready, scheduled
-// or running (s) at now. Where run_at holds the lease expiry (SQLite), a
-// running job has a lease token and a run_at in the future, so each state
-// is one range of the claim index per priority. Where the expiry has a
-// column of its own (dialect.leaseCol), a running job is one whose lease
-// has not expired; no index holds that column (so that claims change no
-// indexed one), so counting and listing running jobs reads the pending
-// jobs of the queue.
-func (q *Queue) pendingCond(s queue.JobState, now int64) (string, []any) {
-	if x := q.d.leaseCol; x != "" {
-		switch s {
-		case queue.StateReady:
-			return "run_at <= ? AND " + x + " <= ?", []any{now, now}
-		case queue.StateScheduled:
-			return "run_at > ? AND " + x + " <= ?", []any{now, now}
-		}
-		return x + " > ?", []any{now}
-	}
+// pendingByRunAt is pendingCond where run_at holds the lease expiry
+// (SQLite, MySQL): a running job has a lease token and a run_at in the
+// future, so each state is one range of the claim index per priority.
+func pendingByRunAt(s queue.JobState, now int64) (string, []any) {
 	switch s {
 	case queue.StateReady:
 		return "run_at <= ?", []any{now}
@@ -313,6 +274,14 @@ func (q *Queue) pendingCond(s queue.JobState, now int64) (string, []any) {
 		return "lease_token IS NULL AND run_at > ?", []any{now}
 	}
 	return "lease_token IS NOT NULL AND run_at > ?", []any{now}
+}
+
+// runningCountByRunAt is runningCount where run_at holds the lease expiry:
+// one capped count over the queue's running range per priority.
+func runningCountByRunAt(queueName string, prios []any, now int64, lim string) (string, []any) {
+	cond, cargs := pendingByRunAt(queue.StateRunning, now)
+	return `(SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'` + byPriority(prios) + ` AND ` + cond + lim + `c)`,
+		append(append([]any{queueName}, prios...), cargs...)
 }
 
 // ListJobs returns one page of jobs in f.State, by keyset on insertion
@@ -367,17 +336,8 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		timeout = searchTimeout
 	}
 	var rows []row
-	err = q.inspectRead(ctx, timeout, func(st Statements) error {
-		if q.d.name == Postgres && f.State != queue.StateScheduled && f.State != queue.StateRunning {
-			// Read each queue's jobs in seq order from (state, queue,
-			// seq), never a sort of them all: with a table not yet
-			// analyzed (after a bulk load) the planner takes every
-			// index range as small and sorted a claim-index range of
-			// 330,000 ready jobs (140-390 ms over 1,000,000 jobs).
-			if _, err := st.Exec(ctx, "SET LOCAL enable_sort = off"); err != nil {
-				return err
-			}
-		}
+	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
+	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
 		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner)
 		if err != nil || query == "" {
 			return err
@@ -390,7 +350,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		return err
 	})
 	if err != nil {
-		return queue.JobPage{}, wrap(ctx, err, "listing %s jobs", f.State)
+		return queue.JobPage{}, q.wrap(ctx, err, "listing %s jobs", f.State)
 	}
 	var page queue.JobPage
 	if len(rows) > limit {
@@ -412,7 +372,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 // not read. Without a queue filter the queues come from a loose index
 // scan; with more than maxUnionQueues the query is one scan sorted over
 // the whole state. It returns "" when no queue has jobs in the state.
-func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int) (string, []any, error) {
+func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int) (string, []any, error) {
 	queues := []string{f.Queue}
 	if f.Queue == "" {
 		state := statePending
@@ -423,7 +383,7 @@ func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter,
 			state = stateDead
 		}
 		var err error
-		if queues, err = q.knownQueues(ctx, st, state); err != nil {
+		if queues, err = q.d.knownQueues(ctx, q, st, state); err != nil {
 			return "", nil, err
 		}
 		if len(queues) == 0 {
@@ -433,38 +393,25 @@ func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter,
 			return "SELECT " + jobCols + " FROM {jobs} WHERE " + cond + " ORDER BY " + order + " LIMIT ?", append(args, n), nil
 		}
 	}
-	future := f.State == queue.StateScheduled || f.State == queue.StateRunning
-	head := f.State == queue.StateRunning && q.d.leaseCol != ""
 	var b strings.Builder
 	var all []any
 	for i, name := range queues {
 		if i > 0 {
 			b.WriteString(" UNION ALL ")
 		}
-		if head {
-			// Running jobs are read from the head of the queue's claim
-			// order (runningHead), bounded, not from every pending job.
-			fmt.Fprintf(&b, "SELECT * FROM (SELECT %s FROM (%s) h WHERE %s ORDER BY %s LIMIT ?) b%d", jobCols, q.runningHead(jobCols), cond, order, i)
-			all = append(append(append(all, name, now, runningScan), args...), n)
-			continue
+		var sub string
+		var subArgs []any
+		var err error
+		if f.State == queue.StateRunning {
+			sub, subArgs, err = q.d.runningList(ctx, q, st, name, now, cond, args, order, n, i)
+		} else {
+			sub, subArgs, err = q.queueList(ctx, st, name, f.State == queue.StateScheduled, cond, args, order, n, i)
 		}
-		var prios []any
-		if future {
-			var err error
-			if prios, err = q.priorities(ctx, st, name); err != nil {
-				return "", nil, err
-			}
+		if err != nil {
+			return "", nil, err
 		}
-		by := order
-		if prios != nil {
-			// Sorting by an expression keeps the planner off the (state,
-			// queue, seq) index, whose order it would otherwise walk
-			// through every ready job looking for the few future ones
-			// (measured: 158 ms instead of 2 ms per queue of 330,000).
-			by = "seq + 0"
-		}
-		fmt.Fprintf(&b, "SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ?%s AND %s ORDER BY %s LIMIT ?) b%d", jobCols, byPriority(prios), cond, by, i)
-		all = append(append(append(append(all, name), prios...), args...), n)
+		b.WriteString(sub)
+		all = append(all, subArgs...)
 	}
 	if len(queues) == 1 {
 		return b.String(), all, nil
@@ -472,45 +419,43 @@ func (q *Queue) listQuery(ctx context.Context, st Statements, f queue.JobFilter,
 	return "SELECT " + jobCols + " FROM (" + b.String() + ") u ORDER BY " + order + " LIMIT ?", append(all, n), nil
 }
 
-// inspectRead runs the reads of one inspection call on st. On PostgreSQL
-// they share a read-only transaction under plan_cache_mode =
-// force_custom_plan: a driver that prepares its statements (pgx caches
-// them) would otherwise get a generic plan after five runs, and a generic
-// plan cannot know that "run_at > $1" selects a few future jobs, so it
-// scans the table (measured: QueueStats 1.4 s instead of under 10 ms over
-// 1,000,000 jobs). A timeout > 0 bounds the call: a statement timeout on
-// PostgreSQL, the context everywhere.
-func (q *Queue) inspectRead(ctx context.Context, timeout time.Duration, fn func(st Statements) error) error {
+// queueList is listQuery's part for one queue (the i-th): its first n
+// jobs matching cond in order, from the (state, queue, seq) index, or, for
+// future jobs (scheduled or running), per priority on the claim index, so
+// the ready jobs before them are not read.
+func (q *Queue) queueList(ctx context.Context, st statements, name string, future bool, cond string, args []any, order string, n, i int) (string, []any, error) {
+	var prios []any
+	if future {
+		var err error
+		if prios, err = q.priorities(ctx, st, name); err != nil {
+			return "", nil, err
+		}
+	}
+	by := order
+	if prios != nil {
+		// Sorting by an expression keeps the planner off the (state,
+		// queue, seq) index, whose order it would otherwise walk through
+		// every ready job looking for the few future ones (measured: 158
+		// ms instead of 2 ms per queue of 330,000).
+		by = "seq + 0"
+	}
+	sub := fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ?%s AND %s ORDER BY %s LIMIT ?) b%d", jobCols, byPriority(prios), cond, by, i)
+	return sub, append(append(append([]any{name}, prios...), args...), n), nil
+}
+
+// inspectRead runs the reads of one inspection call through the dialect
+// (see dialect.inspectRead); a timeout > 0 bounds the call's context.
+func (q *Queue) inspectRead(ctx context.Context, timeout time.Duration, listing bool, fn func(st statements) error) error {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if q.d.name != Postgres {
-		return fn(stmts(q.db))
-	}
-	tx, err := q.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only
-	set := []string{"SET LOCAL plan_cache_mode = force_custom_plan"}
-	if timeout > 0 {
-		set = append(set, "SET LOCAL statement_timeout = "+strconv.Itoa(int(timeout/time.Millisecond)))
-	}
-	for _, s := range set {
-		if _, err := tx.ExecContext(ctx, s); err != nil {
-			return err
-		}
-	}
-	if err := fn(stmts(tx)); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return q.d.inspectRead(ctx, q, timeout, listing, fn)
 }
 
 // scanRows runs a query of jobCols on st and scans every row.
-func (q *Queue) scanRows(ctx context.Context, st Statements, query string, args []any) ([]row, error) {
+func (q *Queue) scanRows(ctx context.Context, st statements, query string, args []any) ([]row, error) {
 	rs, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -518,10 +463,11 @@ func (q *Queue) scanRows(ctx context.Context, st Statements, query string, args 
 	defer rs.Close()
 	var out []row
 	for rs.Next() {
-		r, err := scanRow(rs, q.d.leaseCol != "")
+		r, err := q.d.scan(rs)
 		if err != nil {
 			return nil, err
 		}
+		q.logDecode(r)
 		out = append(out, r)
 	}
 	return out, rs.Err()
@@ -534,7 +480,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 	}
 	rows, err := q.queryRows(ctx, q.sql("SELECT "+jobCols+" FROM {jobs} WHERE id = ?"), id)
 	if err != nil {
-		return queue.JobInfo{}, wrap(ctx, err, "reading job %s", id)
+		return queue.JobInfo{}, q.wrap(ctx, err, "reading job %s", id)
 	}
 	if len(rows) == 0 {
 		return queue.JobInfo{}, fmt.Errorf("sqlqueue: reading job %s: %w", id, queue.ErrNotFound)
@@ -549,7 +495,7 @@ func (q *Queue) Pause(ctx context.Context, queueName string) error {
 		return err
 	}
 	_, err := q.db.ExecContext(ctx, q.sql(q.d.insertOrIgnore("{pauses}", "queue, paused_at", "?, ?")), queueName, micros(time.Now()))
-	return wrap(ctx, err, "pausing queue %s", queueName)
+	return q.wrap(ctx, err, "pausing queue %s", queueName)
 }
 
 // Resume lets Reserve take the jobs of queueName again. Resuming a queue
@@ -559,7 +505,7 @@ func (q *Queue) Resume(ctx context.Context, queueName string) error {
 		return err
 	}
 	if _, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {pauses} WHERE queue = ?"), queueName); err != nil {
-		return wrap(ctx, err, "resuming queue %s", queueName)
+		return q.wrap(ctx, err, "resuming queue %s", queueName)
 	}
 	q.wake.signal()
 	return nil
@@ -572,7 +518,7 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 	}
 	names, err := queryStrings(ctx, stmts(q.db), q.sql("SELECT queue FROM {pauses} ORDER BY queue"))
 	if err != nil {
-		return nil, wrap(ctx, err, "listing paused queues")
+		return nil, q.wrap(ctx, err, "listing paused queues")
 	}
 	return names, nil
 }

@@ -1,10 +1,7 @@
 package sqlqueue
 
 import (
-	"cmp"
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -17,16 +14,6 @@ import (
 // leaseGuard is the condition every lease-guarded statement carries: the
 // job is pending under this token and the lease has not expired.
 const leaseGuard = "id = ? AND lease_token = ? AND state = 'pending' AND {expiry} > ?"
-
-// readyCond is the condition (and its arguments) that a pending row may be
-// claimed at now: its run_at has come and, where the lease expiry has a
-// column of its own, it holds no unexpired lease.
-func (q *Queue) readyCond(alias string, now int64) (string, []any) {
-	if q.d.leaseCol == "" {
-		return alias + "run_at <= ?", []any{now}
-	}
-	return alias + "run_at <= ? AND " + alias + q.d.leaseCol + " <= ?", []any{now, now}
-}
 
 // Reserve leases up to max ready jobs of queues (see queue.Queue). Paused
 // queues are skipped. A lease of zero or less means the visibility timeout.
@@ -51,34 +38,9 @@ func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease tim
 	}
 	now := time.Now()
 	token := queue.NewToken()
-	var (
-		rows []row
-		err  error
-	)
-	if q.d.oneStatementReserve {
-		rows, err = q.reserveOne(ctx, queues, max, now, now.Add(lease), token)
-	} else {
-		if q.d.immediate {
-			// SQLite: look before taking the one write lock, so idle
-			// pollers in other processes do not queue behind each other.
-			var one int
-			ready, readyArgs := q.readyCond("", micros(now))
-			err := queryRow(ctx, stmts(q.db), q.sql("SELECT 1 FROM {jobs} WHERE state = 'pending' AND queue IN ("+placeholders(len(queues))+
-				") AND "+ready+" LIMIT 1"), append(queueArgs(queues), readyArgs...), &one)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil, nil
-			}
-			if err != nil {
-				return nil, wrap(ctx, err, "reserving jobs")
-			}
-		}
-		err = q.writeTx(ctx, func(ex execer) error {
-			rows, err = q.reserveTwo(ctx, ex, queues, max, now, now.Add(lease), token)
-			return err
-		})
-	}
+	rows, err := q.d.reserve(ctx, q, queues, max, now, now.Add(lease), token)
 	if err != nil {
-		return nil, wrap(ctx, err, "reserving jobs")
+		return nil, q.wrap(ctx, err, "reserving jobs")
 	}
 	jobs := make([]queue.Job, len(rows))
 	for i, r := range rows {
@@ -95,136 +57,47 @@ func queueArgs(queues []string) []any {
 	return args
 }
 
-// reserveOne is the one-statement claim. The rows come back in no order;
-// they are sorted as claimed (priority, then the run_at they were claimed
-// at, then insertion).
-//
-// The pause check is uncorrelated, so PostgreSQL runs it once as a
-// One-Time Filter above the claim-index scan: correlated with the claimed
-// rows (NOT EXISTS ... WHERE p.queue = j.queue), an analyzed table is
-// claimed through a sequential scan, an anti join and a sort of every
-// pending row (500 jobs over 1,000,000 queued: 1,238 ms, against 13.5 ms).
-// A claim over several queues reads the pauses first and claims only from
-// the queues not paused then; the statement checks those again, so a
-// queue paused in between makes this one claim return nothing.
-func (q *Queue) reserveOne(ctx context.Context, queues []string, max int, now, expires time.Time, token string) ([]row, error) {
-	if len(queues) > 1 {
-		paused, err := queryStrings(ctx, stmts(q.db), q.sql("SELECT queue FROM {pauses}"))
-		if err != nil {
-			return nil, err
-		}
-		queues = slices.DeleteFunc(slices.Clone(queues), func(name string) bool { return slices.Contains(paused, name) })
-		if len(queues) == 0 {
-			return nil, nil
-		}
-	}
-	ready, readyArgs := q.readyCond("", micros(now))
-	query := q.sql(`WITH c AS (
-  SELECT id, run_at AS claimed_run_at FROM {jobs} j
-  WHERE state = 'pending' AND queue IN (` + placeholders(len(queues)) + `) AND ` + ready + `
-    AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue IN (` + placeholders(len(queues)) + `))
-  ORDER BY priority DESC, run_at, seq
-  LIMIT ?
-  FOR UPDATE OF j SKIP LOCKED)
-UPDATE {jobs} t SET attempts = t.attempts + 1, lease_token = ` + q.d.leaseToken("t.seq") + `, {expiry} = ?, updated_at = ?
-FROM c WHERE t.id = c.id
-RETURNING ` + jobColsT + `, c.claimed_run_at`)
-	args := append(queueArgs(queues), readyArgs...)
-	args = append(args, queueArgs(queues)...)
-	args = append(args, max, token, micros(expires), micros(now))
-	rs, err := q.db.QueryContext(ctx, query, args...)
+// unpaused returns queues without the paused ones.
+func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([]string, error) {
+	paused, err := queryStrings(ctx, st, q.sql("SELECT queue FROM {pauses}"))
 	if err != nil {
 		return nil, err
 	}
-	defer rs.Close()
-	type claimed struct {
-		r     row
-		runAt int64
-	}
-	var got []claimed
-	for rs.Next() {
-		var c claimed
-		r, err := scanRow(rs, q.d.leaseCol != "", &c.runAt)
-		if err != nil {
-			return nil, err
-		}
-		c.r = r
-		got = append(got, c)
-	}
-	if err := rs.Err(); err != nil {
+	return slices.DeleteFunc(slices.Clone(queues), func(name string) bool { return slices.Contains(paused, name) }), nil
+}
+
+// claimStatements are the parts of a dialect's select-then-update claim:
+// lock ends the SELECT (a locking read, or ""), token is the expression of
+// each job's lease token from the reservation's token (a bind parameter)
+// and the row's seq, and key is the column the UPDATE finds the selected
+// rows by.
+type claimStatements struct {
+	lock, token, key string
+	keyOf            func(r row) any // the key column's value of r
+}
+
+// selectThenClaim is the claim as a select then an update by key, inside
+// the caller's write transaction ex (MySQL, SQLite).
+func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queues []string, max int, now, expires time.Time, token string, c claimStatements) ([]row, error) {
+	queues, err := q.unpaused(ctx, stmts(ex), queues)
+	if err != nil || len(queues) == 0 {
 		return nil, err
 	}
-	slices.SortFunc(got, func(a, b claimed) int {
-		if a.r.job.Priority != b.r.job.Priority {
-			return b.r.job.Priority - a.r.job.Priority
-		}
-		if a.runAt != b.runAt {
-			return compareInt64(a.runAt, b.runAt)
-		}
-		return compareInt64(a.r.seq, b.r.seq)
-	})
-	out := make([]row, len(got))
-	for i, c := range got {
-		out[i] = c.r
-	}
-	return out, nil
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// reserveTwo is the claim as a select then an update by primary key, inside
-// the caller's write transaction.
-func (q *Queue) reserveTwo(ctx context.Context, ex execer, queues []string, max int, now, expires time.Time, token string) ([]row, error) {
-	notPaused := ""
-	if q.d.pausesInClaim {
-		notPaused = " AND queue NOT IN (SELECT queue FROM {pauses})"
-	} else {
-		paused, err := queryStrings(ctx, stmts(ex), q.sql("SELECT queue FROM {pauses}"))
-		if err != nil {
-			return nil, err
-		}
-		queues = slices.DeleteFunc(slices.Clone(queues), func(name string) bool { return slices.Contains(paused, name) })
-		if len(queues) == 0 {
-			return nil, nil
-		}
-	}
-	ready, readyArgs := q.readyCond("", micros(now))
+	ready, readyArgs := d.readyCond("", micros(now))
 	query := q.sql("SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN (" + placeholders(len(queues)) +
-		") AND " + ready + notPaused + " ORDER BY priority DESC, run_at, seq LIMIT ?" + q.d.skipLocked)
+		") AND " + ready + " ORDER BY priority DESC, run_at, seq LIMIT ?" + c.lock)
 	// scanRows has closed the rows when it returns, so the update below
 	// can run on the same connection.
 	got, err := q.scanRows(ctx, stmts(ex), query, append(append(queueArgs(queues), readyArgs...), max))
-	if err != nil {
+	if err != nil || len(got) == 0 {
 		return nil, err
 	}
-	if len(got) == 0 {
-		return nil, nil
-	}
-	// SQLite updates by seq, its rowid: by id every row costs a probe of
-	// the id index first (1,000 rows: 11.5-17.5 ms, against 3-5.5 ms).
-	// MySQL/MariaDB's rows are clustered on id.
-	key := "id"
 	args := []any{token, micros(expires), micros(now)}
 	for _, r := range got {
-		if q.d.immediate {
-			args = append(args, r.seq)
-		} else {
-			args = append(args, r.job.ID)
-		}
+		args = append(args, c.keyOf(r))
 	}
-	if q.d.immediate {
-		key = "seq"
-	}
-	update := q.sql("UPDATE {jobs} SET attempts = attempts + 1, lease_token = " + q.d.leaseToken("seq") +
-		", {expiry} = ?, updated_at = ? WHERE " + key + " IN (" + placeholders(len(got)) + ")")
+	update := q.sql("UPDATE {jobs} SET attempts = attempts + 1, lease_token = " + c.token +
+		", {expiry} = ?, updated_at = ? WHERE " + c.key + " IN (" + placeholders(len(got)) + ")")
 	if _, err := ex.ExecContext(ctx, update, args...); err != nil {
 		return nil, err
 	}
@@ -246,11 +119,11 @@ func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, query s
 	}
 	res, err := q.db.ExecContext(ctx, q.sql(query), append(args, l.JobID, l.Token, micros(time.Now()))...)
 	if err != nil {
-		return wrap(ctx, err, "%s job %s", what, l.JobID)
+		return q.wrap(ctx, err, "%s job %s", what, l.JobID)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return wrap(ctx, err, "%s job %s", what, l.JobID)
+		return q.wrap(ctx, err, "%s job %s", what, l.JobID)
 	}
 	if n == 0 {
 		return fmt.Errorf("sqlqueue: %s job %s: %w", what, l.JobID, queue.ErrLeaseLost)
@@ -313,7 +186,7 @@ func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Dur
 	return q.leaseBatch(ctx, "extending the leases of", leases, func(now int64) (string, []any) {
 		// updated_at always changes, as in Extend, so MySQL's count of
 		// changed rows is the count of leases that held.
-		return "{expiry} = ?, updated_at = " + q.d.greatest + "(updated_at + 1, ?)", []any{now + d.Microseconds(), now}
+		return "{expiry} = ?, updated_at = " + q.d.touch(), []any{now + d.Microseconds(), now}
 	})
 }
 
@@ -333,9 +206,9 @@ func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Leas
 		chunk := leases[start:min(start+maxChunkRows, len(leases))]
 		now := micros(time.Now())
 		clause, args := set(now)
-		done, err := q.leaseChunk(ctx, chunk, now, clause, args)
+		done, err := q.d.finishLeases(ctx, q, chunk, now, clause, args)
 		if err != nil {
-			return nil, wrap(ctx, err, "%s %d jobs", what, len(leases))
+			return nil, q.wrap(ctx, err, "%s %d jobs", what, len(leases))
 		}
 		for _, l := range chunk {
 			if !done[l] {
@@ -346,92 +219,21 @@ func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Leas
 	return lost, nil
 }
 
-// leaseChunk changes (set, with args) or deletes (set empty) the jobs whose
-// lease in leases is current at now, and returns those leases.
-func (q *Queue) leaseChunk(ctx context.Context, leases []queue.Lease, now int64, set string, args []any) (map[queue.Lease]bool, error) {
-	pairs := make([]any, 0, 2*len(leases))
-	for _, l := range leases {
-		pairs = append(pairs, l.JobID, l.Token)
+// finishByArrays runs a dialect's batch statement that takes the leases
+// as two text-array literals (pgArray: IDs, then tokens) after set's args,
+// then now, and returns the (id, lease_token) of the rows it finished.
+func (q *Queue) finishByArrays(ctx context.Context, stmt string, leases []queue.Lease, now int64, args []any) (map[queue.Lease]bool, error) {
+	ids, toks := make([]string, len(leases)), make([]string, len(leases))
+	for i, l := range leases {
+		ids[i], toks[i] = l.JobID, l.Token
 	}
 	done := make(map[queue.Lease]bool, len(leases))
-	if q.d.ackArrays {
-		ids, toks := make([]string, len(leases)), make([]string, len(leases))
-		for i, l := range leases {
-			ids[i], toks[i] = l.JobID, l.Token
-		}
-		err := q.scanLeases(ctx, stmts(q.db), done, q.sql(q.d.ackMany("{jobs}", len(leases), set)), append(args, pgArray(ids), pgArray(toks), now)...)
-		return done, err
-	}
-	if q.d.returning {
-		all := append(append(args, pairs...), now)
-		if q.d.ackPairsFirst {
-			all = append(append(pairs, args...), now)
-		}
-		err := q.scanLeases(ctx, stmts(q.db), done, q.sql(q.d.ackMany("{jobs}", len(leases), set)), all...)
-		return done, err
-	}
-	// MySQL/MariaDB: finish the rows still under these leases in one
-	// statement (by primary key: the id list leads). When it finished as
-	// many rows as there are leases, every lease held; otherwise it is
-	// rolled back and the rows still held are locked first, to learn
-	// which leases were lost.
-	ids := make([]any, len(leases))
-	for i, l := range leases {
-		ids[i] = l.JobID
-	}
-	where := " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(leases), 2) + ") AND state = 'pending' AND {expiry} > ?"
-	finish := "DELETE FROM {jobs}" + where
-	if set != "" {
-		finish = "UPDATE {jobs} SET " + set + where
-	}
-	err := q.writeTx(ctx, func(ex execer) error {
-		res, err := ex.ExecContext(ctx, q.sql(finish), append(append(append(slices.Clip(args), ids...), pairs...), now)...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(len(leases)) {
-			return cmp.Or(err, errSomeLost)
-		}
-		return nil
-	})
-	if err == nil {
-		for _, l := range leases {
-			done[l] = true
-		}
-		return done, nil
-	}
-	if !errors.Is(err, errSomeLost) {
-		return done, err
-	}
-	err = q.writeTx(ctx, func(ex execer) error {
-		sel := q.sql("SELECT id, lease_token FROM {jobs} WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" +
-			tuples(len(leases), 2) + ") AND state = 'pending' AND {expiry} > ? FOR UPDATE")
-		if err := q.scanLeases(ctx, stmts(ex), done, sel, append(append(ids, pairs...), now)...); err != nil || len(done) == 0 {
-			return err
-		}
-		in := make([]any, 0, len(done))
-		for l := range done {
-			in = append(in, l.JobID)
-		}
-		stmt := "DELETE FROM {jobs} WHERE id IN (" + placeholders(len(in)) + ")"
-		if set != "" {
-			stmt = "UPDATE {jobs} SET " + set + " WHERE id IN (" + placeholders(len(in)) + ")"
-		}
-		_, err := ex.ExecContext(ctx, q.sql(stmt), append(args, in...)...)
-		return err
-	})
-	if err != nil {
-		clear(done) // rolled back: nothing is known to be acked
-	}
+	err := scanLeases(ctx, stmts(q.db), done, q.sql(stmt), append(args, pgArray(ids), pgArray(toks), now)...)
 	return done, err
 }
 
-// errSomeLost rolls back a batch ack on MySQL that finished fewer rows
-// than it had leases.
-var errSomeLost = errors.New("sqlqueue: some leases were lost")
-
 // scanLeases runs a query returning (id, lease_token) rows into set.
-func (q *Queue) scanLeases(ctx context.Context, st Statements, set map[queue.Lease]bool, query string, args ...any) error {
+func scanLeases(ctx context.Context, st statements, set map[queue.Lease]bool, query string, args ...any) error {
 	rows, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return err
@@ -484,7 +286,7 @@ func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) erro
 	now := time.Now()
 	// updated_at always changes, so MySQL's affected-rows count (changed
 	// rows, not matched rows) is 1 whenever the lease held.
-	return q.guarded(ctx, "extending the lease of", l, "UPDATE {jobs} SET {expiry} = ?, updated_at = "+q.d.greatest+"(updated_at + 1, ?) WHERE "+leaseGuard,
+	return q.guarded(ctx, "extending the lease of", l, "UPDATE {jobs} SET {expiry} = ?, updated_at = "+q.d.touch()+" WHERE "+leaseGuard,
 		micros(now.Add(d)), micros(now))
 }
 

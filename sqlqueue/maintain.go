@@ -33,10 +33,10 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 WHERE name = 'maintenance_leader' AND (value = ? OR expires_at < ?)`),
 		q.holder, micros(now.Add(3*q.cfg.maintainEvery)), q.holder, micros(now))
 	if err != nil {
-		return false, 0, wrap(ctx, err, "electing the maintenance leader")
+		return false, 0, q.wrap(ctx, err, "electing the maintenance leader")
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, 0, wrap(ctx, err, "electing the maintenance leader")
+		return false, 0, q.wrap(ctx, err, "electing the maintenance leader")
 	}
 	finishedBefore := now.Add(-q.cfg.keepFinished)
 	pruned, err = q.pruneJobs(ctx, stateDone, finishedBefore)
@@ -62,29 +62,12 @@ WHERE name = 'maintenance_leader' AND (value = ? OR expires_at < ?)`),
 		}
 	}
 	if err != nil {
-		return true, pruned, wrap(ctx, err, "pruning old rows")
+		return true, pruned, q.wrap(ctx, err, "pruning old rows")
 	}
-	if err := q.vacuumIfDue(ctx); err != nil {
-		return true, pruned, wrap(ctx, err, "vacuuming the jobs table")
+	if err := q.d.vacuumIfDue(ctx, q); err != nil {
+		return true, pruned, q.wrap(ctx, err, "vacuuming the jobs table")
 	}
 	return true, pruned, nil
-}
-
-// vacuumIfDue vacuums and analyzes the jobs table (PostgreSQL) when its
-// statistics count at least vacuumDeadRows dead rows: on a server with
-// autovacuum off, nothing else would, and claims would walk ever more dead
-// index entries (after 500,000 of 1,000,000 jobs worked, 3,044 index pages
-// per claim of 500 against 19 after a vacuum).
-func (q *Queue) vacuumIfDue(ctx context.Context) error {
-	if q.d.vacuum == "" {
-		return nil
-	}
-	var due bool
-	if err := queryRow(ctx, stmts(q.db), q.sql(q.d.vacuumDue), []any{q.t.jobs}, &due); err != nil || !due {
-		return err
-	}
-	_, err := q.db.ExecContext(ctx, q.sql(q.d.vacuum))
-	return err
 }
 
 // pruneJobs deletes up to maxPruneBatches batches of jobs in state that
@@ -97,11 +80,11 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
-		args := make([]any, 0, len(ids)+1)
-		for _, id := range ids {
-			args = append(args, id)
+		del, args, err := q.sqlIn("DELETE FROM {jobs} WHERE id IN (?) AND state = ?", ids, state)
+		if err != nil {
+			return total, err
 		}
-		res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND state = ?"), append(args, state)...)
+		res, err := q.db.ExecContext(ctx, del, args...)
 		if err != nil {
 			return total, err
 		}
@@ -124,6 +107,8 @@ func (q *Queue) maintainIfDue(ctx context.Context) {
 	}
 	q.maintMu.Unlock()
 	if due {
-		_, _, _ = q.Maintain(ctx)
+		if _, _, err := q.Maintain(ctx); err != nil && ctx.Err() == nil {
+			q.log.Warn("sqlqueue: maintenance pass failed; the next one retries", "table", q.t.raw, "err", err)
+		}
 	}
 }

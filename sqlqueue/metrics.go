@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -86,7 +88,7 @@ func (q *Queue) flushMetricsIfDue(ctx context.Context) {
 	due := len(q.metrics.m) > 0 && time.Since(q.metrics.lastFlush) >= q.cfg.metricsFlushIn
 	q.metrics.mu.Unlock()
 	if due {
-		_ = q.FlushMetrics(ctx)
+		q.flushMetricsLogged(ctx)
 	}
 }
 
@@ -111,11 +113,19 @@ func (q *Queue) FlushMetrics(ctx context.Context) error {
 		_, err := q.db.ExecContext(ctx, upsert, k.queue, k.minute, a.processed, a.failed, a.runtimeTotal, a.runtimeMax, a.waitTotal)
 		if err != nil {
 			q.restoreMetrics(batch)
-			return wrap(ctx, err, "writing run metrics")
+			return q.wrap(ctx, err, "writing run metrics")
 		}
 		delete(batch, k)
 	}
 	return nil
+}
+
+// flushMetricsLogged flushes the buffer for a call that does not fail on a
+// failed flush; the records stay buffered and the error is logged.
+func (q *Queue) flushMetricsLogged(ctx context.Context) {
+	if err := q.FlushMetrics(ctx); err != nil && ctx.Err() == nil {
+		q.log.Warn("sqlqueue: writing run metrics failed; kept for the next flush", "table", q.t.raw, "err", err)
+	}
 }
 
 func (q *Queue) restoreMetrics(batch map[metricKey]*metricAgg) {
@@ -133,28 +143,32 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoi
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	_ = q.FlushMetrics(ctx)
+	q.flushMetricsLogged(ctx)
 	rs, err := q.db.QueryContext(ctx, q.sql(`SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
 FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`), since.Truncate(time.Minute).Unix())
 	if err != nil {
-		return nil, wrap(ctx, err, "reading metrics")
+		return nil, q.wrap(ctx, err, "reading metrics")
 	}
-	defer rs.Close()
-	var out []queue.MetricPoint
-	for rs.Next() {
-		var p queue.MetricPoint
-		var minute, rt, rmax, wait int64
-		if err := rs.Scan(&p.Queue, &minute, &p.Processed, &p.Failed, &rt, &rmax, &wait); err != nil {
-			return nil, wrap(ctx, err, "reading metrics")
+	var got []struct {
+		Queue      string `db:"queue"`
+		Minute     int64  `db:"minute_at"`
+		Processed  int64  `db:"processed"`
+		Failed     int64  `db:"failed"`
+		Runtime    int64  `db:"runtime_total_us"`
+		RuntimeMax int64  `db:"runtime_max_us"`
+		Wait       int64  `db:"wait_total_us"`
+	}
+	if err := sqlx.StructScan(rs, &got); err != nil {
+		return nil, q.wrap(ctx, err, "reading metrics")
+	}
+	out := make([]queue.MetricPoint, len(got))
+	for i, m := range got {
+		out[i] = queue.MetricPoint{
+			Queue: m.Queue, Minute: time.Unix(m.Minute, 0).UTC(), Processed: m.Processed, Failed: m.Failed,
+			TotalRuntime: time.Duration(m.Runtime) * time.Microsecond,
+			MaxRuntime:   time.Duration(m.RuntimeMax) * time.Microsecond,
+			TotalWait:    time.Duration(m.Wait) * time.Microsecond,
 		}
-		p.Minute = time.Unix(minute, 0).UTC()
-		p.TotalRuntime = time.Duration(rt) * time.Microsecond
-		p.MaxRuntime = time.Duration(rmax) * time.Microsecond
-		p.TotalWait = time.Duration(wait) * time.Microsecond
-		out = append(out, p)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, wrap(ctx, err, "reading metrics")
 	}
 	return out, nil
 }

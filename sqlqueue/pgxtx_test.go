@@ -12,9 +12,10 @@ import (
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
-// pgxStatements adapts a pgx.Tx to sqlqueue.Statements, as
+// pgxStatements adapts a pgx.Tx to hook.Statements, as
 // sqlqueue/postgres does.
 type pgxStatements struct{ tx pgx.Tx }
 
@@ -23,7 +24,7 @@ func (s pgxStatements) Exec(ctx context.Context, query string, args ...any) (int
 	return tag.RowsAffected(), err
 }
 
-func (s pgxStatements) Query(ctx context.Context, query string, args ...any) (sqlqueue.Rows, error) {
+func (s pgxStatements) Query(ctx context.Context, query string, args ...any) (hook.Rows, error) {
 	return s.tx.Query(ctx, query, args...)
 }
 
@@ -47,7 +48,7 @@ func TestTxStatementsPgx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := q.TxStatements(pgxStatements{tx})
+	p := hook.Of(q).Tx(pgxStatements{tx})
 	if err := p.Push(ctx, queue.Job{Queue: "px", Name: "n", UniqueKey: "k"}); !errors.Is(err, queue.ErrDuplicate) {
 		t.Fatalf("duplicate in a pgx.Tx = %v, want ErrDuplicate", err)
 	}
@@ -67,7 +68,7 @@ func TestTxStatementsPgx(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.TxStatements(pgxStatements{tx}).Push(ctx, queue.Job{Queue: "px", Name: "gone"}); err != nil {
+	if err := hook.Of(q).Tx(pgxStatements{tx}).Push(ctx, queue.Job{Queue: "px", Name: "gone"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
@@ -93,7 +94,7 @@ func TestCopyRowsPgx(t *testing.T) {
 	for i := range jobs {
 		jobs[i] = queue.Job{ID: queue.NewID(), Queue: "cp", Name: "n", Payload: []byte{byte(i), 0, 0xff}, Tags: []string{"bulk"}, Meta: map[string]string{"i": "x"}}
 	}
-	table, cols, rows := q.CopyRows(jobs)
+	table, cols, rows := hook.Of(q).CopyRows(jobs)
 	n, err := conn.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
 	if err != nil || n != int64(len(jobs)) {
 		t.Fatalf("CopyFrom = %d, %v", n, err)

@@ -4,13 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 // insertCols and insertRow are the INSERT of a new job: 14 parameters per
@@ -26,30 +25,9 @@ const (
 	maxChunkBytes = 4 << 20
 )
 
-// Execer runs statements: a *sql.Tx, a *sqlx.Tx or a *sql.Conn.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-// Statements runs SQL for a TxPusher on a transaction that database/sql
-// does not own, such as a pgx.Tx (sqlqueue/postgres adapts one). Queries
-// come with the dialect's placeholders ($1 on PostgreSQL) and take string,
-// []byte, int, int64 and nil arguments.
-type Statements interface {
-	// Exec runs a statement and reports how many rows it changed.
-	Exec(ctx context.Context, query string, args ...any) (rowsAffected int64, err error)
-	// Query runs a query. pgx.Rows satisfies Rows.
-	Query(ctx context.Context, query string, args ...any) (Rows, error)
-}
-
-// Rows is the result of Statements.Query.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
+// statements runs the SQL of a push on a database/sql handle or on a
+// transaction database/sql does not own (see hook.Statements).
+type statements = hook.Statements
 
 // sqlStatements adapts a database/sql handle (DB, Tx or Conn).
 type sqlStatements struct{ ex execer }
@@ -62,7 +40,7 @@ func (s sqlStatements) Exec(ctx context.Context, query string, args ...any) (int
 	return res.RowsAffected()
 }
 
-func (s sqlStatements) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+func (s sqlStatements) Query(ctx context.Context, query string, args ...any) (hook.Rows, error) {
 	rows, err := s.ex.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -74,8 +52,8 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
-// stmts returns the Statements of a database/sql handle.
-func stmts(ex execer) Statements { return sqlStatements{ex} }
+// stmts returns the statements of a database/sql handle.
+func stmts(ex execer) statements { return sqlStatements{ex} }
 
 // Push stores j (see queue.Pusher). A duplicate returns a
 // *queue.DuplicateError naming the active job that holds the ID or key.
@@ -108,18 +86,13 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, nil
 	}
 	var stored []bool
-	var err error
-	if q.d.immediate && len(jobs) > 1 {
-		// One write transaction on SQLite: one fsync for the batch.
-		err = q.writeTx(ctx, func(ex execer) error {
-			stored, err = q.pushMany(ctx, stmts(ex), true, jobs)
-			return err
-		})
-	} else {
-		stored, err = q.pushMany(ctx, stmts(q.db), false, jobs)
-	}
+	err := q.d.pushBatch(ctx, q, len(jobs), func(ex statements, inTx bool) error {
+		var err error
+		stored, err = q.pushMany(ctx, ex, inTx, jobs)
+		return err
+	})
 	if err != nil {
-		return nil, wrap(ctx, err, "pushing %d jobs", len(jobs))
+		return nil, q.wrap(ctx, err, "pushing %d jobs", len(jobs))
 	}
 	q.wakeFor(jobs, stored)
 	q.announce(jobs, stored)
@@ -143,20 +116,21 @@ func (q *Queue) wakeFor(jobs []queue.Job, stored []bool) {
 // not be used by several goroutines at once.
 type TxPusher struct {
 	q  *Queue
-	st Statements
+	st statements
 }
 
-// Tx returns a Pusher bound to the caller's transaction tx (a *sql.Tx, or a
-// *sqlx.Tx). On PostgreSQL the wake-up notification is sent on commit.
+// Tx returns a Pusher bound to the caller's transaction tx: a *sql.Tx, a
+// *sqlx.Tx, or anything with their ExecContext and QueryContext. On
+// PostgreSQL the wake-up notification is sent on commit.
 //
 // On SQLite the database has one connection, which tx holds: use only the
 // TxPusher (not q itself) until tx ends, or the call waits for ever.
-func (q *Queue) Tx(tx Execer) *TxPusher { return &TxPusher{q: q, st: stmts(tx)} }
+func (q *Queue) Tx(tx execer) *TxPusher { return &TxPusher{q: q, st: stmts(tx)} }
 
-// TxStatements returns a Pusher bound to a transaction that database/sql
+// txStatements returns a Pusher bound to a transaction that database/sql
 // does not own, through s: the transaction's statements and its commit
 // decide, as with Tx. sqlqueue/postgres uses it for pgx.Tx.
-func (q *Queue) TxStatements(s Statements) *TxPusher { return &TxPusher{q: q, st: s} }
+func (q *Queue) txStatements(s statements) *TxPusher { return &TxPusher{q: q, st: s} }
 
 // Push stores j in the transaction with Queue.Push's rules.
 func (p *TxPusher) Push(ctx context.Context, j queue.Job) error {
@@ -173,31 +147,31 @@ func (p *TxPusher) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, erro
 	}
 	stored, err := p.q.pushMany(ctx, p.st, true, jobs)
 	if err != nil {
-		return nil, wrap(ctx, err, "pushing %d jobs in a transaction", len(jobs))
+		return nil, p.q.wrap(ctx, err, "pushing %d jobs in a transaction", len(jobs))
 	}
 	return stored, nil
 }
 
-func (q *Queue) pushOne(ctx context.Context, ex Statements, inTx bool, j queue.Job) error {
+func (q *Queue) pushOne(ctx context.Context, ex statements, inTx bool, j queue.Job) error {
 	if j.ID == "" {
 		j.ID = queue.NewID()
 	}
 	stored, err := q.pushMany(ctx, ex, inTx, []queue.Job{j})
 	if err != nil {
-		return wrap(ctx, err, "pushing job %s", j.ID)
+		return q.wrap(ctx, err, "pushing job %s", j.ID)
 	}
 	if stored[0] {
 		return nil
 	}
 	dup, err := q.duplicateOf(ctx, ex, j)
 	if err != nil {
-		return wrap(ctx, err, "looking up the holder of job %s", j.ID)
+		return q.wrap(ctx, err, "looking up the holder of job %s", j.ID)
 	}
 	return dup
 }
 
 // duplicateOf names the active job that kept j from being stored.
-func (q *Queue) duplicateOf(ctx context.Context, ex Statements, j queue.Job) (*queue.DuplicateError, error) {
+func (q *Queue) duplicateOf(ctx context.Context, ex statements, j queue.Job) (*queue.DuplicateError, error) {
 	var state string
 	err := queryRow(ctx, ex, q.sql("SELECT state FROM {jobs} WHERE id = ?"), []any{j.ID}, &state)
 	if err == nil && state == statePending {
@@ -218,7 +192,7 @@ func (q *Queue) duplicateOf(ctx context.Context, ex Statements, j queue.Job) (*q
 }
 
 // queryRow runs a one-row query on ex and scans it.
-func queryRow(ctx context.Context, ex Statements, query string, args []any, dest ...any) error {
+func queryRow(ctx context.Context, ex statements, query string, args []any, dest ...any) error {
 	rows, err := ex.Query(ctx, query, args...)
 	if err != nil {
 		return err
@@ -238,7 +212,7 @@ func queryRow(ctx context.Context, ex Statements, query string, args []any, dest
 }
 
 // queryStrings runs a query returning one string column.
-func queryStrings(ctx context.Context, ex Statements, query string, args ...any) ([]string, error) {
+func queryStrings(ctx context.Context, ex statements, query string, args ...any) ([]string, error) {
 	rows, err := ex.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -258,7 +232,7 @@ func queryStrings(ctx context.Context, ex Statements, query string, args ...any)
 // pushMany is the push of jobs on ex, unwrapped errors. It inserts in
 // chunks skipping conflicts, revives dead letters whose IDs were pushed,
 // and sends one notification if anything was stored.
-func (q *Queue) pushMany(ctx context.Context, ex Statements, inTx bool, jobs []queue.Job) ([]bool, error) {
+func (q *Queue) pushMany(ctx context.Context, ex statements, inTx bool, jobs []queue.Job) ([]bool, error) {
 	now := time.Now()
 	js := make([]queue.Job, len(jobs))
 	keepCreated := make([]bool, len(jobs))
@@ -268,9 +242,11 @@ func (q *Queue) pushMany(ctx context.Context, ex Statements, inTx bool, jobs []q
 	}
 	stored := make([]bool, len(js))
 	// Outside a transaction the caller announces the push after it
-	// (announce); inside one, the notification must commit with it.
-	notified := !inTx || q.d.notify == ""
-	perChunk := min(q.d.maxParams/insertParams-2, maxChunkRows)
+	// (announce); inside one, the notification must commit with it (a
+	// dialect without notifications never reports one sent, and its
+	// notifyTx does nothing).
+	notified := !inTx
+	perChunk := min(q.d.maxParams()/insertParams-2, maxChunkRows)
 	for start := 0; start < len(js); {
 		end, size := start, 0
 		for end < len(js) && end-start < perChunk && (end == start || size+len(js[end].Payload) <= maxChunkBytes) {
@@ -289,7 +265,7 @@ func (q *Queue) pushMany(ctx context.Context, ex Statements, inTx bool, jobs []q
 		return nil, err
 	}
 	if revived && !notified {
-		if err := q.notify(ctx, ex, js, stored); err != nil {
+		if err := q.d.notifyTx(ctx, q, ex, js, stored); err != nil {
 			return nil, err
 		}
 	}
@@ -316,117 +292,13 @@ func normalize(j queue.Job, now time.Time) queue.Job {
 
 // insertChunk inserts js in one statement, skipping rows whose ID or unique
 // key is taken, and marks in stored the ones it inserted. With notify (a
-// push inside the caller's transaction, on PostgreSQL) the same statement
-// sends the push's notification when it inserted anything (notified
-// reports it).
-func (q *Queue) insertChunk(ctx context.Context, ex Statements, js []queue.Job, stored []bool, now time.Time, notify bool) (notified bool, err error) {
-	args := make([]any, 0, len(js)*insertParams)
-	for _, j := range js {
-		avail := micros(j.AvailableAt)
-		args = append(args, j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
-			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(j.CreatedAt), micros(now))
-	}
-	insert := "INSERT INTO {jobs} (" + insertCols + ") VALUES " + strings.TrimSuffix(strings.Repeat(insertRow+", ", len(js)), ", ") + q.d.insertIgnore
-	ids := make([]any, len(js))
-	for i, j := range js {
-		ids[i] = j.ID
-	}
-	var inserted map[string]bool
-	if q.d.returning {
-		if notify {
-			// One statement inserts and, if it inserted anything, notifies:
-			// the NULL row is the notification's.
-			insert = "WITH ins AS (" + insert + ") SELECT id FROM ins UNION ALL SELECT NULL FROM (" + q.d.notify +
-				") n WHERE EXISTS (SELECT 1 FROM ins)"
-			args = append(args, q.NotifyChannel(), notifyPayload(js, nil))
-		}
-		rows, err := ex.Query(ctx, q.sql(insert), args...)
-		if err != nil {
-			return false, err
-		}
-		defer rows.Close()
-		inserted = make(map[string]bool, len(js))
-		for rows.Next() {
-			var id sql.NullString
-			if err := rows.Scan(&id); err != nil {
-				return false, err
-			}
-			if !id.Valid {
-				notified = true
-				continue
-			}
-			inserted[id.String] = true
-		}
-		if err := rows.Err(); err != nil {
-			return false, err
-		}
-	} else if s, ok := ex.(sqlStatements); ok {
-		// No RETURNING (MySQL/MariaDB): the rows the statement inserted
-		// are the rows with these IDs whose seq is at least the first
-		// AUTO_INCREMENT value it generated (LastInsertId, 0 when it
-		// inserted none). When the affected-row count says it inserted
-		// every row, no lookup is needed; with the clientFoundRows DSN
-		// flag (or before use has checked) duplicates may count too, so
-		// the lookup runs.
-		res, err := s.ex.ExecContext(ctx, q.sql(insert), args...)
-		if err != nil {
-			return false, err
-		}
-		first, err := res.LastInsertId()
-		if err != nil {
-			return false, err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return false, err
-		}
-		inserted = make(map[string]bool, len(js))
-		switch {
-		case first == 0:
-		case n == int64(len(js)) && q.changedRows.Load():
-			for _, j := range js {
-				inserted[j.ID] = true
-			}
-		default:
-			after, err := queryStrings(ctx, ex, q.sql("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND seq >= ?"), append(ids, first)...)
-			if err != nil {
-				return false, err
-			}
-			for _, id := range after {
-				inserted[id] = true
-			}
-		}
-	} else {
-		// No RETURNING and no sql.Result: the IDs present after the
-		// insert that were absent before it are the ones it stored.
-		byID := q.sql("SELECT id FROM {jobs} WHERE id IN (" + placeholders(len(ids)) + ")")
-		before, err := queryStrings(ctx, ex, byID, ids...)
-		if err != nil {
-			return false, err
-		}
-		existed := make(map[string]bool, len(before))
-		for _, id := range before {
-			existed[id] = true
-		}
-		if _, err := ex.Exec(ctx, q.sql(insert), args...); err != nil {
-			return false, err
-		}
-		var fresh []any
-		for _, id := range ids {
-			if !existed[id.(string)] {
-				fresh = append(fresh, id)
-			}
-		}
-		inserted = make(map[string]bool)
-		if len(fresh) > 0 {
-			after, err := queryStrings(ctx, ex, q.sql("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(fresh))+")"), fresh...)
-			if err != nil {
-				return false, err
-			}
-			for _, id := range after {
-				inserted[id] = true
-			}
-		}
+// push inside the caller's transaction, on a dialect that notifies) the
+// same statement sends the push's notification when it inserted anything
+// (notified reports it).
+func (q *Queue) insertChunk(ctx context.Context, ex statements, js []queue.Job, stored []bool, now time.Time, notify bool) (notified bool, err error) {
+	inserted, notified, err := q.d.insertJobs(ctx, q, ex, js, now, notify)
+	if err != nil {
+		return false, err
 	}
 	for i, j := range js {
 		if inserted[j.ID] {
@@ -437,12 +309,47 @@ func (q *Queue) insertChunk(ctx context.Context, ex Statements, js []queue.Job, 
 	return notified, nil
 }
 
+// insertStatement is the multi-row INSERT of js, ending in suffix (the
+// dialect's "skip conflicting rows"), and its arguments.
+func insertStatement(js []queue.Job, now time.Time, suffix string) (string, []any) {
+	args := make([]any, 0, len(js)*insertParams)
+	for _, j := range js {
+		avail := micros(j.AvailableAt)
+		args = append(args, j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
+			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(j.CreatedAt), micros(now))
+	}
+	return "INSERT INTO {jobs} (" + insertCols + ") VALUES " + strings.TrimSuffix(strings.Repeat(insertRow+", ", len(js)), ", ") + suffix, args
+}
+
+// insertReturning runs an INSERT ... RETURNING id and collects the IDs; a
+// NULL row says the statement also notified.
+func insertReturning(ctx context.Context, ex statements, query string, args []any) (inserted map[string]bool, notified bool, err error) {
+	rows, err := ex.Query(ctx, query, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	inserted = make(map[string]bool, len(args)/insertParams)
+	for rows.Next() {
+		var id sql.NullString
+		if err := rows.Scan(&id); err != nil {
+			return nil, false, err
+		}
+		if !id.Valid {
+			notified = true
+			continue
+		}
+		inserted[id.String] = true
+	}
+	return inserted, notified, rows.Err()
+}
+
 // revive moves back to pending the finished or dead jobs whose IDs were
 // pushed again and not stored by the insert. A revived job takes a new
 // insertion position; a dead letter pushed back without a CreatedAt keeps
 // its own (keepCreated[i]), a finished job's ID starts a new job.
-func (q *Queue) revive(ctx context.Context, ex Statements, inTx bool, js []queue.Job, keepCreated, stored []bool, now time.Time) (revived bool, err error) {
-	var ids []any
+func (q *Queue) revive(ctx context.Context, ex statements, inTx bool, js []queue.Job, keepCreated, stored []bool, now time.Time) (revived bool, err error) {
+	var ids []string
 	seen := make(map[string]bool)
 	for i, j := range js {
 		if !stored[i] && !seen[j.ID] {
@@ -453,7 +360,11 @@ func (q *Queue) revive(ctx context.Context, ex Statements, inTx bool, js []queue
 	if len(ids) == 0 {
 		return false, nil
 	}
-	finished, err := queryStrings(ctx, ex, q.sql("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(ids))+") AND state <> 'pending'"), ids...)
+	query, args, err := q.sqlIn("SELECT id FROM {jobs} WHERE id IN (?) AND state <> 'pending'", ids)
+	if err != nil {
+		return false, err
+	}
+	finished, err := queryStrings(ctx, ex, query, args...)
 	if err != nil || len(finished) == 0 {
 		return false, err
 	}
@@ -461,12 +372,7 @@ func (q *Queue) revive(ctx context.Context, ex Statements, inTx bool, js []queue
 		if stored[i] || !slices.Contains(finished, j.ID) {
 			continue
 		}
-		var ok bool
-		if q.d.reviveSeq != "" {
-			ok, err = q.reviveInPlace(ctx, ex, j, keepCreated[i], now)
-		} else {
-			ok, err = q.reviveByReinsert(ctx, ex, inTx, j, keepCreated[i], now)
-		}
+		ok, err := q.d.revive(ctx, q, ex, inTx, j, keepCreated[i], now)
 		if err != nil {
 			return revived, err
 		}
@@ -479,11 +385,11 @@ func (q *Queue) revive(ctx context.Context, ex Statements, inTx bool, js []queue
 }
 
 // reviveInPlace revives j's row with one UPDATE that also moves it to the
-// end of the insertion order. On PostgreSQL the unique key is checked in
-// the statement, so a held key skips the row instead of failing (which
-// would abort the caller's transaction).
-func (q *Queue) reviveInPlace(ctx context.Context, ex Statements, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
-	update := `UPDATE {jobs} SET seq = ` + q.d.reviveSeq + `, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
+// end of the insertion order (seq becomes seqExpr). The unique key is
+// checked in the statement, so a held key skips the row instead of failing
+// (which would abort the caller's transaction on PostgreSQL).
+func (q *Queue) reviveInPlace(ctx context.Context, ex statements, seqExpr string, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
+	update := `UPDATE {jobs} SET seq = ` + seqExpr + `, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
   max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
   created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
   finished_at = 0, last_error = '', lease_token = NULL{unlease}, state = 'pending'
@@ -494,79 +400,13 @@ WHERE id = ? AND state <> 'pending'`
 		keep = 1
 	}
 	args := []any{j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(), nullString(j.UniqueKey),
-		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), j.ID}
-	if q.d.reviveGuard {
-		update += " AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')"
-		args = append(args, j.Queue, nullString(j.UniqueKey))
-	}
+		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), j.ID, j.Queue, nullString(j.UniqueKey)}
+	update += " AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')"
 	n, err := ex.Exec(ctx, q.sql(update), args...)
 	if q.d.isUniqueViolation(err) {
 		return false, nil // its unique key is held by an active job
 	}
 	return n == 1, err
-}
-
-// errKeyHeld rolls back a revive whose unique key is held.
-var errKeyHeld = errors.New("sqlqueue: unique key held")
-
-// reviveByReinsert revives j's row by deleting it and inserting j,
-// atomically: in a savepoint of the caller's transaction, or in a
-// transaction of its own.
-func (q *Queue) reviveByReinsert(ctx context.Context, ex Statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
-	body := func(ex Statements) error {
-		var created int64
-		var state string
-		err := queryRow(ctx, ex, q.sql("SELECT created_at, state FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE"), []any{j.ID}, &created, &state)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errKeyHeld // revived or replaced meanwhile: not ours
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := ex.Exec(ctx, q.sql("DELETE FROM {jobs} WHERE id = ?"), j.ID); err != nil {
-			return err
-		}
-		if !keepCreated || state != stateDead {
-			created = micros(j.CreatedAt)
-		}
-		avail := micros(j.AvailableAt)
-		_, err = ex.Exec(ctx, q.sql("INSERT INTO {jobs} ("+insertCols+") VALUES "+insertRow),
-			j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
-			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, created, micros(now))
-		if q.d.isUniqueViolation(err) {
-			return errKeyHeld
-		}
-		return err
-	}
-	var err error
-	if inTx {
-		if _, err = ex.Exec(ctx, "SAVEPOINT meridian_revive"); err != nil {
-			return false, err
-		}
-		if err = body(ex); err != nil {
-			if _, rerr := ex.Exec(ctx, "ROLLBACK TO SAVEPOINT meridian_revive"); rerr != nil {
-				return false, rerr
-			}
-		}
-	} else {
-		err = q.writeTx(ctx, func(ex execer) error { return body(stmts(ex)) })
-	}
-	if errors.Is(err, errKeyHeld) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// notify sends one pg_notify for a push whose jobs were stored by revive
-// rather than by an INSERT that already notified. The channel is
-// NotifyChannel; the payload is notifyPayload's.
-func (q *Queue) notify(ctx context.Context, ex Statements, js []queue.Job, stored []bool) error {
-	if q.d.notify == "" {
-		return nil
-	}
-	payload := notifyPayload(js, stored)
-	_, err := ex.Exec(ctx, q.sql(q.d.notify), q.NotifyChannel(), payload)
-	return err
 }
 
 // notifyPayload lists the queues of js (those stored, when stored is not
@@ -580,11 +420,15 @@ func notifyPayload(js []queue.Job, stored []bool) string {
 		}
 	}
 	payload := strings.Join(queues, "\n")
-	if len(payload) > 7000 {
+	if len(payload) > maxNotifyPayload {
 		payload = ""
 	}
 	return payload
 }
+
+// maxNotifyPayload is the longest notification payload sent; a longer one
+// is sent empty (any queue). PostgreSQL refuses payloads of 8000 bytes.
+const maxNotifyPayload = 7000
 
 // NotifyChannel is the PostgreSQL channel on which pushes announce new
 // jobs: the table name followed by "_ready". A notification's payload is
@@ -602,14 +446,8 @@ func notifyPayload(js []queue.Job, stored []bool) string {
 // queues; a push that stores nothing notifies nothing.
 func (q *Queue) NotifyChannel() string { return q.t.raw + "_ready" }
 
-// CopyRows returns what a bulk loader such as PostgreSQL's COPY
-// (sqlqueue/postgres) needs to store jobs as new pending jobs: the jobs
-// table's unquoted name, its columns, and one row of values per job, with
-// Push's defaults applied (IDs, queue, AvailableAt, CreatedAt). A bulk load
-// has no ON CONFLICT: use it only for jobs without unique keys and with new
-// IDs, and fall back to PushMany if it fails. It sends no notification;
-// the loader calls Announce after its commit.
-func (q *Queue) CopyRows(jobs []queue.Job) (table string, columns []string, rows [][]any) {
+// copyRows is hook.Queue's CopyRows (sqlqueue/postgres's COPY).
+func (q *Queue) copyRows(jobs []queue.Job) (table string, columns []string, rows [][]any) {
 	now := time.Now()
 	columns = strings.Split(insertCols, ", ")
 	rows = make([][]any, len(jobs))
@@ -623,83 +461,10 @@ func (q *Queue) CopyRows(jobs []queue.Job) (table string, columns []string, rows
 	return q.t.raw, columns, rows
 }
 
-// announcer sends the notifications of pushes made outside a transaction
-// (Queue.Push, Queue.PushMany) after their commit: the queues pushed to
-// are collected, and one goroutine, started when there is something to
-// send and gone when there is not, sends them as one pg_notify per round
-// trip on a connection of its own, so pushes made meanwhile are coalesced.
-type announcer struct {
-	mu      sync.Mutex
-	queues  []string
-	running bool
-	wg      sync.WaitGroup
-}
-
-// announceTimeout bounds one notification round trip.
-const announceTimeout = 5 * time.Second
-
-// announce queues the notification for the stored jobs of js (all of them
-// when stored is nil), on dialects that notify.
-func (q *Queue) announce(js []queue.Job, stored []bool) {
-	if q.d.notify == "" {
-		return
-	}
-	a := &q.announcer
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	added := false
-	for i, j := range js {
-		if stored != nil && !stored[i] {
-			continue
-		}
-		added = true
-		if name := j.QueueName(); !slices.Contains(a.queues, name) {
-			a.queues = append(a.queues, name)
-		}
-	}
-	if !added || a.running {
-		return
-	}
-	a.running = true
-	a.wg.Add(1)
-	go q.announceLoop()
-}
-
-// announceLoop sends the collected notifications until none is left. A
-// notification that fails is logged and dropped: waiters still find the
-// jobs at their next poll.
-func (q *Queue) announceLoop() {
-	a := &q.announcer
-	defer a.wg.Done()
-	for {
-		a.mu.Lock()
-		queues := a.queues
-		a.queues = nil
-		if len(queues) == 0 {
-			a.running = false
-			a.mu.Unlock()
-			return
-		}
-		a.mu.Unlock()
-		payload := strings.Join(queues, "\n")
-		if len(payload) > 7000 {
-			payload = ""
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
-		_, err := q.db.ExecContext(ctx, q.sql(q.d.notify), q.NotifyChannel(), payload)
-		cancel()
-		if err != nil {
-			slog.Warn("sqlqueue: notifying listeners of pushed jobs; workers find them at their next poll", "table", q.t.raw, "err", err)
-		}
-	}
-}
-
-// Announce sends, after the fact, the notification of jobs that a bulk
-// loader (sqlqueue/postgres's COPY) stored from CopyRows in a transaction
-// of its own that has committed: it is coalesced with other pushes' as
-// Queue.Push's is (see NotifyChannel). It returns at once; dialects that
-// do not notify ignore it.
-func (q *Queue) Announce(jobs []queue.Job) { q.announce(jobs, nil) }
+// announce queues the notification of the stored jobs of js (all of them
+// when stored is nil), sent after the push returns, on dialects that
+// notify.
+func (q *Queue) announce(js []queue.Job, stored []bool) { q.d.announce(q, js, stored) }
 
 // waitAnnounced waits until the notifications of finished pushes are sent.
 func (q *Queue) waitAnnounced() { q.announcer.wg.Wait() }

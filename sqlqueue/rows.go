@@ -3,6 +3,8 @@ package sqlqueue
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -13,20 +15,21 @@ import (
 // MySQL run_at is when the row may next be claimed (the job's AvailableAt
 // while it waits, its lease expiry while it runs), so one index serves the
 // claim of new jobs and of jobs whose lease expired; on PostgreSQL the
-// expiry has a column of its own (dialect.leaseCol), so that a claim
-// changes no indexed column.
+// expiry has a column of its own (see pgDialect), so that a claim changes
+// no indexed column.
 const (
 	statePending = "pending"
 	stateDone    = "done"
 	stateDead    = "dead"
 )
 
-// jobCols lists the columns scanRow reads, in order; {xcol} is the
-// dialect's lease-expiry column (dialect.leaseCol), when it has one.
+// jobCols lists the columns dialect.scan reads, in order; {xcol} is the
+// dialect's lease-expiry column, when it has one apart from run_at (see
+// dialect.leaseColumns).
 const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state{xcol}"
 
-// jobColsT is jobCols qualified by the alias t.
-const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.state{xcolT}"
+// jobColsT is jobCols without {xcol}, qualified by the alias t.
+const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.state"
 
 // row is one stored job with the columns the Job type does not carry.
 type row struct {
@@ -38,13 +41,17 @@ type row struct {
 	updatedAt  int64
 	finishedAt int64
 	state      string
+	// decodeErr reports tags or meta that could not be decoded.
+	decodeErr error
 }
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanRow reads jobCols (then extra) from sc; leaseCol: the dialect has a
-// lease-expiry column, read after state.
-func scanRow(sc scanner, leaseCol bool, extra ...any) (row, error) {
+// scanJob reads jobCols without {xcol}, then extra, from sc. A tags or
+// meta column that is not valid JSON leaves the field empty and is
+// reported in row.decodeErr, not failed: one bad row must not stop a claim
+// or a listing.
+func scanJob(sc scanner, extra ...any) (row, error) {
 	var (
 		r                              row
 		uniqueKey, leaseToken          sql.NullString
@@ -55,14 +62,9 @@ func scanRow(sc scanner, leaseCol bool, extra ...any) (row, error) {
 	dest := []any{&r.job.ID, &r.seq, &r.job.Queue, &r.job.Name, &r.job.Payload, &priority, &attempts, &maxAttempt,
 		&timeoutUS, &uniqueKey, &tags, &meta, &avail, &r.runAt, &created, &r.updatedAt, &r.finishedAt,
 		&r.job.LastError, &leaseToken, &r.state}
-	var expiry int64
-	if leaseCol {
-		dest = append(dest, &expiry)
-	}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return row{}, err
 	}
-	r.runAt = max(r.runAt, expiry)
 	if r.job.Payload == nil {
 		r.job.Payload = []byte{}
 	}
@@ -73,15 +75,30 @@ func scanRow(sc scanner, leaseCol bool, extra ...any) (row, error) {
 	r.job.AvailableAt = fromMicros(avail)
 	r.job.CreatedAt = fromMicros(created)
 	if tags != "" {
-		_ = json.Unmarshal([]byte(tags), &r.job.Tags)
+		if err := json.Unmarshal([]byte(tags), &r.job.Tags); err != nil {
+			r.decodeErr = fmt.Errorf("decoding the tags of job %s: %w", r.job.ID, err)
+		}
 	}
 	if meta != "" {
-		_ = json.Unmarshal([]byte(meta), &r.job.Meta)
+		if err := json.Unmarshal([]byte(meta), &r.job.Meta); err != nil {
+			r.decodeErr = errors.Join(r.decodeErr, fmt.Errorf("decoding the meta of job %s: %w", r.job.ID, err))
+		}
 	}
+	return r, nil
+}
+
+// logDecode logs the tags or meta of r that could not be decoded.
+func (q *Queue) logDecode(r row) {
+	if r.decodeErr != nil {
+		q.log.Warn("sqlqueue: a stored job's tags or meta are not valid JSON; read without them", "table", q.t.raw, "job", r.job.ID, "err", r.decodeErr)
+	}
+}
+
+// setLease sets the job's lease expiry from runAt once runAt is final.
+func (r *row) setLease() {
 	if r.job.LeaseToken != "" {
 		r.job.LeaseExpiresAt = fromMicros(r.runAt)
 	}
-	return r, nil
 }
 
 // info turns a row into the inspection view, deriving the state at now.
@@ -107,6 +124,7 @@ func (r row) info(now int64) queue.JobInfo {
 }
 
 // encodeTags and encodeMeta store tags and meta as JSON text; empty is "".
+// Marshalling strings and maps of strings cannot fail.
 func encodeTags(tags []string) string {
 	if len(tags) == 0 {
 		return ""

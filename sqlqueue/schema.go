@@ -26,7 +26,7 @@ func LatestSchemaVersion(d Dialect) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return dl.migrations.Latest()
+	return dl.migrations().Latest()
 }
 
 // tableNames holds the quoted names of one queue's tables and the replacer
@@ -37,7 +37,7 @@ type tableNames struct {
 	replacer                             *strings.Replacer
 }
 
-func names(d *dialect, table string) tableNames {
+func names(d dialect, table string) tableNames {
 	t := tableNames{
 		raw:     table,
 		jobs:    d.quote(table),
@@ -47,16 +47,13 @@ func names(d *dialect, table string) tableNames {
 		meta:    d.quote(table + "_meta"),
 	}
 	// {expiry} is the column holding the lease expiry; {unlease} is the
-	// SET fragment that clears it with the lease token.
-	// {xcol} and {xcolT} add it to jobCols and jobColsT.
-	expiry, unlease, xcol, xcolT := "run_at", "", "", ""
-	if d.leaseCol != "" {
-		expiry, unlease, xcol, xcolT = d.leaseCol, ", "+d.leaseCol+" = 0", ", "+d.leaseCol, ", t."+d.leaseCol
-	}
+	// SET fragment that clears it with the lease token; {xcol} adds it to
+	// jobCols.
+	expiry, unlease, xcol := d.leaseColumns()
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
 		"{metrics}", t.metrics, "{meta}", t.meta, "{expiry}", expiry, "{unlease}", unlease,
-		"{xcol}", xcol, "{xcolT}", xcolT,
+		"{xcol}", xcol,
 	)
 	return t
 }
@@ -80,12 +77,12 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return dl.migrations.Script(migrationVars(dl, cfg.table), 0)
+	return dl.migrations().Script(migrationVars(dl, cfg.table), 0)
 }
 
 // migrationVars are the names the migration files use for one queue's
 // tables and indexes, quoted (the table prefix is validated by WithTable).
-func migrationVars(d *dialect, table string) map[string]string {
+func migrationVars(d dialect, table string) map[string]string {
 	vars := map[string]string{"jobs": d.quote(table)}
 	for _, s := range []string{"pauses", "workers", "metrics", "meta"} {
 		vars[s] = d.quote(table + "_" + s)
@@ -100,7 +97,7 @@ func migrationVars(d *dialect, table string) map[string]string {
 func (q *Queue) migrator() *migrate.Runner {
 	return &migrate.Runner{
 		DB:      q.db,
-		Dialect: q.d.migrations,
+		Dialect: q.d.migrations(),
 		Vars:    migrationVars(q.d, q.t.raw),
 		Meta:    q.t.raw + "_meta",
 		LockKey: "meridian:" + q.t.raw,
@@ -130,7 +127,7 @@ func (q *Queue) Migrate(ctx context.Context, to int) (from, now int, err error) 
 	q.resetReady()
 	from, now, err = q.migrator().Up(ctx, to)
 	if err != nil {
-		return from, now, wrap(ctx, err, "migrating tables %s", q.t.raw)
+		return from, now, q.wrap(ctx, err, "migrating tables %s", q.t.raw)
 	}
 	return from, now, nil
 }
@@ -144,7 +141,7 @@ func (q *Queue) MigrateDown(ctx context.Context, to int) (from, now int, err err
 	q.resetReady()
 	from, now, err = q.migrator().Down(ctx, to)
 	if err != nil {
-		return from, now, wrap(ctx, err, "migrating tables %s down", q.t.raw)
+		return from, now, q.wrap(ctx, err, "migrating tables %s down", q.t.raw)
 	}
 	return from, now, nil
 }
@@ -152,13 +149,13 @@ func (q *Queue) MigrateDown(ctx context.Context, to int) (from, now int, err err
 // SchemaVersions returns the schema version q's tables record (0 when
 // they do not exist) and the latest one this release knows.
 func (q *Queue) SchemaVersions(ctx context.Context) (recorded, latest int, err error) {
-	latest, err = q.d.migrations.Latest()
+	latest, err = q.d.migrations().Latest()
 	if err != nil {
 		return 0, 0, err
 	}
 	recorded, err = q.migrator().Version(ctx, q.db)
 	if err != nil {
-		return 0, latest, wrap(ctx, err, "reading the schema version of %s", q.t.raw)
+		return 0, latest, q.wrap(ctx, err, "reading the schema version of %s", q.t.raw)
 	}
 	return recorded, latest, nil
 }
@@ -179,33 +176,14 @@ func (q *Queue) use(ctx context.Context) error {
 	if q.ready {
 		return nil
 	}
-	if q.d.name == SQLite {
-		// journal_mode is a property of the file, busy_timeout and
-		// synchronous of the one connection New allowed; writeTx sets them
-		// again for a connection the pool may have replaced. synchronous=
-		// NORMAL is WAL's recommended setting: durable across process
-		// crashes, one fsync per checkpoint instead of per commit.
-		for _, p := range []string{"PRAGMA journal_mode=WAL", sqlitePragmas} {
-			if _, err := q.db.ExecContext(ctx, p); err != nil {
-				return wrap(ctx, err, "preparing SQLite connection (%s)", p)
-			}
-		}
+	if err := q.d.prepare(ctx, q); err != nil {
+		return q.wrap(ctx, err, "preparing the %s connection", q.d.name())
 	}
 	if err := q.checkVersion(ctx, stmts(q.db)); err != nil {
 		return err
 	}
-	if q.d.name == MySQL {
-		// A no-op update changes no row: it affects one only when the
-		// connection counts matched rows (clientFoundRows).
-		res, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = value WHERE name = 'schema_version'"))
-		if err != nil {
-			return wrap(ctx, err, "checking the affected-rows mode")
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return wrap(ctx, err, "checking the affected-rows mode")
-		}
-		q.changedRows.Store(n == 0)
+	if err := q.d.prepared(ctx, q); err != nil {
+		return q.wrap(ctx, err, "preparing the %s connection", q.d.name())
 	}
 	q.ready = true
 	return nil
@@ -214,7 +192,7 @@ func (q *Queue) use(ctx context.Context) error {
 // useTx is use for a caller's transaction: it checks the schema version
 // through tx (on SQLite the pool's only connection may be the one tx
 // holds) without preparing the connection.
-func (q *Queue) useTx(ctx context.Context, tx Statements) error {
+func (q *Queue) useTx(ctx context.Context, tx statements) error {
 	q.readyMu.Lock()
 	ready := q.ready
 	q.readyMu.Unlock()
@@ -227,8 +205,8 @@ func (q *Queue) useTx(ctx context.Context, tx Statements) error {
 // checkVersion refuses missing tables and tables of another version with
 // an error that says what to run; each matches queue.ErrConfig, since no
 // retry fixes them.
-func (q *Queue) checkVersion(ctx context.Context, ex Statements) error {
-	latest, err := q.d.migrations.Latest()
+func (q *Queue) checkVersion(ctx context.Context, ex statements) error {
+	latest, err := q.d.migrations().Latest()
 	if err != nil {
 		return err
 	}
@@ -236,15 +214,15 @@ func (q *Queue) checkVersion(ctx context.Context, ex Statements) error {
 	err = queryRow(ctx, ex, q.sql("SELECT value FROM {meta} WHERE name = 'schema_version'"), nil, &v)
 	if err != nil && ctx.Err() == nil {
 		var n int
-		if qerr := queryRow(ctx, ex, q.d.migrations.TableExists, []any{q.t.raw + "_meta"}, &n); qerr == nil && n == 0 {
-			return fmt.Errorf("sqlqueue: table %s_meta does not exist: run Setup or `meridian migrate`, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name, queue.ErrConfig)
+		if qerr := queryRow(ctx, ex, q.d.migrations().TableExists, []any{q.t.raw + "_meta"}, &n); qerr == nil && n == 0 {
+			return fmt.Errorf("sqlqueue: table %s_meta does not exist: run Setup or `meridian migrate`, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name(), queue.ErrConfig)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlqueue: table %s_meta records no schema version: run Setup or `meridian migrate`, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name, queue.ErrConfig)
+			return fmt.Errorf("sqlqueue: table %s_meta records no schema version: run Setup or `meridian migrate`, or apply sqlqueue.Schema(%q) in a migration: %w", q.t.raw, q.d.name(), queue.ErrConfig)
 		}
 	}
 	if err != nil {
-		return wrap(ctx, err, "checking schema version of %s", q.t.raw)
+		return q.wrap(ctx, err, "checking schema version of %s", q.t.raw)
 	}
 	n, err := strconv.Atoi(v)
 	switch {
@@ -253,27 +231,14 @@ func (q *Queue) checkVersion(ctx context.Context, ex Statements) error {
 	case n > latest:
 		return fmt.Errorf("sqlqueue: tables %s have schema version %d, newer than this release of meridian knows (%d): upgrade github.com/meridianjobs/meridian: %w", q.t.raw, n, latest, queue.ErrConfig)
 	case n < latest:
-		return fmt.Errorf("sqlqueue: tables %s have schema version %d but this release needs %d: run Setup or `meridian migrate`, or apply the later migrations of sqlqueue.Schema(%q): %w", q.t.raw, n, latest, q.d.name, queue.ErrConfig)
+		return fmt.Errorf("sqlqueue: tables %s have schema version %d but this release needs %d: run Setup or `meridian migrate`, or apply the later migrations of sqlqueue.Schema(%q): %w", q.t.raw, n, latest, q.d.name(), queue.ErrConfig)
 	}
 	return nil
 }
 
-// sqlitePragmas are the per-connection settings of SQLite.
-const sqlitePragmas = "PRAGMA busy_timeout=30000; PRAGMA synchronous=NORMAL"
-
-// writeTx runs fn in a short write transaction: BEGIN IMMEDIATE on one
-// connection for SQLite (so the write lock is taken up front and a busy
-// writer is waited for, not failed), a READ COMMITTED transaction for
-// MySQL, a default transaction for PostgreSQL.
-func (q *Queue) writeTx(ctx context.Context, fn func(ex execer) error) error {
-	if q.d.immediate {
-		return q.immediateTx(ctx, fn)
-	}
-	var opts *sql.TxOptions
-	if q.d.readCommitted {
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
-	tx, err := q.db.BeginTx(ctx, opts)
+// dbTx runs fn in a database/sql transaction with opts.
+func dbTx(ctx context.Context, db DB, opts *sql.TxOptions, fn func(ex execer) error) error {
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -284,31 +249,6 @@ func (q *Queue) writeTx(ctx context.Context, fn func(ex execer) error) error {
 	return tx.Commit()
 }
 
-func (q *Queue) immediateTx(ctx context.Context, fn func(ex execer) error) (err error) {
-	conn, err := q.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, sqlitePragmas); err != nil {
-		return err
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
-	}
-	if err = fn(conn); err == nil {
-		if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
-			return nil
-		}
-	}
-	// Roll back even when ctx is done; if that fails the connection may
-	// still hold the transaction, so it is discarded rather than pooled.
-	if _, rerr := conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil && !strings.Contains(rerr.Error(), "no transaction is active") {
-		_ = conn.Raw(func(any) error { return errBadConn })
-	}
-	return err
-}
-
 // DropTables drops the queue's tables and everything in them: for tests
 // and teardown. The Queue must not be used afterwards unless Setup runs
 // again.
@@ -316,7 +256,7 @@ func (q *Queue) DropTables(ctx context.Context) error {
 	q.resetReady()
 	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta} {
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
-			return wrap(ctx, err, "dropping table %s", table)
+			return q.wrap(ctx, err, "dropping table %s", table)
 		}
 	}
 	return nil

@@ -6,12 +6,13 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"net/url"
+	"log/slog"
 	"regexp"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -29,7 +30,8 @@ type DB interface {
 	SetMaxOpenConns(n int)
 }
 
-// execer is what one statement runs on: a DB, a *sql.Tx or a *sql.Conn.
+// execer is what one statement runs on: a DB, a *sql.Tx, a *sqlx.Tx or a
+// *sql.Conn.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
@@ -48,6 +50,7 @@ type config struct {
 	maintainEvery  time.Duration
 	metricsKeep    time.Duration
 	metricsFlushIn time.Duration
+	logger         *slog.Logger
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
@@ -91,6 +94,20 @@ func WithDialect(d Dialect) Option {
 	}
 }
 
+// WithLogger sets the logger of the errors a Queue handles without
+// returning them: a failed maintenance pass or metrics flush, a
+// notification that could not be sent, a stored job's tags that do not
+// decode. The default discards them.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("sqlqueue: WithLogger needs a logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
 // WithRetention sets how long finished rows are kept. finished is how long
 // acked jobs stay in the done state for the dashboard: zero (the default)
 // deletes a job when it is acked, which keeps the table smallest. dead is
@@ -129,9 +146,10 @@ func WithMaintenance(every, workerTTL time.Duration) Option {
 // a key is free) is taken by the database.
 type Queue struct {
 	db  DB
-	d   *dialect
+	d   dialect
 	cfg config
 	t   tableNames
+	log *slog.Logger
 
 	queries sync.Map // template -> final SQL
 
@@ -204,10 +222,12 @@ func New(db DB, opts ...Option) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), holder: queue.NewToken()}
-	if d.name == SQLite {
-		db.SetMaxOpenConns(1)
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken()}
+	d.configure(db)
 	return q, nil
 }
 
@@ -217,7 +237,7 @@ func New(db DB, opts ...Option) (*Queue, error) {
 func (q *Queue) DefaultLease() time.Duration { return q.cfg.visibility }
 
 // Dialect reports the SQL dialect q speaks.
-func (q *Queue) Dialect() Dialect { return q.d.name }
+func (q *Queue) Dialect() Dialect { return q.d.name() }
 
 // Table reports the name of q's jobs table.
 func (q *Queue) Table() string { return q.cfg.table }
@@ -237,10 +257,6 @@ func (q *Queue) Close() error {
 	return err
 }
 
-// SetCloser makes Close also call fn, for registration subpackages that
-// open the database themselves. It is not meant for other callers.
-func (q *Queue) SetCloser(fn func() error) { q.closeDB = fn }
-
 // sql returns the final text of a query template: {jobs}, {pauses},
 // {workers}, {metrics} and {meta} become the quoted table names and ?
 // placeholders are rebound for the dialect. Results are cached.
@@ -259,15 +275,30 @@ func (q *Queue) sqlOnce(tmpl string) string {
 	return q.d.rebind(q.t.replacer.Replace(tmpl))
 }
 
+// sqlIn is sqlOnce for a template whose "IN (?)" takes a list (a slice
+// argument), expanded by sqlx.In into one placeholder per element: for ID
+// lists off the hot path, whose many lengths must not grow the cache.
+func (q *Queue) sqlIn(tmpl string, args ...any) (string, []any, error) {
+	query, args, err := sqlx.In(tmpl, args...)
+	if err != nil {
+		return "", nil, err
+	}
+	return q.sqlOnce(query), args, nil
+}
+
 // wrap wraps err once with what was being done. An error caused by ctx is
 // returned as ctx's error so errors.Is(err, context.Canceled) holds whatever
-// the driver reported.
-func wrap(ctx context.Context, err error, format string, args ...any) error {
+// the driver reported. A driver error the dialect classifies as a
+// configuration error (missing table or database, bad credentials) also
+// matches queue.ErrConfig.
+func (q *Queue) wrap(ctx context.Context, err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = cerr
+	} else if !errors.Is(err, queue.ErrConfig) && q.d.isConfig(err) {
+		return fmt.Errorf("sqlqueue: "+format+": %w: %w", append(args, queue.ErrConfig, err)...)
 	}
 	return fmt.Errorf("sqlqueue: "+format+": %w", append(args, err)...)
 }
@@ -298,29 +329,3 @@ func nullString(s string) any {
 
 // errBadConn tells database/sql to discard a connection.
 var errBadConn = driver.ErrBadConn
-
-// URLOptions reads the query parameters a queue URL may carry for
-// sqlqueue, for the registration subpackages: table (WithTable) and setup
-// (false skips Setup; default true). Parameters named in pass are left to
-// the caller (returned untouched in the values); any other is an error.
-func URLOptions(v url.Values, pass func(key string) bool) (opts []Option, setup bool, err error) {
-	setup = true
-	for key, vals := range v {
-		val := vals[len(vals)-1]
-		switch key {
-		case "table":
-			opts = append(opts, WithTable(val))
-		case "setup":
-			b, perr := strconv.ParseBool(val)
-			if perr != nil {
-				return nil, false, fmt.Errorf("sqlqueue: URL parameter setup must be true or false, not %q", val)
-			}
-			setup = b
-		default:
-			if pass == nil || !pass(key) {
-				return nil, false, fmt.Errorf("sqlqueue: unknown URL parameter %q (known: table, setup)", key)
-			}
-		}
-	}
-	return opts, setup, nil
-}

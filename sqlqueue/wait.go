@@ -119,7 +119,7 @@ func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) er
 	woken := q.wake.wait()
 	ready, err := q.hasReady(ctx, queues)
 	if err != nil {
-		return wrap(ctx, err, "looking for ready jobs")
+		return q.wrap(ctx, err, "looking for ready jobs")
 	}
 	if ready {
 		return nil
@@ -146,7 +146,7 @@ func (q *Queue) hasReady(ctx context.Context, queues []string) (bool, error) {
 		queues = []string{queue.DefaultQueue}
 	}
 	var one int
-	ready, readyArgs := q.readyCond("j.", micros(time.Now()))
+	ready, readyArgs := q.d.readyCond("j.", micros(time.Now()))
 	err := queryRow(ctx, stmts(q.db), q.sql("SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN ("+placeholders(len(queues))+
 		") AND "+ready+" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1"),
 		append(queueArgs(queues), readyArgs...), &one)

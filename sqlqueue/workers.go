@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -21,10 +23,10 @@ func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 	if w.StartedAt.IsZero() {
 		w.StartedAt = now
 	}
-	queues, _ := json.Marshal(w.Queues)
+	queues, _ := json.Marshal(w.Queues) // a []string always marshals
 	_, err := q.db.ExecContext(ctx, q.sql(q.d.upsertWorker("{workers}")), w.ID, w.Host, w.PID, string(queues), w.Concurrency, micros(w.StartedAt), micros(now))
 	if err != nil {
-		return wrap(ctx, err, "recording heartbeat of worker %s", w.ID)
+		return q.wrap(ctx, err, "recording heartbeat of worker %s", w.ID)
 	}
 	q.flushMetricsIfDue(ctx)
 	q.maintainIfDue(ctx)
@@ -37,9 +39,9 @@ func (q *Queue) Deregister(ctx context.Context, id string) error {
 		return err
 	}
 	if _, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {workers} WHERE id = ?"), id); err != nil {
-		return wrap(ctx, err, "deregistering worker %s", id)
+		return q.wrap(ctx, err, "deregistering worker %s", id)
 	}
-	_ = q.FlushMetrics(ctx)
+	q.flushMetricsLogged(ctx)
 	return nil
 }
 
@@ -52,23 +54,27 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	rs, err := q.db.QueryContext(ctx, q.sql(`SELECT id, host, pid, queues, concurrency, started_at, last_seen FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`), micros(time.Now().Add(-q.cfg.workerTTL)))
 	if err != nil {
-		return nil, wrap(ctx, err, "listing workers")
+		return nil, q.wrap(ctx, err, "listing workers")
 	}
-	defer rs.Close()
-	var out []queue.WorkerInfo
-	for rs.Next() {
-		var w queue.WorkerInfo
-		var queues string
-		var started, seen int64
-		if err := rs.Scan(&w.ID, &w.Host, &w.PID, &queues, &w.Concurrency, &started, &seen); err != nil {
-			return nil, wrap(ctx, err, "listing workers")
+	var got []struct {
+		ID          string `db:"id"`
+		Host        string `db:"host"`
+		PID         int    `db:"pid"`
+		Queues      string `db:"queues"`
+		Concurrency int    `db:"concurrency"`
+		Started     int64  `db:"started_at"`
+		Seen        int64  `db:"last_seen"`
+	}
+	if err := sqlx.StructScan(rs, &got); err != nil {
+		return nil, q.wrap(ctx, err, "listing workers")
+	}
+	out := make([]queue.WorkerInfo, len(got))
+	for i, w := range got {
+		out[i] = queue.WorkerInfo{ID: w.ID, Host: w.Host, PID: w.PID, Concurrency: w.Concurrency,
+			StartedAt: fromMicros(w.Started), LastSeen: fromMicros(w.Seen)}
+		if err := json.Unmarshal([]byte(w.Queues), &out[i].Queues); err != nil {
+			q.log.Warn("sqlqueue: a worker's queue list is not valid JSON; listed without it", "table", q.t.raw, "worker", w.ID, "err", err)
 		}
-		_ = json.Unmarshal([]byte(queues), &w.Queues)
-		w.StartedAt, w.LastSeen = fromMicros(started), fromMicros(seen)
-		out = append(out, w)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, wrap(ctx, err, "listing workers")
 	}
 	return out, nil
 }

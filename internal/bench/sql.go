@@ -141,14 +141,21 @@ func (s *SQL) ownPool(ctx context.Context, table string) (sqlQueue, error) {
 	}
 	q, err := sqlqueue.New(db, sqlqueue.WithTable(table))
 	if err == nil {
-		q.SetCloser(db.Close)
 		err = q.Setup(ctx)
 	}
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
-	return q, nil
+	return ownedDB{q, db}, nil
 }
+
+// ownedDB is a queue whose Close also closes the database it runs on.
+type ownedDB struct {
+	*sqlqueue.Queue
+	db *sql.DB
+}
+
+func (o ownedDB) Close() error { return errors.Join(o.Queue.Close(), o.db.Close()) }
 
 // sweep drops the tables of table, whatever state they are in.
 func (s *SQL) sweep(ctx context.Context, table string) error {

@@ -50,6 +50,7 @@ import (
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 func init() {
@@ -76,19 +77,11 @@ func openDSN(ctx context.Context, dsn string, setup bool, opts []sqlqueue.Option
 	db := sql.OpenDB(connector)
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
-	q, err := sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.MySQL)}, opts...)...)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	q.SetCloser(db.Close)
-	if setup {
-		if err := q.Setup(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	return q, nil
+	return hook.OpenOwned(ctx, setup, db.Close,
+		func() (*sqlqueue.Queue, error) {
+			return sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.MySQL)}, opts...)...)
+		},
+		func(q *sqlqueue.Queue) { hook.Of(q).Own(db.Close) })
 }
 
 // newConnector is the driver's connector for dsn with interpolateParams on
@@ -140,7 +133,7 @@ func DSN(u *url.URL) (string, error) {
 }
 
 func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
-	opts, setup, err := sqlqueue.URLOptions(u.Query(), func(string) bool { return true })
+	opts, setup, err := urlOptions(u.Query())
 	if err != nil {
 		return nil, err
 	}
@@ -149,4 +142,14 @@ func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 		return nil, err
 	}
 	return openDSN(ctx, dsn, setup, opts)
+}
+
+// urlOptions reads sqlqueue's parameters of a URL; the others are the
+// driver's.
+func urlOptions(v url.Values) ([]sqlqueue.Option, bool, error) {
+	table, setup, err := hook.URLParams(v, func(string) bool { return true })
+	if err != nil || table == "" {
+		return nil, setup, err
+	}
+	return []sqlqueue.Option{sqlqueue.WithTable(table)}, setup, nil
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 // copyMin is the smallest batch PushMany loads with COPY. Under 250 jobs
@@ -21,7 +23,7 @@ const copyMin = 250
 // PushMany stores jobs with sqlqueue's PushMany rules (see
 // queue.BatchPusher). A batch of at least 250 jobs none of which has a
 // unique key or repeats another's ID is loaded with one COPY statement,
-// notified after its commit (sqlqueue's Queue.Announce); if COPY meets an
+// notified after its commit as other pushes are; if COPY meets an
 // ID that is already stored (an active job, or a dead letter to revive),
 // the whole batch goes again through sqlqueue's multi-row INSERT ... ON
 // CONFLICT DO NOTHING, which decides job by job. Other batches take that
@@ -43,10 +45,11 @@ var errConflict = errors.New("sqlqueue/postgres: an ID in the batch is taken")
 // pushCopy loads jobs with COPY, all or nothing, and returns errConflict
 // when an ID repeats within the batch or is already stored.
 func (q *Queue) pushCopy(ctx context.Context, jobs []queue.Job) ([]bool, error) {
-	if err := q.CheckSchema(ctx); err != nil {
+	h := hook.Of(q.Queue)
+	if err := h.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	table, cols, rows := q.Queue.CopyRows(jobs)
+	table, cols, rows := h.CopyRows(jobs)
 	idCol := slices.Index(cols, "id")
 	ids := make(map[any]bool, len(rows))
 	for _, r := range rows {
@@ -57,7 +60,7 @@ func (q *Queue) pushCopy(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	}
 	_, err := q.pool.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation {
 		return nil, errConflict
 	}
 	if err != nil {
@@ -66,7 +69,7 @@ func (q *Queue) pushCopy(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		}
 		return nil, fmt.Errorf("sqlqueue/postgres: copying %d jobs: %w", len(jobs), err)
 	}
-	q.Queue.Announce(jobs)
+	h.Announce(jobs)
 	stored := make([]bool, len(jobs))
 	for i := range stored {
 		stored[i] = true

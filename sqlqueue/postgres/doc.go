@@ -123,8 +123,8 @@
 // nothing: if an ID is already stored (an active job, or a dead letter to
 // revive), the batch goes again through sqlqueue's multi-row INSERT ... ON
 // CONFLICT DO NOTHING, which decides job by job; batches with unique keys
-// and small batches take that path at once. On a 2-core test machine COPY
-// took about half the time from 250 jobs on (BenchmarkPushMany) and a
-// tenth of the memory at 10,000. Batches pushed through Tx never use COPY,
-// whose failure would abort the caller's transaction.
+// and small batches take that path at once (the 250 comes from
+// BenchmarkPushMany; docs/benchmarks.md has the figures). Batches pushed
+// through Tx never use COPY, whose failure would abort the caller's
+// transaction.
 package postgres

@@ -6,3 +6,10 @@ var PushCopy = (*Queue).pushCopy
 
 // ErrConflict is the COPY path's signal to fall back to the INSERT.
 var ErrConflict = errConflict
+
+// Waiting reports how many Waits of q are registered with its listener.
+func Waiting(q *Queue) int {
+	q.l.mu.Lock()
+	defer q.l.mu.Unlock()
+	return len(q.l.waiters)
+}

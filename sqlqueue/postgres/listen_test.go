@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -53,87 +54,90 @@ func loopWaiters(l *listener, n int, queues []string) func() int {
 // at the end of the debounce window, not once per notification.
 func TestDebounce(t *testing.T) {
 	t.Parallel()
-	var due atomic.Int64
-	var lookups atomic.Int32
-	const window = 200 * time.Millisecond
-	l := testListener(window, &due, &lookups)
-	const waiters = 5
-	stop := loopWaiters(l, waiters, []string{"a"})
-	time.Sleep(50 * time.Millisecond) // let them block
-	start := time.Now()
-	for range 100 {
-		l.notified([]string{"a"}, false)
-	}
-	time.Sleep(2*window + window/2)
-	elapsed := time.Since(start)
-	got := stop()
-	windows := int(elapsed/window) + 1
-	if got < waiters || got > waiters*windows {
-		t.Fatalf("100 notifications in %v woke %d waiters %d times; want between %d and %d (once per %v window each)",
-			elapsed, waiters, got, waiters, waiters*windows, window)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		var due atomic.Int64
+		var lookups atomic.Int32
+		const window = 200 * time.Millisecond
+		l := testListener(window, &due, &lookups)
+		const waiters = 5
+		stop := loopWaiters(l, waiters, []string{"a"})
+		synctest.Wait() // every waiter blocks
+		for range 100 {
+			l.notified([]string{"a"}, false)
+		}
+		time.Sleep(2*window + window/2)
+		got := stop()
+		// The first notification wakes each waiter at once, the rest of
+		// the burst once at the window's end: two wake-ups each.
+		if got != 2*waiters {
+			t.Fatalf("a burst of 100 notifications woke %d waiters %d times; want %d (at its start and at the end of the %v window)",
+				waiters, got, 2*waiters, window)
+		}
+	})
 }
 
 // A notification wakes only the waiters of the queues it names; an empty
 // payload (any queue) wakes all.
 func TestNotificationWakesMatchingWaiters(t *testing.T) {
 	t.Parallel()
-	var due atomic.Int64
-	var lookups atomic.Int32
-	l := testListener(time.Millisecond, &due, &lookups)
-	ctx := t.Context()
-	onB := make(chan error, 1)
-	onAC := make(chan error, 1)
-	go func() { onB <- l.wait(ctx, []string{"b"}, time.Minute) }()
-	go func() { onAC <- l.wait(ctx, []string{"a", "c"}, time.Minute) }()
-	time.Sleep(50 * time.Millisecond)
-	l.notified([]string{"x", "c"}, false)
-	select {
-	case err := <-onAC:
-		if err != nil {
-			t.Fatalf("Wait on a, c after a notification for c: %v", err)
+	synctest.Test(t, func(t *testing.T) {
+		var due atomic.Int64
+		var lookups atomic.Int32
+		l := testListener(time.Millisecond, &due, &lookups)
+		ctx := t.Context()
+		onB := make(chan error, 1)
+		onAC := make(chan error, 1)
+		go func() { onB <- l.wait(ctx, []string{"b"}, time.Minute) }()
+		go func() { onAC <- l.wait(ctx, []string{"a", "c"}, time.Minute) }()
+		synctest.Wait()
+		l.notified([]string{"x", "c"}, false)
+		synctest.Wait()
+		select {
+		case err := <-onAC:
+			if err != nil {
+				t.Fatalf("Wait on a, c after a notification for c: %v", err)
+			}
+		default:
+			t.Fatal("a notification for c did not wake the waiter on a, c")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a notification for c did not wake the waiter on a, c")
-	}
-	time.Sleep(50 * time.Millisecond)
-	select {
-	case err := <-onB:
-		t.Fatalf("the waiter on b returned %v after a notification for x, c", err)
-	default:
-	}
-	l.notified(nil, true)
-	select {
-	case <-onB:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a notification for any queue did not wake the waiter on b")
-	}
+		select {
+		case err := <-onB:
+			t.Fatalf("the waiter on b returned %v after a notification for x, c", err)
+		default:
+		}
+		l.notified(nil, true) // within the debounce window: delivered at its end
+		select {
+		case <-onB:
+		case <-time.After(time.Second): // before the waiter's max, a minute
+			t.Fatal("a notification for any queue did not wake the waiter on b")
+		}
+	})
 }
 
 // reschedule makes a waiting Wait look its due time up again and return
 // when it comes, long before max.
 func TestRescheduleFindsEarlierDue(t *testing.T) {
 	t.Parallel()
-	var due atomic.Int64
-	var lookups atomic.Int32
-	l := testListener(time.Millisecond, &due, &lookups)
-	done := make(chan error, 1)
-	start := time.Now()
-	go func() { done <- l.wait(t.Context(), []string{"a"}, time.Minute) }()
-	time.Sleep(50 * time.Millisecond)
-	due.Store(time.Now().Add(200 * time.Millisecond).UnixMicro())
-	l.reschedule()
-	select {
-	case err := <-done:
-		if err != nil || time.Since(start) < 200*time.Millisecond {
-			t.Fatalf("Wait = %v after %v; want nil at the due time, 200ms after the reschedule", err, time.Since(start))
+	synctest.Test(t, func(t *testing.T) {
+		var due atomic.Int64
+		var lookups atomic.Int32
+		l := testListener(time.Millisecond, &due, &lookups)
+		done := make(chan error, 1)
+		go func() { done <- l.wait(t.Context(), []string{"a"}, time.Minute) }()
+		synctest.Wait()
+		at := time.Now().Add(200 * time.Millisecond)
+		due.Store(at.UnixMicro())
+		l.reschedule()
+		if err := <-done; err != nil {
+			t.Fatalf("Wait after a reschedule = %v, want nil", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Wait did not return at the due time it learnt from reschedule")
-	}
-	if n := lookups.Load(); n != 2 {
-		t.Fatalf("%d due lookups, want 2 (at the start and after the reschedule)", n)
-	}
+		if now := time.Now(); now.Before(at) || now.After(at.Add(time.Second)) {
+			t.Fatalf("Wait returned at %v, want at the due time %v it learnt from reschedule (max a minute)", now, at)
+		}
+		if n := lookups.Load(); n != 2 {
+			t.Fatalf("%d due lookups, want 2 (at the start and after the reschedule)", n)
+		}
+	})
 }
 
 // A job that is ready but that the caller cannot reserve (for example
@@ -141,21 +145,23 @@ func TestRescheduleFindsEarlierDue(t *testing.T) {
 // per debounce window, so a Reserve-Wait loop does not spin.
 func TestReadyJobDoesNotSpin(t *testing.T) {
 	t.Parallel()
-	var due atomic.Int64
-	var lookups atomic.Int32
-	const window = 30 * time.Millisecond
-	l := testListener(window, &due, &lookups)
-	due.Store(time.Now().Add(-time.Second).UnixMicro())
-	start := time.Now()
-	const rounds = 10
-	for range rounds {
-		if err := l.wait(t.Context(), []string{"a"}, time.Minute); err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		var due atomic.Int64
+		var lookups atomic.Int32
+		const window = 30 * time.Millisecond
+		l := testListener(window, &due, &lookups)
+		due.Store(time.Now().Add(-time.Second).UnixMicro())
+		start := time.Now()
+		const rounds = 10
+		for range rounds {
+			if err := l.wait(t.Context(), []string{"a"}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if elapsed := time.Since(start); elapsed < (rounds-1)*window {
-		t.Fatalf("%d Waits with a ready job took %v, want at least %v (one per window)", rounds, elapsed, (rounds-1)*window)
-	}
+		if elapsed := time.Since(start); elapsed != (rounds-1)*window {
+			t.Fatalf("%d Waits with a ready job took %v, want %v (the first at once, then one per window)", rounds, elapsed, (rounds-1)*window)
+		}
+	})
 }
 
 // Health changes close the channel HealthChanged gave before them.
@@ -191,6 +197,10 @@ func TestHealthChanges(t *testing.T) {
 // lookup may have missed the notified job.
 func TestLookupRacingNotificationIsNotCached(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, lookupRacingNotification)
+}
+
+func lookupRacingNotification(t *testing.T) {
 	var lookups atomic.Int32
 	var l *listener
 	l = newListener("test_ready", nil, time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)),

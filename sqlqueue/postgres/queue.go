@@ -16,6 +16,7 @@ import (
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 // DefaultDebounce is the wake-up window of Config.Debounce. At 1,000
@@ -37,7 +38,8 @@ type Config struct {
 	// the window's end. Zero means DefaultDebounce.
 	Debounce time.Duration
 	// Logger receives the listener's connection losses and reconnects.
-	// Nil means slog.Default().
+	// Nil means the logger of sqlqueue.WithLogger among the options (which
+	// discards by default).
 	Logger *slog.Logger
 }
 
@@ -100,14 +102,14 @@ func NewWithConfig(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts ...
 	if cfg.Debounce == 0 {
 		cfg.Debounce = DefaultDebounce
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	db := stdlib.OpenDBFromPool(pool)
 	sq, err := sqlqueue.New(db, append(slices.Clone(opts), sqlqueue.WithDialect(sqlqueue.Postgres))...)
 	if err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hook.Of(sq).Logger()
 	}
 	q := &Queue{
 		Queue:  sq,

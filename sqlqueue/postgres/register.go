@@ -10,6 +10,7 @@ import (
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 func init() {
@@ -45,28 +46,22 @@ func openDSN(ctx context.Context, dsn string, setup bool, opts []sqlqueue.Option
 	if err != nil {
 		return nil, fmt.Errorf("sqlqueue/postgres: opening the pool: %w", err)
 	}
-	q, err := New(ctx, pool, opts...)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	q.ownsPool = true
-	if setup {
-		if err := q.Setup(ctx); err != nil {
-			q.Close()
-			return nil, err
-		}
-	}
-	return q, nil
+	return hook.OpenOwned(ctx, setup, func() error { pool.Close(); return nil },
+		func() (*Queue, error) { return New(ctx, pool, opts...) },
+		func(q *Queue) { q.ownsPool = true })
 }
 
 // open is the queue.Opener: sqlqueue's parameters are removed from the URL
 // and the rest is pgx's.
 func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 	params := u.Query()
-	opts, setup, err := sqlqueue.URLOptions(params, func(string) bool { return true })
+	table, setup, err := hook.URLParams(params, func(string) bool { return true })
 	if err != nil {
 		return nil, err
+	}
+	var opts []sqlqueue.Option
+	if table != "" {
+		opts = append(opts, sqlqueue.WithTable(table))
 	}
 	params.Del("table")
 	params.Del("setup")

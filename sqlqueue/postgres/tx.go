@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/meridianjobs/meridian/queue"
-	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 // TxPusher pushes jobs inside the caller's pgx transaction: they become
@@ -20,11 +20,10 @@ import (
 //
 // It runs sqlqueue's own push statements (the multi-row INSERT ... ON
 // CONFLICT DO NOTHING, dead-letter revival and pg_notify of
-// (*sqlqueue.Queue).Tx) on the transaction, through
-// (*sqlqueue.Queue).TxStatements, so a duplicate is reported as
+// (*sqlqueue.Queue).Tx) on the transaction, so a duplicate is reported as
 // queue.ErrDuplicate without aborting the transaction.
 type TxPusher struct {
-	p *sqlqueue.TxPusher
+	p hook.TxPusher
 }
 
 var (
@@ -43,7 +42,7 @@ var (
 //
 // For a *sql.Tx use the embedded sqlqueue.Queue's Tx: q.Queue.Tx(sqlTx).
 func (q *Queue) Tx(tx pgx.Tx) *TxPusher {
-	return &TxPusher{p: q.Queue.TxStatements(txStatements{tx})}
+	return &TxPusher{p: hook.Of(q.Queue).Tx(txStatements{tx})}
 }
 
 // Push stores j in the transaction with Queue.Push's rules.
@@ -69,7 +68,7 @@ func (s txStatements) Exec(ctx context.Context, query string, args ...any) (int6
 	return tag.RowsAffected(), err
 }
 
-func (s txStatements) Query(ctx context.Context, query string, args ...any) (sqlqueue.Rows, error) {
+func (s txStatements) Query(ctx context.Context, query string, args ...any) (hook.Rows, error) {
 	if s.tx == nil {
 		return nil, errNoTx
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 	"modernc.org/sqlite"
 )
 
@@ -52,19 +53,11 @@ func openDB(ctx context.Context, path string, setup bool, opts []sqlqueue.Option
 		return nil, fmt.Errorf("sqlqueue/sqlite: opening %s: %w", path, err)
 	}
 	db := sql.OpenDB(&connector{dsn: path, drv: drv})
-	q, err := sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.SQLite)}, opts...)...)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	q.SetCloser(db.Close)
-	if setup {
-		if err := q.Setup(ctx); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	return q, nil
+	return hook.OpenOwned(ctx, setup, db.Close,
+		func() (*sqlqueue.Queue, error) {
+			return sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.SQLite)}, opts...)...)
+		},
+		func(q *sqlqueue.Queue) { hook.Of(q).Own(db.Close) })
 }
 
 // registered returns the driver modernc.org/sqlite registers as "sqlite",
@@ -87,9 +80,13 @@ func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 	if path == "" {
 		path = u.Host + u.Path
 	}
-	opts, setup, err := sqlqueue.URLOptions(u.Query(), nil)
+	table, setup, err := hook.URLParams(u.Query(), nil)
 	if err != nil {
 		return nil, err
+	}
+	var opts []sqlqueue.Option
+	if table != "" {
+		opts = append(opts, sqlqueue.WithTable(table))
 	}
 	return openDB(ctx, path, setup, opts)
 }
