@@ -6,3 +6,6 @@ var PushCopy = (*Queue).pushCopy
 
 // ErrConflict is the COPY path's signal to fall back to the INSERT.
 var ErrConflict = errConflict
+
+// PingChannel is the channel q's listener sends its self-notifications on.
+func PingChannel(q *Queue) string { return q.l.ping }
