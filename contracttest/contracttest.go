@@ -101,6 +101,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Inspector", s.testInspector)
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
+	t.Run("Limits", s.testLimits)
 }
 
 // suite carries the harness through the checks.

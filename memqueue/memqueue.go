@@ -190,6 +190,9 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: pushing job: %w", err)
 	}
+	if err := queue.Validate(j); err != nil {
+		return err
+	}
 	if j.ID == "" {
 		j.ID = queue.NewID()
 	}
@@ -277,6 +280,9 @@ func isActive(s queue.JobState) bool {
 func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: pushing %d jobs: %w", len(jobs), err)
+	}
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return nil, err
 	}
 	stored := make([]bool, len(jobs))
 	q.mu.Lock()

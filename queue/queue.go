@@ -18,7 +18,8 @@ type Pusher interface {
 	// ErrDuplicate. Pushing the ID of a dead letter moves that job back to
 	// ready with its attempts reset and the pushed fields (payload, queue,
 	// availability) taken from j. The ID of a finished job may be pushed
-	// again as a new job.
+	// again as a new job. A job beyond a limit of Validate stores nothing
+	// and returns a *ValidationError matching ErrInvalid.
 	Push(ctx context.Context, j Job) error
 }
 
@@ -129,7 +130,8 @@ type BatchPusher interface {
 	// reports whether jobs[i] was stored (false: a duplicate, skipped). An
 	// error means nothing is known to be stored; callers may retry, and the
 	// unique keys and IDs keep a retry from storing a job twice. Every job
-	// must have an ID.
+	// must have an ID. A batch with a job beyond a limit of Validate stores
+	// nothing and returns a *ValidationError whose Index names the job.
 	PushMany(ctx context.Context, jobs []Job) (stored []bool, err error)
 }
 

@@ -62,6 +62,9 @@ func stmts(ex execer) statements { return sqlStatements{ex} }
 // On PostgreSQL a stored job wakes listeners through pg_notify, sent after
 // Push returns (see NotifyChannel).
 func (q *Queue) Push(ctx context.Context, j queue.Job) error {
+	if err := queue.Validate(j); err != nil {
+		return err
+	}
 	if err := q.use(ctx); err != nil {
 		return err
 	}
@@ -79,6 +82,9 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 // earlier job's ID or unique key in the same batch is skipped. Jobs
 // without an ID get one.
 func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return nil, err
+	}
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
@@ -134,6 +140,9 @@ func (q *Queue) txStatements(s statements) *TxPusher { return &TxPusher{q: q, st
 
 // Push stores j in the transaction with Queue.Push's rules.
 func (p *TxPusher) Push(ctx context.Context, j queue.Job) error {
+	if err := queue.Validate(j); err != nil {
+		return err
+	}
 	if err := p.q.useTx(ctx, p.st); err != nil {
 		return err
 	}
@@ -142,6 +151,9 @@ func (p *TxPusher) Push(ctx context.Context, j queue.Job) error {
 
 // PushMany stores jobs in the transaction with Queue.PushMany's rules.
 func (p *TxPusher) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return nil, err
+	}
 	if err := p.q.useTx(ctx, p.st); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,9 @@ const copyMin = 250
 // CONFLICT DO NOTHING, which decides job by job. Other batches take that
 // path at once.
 func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return nil, err
+	}
 	if len(jobs) < copyMin || slices.ContainsFunc(jobs, func(j queue.Job) bool { return j.UniqueKey != "" }) {
 		return q.Queue.PushMany(ctx, jobs)
 	}

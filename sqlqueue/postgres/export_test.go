@@ -13,3 +13,6 @@ func Waiting(q *Queue) int {
 	defer q.l.mu.Unlock()
 	return len(q.l.waiters)
 }
+
+// PingChannel is the channel q's listener sends its self-notifications on.
+func PingChannel(q *Queue) string { return q.l.ping }

@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -33,9 +35,22 @@ const (
 	maxPriorities = 64
 )
 
+// TCP keepalive of the LISTEN connection: a peer that vanished (a host or
+// network gone) is found by the kernel in about Idle + Count*Interval,
+// 30 s, even when no self-notification is due. A peer that still
+// acknowledges TCP but passes no bytes (a stuck proxy) is found by the
+// self-notification round trip instead (Config.ListenCheck).
+var listenKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
 // listener owns the LISTEN connection and the waiters it wakes.
 type listener struct {
-	channel  string
+	channel string
+	// ping is the listener's own channel for its self-notifications, so
+	// that no other process receives them.
+	ping string
+	// check is how long the connection may stay silent before a
+	// self-notification is sent, and how long that round trip may take.
+	check    time.Duration
 	dial     func(ctx context.Context) (*pgx.Conn, error)
 	debounce time.Duration
 	log      *slog.Logger
@@ -71,10 +86,12 @@ type dueEntry struct {
 	fetched time.Time
 }
 
-func newListener(channel string, dial func(context.Context) (*pgx.Conn, error), debounce time.Duration, log *slog.Logger,
+func newListener(channel string, dial func(context.Context) (*pgx.Conn, error), debounce, check time.Duration, log *slog.Logger,
 	lookup func(context.Context, []string) (map[string]int64, error)) *listener {
 	return &listener{
 		channel:  channel,
+		ping:     fmt.Sprintf("meridian_ping_%016x", rand.Uint64()),
+		check:    check,
 		dial:     dial,
 		debounce: debounce,
 		log:      log,
@@ -102,17 +119,36 @@ func (l *listener) start(ctx context.Context) error {
 	return nil
 }
 
-// connect dials and LISTENs on the channel.
+// connect dials and LISTENs on the channel and on the ping channel,
+// within connectTimeout so that a dial into a dead path fails and is
+// retried rather than hanging.
 func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.connectTimeout())
+	defer cancel()
 	conn, err := l.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sqlqueue/postgres: connecting the listener: %w", err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
+	keepAlive(conn)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{l.ping}.Sanitize()); err != nil {
 		closeConn(conn)
 		return nil, fmt.Errorf("sqlqueue/postgres: listening on %s: %w", l.channel, err)
 	}
 	return conn, nil
+}
+
+// connectTimeout bounds one connection attempt of the listener.
+func (l *listener) connectTimeout() time.Duration { return max(2*l.check, 10*time.Second) }
+
+// keepAlive turns on TCP keepalive (listenKeepAlive) on conn's socket.
+func keepAlive(conn *pgx.Conn) {
+	nc := conn.PgConn().Conn()
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetKeepAliveConfig(listenKeepAlive)
+	}
 }
 
 func closeConn(conn *pgx.Conn) {
@@ -163,13 +199,56 @@ func (l *listener) run(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
+// ErrUnresponsive is in Health's error when the LISTEN connection did not
+// complete a self-notification round trip in time (see Config.ListenCheck):
+// it may look open while passing no bytes (a stuck proxy or NAT), so the
+// listener drops it and dials again.
+var ErrUnresponsive = errors.New("sqlqueue/postgres: listener connection unresponsive")
+
 // receive hands every notification on conn to notified until the
-// connection fails or ctx ends.
+// connection fails or ctx ends. When nothing arrived for l.check it sends
+// itself a notification on its ping channel; if that does not come back
+// within l.check more, it returns ErrUnresponsive.
 func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
+	var token string // the pending self-notification, "" when none
+	silentUntil := time.Now().Add(l.check)
+	var pingDeadline time.Time
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		until := silentUntil
+		if token != "" {
+			until = pingDeadline
+		}
+		wctx, cancel := context.WithDeadline(ctx, until)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
 		if err != nil {
-			return err
+			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || conn.IsClosed() {
+				return err
+			}
+			if token != "" {
+				return fmt.Errorf("%w: no self-notification within %v", ErrUnresponsive, l.check)
+			}
+			token = fmt.Sprintf("%016x", rand.Uint64())
+			pingDeadline = time.Now().Add(l.check)
+			pctx, cancel := context.WithDeadline(ctx, pingDeadline)
+			// The channel is spelled in the statement so that pg_stat_activity
+			// shows which listener's connection this is.
+			_, err := conn.Exec(pctx, "SELECT pg_notify('"+l.ping+"', $1)", token)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				return fmt.Errorf("%w: sending a self-notification: %w", ErrUnresponsive, err)
+			}
+			continue
+		}
+		silentUntil = time.Now().Add(l.check)
+		if n.Channel == l.ping {
+			if n.Payload == token {
+				token = ""
+			}
+			continue
 		}
 		if n.Channel != l.channel {
 			continue

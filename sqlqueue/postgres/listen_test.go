@@ -16,7 +16,7 @@ import (
 // notifications directly. due is what its lookup reports for every queue
 // (Unix µs, 0 for none).
 func testListener(debounce time.Duration, due *atomic.Int64, lookups *atomic.Int32) *listener {
-	return newListener("test_ready", nil, debounce, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	return newListener("test_ready", nil, debounce, DefaultListenCheck, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func(_ context.Context, queues []string) (map[string]int64, error) {
 			lookups.Add(1)
 			out := make(map[string]int64)
@@ -203,7 +203,7 @@ func TestLookupRacingNotificationIsNotCached(t *testing.T) {
 func lookupRacingNotification(t *testing.T) {
 	var lookups atomic.Int32
 	var l *listener
-	l = newListener("test_ready", nil, time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	l = newListener("test_ready", nil, time.Millisecond, DefaultListenCheck, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func(_ context.Context, queues []string) (map[string]int64, error) {
 			if lookups.Add(1) == 1 {
 				l.notified([]string{"a"}, false) // arrives while the query runs

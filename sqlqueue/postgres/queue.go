@@ -25,6 +25,10 @@ import (
 // 21.8-44.5 ms (2 ms was no better than 3).
 const DefaultDebounce = 3 * time.Millisecond
 
+// DefaultListenCheck is Config.ListenCheck's default: a LISTEN connection
+// that passes no bytes is reported by Health within about 10 s.
+const DefaultListenCheck = 5 * time.Second
+
 // Config holds the PostgreSQL extras' own settings for NewWithConfig. The
 // zero value is the default New uses.
 type Config struct {
@@ -37,6 +41,15 @@ type Config struct {
 	// window wakes waiters at once, the rest of a burst wakes them once at
 	// the window's end. Zero means DefaultDebounce.
 	Debounce time.Duration
+	// ListenCheck is how the listener finds a LISTEN connection that looks
+	// open but passes no bytes (a stuck proxy or NAT, a half-dead network
+	// path): after ListenCheck without a notification it sends itself one
+	// on a channel of its own, and if that does not come back within
+	// ListenCheck more, Health reports the connection unresponsive and
+	// the listener dials again. So such a connection is reported within
+	// 2 x ListenCheck. TCP keepalive also runs on the connection. Zero
+	// means DefaultListenCheck.
+	ListenCheck time.Duration
 	// Logger receives the listener's connection losses and reconnects.
 	// Nil means the logger of sqlqueue.WithLogger among the options (which
 	// discards by default).
@@ -102,6 +115,12 @@ func NewWithConfig(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts ...
 	if cfg.Debounce == 0 {
 		cfg.Debounce = DefaultDebounce
 	}
+	if cfg.ListenCheck < 0 {
+		return nil, fmt.Errorf("sqlqueue/postgres: listen check must not be negative, not %v", cfg.ListenCheck)
+	}
+	if cfg.ListenCheck == 0 {
+		cfg.ListenCheck = DefaultListenCheck
+	}
 	db := stdlib.OpenDBFromPool(pool)
 	sq, err := sqlqueue.New(db, append(slices.Clone(opts), sqlqueue.WithDialect(sqlqueue.Postgres))...)
 	if err != nil {
@@ -132,7 +151,7 @@ func NewWithConfig(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts ...
 		}
 		dial = func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, cfg.ListenDSN) }
 	}
-	q.l = newListener(sq.NotifyChannel(), dial, cfg.Debounce, cfg.Logger, q.nextRunAt)
+	q.l = newListener(sq.NotifyChannel(), dial, cfg.Debounce, cfg.ListenCheck, cfg.Logger, q.nextRunAt)
 	if err := q.l.start(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -161,8 +180,9 @@ func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) er
 }
 
 // Health reports the LISTEN connection's state: nil while it listens, else
-// why it does not (the last connection error while it reconnects, or
-// ErrClosed after Close). While it is not nil, Waits rely on their safety
+// why it does not (the last connection error while it reconnects, a
+// connection that failed its self-notification round trip, see
+// Config.ListenCheck, or ErrClosed after Close). While it is not nil, Waits rely on their safety
 // poll and due times. Safe for concurrent use.
 func (q *Queue) Health() error { return q.l.getHealth() }
 

@@ -260,8 +260,10 @@ func TestTxCommitAndRollback(t *testing.T) {
 func listenerPID(t *testing.T, pool *pgxpool.Pool, q *postgres.Queue) int32 {
 	t.Helper()
 	var pid int32
-	err := pool.QueryRow(t.Context(), "SELECT pid FROM pg_stat_activity WHERE query = $1",
-		"LISTEN "+pgx.Identifier{q.NotifyChannel()}.Sanitize()).Scan(&pid)
+	// Its last statement is the LISTEN, or a self-notification naming
+	// its ping channel.
+	err := pool.QueryRow(t.Context(), "SELECT pid FROM pg_stat_activity WHERE starts_with(query, $1) OR strpos(query, $2) > 0",
+		"LISTEN "+pgx.Identifier{q.NotifyChannel()}.Sanitize(), postgres.PingChannel(q)).Scan(&pid)
 	if err != nil {
 		t.Fatalf("finding the listener's backend: %v", err)
 	}
