@@ -17,6 +17,7 @@ import (
 const (
 	sqliteError                = 1    // SQLITE_ERROR: "no such table" among others
 	sqlitePerm                 = 3    // SQLITE_PERM
+	sqliteBusy                 = 5    // SQLITE_BUSY
 	sqliteCantOpen             = 14   // SQLITE_CANTOPEN
 	sqliteAuth                 = 23   // SQLITE_AUTH
 	sqliteNotADB               = 26   // SQLITE_NOTADB
@@ -64,13 +65,37 @@ const sqlitePragmas = "PRAGMA busy_timeout=30000; PRAGMA synchronous=NORMAL"
 // sets them again for a connection the pool may have replaced.
 // synchronous=NORMAL is WAL's recommended setting: durable across process
 // crashes, one fsync per checkpoint instead of per commit.
+//
+// SQLite does not call the busy handler for the lock a journal-mode switch
+// needs when another connection holds the file (it could deadlock), so two
+// processes opening a new file at once can see SQLITE_BUSY there whatever
+// the timeout: the switch is retried while the file is busy, within the
+// busy timeout, and skipped once another connection has made the file WAL.
 func (sqliteDialect) prepare(ctx context.Context, q *Queue) error {
-	for _, p := range []string{sqlitePragmas, "PRAGMA journal_mode=WAL"} {
-		if _, err := q.db.ExecContext(ctx, p); err != nil {
+	if _, err := q.db.ExecContext(ctx, sqlitePragmas); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		var mode string
+		err := q.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode)
+		if err == nil && strings.EqualFold(mode, "wal") {
+			return nil
+		}
+		if err == nil {
+			_, err = q.db.ExecContext(ctx, "PRAGMA journal_mode=WAL")
+		}
+		if code, ok := sqliteCode(err); err == nil || !ok || code&0xff != sqliteBusy || time.Now().After(deadline) {
 			return err
 		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
-	return nil
 }
 
 func (sqliteDialect) prepared(context.Context, *Queue) error { return nil }
