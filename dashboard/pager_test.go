@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"  // mysql://
@@ -43,7 +44,7 @@ func openSQLite(t *testing.T) queue.Queue {
 // CI=true) when the variable is unset.
 func openMySQL(t *testing.T) queue.Queue {
 	t.Helper()
-	dsn := serverDSN(t, "MERIDIAN_MYSQL_DSN", "the MySQL case")
+	dsn := testutil.DSN(t, testutil.MySQLEnv)
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -16,31 +16,18 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	_ "github.com/meridianjobs/meridian/sqlqueue/postgres" // postgres://
 )
 
 type replicaJob struct{ N int }
 
-// serverDSN returns the DSN in the environment variable env, skipping
-// what (failing under CI=true) when it is unset.
-func serverDSN(t testing.TB, env, what string) string {
-	t.Helper()
-	dsn := os.Getenv(env)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(env + " is not set")
-		}
-		t.Skip(env + " is not set: skipping " + what)
-	}
-	return dsn
-}
-
 // openPostgres opens the shared PostgreSQL queue twice, as two replicas of
 // an application would, on a table of the test's own.
 func openPostgres(t *testing.T) (a, b queue.Queue) {
 	t.Helper()
-	dsn := serverDSN(t, "MERIDIAN_POSTGRES_DSN", "the PostgreSQL replicas test")
+	dsn := testutil.DSN(t, testutil.PostgresEnv)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

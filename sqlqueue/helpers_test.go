@@ -14,6 +14,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
@@ -25,26 +26,9 @@ type backend struct {
 	open func(t testing.TB, path string) *sql.DB
 }
 
-// dsn returns the DSN in env, skipping the test when it is unset (failing
-// under CI=true, where every server must be there).
-func dsn(t testing.TB, env string) string {
-	t.Helper()
-	v := os.Getenv(env)
-	if v == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set; CI must test against a real server", env)
-		}
-		t.Skipf("%s is not set: skipping the tests against that server (e.g. %s)", env, map[string]string{
-			"MERIDIAN_POSTGRES_DSN": "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
-			"MERIDIAN_MYSQL_DSN":    "root@tcp(127.0.0.1:3306)/test",
-		}[env])
-	}
-	return v
-}
-
 func serverBackend(t testing.TB, d sqlqueue.Dialect, driverName, env string) backend {
 	t.Helper()
-	source := dsn(t, env)
+	source := testutil.DSN(t, env)
 	b := backend{dialect: d, open: func(t testing.TB, _ string) *sql.DB {
 		t.Helper()
 		db, err := sql.Open(driverName, source)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -20,7 +21,7 @@ func TestPostgresNotify(t *testing.T) {
 	s := newStore(t, b)
 	q, db := s.open(t)
 	ctx := t.Context()
-	conn, err := pgx.Connect(ctx, dsn(t, "MERIDIAN_POSTGRES_DSN"))
+	conn, err := pgx.Connect(ctx, testutil.DSN(t, testutil.PostgresEnv))
 	if err != nil {
 		t.Fatalf("connecting the listener: %v", err)
 	}

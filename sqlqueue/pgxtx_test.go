@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
@@ -34,7 +35,7 @@ func TestTxStatementsPgx(t *testing.T) {
 	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
 	q := newStore(t, b).queue(t)
 	ctx := t.Context()
-	conn, err := pgx.Connect(ctx, dsn(t, "MERIDIAN_POSTGRES_DSN"))
+	conn, err := pgx.Connect(ctx, testutil.DSN(t, testutil.PostgresEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestCopyRowsPgx(t *testing.T) {
 	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
 	q := newStore(t, b).queue(t)
 	ctx := t.Context()
-	conn, err := pgx.Connect(ctx, dsn(t, "MERIDIAN_POSTGRES_DSN"))
+	conn, err := pgx.Connect(ctx, testutil.DSN(t, testutil.PostgresEnv))
 	if err != nil {
 		t.Fatal(err)
 	}

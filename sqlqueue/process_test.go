@@ -73,9 +73,9 @@ func startFleet(t *testing.T, b backend, s store, n int, lease, sleep time.Durat
 	driver := "sqlite"
 	switch b.dialect {
 	case sqlqueue.Postgres:
-		driver, source = "pgx", dsn(t, "MERIDIAN_POSTGRES_DSN")
+		driver, source = "pgx", testutil.DSN(t, testutil.PostgresEnv)
 	case sqlqueue.MySQL:
-		driver, source = "mysql", dsn(t, "MERIDIAN_MYSQL_DSN")
+		driver, source = "mysql", testutil.DSN(t, testutil.MySQLEnv)
 	}
 	bin := buildWorker(t)
 	fl := &fleet{t: t}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -114,14 +114,8 @@ func TestDashboardCommandNeedsDSN(t *testing.T) {
 // env is unset.
 func serverURL(t *testing.T, env string) string {
 	t.Helper()
-	dsn := os.Getenv(env)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set", env)
-		}
-		t.Skipf("%s is not set: skipping", env)
-	}
-	table := "dash_cli_" + queue.NewID()[20:]
+	dsn := testutil.DSN(t, env)
+	table := testutil.Name("dash_cli_")
 	if env == "MERIDIAN_MYSQL_DSN" {
 		cfg, err := mysql.ParseDSN(dsn)
 		if err != nil {

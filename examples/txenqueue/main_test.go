@@ -4,20 +4,15 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
 )
 
 // TestRun runs the program against MERIDIAN_POSTGRES_DSN on tables of its
 // own and checks what it prints.
 func TestRun(t *testing.T) {
-	dsn := os.Getenv("MERIDIAN_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MERIDIAN_POSTGRES_DSN is not set; CI must run this example against a real server")
-		}
-		t.Skip("MERIDIAN_POSTGRES_DSN is not set: skipping the example (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
+	dsn := testutil.DSN(t, testutil.PostgresEnv)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	var out bytes.Buffer

@@ -2,9 +2,10 @@ package mysql
 
 import (
 	"database/sql"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
 )
 
 // TestNewConnectorInterpolates checks that Open's connections send a
@@ -12,13 +13,7 @@ import (
 // the DSN turns interpolateParams off itself or names a collation that
 // makes it unsafe.
 func TestNewConnectorInterpolates(t *testing.T) {
-	dsn := os.Getenv("MERIDIAN_MYSQL_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MERIDIAN_MYSQL_DSN is not set; CI must test against a real server")
-		}
-		t.Skip("MERIDIAN_MYSQL_DSN is not set (e.g. root@tcp(127.0.0.1:3306)/test)")
-	}
+	dsn := testutil.DSN(t, testutil.MySQLEnv)
 	sep := "?"
 	if strings.Contains(dsn, "?") {
 		sep = "&"

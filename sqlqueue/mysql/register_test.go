@@ -5,12 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/mysql"
@@ -40,13 +40,7 @@ func TestDSN(t *testing.T) {
 }
 
 func TestOpenURL(t *testing.T) {
-	dsn := os.Getenv("MERIDIAN_MYSQL_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MERIDIAN_MYSQL_DSN is not set; CI must test against a real server")
-		}
-		t.Skip("MERIDIAN_MYSQL_DSN is not set (e.g. root@tcp(127.0.0.1:3306)/test)")
-	}
+	dsn := testutil.DSN(t, testutil.MySQLEnv)
 	cfg, err := driver.ParseDSN(dsn)
 	if err != nil {
 		t.Fatalf("MERIDIAN_MYSQL_DSN: %v", err)

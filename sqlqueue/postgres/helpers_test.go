@@ -2,14 +2,12 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/postgres"
 )
@@ -18,14 +16,7 @@ import (
 // Unset or unreachable skips the test, or fails it under CI=true.
 func testDSN(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv("MERIDIAN_POSTGRES_DSN")
-	fail := t.Skipf
-	if os.Getenv("CI") == "true" {
-		fail = t.Fatalf
-	}
-	if dsn == "" {
-		fail("MERIDIAN_POSTGRES_DSN is not set: skipping the PostgreSQL tests (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
+	dsn := testutil.DSN(t, testutil.PostgresEnv)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, dsn)
@@ -34,17 +25,13 @@ func testDSN(t testing.TB) string {
 		pool.Close()
 	}
 	if err != nil {
-		fail("PostgreSQL at MERIDIAN_POSTGRES_DSN is unreachable: %v", err)
+		testutil.Unreachable(t, testutil.PostgresEnv, err)
 	}
 	return dsn
 }
 
 // randomTable returns a table name no other test uses.
-func randomTable() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "mpg_" + hex.EncodeToString(b[:])
-}
+func randomTable() string { return testutil.Name("mpg_") }
 
 // newPool opens a small pool on dsn, closed when the test ends.
 func newPool(t testing.TB, dsn string) *pgxpool.Pool {

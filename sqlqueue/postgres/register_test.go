@@ -5,23 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/postgres"
 )
 
 func TestOpenURL(t *testing.T) {
-	dsn := os.Getenv("MERIDIAN_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MERIDIAN_POSTGRES_DSN is not set; CI must test against a real server")
-		}
-		t.Skip("MERIDIAN_POSTGRES_DSN is not set (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
+	dsn := testutil.DSN(t, testutil.PostgresEnv)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatalf("MERIDIAN_POSTGRES_DSN is not a URL: %v", err)
