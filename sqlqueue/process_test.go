@@ -1,6 +1,8 @@
 package sqlqueue_test
 
 import (
+	"github.com/meridianjobs/meridian/internal/testutil"
+
 	"bufio"
 	"bytes"
 	"fmt"
@@ -29,11 +31,11 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if workerBin != "" {
-		os.RemoveAll(filepath.Dir(workerBin))
-	}
-	os.Exit(code)
+	testutil.Main(m, func() {
+		if workerBin != "" {
+			os.RemoveAll(filepath.Dir(workerBin))
+		}
+	})
 }
 
 func buildWorker(t *testing.T) string {

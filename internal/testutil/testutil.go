@@ -1,0 +1,175 @@
+// Package testutil holds what the project's tests share: the database
+// servers they run against, names of their own for tables, polling with a
+// deadline, and a TestMain that checks for leaked goroutines and says which
+// server tests were skipped.
+//
+// # Servers
+//
+// Tests that need PostgreSQL or MariaDB/MySQL call [DSN] with
+// [PostgresEnv] or [MySQLEnv]. When the variable is unset the test is
+// skipped, and [Main] prints one line for the package naming the variable
+// and how many tests it skipped. Under CI=true an unset variable or a server
+// that does not answer fails the test instead: CI must test every driver.
+//
+// # Leaks
+//
+// [Main] runs the package's tests, then fails the run if any goroutine
+// other than the runtime's is still running (go.uber.org/goleak, which
+// waits a little for goroutines on their way out). No package needs an
+// exception today: every test closes the databases, pools and workers it
+// opened.
+package testutil
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// The environment variables that name the test servers.
+const (
+	PostgresEnv = "MERIDIAN_POSTGRES_DSN"
+	MySQLEnv    = "MERIDIAN_MYSQL_DSN"
+)
+
+// Examples are the DSNs of the servers on the project's machines, shown in
+// skip messages.
+var Examples = map[string]string{
+	PostgresEnv: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
+	MySQLEnv:    "root@tcp(127.0.0.1:3306)/test?parseTime=true",
+}
+
+var (
+	skipMu  sync.Mutex
+	skipped = map[string]int{} // env -> tests skipped for it
+)
+
+// CI reports whether the tests run under CI (CI=true), where a missing
+// server is a failure, not a skip.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// DSN returns the DSN in env (PostgresEnv or MySQLEnv). When it is unset
+// the test is skipped (and counted for Main's summary), or fails under
+// CI=true.
+func DSN(t testing.TB, env string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v != "" {
+		return v
+	}
+	if CI() {
+		t.Fatalf("%s is not set; CI must test against a real server (e.g. %s)", env, Examples[env])
+	}
+	skipMu.Lock()
+	skipped[env]++
+	skipMu.Unlock()
+	t.Skipf("%s is not set: skipping this server test (e.g. %s)", env, Examples[env])
+	return ""
+}
+
+// Unreachable skips t, or fails it under CI=true, for a server named by env
+// that did not answer.
+func Unreachable(t testing.TB, env string, err error) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("the server at %s does not answer: %v", env, err)
+	}
+	t.Skipf("the server at %s does not answer: %v", env, err)
+}
+
+// OpenDB opens driverName's *sql.DB on the DSN in env, checks that the
+// server answers (see Unreachable) and closes it when the test ends.
+func OpenDB(t testing.TB, driverName, env string) *sql.DB {
+	t.Helper()
+	dsn := DSN(t, env)
+	db, err := sql.Open(driverName, dsn)
+	if err != nil {
+		t.Fatalf("opening %s: %v", env, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		Unreachable(t, env, err)
+	}
+	return db
+}
+
+// Name returns prefix followed by 12 random hex digits: a table or queue
+// name no other test, package or concurrent run uses.
+func Name(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Eventually checks cond until it holds, failing t with the message made
+// of format and args if it does not within timeout. It waits a little
+// longer between checks as time passes (1 ms at first, at most 50 ms), so
+// it costs nothing when cond holds at once.
+func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for delay := time.Millisecond; !cond(); delay = min(2*delay, 50*time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: "+format, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(delay)
+	}
+}
+
+// Main runs the package's tests for TestMain, then prints one line per
+// server variable that skipped tests (see DSN) and fails the run on leaked
+// goroutines. after run first, once the tests are done (removing what
+// the tests built, say). Use it as
+//
+//	func TestMain(m *testing.M) { testutil.Main(m) }
+func Main(m *testing.M, after ...func()) {
+	code := m.Run()
+	for _, f := range after {
+		f()
+	}
+	out, closeOut := summaryOut()
+	summary(out)
+	closeOut()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left running after the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// summary writes the skip lines.
+func summary(w io.Writer) {
+	skipMu.Lock()
+	defer skipMu.Unlock()
+	pkg := strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
+	for _, env := range slices.Sorted(maps.Keys(skipped)) {
+		fmt.Fprintf(w, "%s: %d server test(s) skipped: %s is not set (e.g. %s)\n", pkg, skipped[env], env, Examples[env])
+	}
+}
+
+// summaryOut is where the skip lines go: the terminal when there is one,
+// because `go test ./...` shows a passing package's output only with -v,
+// else standard output.
+func summaryOut() (io.Writer, func()) {
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		return tty, func() { tty.Close() }
+	}
+	return os.Stdout, func() {}
+}
