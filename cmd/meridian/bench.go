@@ -63,6 +63,9 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		showCalls   = fs.Bool("calls", false, "also print, per mode, the driver calls made and the jobs each carried")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 		memProfile  = fs.String("memprofile", "", "write an allocation profile of the whole run to this file")
+		jsonOut     = fs.String("json", "", "also write the results as JSON to this file, for a later --compare")
+		compareOld  = fs.String("compare", "", "compare this run with the JSON results in this file and print per-figure deltas")
+		failOver    = fs.Float64("fail-over", 0, "with --compare, exit non-zero when a figure is worse by more than this many percent (0: report only; figures worse than 5% are always marked)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(errOut, `usage: meridian bench [flags]
@@ -194,8 +197,10 @@ flags:`)
 		o.Jobs, o.Duration, o.Warmup, o.Workers, o.Concurrency, o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
 		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration)
 	var errs []error
+	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}
 	for _, t := range targets {
 		rep, err := bench.Run(ctx, t, o)
+		results.Reports = append(results.Reports, rep)
 		if _, werr := rep.WriteTo(out); werr != nil {
 			return werr
 		}
@@ -222,7 +227,62 @@ flags:`)
 			return fmt.Errorf("writing allocation profile: %w", err)
 		}
 	}
+	if *jsonOut != "" {
+		if err := writeResults(*jsonOut, results); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if *compareOld != "" {
+		if err := compareResults(*compareOld, results, *failOver, out); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// writeResults writes res as JSON to path.
+func writeResults(path string, res bench.Results) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("creating JSON results: %w", err)
+	}
+	if err := res.WriteJSON(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing JSON results: %w", err)
+	}
+	return f.Close()
+}
+
+// compareResults prints the deltas from the results in oldPath to cur,
+// marking figures worse by more than 5% (or failOver when larger), and
+// fails when failOver > 0 and a figure is worse by more than failOver.
+func compareResults(oldPath string, cur bench.Results, failOver float64, out io.Writer) error {
+	f, err := os.Open(oldPath)
+	if err != nil {
+		return fmt.Errorf("opening results to compare with: %w", err)
+	}
+	defer f.Close()
+	old, err := bench.ReadResults(f)
+	if err != nil {
+		return err
+	}
+	threshold := 5.0
+	if failOver > 0 {
+		threshold = failOver
+	}
+	ds := bench.Compare(old, cur, threshold)
+	fmt.Fprintf(out, "compared with %s (worse than %.1f%% marked):\n", oldPath, threshold)
+	if err := bench.WriteDeltas(out, ds); err != nil {
+		return err
+	}
+	if failOver > 0 {
+		for _, d := range ds {
+			if d.Worse {
+				return fmt.Errorf("bench: %s %s is %.1f%% worse than in %s", d.Driver, d.Name, d.Change, oldPath)
+			}
+		}
+	}
+	return nil
 }
 
 // pickDrivers returns the drivers to measure: those listed, or by default
