@@ -43,6 +43,8 @@ type apiQueue struct {
 	AvgRuntimeMS  float64 `json:"avg_runtime_ms"`
 	MaxRuntimeMS  float64 `json:"max_runtime_ms"`
 	AvgWaitMS     float64 `json:"avg_wait_ms"`
+	// Warnings are the Warnings option's lines for the queue.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -169,7 +171,12 @@ func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
 		h.apiError(w, r, err)
 		return
 	}
-	writeJSON(w, toAPIStats(sv))
+	a := toAPIStats(sv)
+	warn := h.warnings(r.Context())
+	for i := range a.Queues {
+		a.Queues[i].Warnings = warn[a.Queues[i].Queue]
+	}
+	writeJSON(w, a)
 }
 
 func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {

@@ -32,6 +32,7 @@ type config struct {
 	timeout   time.Duration
 	title     string
 	origins   []string
+	warnings  func(context.Context) map[string][]string
 }
 
 // Authorize sets the access check: fn reports, per request, whether the
@@ -47,6 +48,17 @@ type config struct {
 // api/ requests a JSON 403.
 func Authorize(fn func(r *http.Request) (read, act bool)) Option {
 	return func(c *config) { c.authorize = fn }
+}
+
+// Warnings sets a source of warnings per queue (for example the alerts
+// firing in observe/alert: long waits, failure rates). fn returns, per
+// queue name, the lines to show; the overview marks those queues' rows and
+// shows the lines under their names, and api/stats carries them as
+// "warnings". fn is called once per overview or stats request,
+// concurrently, and should answer from memory: an alerter's last check,
+// not a fresh query.
+func Warnings(fn func(ctx context.Context) map[string][]string) Option {
+	return func(c *config) { c.warnings = fn }
 }
 
 // Logger sets where the handler logs failed reads and actions; the default

@@ -30,6 +30,8 @@ type overviewData struct {
 type queueRow struct {
 	QueueStats
 	URL string
+	// Warnings are the lines the Warnings option gave for this queue.
+	Warnings []string
 }
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
@@ -41,8 +43,9 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	d := overviewData{Stats: sv}
 	base := relBase(r)
+	warn := h.warnings(ctx)
 	for _, q := range sv.Queues {
-		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue)})
+		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue), warn[q.Queue]})
 	}
 	if h.src.Abilities().Charts {
 		now := time.Now()
@@ -703,4 +706,12 @@ func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
 		flash = "paused"
 	}
 	seeOther(w, "../"+url.PathEscape(name)+"?flash="+flash)
+}
+
+// warnings reads the Warnings option's lines, none without it.
+func (h *handler) warnings(ctx context.Context) map[string][]string {
+	if h.cfg.warnings == nil {
+		return nil
+	}
+	return h.cfg.warnings(ctx)
 }

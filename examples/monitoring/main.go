@@ -58,9 +58,7 @@ func run(ctx context.Context, url, addr string, jobs int, ttl time.Duration, rea
 	if err != nil {
 		return err
 	}
-	if c, ok := q.(interface{ Close() error }); ok {
-		defer c.Close()
-	}
+	defer q.Close()
 	in, ok := q.(queue.Inspector)
 	if !ok {
 		return errors.New("the driver has no inspection side")
@@ -74,9 +72,27 @@ func run(ctx context.Context, url, addr string, jobs int, ttl time.Duration, rea
 		return err
 	}
 
+	// Alerts: a job waiting over a minute, or a third of attempts failing.
+	// With several processes, pass alert.WithClaimer(alert.NewSQLClaimer(...))
+	// so that only one calls the hook per transition.
+	al := alert.New(in, func(ctx context.Context, a alert.Alert) error {
+		log.Warn(a.Text())
+		return nil
+	}, alert.WithThresholds(alert.Threshold{MaxWait: time.Minute, MaxFailureRate: 0.33}), alert.WithLogger(log))
+	go func() { _ = al.Run(ctx) }()
+
+	// The dashboard marks the queues whose alerts are firing.
+	firing := func(context.Context) map[string][]string {
+		out := map[string][]string{}
+		for _, a := range al.Firing() {
+			out[a.Queue] = append(out[a.Queue], a.Text())
+		}
+		return out
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(dashboard.ForQueue(q))))
+	mux.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(dashboard.ForQueue(q), dashboard.Warnings(firing))))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -88,15 +104,6 @@ func run(ctx context.Context, url, addr string, jobs int, ttl time.Duration, rea
 	if ready != nil {
 		ready(ln.Addr().String())
 	}
-
-	// Alerts: a job waiting over a minute, or a third of attempts failing.
-	// With several processes, pass alert.WithClaimer(alert.NewSQLClaimer(...))
-	// so that only one calls the hook per transition.
-	al := alert.New(in, func(ctx context.Context, a alert.Alert) error {
-		log.Warn(a.Text())
-		return nil
-	}, alert.WithThresholds(alert.Threshold{MaxWait: time.Minute, MaxFailureRate: 0.33}), alert.WithLogger(log))
-	go func() { _ = al.Run(ctx) }()
 
 	w := queue.NewWorker(q).Slog(log).MaxRetry(3).Backoff(0)
 	m.Instrument(w)
