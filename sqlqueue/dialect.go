@@ -61,10 +61,11 @@ type dialect interface {
 	prepared(ctx context.Context, q *Queue) error
 	// writeTx runs fn in one short write transaction.
 	writeTx(ctx context.Context, q *Queue, fn func(ex execer) error) error
-	// pushBatch runs fn, the push of n jobs outside the caller's
-	// transaction, on the pool or in a write transaction of its own
-	// (inTx).
-	pushBatch(ctx context.Context, q *Queue, n int, fn func(ex statements, inTx bool) error) error
+	// pushBatch runs fn, the push of n jobs in chunks INSERT statements
+	// outside the caller's transaction, on the pool or in a write
+	// transaction of its own (inTx). A push of several chunks is always
+	// one transaction, so that it is stored whole or not at all.
+	pushBatch(ctx context.Context, q *Queue, n, chunks int, fn func(ex statements, inTx bool) error) error
 
 	// migrations are the dialect's schema migrations (the tables' DDL,
 	// in sqlqueue/internal/migrate/sql/<dialect>) and how they run.
@@ -209,9 +210,14 @@ type noVacuum struct{}
 
 func (noVacuum) vacuumIfDue(context.Context, *Queue) error { return nil }
 
-// poolPush is pushBatch on the pool: each statement commits on its own.
+// poolPush is pushBatch on the pool where the push is one INSERT (which
+// commits whole on its own), and in a write transaction where it takes
+// several.
 type poolPush struct{}
 
-func (poolPush) pushBatch(_ context.Context, q *Queue, _ int, fn func(ex statements, inTx bool) error) error {
-	return fn(stmts(q.db), false)
+func (poolPush) pushBatch(ctx context.Context, q *Queue, _, chunks int, fn func(ex statements, inTx bool) error) error {
+	if chunks < 2 {
+		return fn(stmts(q.db), false)
+	}
+	return q.d.writeTx(ctx, q, func(ex execer) error { return fn(stmts(ex), true) })
 }

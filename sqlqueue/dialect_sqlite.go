@@ -129,7 +129,7 @@ func (sqliteDialect) writeTx(ctx context.Context, q *Queue, fn func(ex execer) e
 
 // pushBatch runs a push of several jobs in one write transaction: one
 // fsync for the batch.
-func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n int, fn func(ex statements, inTx bool) error) error {
+func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n, _ int, fn func(ex statements, inTx bool) error) error {
 	if n < 2 {
 		return fn(stmts(q.db), false)
 	}

@@ -92,7 +92,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, nil
 	}
 	var stored []bool
-	err := q.d.pushBatch(ctx, q, len(jobs), func(ex statements, inTx bool) error {
+	err := q.d.pushBatch(ctx, q, len(jobs), len(q.chunkEnds(jobs)), func(ex statements, inTx bool) error {
 		var err error
 		stored, err = q.pushMany(ctx, ex, inTx, jobs)
 		return err
@@ -258,13 +258,8 @@ func (q *Queue) pushMany(ctx context.Context, ex statements, inTx bool, jobs []q
 	// dialect without notifications never reports one sent, and its
 	// notifyTx does nothing).
 	notified := !inTx
-	perChunk := min(q.d.maxParams()/insertParams-2, maxChunkRows)
-	for start := 0; start < len(js); {
-		end, size := start, 0
-		for end < len(js) && end-start < perChunk && (end == start || size+len(js[end].Payload) <= maxChunkBytes) {
-			size += len(js[end].Payload)
-			end++
-		}
+	start := 0
+	for _, end := range q.chunkEnds(js) {
 		n, err := q.insertChunk(ctx, ex, js[start:end], stored[start:end], now, !notified)
 		if err != nil {
 			return nil, err
@@ -282,6 +277,24 @@ func (q *Queue) pushMany(ctx context.Context, ex statements, inTx bool, jobs []q
 		}
 	}
 	return stored, nil
+}
+
+// chunkEnds splits jobs into the INSERT statements a push makes, under
+// the dialect's parameter limit, maxChunkRows and maxChunkBytes of
+// payload, and returns the end index of each.
+func (q *Queue) chunkEnds(jobs []queue.Job) []int {
+	perChunk := min(q.d.maxParams()/insertParams-2, maxChunkRows)
+	var ends []int
+	for start := 0; start < len(jobs); {
+		end, size := start, 0
+		for end < len(jobs) && end-start < perChunk && (end == start || size+len(jobs[end].Payload) <= maxChunkBytes) {
+			size += len(jobs[end].Payload)
+			end++
+		}
+		ends = append(ends, end)
+		start = end
+	}
+	return ends
 }
 
 // normalize applies Push's defaults to j.
