@@ -80,12 +80,7 @@ func openQueue(ctx context.Context, dsn string) (queue.Queue, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	closeFn := func() {
-		if c, ok := q.(interface{ Close() error }); ok {
-			_ = c.Close()
-		}
-	}
-	return q, closeFn, nil
+	return q, func() { _ = q.Close() }, nil
 }
 
 func schemaMain(args []string, out, errOut io.Writer) error {

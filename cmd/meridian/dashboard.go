@@ -75,9 +75,7 @@ func dashboardMain(ctx context.Context, args []string, errOut io.Writer, ready f
 	if err != nil {
 		return err
 	}
-	if c, ok := q.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer q.Close()
 
 	opts := []dashboard.Option{dashboard.Title(*title), dashboard.Logger(log)}
 	var h http.Handler

@@ -66,9 +66,7 @@ func run(ctx context.Context, url string, every time.Duration, addr string, read
 	if err != nil {
 		return err
 	}
-	if c, ok := q.(interface{ Close() error }); ok {
-		defer c.Close()
-	}
+	defer q.Close()
 
 	if addr != "" {
 		// The dashboard, mounted under /admin/queues/ of the app's own mux.
