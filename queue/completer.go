@@ -190,6 +190,10 @@ func (c *completer) flush(batch []ackItem) {
 		leases[i] = it.j.Lease()
 	}
 	var lost []Lease
+	// unknown: a call failed in a way that leaves its outcome open (the
+	// connection broke around the commit), so a later call may find jobs
+	// that call already acked and report them lost.
+	unknown := false
 	fails := streak{log: c.log, doing: "flushing acks", level: slog.LevelWarn}
 	err := retry.Call(c.ctx, retry.Backoff{Initial: 10 * time.Millisecond, Max: time.Second},
 		func(err error) bool {
@@ -199,6 +203,7 @@ func (c *completer) flush(batch []ackItem) {
 			var err error
 			lost, err = c.acker.AckMany(ctx, leases)
 			if err != nil {
+				unknown = unknown || !errors.Is(err, ErrLeaseLost)
 				fails.failed(err, "jobs", len(leases))
 			}
 			return err
@@ -218,13 +223,35 @@ func (c *completer) flush(batch []ackItem) {
 	}
 	for _, it := range batch {
 		c.leases.remove(it.j.ID)
-		if lostSet[it.j.ID] {
+		if lostSet[it.j.ID] && !(unknown && c.finishedInStore(it.j.ID)) {
 			c.observe(EventLeaseLost, it.j, ErrLeaseLost, it.rt)
 			c.log.Warn("queue: ack after the lease was lost; the job will run again", "job", it.j.ID, "name", it.j.Name)
 			continue
 		}
 		c.finished(it.j, OutcomeDone, nil, it.start, it.rt)
 	}
+}
+
+// finishedInStore reports whether the store holds job id as done, or no
+// longer holds it (acked and pruned), read through the queue's Inspector:
+// after a flush whose outcome was unknown, a job the retry finds lost may
+// have been acked by the call that failed, and then it will not run again.
+// Without an Inspector, or when the read fails, it reports false and the
+// ack counts as lost, as before.
+func (c *completer) finishedInStore(id string) bool {
+	in, ok := c.q.(Inspector)
+	if !ok {
+		return false
+	}
+	info, err := in.GetJob(c.ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return true
+	case err != nil:
+		c.log.Warn("queue: re-checking an ack whose outcome was unknown", "job", id, "err", err)
+		return false
+	}
+	return info.State == StateDone
 }
 
 // maxReason caps the bytes of error text stored with a job.

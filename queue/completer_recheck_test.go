@@ -1,0 +1,86 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// inspectingAcker is a stubAcker that answers GetJob from states.
+type inspectingAcker struct {
+	stubAcker
+	states map[string]JobState // missing: ErrNotFound
+}
+
+func (s inspectingAcker) QueueStats(context.Context) ([]QueueStats, error) { return nil, nil }
+func (s inspectingAcker) Metrics(context.Context, time.Time) ([]MetricPoint, error) {
+	return nil, nil
+}
+func (s inspectingAcker) ListJobs(context.Context, JobFilter) (JobPage, error) {
+	return JobPage{}, nil
+}
+func (s inspectingAcker) GetJob(_ context.Context, id string) (JobInfo, error) {
+	st, ok := s.states[id]
+	if !ok {
+		return JobInfo{}, ErrNotFound
+	}
+	return JobInfo{Job: Job{ID: id}, State: st}, nil
+}
+
+// TestCompleterRechecksAcksOfAnUnknownOutcome checks that when an ack
+// flush fails in a way that may have committed (a broken connection) and
+// its retry reports leases lost, the jobs the store holds as done, or no
+// longer holds, count as done, not as "will run again"; a job another
+// worker holds stays lost. A retry that never followed an unknown outcome
+// is believed as it is.
+func TestCompleterRechecksAcksOfAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	states := map[string]JobState{"done": StateDone, "taken": StateRunning} // "gone": pruned
+	for _, tc := range []struct {
+		name     string
+		firstErr error
+		wantDone []string
+		wantLost []string
+	}{
+		{"connection broke around the commit", errors.New("driver: bad connection"), []string{"done", "gone"}, []string{"taken"}},
+		{"no unknown outcome", nil, nil, []string{"done", "gone", "taken"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sq := &stubQueue{t: t}
+				calls := 0
+				sq.ackMany = func(ls []Lease) ([]Lease, error) {
+					calls++
+					if calls == 1 && tc.firstErr != nil {
+						return nil, tc.firstErr
+					}
+					return ls, nil // every lease reported lost
+				}
+				c := newCompleter(inspectingAcker{stubAcker{sq}, states})
+				var done, lost []string
+				c.observe = func(k EventKind, j *Job, _ error, _ time.Duration) {
+					switch k {
+					case EventDone:
+						done = append(done, j.ID)
+					case EventLeaseLost:
+						lost = append(lost, j.ID)
+					}
+				}
+				c.start(10)
+				for _, id := range []string{"done", "gone", "taken"} {
+					j := job(id)
+					j.LeaseExpiresAt = time.Now().Add(time.Minute)
+					c.leases.add(j, time.Minute)
+					c.ack(j, time.Now(), 0)
+				}
+				c.close()
+				if !slices.Equal(done, tc.wantDone) || !slices.Equal(lost, tc.wantLost) {
+					t.Errorf("done %v, lost %v; want done %v, lost %v", done, lost, tc.wantDone, tc.wantLost)
+				}
+			})
+		})
+	}
+}
