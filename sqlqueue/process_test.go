@@ -62,12 +62,15 @@ func buildWorker(t *testing.T) string {
 
 // fleet is a set of worker processes over one store.
 type fleet struct {
-	t     *testing.T
-	procs []*exec.Cmd
-	logs  []string
+	t       *testing.T
+	procs   []*exec.Cmd
+	logs    []string
+	holdLog string // where process 0 logs the jobs it holds (WORKER_HOLD_AFTER)
 }
 
-func startFleet(t *testing.T, b backend, s store, n int, lease, sleep time.Duration) *fleet {
+// startFleet starts n worker processes on s's table with the given lease
+// and handler sleep; env0 is added to the environment of process 0 only.
+func startFleet(t *testing.T, b backend, s store, n int, lease, sleep time.Duration, env0 ...string) *fleet {
 	t.Helper()
 	source := s.path
 	driver := "sqlite"
@@ -78,13 +81,16 @@ func startFleet(t *testing.T, b backend, s store, n int, lease, sleep time.Durat
 		driver, source = "mysql", testutil.DSN(t, testutil.MySQLEnv)
 	}
 	bin := buildWorker(t)
-	fl := &fleet{t: t}
 	dir := t.TempDir()
+	fl := &fleet{t: t, holdLog: filepath.Join(dir, "held.log")}
 	for i := range n {
 		logPath := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))
 		cmd := exec.Command(bin)
 		cmd.Env = append(os.Environ(), "WORKER_LOG="+logPath, "WORKER_DRIVER="+driver, "WORKER_SOURCE="+source,
-			"WORKER_TABLE="+s.table, "WORKER_LEASE="+lease.String(), "WORKER_SLEEP="+sleep.String())
+			"WORKER_TABLE="+s.table, "WORKER_LEASE="+lease.String(), "WORKER_SLEEP="+sleep.String(), "WORKER_HOLD_LOG="+fl.holdLog)
+		if i == 0 {
+			cmd.Env = append(cmd.Env, env0...)
+		}
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting worker process: %v", err)
@@ -148,6 +154,15 @@ func (fl *fleet) handled() map[string][]handling {
 		f.Close()
 	}
 	return out
+}
+
+// held counts the jobs process 0 holds without handling (WORKER_HOLD_AFTER).
+func (fl *fleet) held() int {
+	data, err := os.ReadFile(fl.holdLog)
+	if err != nil && !os.IsNotExist(err) {
+		fl.t.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
 }
 
 // handledBy counts the jobs process i has logged so far.
@@ -255,10 +270,11 @@ func TestProcesses(t *testing.T) {
 
 // TestProcessKilled kills one of two worker processes with SIGKILL mid-run:
 // its jobs are re-delivered after their lease and none is lost. The test
-// proves a re-delivery happened: the survivor must have handled at least
-// one job on a second or later attempt, a job whose earlier lease was held
-// by the killed process (the survivor's own leases are 1 s, extended by
-// its Worker, over 2 ms handlers).
+// proves a re-delivery happened: the victim handles 20 jobs, then holds
+// every further job it starts until it is killed, and is killed only once
+// it holds one, so the survivor must handle at least one job on a second
+// or later attempt (the survivor's own leases are 1 s, extended by its
+// Worker, over 20 ms handlers).
 func TestProcessKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes; skipped with -short")
@@ -268,28 +284,21 @@ func TestProcessKilled(t *testing.T) {
 		q := s.queue(t)
 		const n = 2000
 		ids := pushJobs(t, q, n)
-		// Handlers take 20ms so each process always has jobs running: a
-		// kill between two reservations (MariaDB's take ~90ms) would
-		// otherwise catch the victim holding nothing.
-		fl := startFleet(t, b, s, 2, time.Second, 20*time.Millisecond)
-		// Kill mid-run, and only once the victim is working: on a loaded
-		// machine its start can lag the survivor's by seconds, and a
-		// victim killed before its first Reserve holds nothing.
+		fl := startFleet(t, b, s, 2, time.Second, 20*time.Millisecond, "WORKER_HOLD_AFTER=20")
+		// Kill only once the victim holds a job: on a loaded machine its
+		// start can lag the survivor's by seconds, and a victim killed
+		// while it holds nothing proves nothing.
 		deadline := time.Now().Add(time.Minute)
-		for {
+		for fl.held() == 0 {
 			left, err := q.Len(t.Context(), "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			working := fl.handledBy(0) >= 20
-			if working && left < n*2/3 {
-				break
-			}
 			if left == 0 {
-				t.Fatalf("the queue drained before the victim process handled 20 jobs (it handled %d)", fl.handledBy(0))
+				t.Fatalf("the queue drained before the victim process held a job (it handled %d)", fl.handledBy(0))
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("workers made no progress: %d of %d left, the victim handled %d", left, n, fl.handledBy(0))
+				t.Fatalf("the victim held no job within a minute: %d of %d left, it handled %d", left, n, fl.handledBy(0))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
