@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -144,7 +145,7 @@ func mysqlURL(dsn string) (string, error) {
 		return "", usagef("reading %q as a MySQL DSN: %v", redact(dsn), err)
 	}
 	if cfg.Net != "tcp" {
-		return "", usagef("MySQL over %s is not supported: use USER:PASS@tcp(HOST:PORT)/DB", cfg.Net)
+		return "", usagef("MySQL over %s is not supported; use %s", cfg.Net, dsnForms)
 	}
 	u := url.URL{Scheme: "mysql", Host: cfg.Addr, Path: "/" + cfg.DBName}
 	switch {
@@ -203,10 +204,11 @@ func openExisting(ctx context.Context, dsn string) (queue.QueueCloser, error) {
 		if path == "" {
 			path = u.Host + u.Path
 		}
-		if path != ":memory:" {
-			if _, err := os.Stat(path); err != nil {
-				return nil, fmt.Errorf("no SQLite database %s (%w): this command creates nothing; `meridian migrate --dsn %s` creates one", path, queue.ErrConfig, raw)
-			}
+		if path == ":memory:" {
+			return nil, usagef("sqlite::memory: is a new empty database: this command can only look at an existing one")
+		}
+		if err := checkSQLite(ctx, path, u.Query().Get("table"), raw); err != nil {
+			return nil, err
 		}
 	}
 	v := u.Query()
@@ -223,6 +225,35 @@ func openExisting(ctx context.Context, dsn string) (queue.QueueCloser, error) {
 		return nil, err
 	}
 	return q, nil
+}
+
+// defaultTable is sqlqueue's jobs table when WithTable is not given.
+const defaultTable = "meridian_jobs"
+
+// checkSQLite checks, reading the file only, that the SQLite database at
+// path has the queue's tables: opening it as a queue would switch the file
+// to WAL and, without the tables, fail after that.
+func checkSQLite(ctx context.Context, path, table, raw string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("no SQLite database %s (%w): this command creates nothing; `meridian migrate --dsn %s` creates one", path, queue.ErrConfig, raw)
+	}
+	if table == "" {
+		table = defaultTable
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		return fmt.Errorf("opening %s read-only: %w", path, err)
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table+"_meta").Scan(&n)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("table %s_meta does not exist in %s (%w): this command creates nothing; `meridian migrate --dsn %s` creates the tables", table, path, queue.ErrConfig, raw)
+	}
+	return nil
 }
 
 // writeJSON writes v as indented JSON and a newline.
