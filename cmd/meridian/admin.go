@@ -1,13 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,64 +23,32 @@ import (
 func init() {
 	commands["schema"] = command{
 		summary: "print the SQL of every schema migration, for your migration tool",
-		run: func(ctx context.Context, args []string) error {
-			return schemaMain(args, os.Stdout, os.Stderr)
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return schemaMain(args, s.out, s.errOut)
 		},
 	}
 	commands["migrate"] = command{
-		summary: "bring the queue's tables to this release's schema, or back (--to, --down)",
-		run: func(ctx context.Context, args []string) error {
-			return migrateMain(ctx, args, os.Stdout, os.Stderr)
+		summary: "create the queue's tables or bring them to this release's schema, or back (--to, --down)",
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return migrateMain(ctx, args, s.out, s.errOut)
 		},
 	}
 	commands["stats"] = command{
 		summary: "print per-queue figures: ready, scheduled, running, dead, throughput",
-		run: func(ctx context.Context, args []string) error {
-			return statsMain(ctx, args, os.Stdout, os.Stderr)
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return statsMain(ctx, args, s.out, s.errOut)
 		},
 	}
 	commands["failed"] = command{
 		summary: "list, retry, forget or flush dead letters",
-		run: func(ctx context.Context, args []string) error {
-			return failedMain(ctx, args, os.Stdout, os.Stderr)
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return failedMain(ctx, args, s.out, s.errOut)
 		},
 	}
-}
-
-// newFlags returns a flag set that prints its usage to errOut and a --dsn
-// flag defaulting to $MERIDIAN_DSN.
-func newFlags(name, usage string, errOut io.Writer) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("meridian "+name, flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	dsn := fs.String("dsn", os.Getenv("MERIDIAN_DSN"), "queue URL: sqlite://path, postgres://..., mysql://... (default $MERIDIAN_DSN)")
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: meridian "+name+" "+usage)
-		fs.PrintDefaults()
+	commands["purge"] = command{
+		summary: "delete the waiting (ready and scheduled) jobs of a queue or of all queues",
+		main:    purgeMain,
 	}
-	return fs, dsn
-}
-
-// parse parses args, turning -h into a nil error with usage printed.
-func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return true, nil
-		}
-		return false, err
-	}
-	return false, nil
-}
-
-// openQueue opens dsn, which must be given.
-func openQueue(ctx context.Context, dsn string) (queue.Queue, func(), error) {
-	if dsn == "" {
-		return nil, nil, errors.New("no queue URL: pass --dsn or set MERIDIAN_DSN")
-	}
-	q, err := queue.Open(ctx, dsn)
-	if err != nil {
-		return nil, nil, err
-	}
-	return q, func() { _ = q.Close() }, nil
 }
 
 func schemaMain(args []string, out, errOut io.Writer) error {
@@ -92,12 +60,13 @@ func schemaMain(args []string, out, errOut io.Writer) error {
 		fmt.Fprintln(errOut, "usage: meridian schema --dialect postgres|mysql|sqlite [--table NAME]")
 		fs.PrintDefaults()
 	}
-	if help, err := parse(fs, args); help || err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *dialect == "" {
+	if *dialect == "" || len(pos) > 0 {
 		fs.Usage()
-		return errors.New("--dialect is required")
+		return usagef("--dialect is required, and no arguments are")
 	}
 	var opts []sqlqueue.Option
 	if *table != "" {
@@ -124,29 +93,31 @@ func migrateMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 	to := fs.Int("to", -1, "migrate up or down to this schema version (0 drops the tables)")
 	down := fs.Int("down", 0, "undo the last N migrations")
 	status := fs.Bool("status", false, "print the recorded and latest schema versions, change nothing")
-	if help, err := parse(fs, args); help || err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *to >= 0 && *down != 0 || *down < 0 {
+	if *to >= 0 && *down != 0 || *down < 0 || len(pos) > 0 {
 		fs.Usage()
-		return errors.New("pass at most one of --to and --down, with --down at least 1")
+		return usagef("pass at most one of --to and --down, with --down at least 1, and no arguments")
 	}
-	if *dsn == "" {
-		return errors.New("no queue URL: pass --dsn or set MERIDIAN_DSN")
+	raw, err := queueURL(*dsn)
+	if err != nil {
+		return err
 	}
 	// Open without the openers' Setup, which would migrate up first.
-	u, err := url.Parse(*dsn)
+	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("parsing the queue URL: %w", err)
+		return usagef("parsing the queue URL: %v", err)
 	}
 	query := u.Query()
 	query.Set("setup", "false")
 	u.RawQuery = query.Encode()
-	q, closeFn, err := openQueue(ctx, u.String())
+	q, err := queue.Open(ctx, u.String())
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	defer q.Close()
 	m, ok := q.(migrator)
 	if !ok {
 		return fmt.Errorf("the %s queue keeps no tables to migrate", u.Scheme)
@@ -184,15 +155,20 @@ func migrateMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 }
 
 func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs, dsn := newFlags("stats", "--dsn URL", errOut)
-	if help, err := parse(fs, args); help || err != nil {
-		return err
-	}
-	q, closeFn, err := openQueue(ctx, *dsn)
+	fs, dsn := newFlags("stats", "[--dsn URL] [--json]", errOut)
+	asJSON := fs.Bool("json", false, "print JSON: one object per queue")
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	if len(pos) > 0 {
+		return usagef("stats takes no arguments, got %q", pos)
+	}
+	q, err := openExisting(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
 	insp, ok := q.(queue.Inspector)
 	if !ok {
 		return fmt.Errorf("the %T driver offers no figures (queue.Inspector)", q)
@@ -200,6 +176,19 @@ func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 	stats, err := insp.QueueStats(ctx)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		rows := make([]statsJSON, 0, len(stats))
+		for _, s := range stats {
+			rows = append(rows, statsJSON{
+				Queue: s.Queue, Paused: s.Paused,
+				Ready: s.Ready, Scheduled: s.Scheduled, Running: s.Running, Dead: s.Dead,
+				WindowSeconds: s.Window.Seconds(), Processed: s.Processed, Failed: s.Failed,
+				JobsPerMinute: s.JobsPerMinute,
+				AvgRuntimeMS:  ms(s.AvgRuntime), MaxRuntimeMS: ms(s.MaxRuntime), AvgWaitMS: ms(s.AvgWait),
+			})
+		}
+		return writeJSON(out, rows)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "queue\tready\tscheduled\trunning\tdead\tjobs/min\tavg runtime\tavg wait\t")
@@ -215,58 +204,78 @@ func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 	return tw.Flush()
 }
 
+// statsJSON is one queue in `meridian stats --json`. Counts are
+// {"n": N} or {"n": N, "more": true} when the driver stopped counting at N.
+type statsJSON struct {
+	Queue         string      `json:"queue"`
+	Paused        bool        `json:"paused"`
+	Ready         queue.Count `json:"ready"`
+	Scheduled     queue.Count `json:"scheduled"`
+	Running       queue.Count `json:"running"`
+	Dead          queue.Count `json:"dead"`
+	WindowSeconds float64     `json:"window_seconds"`
+	Processed     int64       `json:"processed"`
+	Failed        int64       `json:"failed"`
+	JobsPerMinute float64     `json:"jobs_per_minute"`
+	AvgRuntimeMS  float64     `json:"avg_runtime_ms"`
+	MaxRuntimeMS  float64     `json:"max_runtime_ms"`
+	AvgWaitMS     float64     `json:"avg_wait_ms"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 func failedMain(ctx context.Context, args []string, out, errOut io.Writer) error {
-	usage := "list|retry ID...|forget ID...|flush --dsn URL [--queue NAME] [--limit N]"
+	usage := "list [--queue NAME] [--limit N] [--json] | retry ID... | forget ID... | flush [--queue NAME]  [--dsn URL]"
 	fs, dsn := newFlags("failed", usage, errOut)
 	queueName := fs.String("queue", "", "only this queue (list and flush)")
 	limit := fs.Int("limit", 50, "how many to list")
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs.Usage()
-		return errors.New("name an action: list, retry, forget or flush")
-	}
-	action := args[0]
-	if help, err := parse(fs, args[1:]); help || err != nil {
-		return err
-	}
-	ids := fs.Args()
-	if (action == "retry" || action == "forget") && len(ids) == 0 {
-		return fmt.Errorf("%s needs one or more job IDs", action)
-	}
-	q, closeFn, err := openQueue(ctx, *dsn)
+	asJSON := fs.Bool("json", false, "list: print JSON, one object per job")
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	defer closeFn()
+	if len(pos) == 0 {
+		fs.Usage()
+		return usagef("name an action: list, retry, forget or flush")
+	}
+	action, ids := pos[0], pos[1:]
+	switch action {
+	case "retry", "forget":
+		if len(ids) == 0 {
+			return usagef("%s needs one or more job IDs", action)
+		}
+	case "list", "flush":
+		if len(ids) > 0 {
+			return usagef("%s takes no job IDs, got %q", action, ids)
+		}
+	default:
+		fs.Usage()
+		return usagef("unknown action %q: list, retry, forget or flush", action)
+	}
+	q, err := openExisting(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
 	switch action {
 	case "list":
 		jobs, err := q.DeadLetters(ctx, *queueName, *limit)
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			rows := make([]jobJSON, 0, len(jobs))
+			for _, j := range jobs {
+				rows = append(rows, newJobJSON(queue.JobInfo{Job: j, State: queue.StateDead}))
+			}
+			return writeJSON(out, rows)
+		}
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "id\tqueue\tname\tattempts\terror")
 		for _, j := range jobs {
-			msg, _, _ := strings.Cut(j.LastError, "\n")
-			if len(msg) > 100 {
-				msg = msg[:100] + "…"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.ID, j.QueueName(), j.Name, j.Attempts, msg)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.ID, j.QueueName(), j.Name, j.Attempts, firstLine(j.LastError, 100))
 		}
 		return tw.Flush()
-	case "retry", "forget":
-		var failed []error
-		for _, id := range ids {
-			do, done := q.RetryDead, "retried"
-			if action == "forget" {
-				do, done = q.ForgetDead, "forgot"
-			}
-			if err := do(ctx, id); err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", id, err))
-				continue
-			}
-			fmt.Fprintf(out, "%s %s\n", done, id)
-		}
-		return errors.Join(failed...)
 	case "flush":
 		n, err := q.FlushDead(ctx, *queueName)
 		if err != nil {
@@ -275,6 +284,72 @@ func failedMain(ctx context.Context, args []string, out, errOut io.Writer) error
 		_, err = fmt.Fprintf(out, "flushed %d dead letters\n", n)
 		return err
 	}
-	fs.Usage()
-	return fmt.Errorf("unknown action %q", action)
+	var failed []error
+	for _, id := range ids {
+		do, done := q.RetryDead, "retried"
+		if action == "forget" {
+			do, done = q.ForgetDead, "forgot"
+		}
+		if err := do(ctx, id); err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		fmt.Fprintf(out, "%s %s\n", done, id)
+	}
+	return errors.Join(failed...)
+}
+
+// firstLine returns the first line of s, cut to n bytes.
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// purgeMain runs `meridian purge`: it deletes waiting jobs after asking,
+// unless --yes; without a terminal to ask on, --yes is required.
+func purgeMain(ctx context.Context, args []string, s stdio) error {
+	fs, dsn := newFlags("purge", "[--queue NAME | --all] [--yes] [--dsn URL]", s.errOut)
+	queueName := fs.String("queue", "", "the queue whose waiting jobs to delete")
+	all := fs.Bool("all", false, "delete the waiting jobs of every queue")
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || (*queueName == "") == !*all {
+		fs.Usage()
+		return usagef("name one queue with --queue, or pass --all, and no arguments")
+	}
+	if !*yes && !s.inTerminal {
+		return usagef("refusing to purge without --yes: standard input is not a terminal to confirm on")
+	}
+	q, err := openExisting(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	n, err := q.Len(ctx, *queueName)
+	if err != nil {
+		return err
+	}
+	what := "queue " + *queueName
+	if *all {
+		what = "every queue"
+	}
+	if !*yes {
+		fmt.Fprintf(s.errOut, "Delete the waiting jobs (%d not yet finished, running ones are kept) of %s? [y/N] ", n, what)
+		answer, _ := bufio.NewReader(s.in).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return errors.New("not confirmed: nothing deleted")
+		}
+	}
+	deleted, err := q.Purge(ctx, *queueName)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(s.out, "purged %d waiting jobs of %s\n", deleted, what)
+	return err
 }

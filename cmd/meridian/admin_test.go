@@ -58,7 +58,7 @@ func TestAdminCommandsOverSQLite(t *testing.T) {
 	}
 
 	// Make one dead letter and one ready job.
-	q, closeFn, err := openQueue(ctx, dsn)
+	q, err := openQueue(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestAdminCommandsOverSQLite(t *testing.T) {
 	if err := q.Push(ctx, queue.Job{Queue: "mail", Name: "Send", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	closeFn()
+	q.Close()
 
 	out := run(stats, "--dsn", dsn)
 	if !strings.Contains(out, "mail") {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +14,6 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/dashboard"
-	"github.com/meridianjobs/meridian/queue"
 	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"    // mysql://
 	_ "github.com/meridianjobs/meridian/sqlqueue/postgres" // postgres://
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite"   // sqlite://
@@ -25,8 +22,8 @@ import (
 func init() {
 	commands["dashboard"] = command{
 		summary: "serve the dashboard over an existing queue database",
-		run: func(ctx context.Context, args []string) error {
-			return dashboardMain(ctx, args, os.Stderr, nil)
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return dashboardMain(ctx, args, s.errOut, nil)
 		},
 	}
 }
@@ -38,40 +35,33 @@ const dashboardAuthEnv = "MERIDIAN_DASHBOARD_AUTH"
 // dashboardMain runs `meridian dashboard` until ctx is done. It logs to
 // errOut and, when ready is not nil, reports the address it listens on.
 func dashboardMain(ctx context.Context, args []string, errOut io.Writer, ready func(addr string)) error {
-	fs := flag.NewFlagSet("meridian dashboard", flag.ContinueOnError)
-	fs.SetOutput(errOut)
+	fs, dsn := newFlags("dashboard", "[--dsn URL] [--addr 127.0.0.1:8080] [--basic-auth user:password] [--read-only] [--prefix /admin]", errOut)
 	var (
-		dsn      = fs.String("dsn", os.Getenv("MERIDIAN_DSN"), "queue URL: sqlite://path, postgres://..., mysql://... (default $MERIDIAN_DSN)")
 		addr     = fs.String("addr", "127.0.0.1:8080", "address to listen on")
 		prefix   = fs.String("prefix", "", "path prefix to serve under, e.g. /admin (the dashboard is at PREFIX/queues/)")
 		auth     = fs.String("basic-auth", "", "user:password required of every request (default $"+dashboardAuthEnv+"); without it only local requests are served")
 		readOnly = fs.Bool("read-only", false, "allow viewing only: no retry, forget, flush or pause")
 		title    = fs.String("title", "Meridian", "name shown in the sidebar")
 	)
-	fs.Usage = func() {
-		fmt.Fprintln(errOut, "usage: meridian dashboard --dsn URL [--addr :8080] [--basic-auth user:password] [--read-only] [--prefix /admin]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *dsn == "" {
-		fs.Usage()
-		return errors.New("--dsn is required")
+	if len(pos) > 0 {
+		return usagef("dashboard takes no arguments, got %q", pos)
 	}
 	if *auth == "" {
 		*auth = os.Getenv(dashboardAuthEnv)
 	}
 	p := strings.TrimRight(*prefix, "/")
 	if p != "" && !strings.HasPrefix(p, "/") {
-		return fmt.Errorf("--prefix %q must start with /", *prefix)
+		return usagef("--prefix %q must start with /", *prefix)
 	}
 	log := slog.New(slog.NewTextHandler(errOut, nil))
 
-	q, err := queue.Open(ctx, *dsn)
+	// The dashboard shows an existing queue: it creates no tables and no
+	// file (its actions change jobs, never the schema).
+	q, err := openExisting(ctx, *dsn)
 	if err != nil {
 		return err
 	}
@@ -82,7 +72,7 @@ func dashboardMain(ctx context.Context, args []string, errOut io.Writer, ready f
 	if *auth != "" {
 		user, pass, ok := strings.Cut(*auth, ":")
 		if !ok || user == "" || pass == "" {
-			return errors.New("--basic-auth must be user:password")
+			return usagef("--basic-auth must be user:password")
 		}
 		act := !*readOnly
 		// The basic-auth wrapper has checked the caller before the

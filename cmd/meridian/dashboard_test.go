@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -20,7 +21,7 @@ import (
 // and returns its base URL.
 func startDashboard(t *testing.T, args ...string) string {
 	t.Helper()
-	return startDashboardOn(t, "sqlite://"+filepath.Join(t.TempDir(), "jobs.db"), args...)
+	return startDashboardOn(t, newSQLite(t), args...)
 }
 
 // startDashboardOn runs `meridian dashboard` over dsn.
@@ -145,7 +146,7 @@ func TestDashboardCommandOverEachDatabase(t *testing.T) {
 		name string
 		dsn  func(t *testing.T) string
 	}{
-		{"sqlite", func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "jobs.db") }},
+		{"sqlite", newSQLite},
 		{"postgres", func(t *testing.T) string { return serverURL(t, "MERIDIAN_POSTGRES_DSN") }},
 		{"mysql", func(t *testing.T) string { return serverURL(t, "MERIDIAN_MYSQL_DSN") }},
 	}
@@ -163,9 +164,7 @@ func TestDashboardCommandOverEachDatabase(t *testing.T) {
 						t.Errorf("dropping the test tables: %v", err)
 					}
 				}
-				if cl, ok := q.(io.Closer); ok {
-					cl.Close()
-				}
+				q.Close()
 			})
 			for i := range 3 {
 				if err := queue.Dispatch(ctx, q, struct{ N int }{i}, queue.OnQueue("emails"), queue.Tags("t")); err != nil {
@@ -199,4 +198,15 @@ func TestDashboardCommandOverEachDatabase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newSQLite returns the URL of a new SQLite file with the queue's tables.
+func newSQLite(t *testing.T) string {
+	t.Helper()
+	dsn := "sqlite://" + filepath.Join(t.TempDir(), "jobs.db")
+	var out, errOut bytes.Buffer
+	if err := migrateMain(t.Context(), []string{"--dsn", dsn}, &out, &errOut); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, errOut.String())
+	}
+	return dsn
 }

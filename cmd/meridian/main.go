@@ -1,11 +1,15 @@
 // Command meridian is Meridian's command-line tool: schema and migrations,
-// queue stats, dead-letter handling, the standalone dashboard and the
-// benchmark harness.
+// queue stats, jobs and dead letters, the standalone dashboard and the
+// benchmark harness. docs/cli.md describes every command.
+//
+// Exit status: 0 when the command did what was asked (and for -h), 1 when
+// it failed, 2 when the command line was wrong.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"slices"
@@ -13,9 +17,11 @@ import (
 )
 
 // command is one subcommand. Each lives in a file of its own and adds
-// itself to commands from an init function.
+// itself to commands from an init function, with main (streams given) or
+// run (the process's own streams).
 type command struct {
 	summary string
+	main    func(ctx context.Context, args []string, s stdio) error
 	run     func(ctx context.Context, args []string) error
 }
 
@@ -23,32 +29,53 @@ var commands = map[string]command{}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
-		usage()
-		return
-	}
-	c, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "meridian: unknown command %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
-	if err := c.run(ctx, os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "meridian %s: %v\n", os.Args[1], err)
-		os.Exit(1)
-	}
+	fi, err := os.Stdin.Stat()
+	s := stdio{out: os.Stdout, errOut: os.Stderr, in: os.Stdin, inTerminal: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	code := run(ctx, os.Args[1:], s)
+	stop()
+	os.Exit(code)
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: meridian <command> [flags]\n\ncommands:")
-	var names []string
-	for n := range commands {
-		names = append(names, n)
+// run runs the command line args (without the program name) and returns
+// the exit code.
+func run(ctx context.Context, args []string, s stdio) int {
+	if len(args) == 0 {
+		usage(s.errOut)
+		return exitUsage
 	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, commands[n].summary)
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(s.out)
+		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'meridian <command> -h' for a command's flags.")
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(s.errOut, "meridian: unknown command %q\n\n", args[0])
+		usage(s.errOut)
+		return exitUsage
+	}
+	var err error
+	if c.main != nil {
+		err = c.main(ctx, args[1:], s)
+	} else {
+		err = c.run(ctx, args[1:])
+	}
+	if code := exitCode(err); code != exitOK {
+		fmt.Fprintf(s.errOut, "meridian %s: %v\n", args[0], err)
+		return code
+	}
+	return exitOK
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: meridian <command> [arguments and flags, in any order]\n\ncommands:")
+	for _, n := range slices.Sorted(func(yield func(string) bool) {
+		for n := range commands {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'meridian <command> -h' for a command's flags. The queue is --dsn or $MERIDIAN_DSN.\nExit status: 0 done, 1 failed, 2 wrong command line.")
 }

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+func init() {
+	commands["jobs"] = command{
+		summary: "list jobs by state, or show one job",
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return jobsMain(ctx, args, s.out, s.errOut)
+		},
+	}
+}
+
+// jobJSON is one job in the --json output of `meridian jobs` and `meridian
+// failed list`.
+type jobJSON struct {
+	ID          string            `json:"id"`
+	Queue       string            `json:"queue"`
+	Name        string            `json:"name"`
+	State       queue.JobState    `json:"state"`
+	Priority    int               `json:"priority"`
+	Attempts    int               `json:"attempts"`
+	MaxAttempts int               `json:"max_attempts,omitempty"`
+	UniqueKey   string            `json:"unique_key,omitempty"`
+	Tags        []string          `json:"tags,omitempty"`
+	Meta        map[string]string `json:"meta,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	AvailableAt *time.Time        `json:"available_at,omitempty"`
+	UpdatedAt   *time.Time        `json:"updated_at,omitempty"`
+	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
+	LastError   string            `json:"last_error,omitempty"`
+	// Payload is the job's payload as stored: JSON for jobs made by
+	// Dispatch, shown as a string so that any bytes survive.
+	Payload string `json:"payload"`
+}
+
+func newJobJSON(j queue.JobInfo) jobJSON {
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return jobJSON{
+		ID: j.ID, Queue: j.QueueName(), Name: j.Name, State: j.State,
+		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+		UniqueKey: j.UniqueKey, Tags: j.Tags, Meta: j.Meta,
+		CreatedAt: j.CreatedAt, AvailableAt: opt(j.AvailableAt), UpdatedAt: opt(j.UpdatedAt), FinishedAt: opt(j.FinishedAt),
+		LastError: j.LastError, Payload: string(j.Payload),
+	}
+}
+
+func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
+	states := make([]string, len(queue.JobStates))
+	for i, s := range queue.JobStates {
+		states[i] = string(s)
+	}
+	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json]  [--dsn URL]", errOut)
+	state := fs.String("state", string(queue.StateReady), "list: jobs in this state: "+strings.Join(states, ", "))
+	queueName := fs.String("queue", "", "list: only this queue")
+	name := fs.String("name", "", "list: only jobs of this name (job type)")
+	tag := fs.String("tag", "", "list: only jobs with this tag")
+	limit := fs.Int("limit", 50, "list: how many to list (the driver caps it, at 500 for the SQL drivers)")
+	asJSON := fs.Bool("json", false, "print JSON: one object per job")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return usagef("name an action: list or show")
+	}
+	switch {
+	case pos[0] == "list" && len(pos) == 1:
+		if !strings.Contains(","+strings.Join(states, ",")+",", ","+*state+",") {
+			return usagef("unknown --state %q: %s", *state, strings.Join(states, ", "))
+		}
+	case pos[0] == "show" && len(pos) == 2:
+	case pos[0] == "list" || pos[0] == "show":
+		return usagef("usage: meridian jobs list, or meridian jobs show ID")
+	default:
+		fs.Usage()
+		return usagef("unknown action %q: list or show", pos[0])
+	}
+	q, err := openExisting(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	insp, ok := q.(queue.Inspector)
+	if !ok {
+		return fmt.Errorf("the %T driver cannot list jobs (queue.Inspector)", q)
+	}
+	if pos[0] == "show" {
+		j, err := insp.GetJob(ctx, pos[1])
+		if errors.Is(err, queue.ErrNotFound) {
+			return fmt.Errorf("no job %s: %w", pos[1], err)
+		}
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return writeJSON(out, newJobJSON(j))
+		}
+		return printJob(out, j)
+	}
+	page, err := insp.ListJobs(ctx, queue.JobFilter{State: queue.JobState(*state), Queue: *queueName, Name: *name, Tag: *tag, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		rows := make([]jobJSON, 0, len(page.Jobs))
+		for _, j := range page.Jobs {
+			rows = append(rows, newJobJSON(j))
+		}
+		return writeJSON(out, rows)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\tqueue\tname\tattempts\tcreated\terror")
+	for _, j := range page.Jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.QueueName(), j.Name, j.Attempts,
+			j.CreatedAt.UTC().Format(time.RFC3339), firstLine(j.LastError, 80))
+	}
+	return tw.Flush()
+}
+
+// printJob writes one job's fields, one per line.
+func printJob(out io.Writer, j queue.JobInfo) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	row("id", j.ID)
+	row("queue", j.QueueName())
+	row("name", j.Name)
+	row("state", j.State)
+	row("priority", j.Priority)
+	row("attempts", j.Attempts)
+	if j.MaxAttempts > 0 {
+		row("max attempts", j.MaxAttempts)
+	}
+	if j.UniqueKey != "" {
+		row("unique key", j.UniqueKey)
+	}
+	if len(j.Tags) > 0 {
+		row("tags", strings.Join(j.Tags, ", "))
+	}
+	row("created", at(j.CreatedAt))
+	row("available", at(j.AvailableAt))
+	row("updated", at(j.UpdatedAt))
+	row("finished", at(j.FinishedAt))
+	row("payload", string(j.Payload))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if j.LastError != "" {
+		_, err := fmt.Fprintf(out, "last error:\n%s\n", j.LastError)
+		return err
+	}
+	return nil
+}
