@@ -1,0 +1,9 @@
+package meridian_test
+
+import (
+	"testing"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
+)
+
+func TestMain(m *testing.M) { testutil.Main(m) }
