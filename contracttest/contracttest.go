@@ -44,8 +44,9 @@ type Harness struct {
 type Capabilities struct {
 	// NoDoneRetention, when not empty, says why the driver deletes acked
 	// jobs at once instead of keeping them in queue.StateDone for a while.
-	// The checks that list or get done jobs are skipped with this reason,
-	// and GetJob of an acked job must then return queue.ErrNotFound.
+	// The checks that list or get done (and cancelled) jobs are skipped
+	// with this reason, and GetJob of an acked or cancelled job must then
+	// return queue.ErrNotFound.
 	NoDoneRetention string
 
 	// TimePrecision is the coarsest resolution at which the driver stores
@@ -102,6 +103,11 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
 	t.Run("Limits", s.testLimits)
+	t.Run("Leaser", s.testLeaser)
+	t.Run("Canceller", s.testCanceller)
+	t.Run("Snoozer", s.testSnoozer)
+	t.Run("UniqueModes", s.testUniqueModes)
+	t.Run("PeriodicStore", s.testPeriodicStore)
 }
 
 // suite carries the harness through the checks.

@@ -165,7 +165,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		after = n
 	}
 	switch f.State {
-	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone:
+	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone, queue.StateCancelled:
 	default:
 		return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: unknown state %q", f.State)
 	}
@@ -190,7 +190,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		}
 		match = append(match, e)
 	}
-	if f.State == queue.StateDone {
+	if f.State == queue.StateDone || f.State == queue.StateCancelled {
 		for _, e := range q.done {
 			keep(e)
 		}

@@ -63,6 +63,10 @@ type Queue struct {
 	doneNext  int
 
 	workers map[string]queue.WorkerInfo
+
+	leases    map[string]lease         // named leases (Leaser)
+	cancels   []cancelRecord           // cancels of running jobs, oldest first
+	periodics map[string]*periodicMark // periodic jobs' marks (PeriodicStore)
 }
 
 // entry is one stored job.
@@ -86,6 +90,7 @@ type namedQueue struct {
 	scheduled jobHeap
 	running   jobHeap
 	unique    map[string]*entry // unique key -> active job
+	heldUntil map[string]int64  // unique key -> end of a UniqueFor hold, Unix nanoseconds
 	dead      map[string]*entry // ID -> dead letter
 	paused    bool
 	wake      chan struct{} // closed and cleared when a job may have become ready
@@ -106,6 +111,8 @@ func New(opts ...Option) *Queue {
 		queues:    make(map[string]*namedQueue),
 		retention: DefaultRetention,
 		workers:   make(map[string]queue.WorkerInfo),
+		leases:    make(map[string]lease),
+		periodics: make(map[string]*periodicMark),
 	}
 	for _, o := range opts {
 		o(q)
@@ -123,6 +130,7 @@ func (q *Queue) namedQueueLocked(name string) *namedQueue {
 			scheduled: jobHeap{byTime: true},
 			running:   jobHeap{byTime: true},
 			unique:    make(map[string]*entry),
+			heldUntil: make(map[string]int64),
 			dead:      make(map[string]*entry),
 		}
 		q.queues[name] = nq
@@ -216,9 +224,20 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 	}
 	j.Queue = j.QueueName()
 	nq := q.namedQueueLocked(j.Queue)
-	if j.UniqueKey != "" {
-		if holder := nq.unique[j.UniqueKey]; holder != nil {
-			return &queue.DuplicateError{ExistingID: holder.job.ID, UniqueKey: j.UniqueKey}
+	nowN := now.UnixNano()
+	if k := j.UniqueKey; k != "" {
+		if until, ok := nq.heldUntil[k]; ok && until <= nowN {
+			delete(nq.heldUntil, k)
+		}
+		holder := nq.unique[k]
+		switch {
+		case holder != nil && j.UniqueReplace && holder.state != queue.StateRunning && holder.job.ID != j.ID:
+			// Debounce: the waiting holder gives way to j.
+			q.removeWaitingLocked(holder)
+		case holder != nil:
+			return &queue.DuplicateError{ExistingID: holder.job.ID, UniqueKey: k}
+		case nq.heldUntil[k] > nowN:
+			return &queue.DuplicateError{UniqueKey: k}
 		}
 	}
 	if old != nil {
@@ -237,6 +256,11 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 	j.Tags = slices.Clone(j.Tags)
 	j.Meta = maps.Clone(j.Meta)
 	j.Attempts = 0
+	j.Snoozes = 0
+	if j.UniqueFor > 0 && j.UniqueKey != "" {
+		nq.heldUntil[j.UniqueKey] = nowN + int64(j.UniqueFor)
+	}
+	j.UniqueFor, j.UniqueReplace = 0, false
 	j.LeaseToken = ""
 	j.LeaseExpiresAt = time.Time{}
 	if j.CreatedAt.IsZero() {
@@ -251,8 +275,21 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 	if j.UniqueKey != "" {
 		nq.unique[j.UniqueKey] = e
 	}
-	q.enqueueLocked(e, now.UnixNano())
+	q.enqueueLocked(e, nowN)
 	return nil
+}
+
+// removeWaitingLocked deletes the ready or scheduled job e (replaced by a
+// push).
+func (q *Queue) removeWaitingLocked(e *entry) {
+	if e.state == queue.StateReady {
+		e.nq.ready.remove(e)
+	} else {
+		e.nq.scheduled.remove(e.idx)
+	}
+	q.releaseKeyLocked(e)
+	delete(q.jobs, e.job.ID)
+	e.state = ""
 }
 
 // enqueueLocked puts e on its queue's ready or scheduled heap by its
@@ -417,10 +454,16 @@ func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Leas
 
 // finishLocked moves the running job e to the done ring.
 func (q *Queue) finishLocked(e *entry, now time.Time) {
-	nq := e.nq
-	nq.running.remove(e.idx)
+	e.nq.running.remove(e.idx)
+	q.retireLocked(e, queue.StateDone, now)
+}
+
+// retireLocked finishes e, already off its heaps, in state (done or
+// cancelled): it frees its key and keeps it in the ring of retained
+// finished jobs, or deletes it when none are retained.
+func (q *Queue) retireLocked(e *entry, state queue.JobState, now time.Time) {
 	q.releaseKeyLocked(e)
-	e.state = queue.StateDone
+	e.state = state
 	e.job.LeaseToken = ""
 	e.job.LeaseExpiresAt = time.Time{}
 	e.updatedAt = now
@@ -435,7 +478,7 @@ func (q *Queue) finishLocked(e *entry, now time.Time) {
 		return
 	}
 	old := q.done[q.doneNext]
-	if old.state == queue.StateDone && q.jobs[old.job.ID] == old {
+	if (old.state == queue.StateDone || old.state == queue.StateCancelled) && q.jobs[old.job.ID] == old {
 		old.state = ""
 		delete(q.jobs, old.job.ID)
 	}

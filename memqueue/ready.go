@@ -1,5 +1,7 @@
 package memqueue
 
+import "slices"
+
 // readyQueue holds a named queue's ready jobs in reservation order:
 // priority (higher first), then AvailableAt, then insertion.
 //
@@ -154,4 +156,30 @@ func (r *readyQueue) clear() []*entry {
 	r.heap.clear()
 	r.n = 0
 	return out
+}
+
+// remove takes e, which must be queued here, out of the queue. It costs a
+// search of e's lane (sorted, so a binary search) and a shift: it serves
+// cancels and replacements, not the claim path.
+func (r *readyQueue) remove(e *entry) {
+	r.n--
+	if e.idx >= 0 && e.idx < r.heap.len() && r.heap.items[e.idx] == e {
+		r.heap.remove(e.idx)
+		return
+	}
+	i := r.laneIndex(e.job.Priority)
+	l := &r.lanes[i]
+	q := l.items[l.head:]
+	k, _ := slices.BinarySearchFunc(q, e, func(a, b *entry) int {
+		switch {
+		case a == b:
+			return 0
+		case before(a, b):
+			return -1
+		}
+		return 1
+	})
+	copy(q[k:], q[k+1:])
+	q[len(q)-1] = nil
+	l.items = l.items[:len(l.items)-1]
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -31,7 +32,11 @@ type completer struct {
 	halt     *halt
 	observe  func(EventKind, *Job, error, time.Duration)
 	onFailed func(Job, error)
-	log      *slog.Logger
+	// snoozer and canceller are the queue's optional abilities, nil when
+	// it lacks them.
+	snoozer   Snoozer
+	canceller Canceller
+	log       *slog.Logger
 
 	mu     sync.RWMutex
 	closed bool
@@ -99,6 +104,41 @@ func (c *completer) nack(j *Job, cause error, at time.Time, start time.Time, rt 
 	}
 }
 
+// snooze puts j back at the time its handler's Snooze result asked for,
+// giving its attempt back.
+func (c *completer) snooze(j *Job, result error, start time.Time, rt time.Duration) {
+	var se *snoozeError
+	errors.As(result, &se)
+	at := time.Now().Add(se.d)
+	if c.settled(j, c.snoozer.Snooze(c.ctx, j.Lease(), at, se.counted), "snoozing", rt) {
+		c.log.Debug("queue: job snoozed", "job", j.ID, "name", j.Name, "until", at, "counted", se.counted)
+		c.finished(j, OutcomeSnoozed, nil, start, rt)
+	}
+}
+
+// cancel ends j as cancelled at its handler's request (a Cancel result):
+// through the driver's Cancel, or as a dead letter where it has none.
+func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duration) {
+	if c.canceller == nil {
+		c.fail(j, cause, start, rt)
+		return
+	}
+	_, err := c.canceller.Cancel(c.ctx, j.ID)
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrFinished) {
+		err = fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	}
+	if c.settled(j, err, "cancelling", rt) {
+		c.cancelled(j, cause, start, rt)
+	}
+}
+
+// cancelled records that j ended as cancelled (in the store already).
+func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Duration) {
+	c.leases.remove(j.ID)
+	c.log.Info("queue: job cancelled", "job", j.ID, "name", j.Name, "cause", cause)
+	c.finished(j, OutcomeCancelled, cause, start, rt)
+}
+
 func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
 	err := c.q.Fail(c.ctx, j.Lease(), reason(cause))
 	if storeRejected(err) {
@@ -143,9 +183,15 @@ func (c *completer) finished(j *Job, o Outcome, cause error, start time.Time, rt
 		kind = EventRetried
 	case OutcomeFailed:
 		kind = EventFailed
+	case OutcomeCancelled:
+		kind = EventCancelled
+	case OutcomeSnoozed:
+		kind = EventSnoozed
 	}
 	c.observe(kind, j, cause, rt)
-	if c.runObs != nil {
+	// The stores' per-minute metrics count attempts that succeeded or
+	// failed; a snooze gave its attempt back and a cancel is neither.
+	if c.runObs != nil && (o == OutcomeDone || o == OutcomeRetried || o == OutcomeFailed) {
 		avail := j.AvailableAt
 		if avail.IsZero() {
 			avail = j.CreatedAt

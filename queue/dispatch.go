@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +36,21 @@ func NameOf[T any]() string {
 	return t.Name()
 }
 
+// nameOfValue is NameOf for the dynamic type of v.
+func nameOfValue(v any) string {
+	if n, ok := v.(Namer); ok {
+		return n.JobName()
+	}
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return ""
+	}
+	return t.Name()
+}
+
 // Option sets a field of the Job that Dispatch builds.
 type Option func(*Job)
 
@@ -55,6 +72,33 @@ func Priority(p int) Option { return func(j *Job) { j.Priority = p } }
 // holds key, dispatching another is skipped (Dispatch returns nil, Enqueue
 // reports a duplicate).
 func Unique(key string) Option { return func(j *Job) { j.UniqueKey = key } }
+
+// UniqueFor is Unique(key) with the key held for d after the push, even
+// once the job has finished (see Job.UniqueFor).
+func UniqueFor(key string, d time.Duration) Option {
+	return func(j *Job) { j.UniqueKey, j.UniqueFor = key, d }
+}
+
+// UniqueByPayload makes the job unique among active jobs of its queue by
+// its name and payload: the key is derived from both (a SHA-256), so two
+// dispatches of equal values are one job. Apply it after options that
+// change the payload.
+func UniqueByPayload() Option {
+	return func(j *Job) {
+		h := sha256.New()
+		h.Write([]byte(j.Name))
+		h.Write([]byte{0})
+		h.Write(j.Payload)
+		j.UniqueKey = "payload:" + hex.EncodeToString(h.Sum(nil))
+	}
+}
+
+// Replace is Unique(key) where a second push replaces the waiting job that
+// holds key, taking its place with the new payload and run time (debounce;
+// see Job.UniqueReplace).
+func Replace(key string) Option {
+	return func(j *Job) { j.UniqueKey, j.UniqueReplace = key, true }
+}
 
 // MaxAttempts caps this job's total attempts, overriding the worker's
 // MaxRetry.
@@ -79,13 +123,24 @@ func Meta(key, value string) Option {
 }
 
 // NewJob encodes v as JSON and builds the Job that Dispatch would push, with
-// a new ID, without pushing it.
+// a new ID, without pushing it. The options v's type sets by its methods
+// (QueueNamer, AttemptsLimiter, TimeoutSetter) apply first; opts override
+// them. The job is named for T (NameOf), or for v's dynamic type when T is
+// an interface (an unnamed type's jobs are named "", and reach the handler
+// registered for that type).
 func NewJob[T any](v T, opts ...Option) (Job, error) {
 	payload, err := json.Marshal(v)
 	if err != nil {
 		return Job{}, fmt.Errorf("queue: encoding %s: %w", NameOf[T](), err)
 	}
-	j := Job{ID: NewID(), Name: NameOf[T](), Payload: payload}
+	name := NameOf[T]()
+	if name == "" {
+		// T is an interface (or an unnamed type): name the job for the
+		// value's own type, as Handle names the handler for it.
+		name = nameOfValue(v)
+	}
+	j := Job{ID: NewID(), Name: name, Payload: payload}
+	typeDefaults(v, &j)
 	for _, o := range opts {
 		o(&j)
 	}

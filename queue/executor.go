@@ -29,6 +29,10 @@ type executor struct {
 	timeout     time.Duration
 	grace       time.Duration
 	backoff     BackoffPolicy
+	// typeBackoff holds the backoff of job types that set their own
+	// (BackoffSetter), by job name.
+	typeBackoff map[string]BackoffSetter
+	maxSnoozes  int
 	// base is the parent of handler contexts, cancelled at the end of the
 	// shutdown grace.
 	base      context.Context
@@ -46,6 +50,11 @@ func (e *executor) execute(j *Job) {
 		err := fmt.Errorf("%w: job %s was delivered %d times but allows %d attempts; the earlier deliveries' leases expired before they finished (a worker crashed, was killed, or lost its lease)",
 			ErrAttemptsExhausted, j.ID, j.Attempts, maxA)
 		e.completer.fail(j, err, time.Now(), 0)
+		return
+	}
+	if e.leases.isCancelled(j.ID) {
+		// Cancelled in the store while it waited here: it never runs.
+		e.completer.cancelled(j, ErrCancelled, time.Now(), 0)
 		return
 	}
 	if e.base.Err() != nil {
@@ -67,7 +76,7 @@ func (e *executor) execute(j *Job) {
 			e.completer.fail(j, errStillRunning, time.Now(), 0)
 			return
 		}
-		e.completer.nack(j, errStillRunning, time.Now().Add(e.backoff.Backoff(j.Attempts)), time.Now(), 0)
+		e.completer.nack(j, errStillRunning, time.Now().Add(e.backoffFor(j)), time.Now(), 0)
 		return
 	}
 
@@ -93,7 +102,7 @@ func (e *executor) execute(j *Job) {
 		err = safeCall(jctx, h, j)
 	}
 	rt := time.Since(start)
-	lost, released := e.leases.stop(hd)
+	lost, cancelled, released := e.leases.stop(hd)
 
 	if err != nil && errors.Is(context.Cause(jctx), ErrTimeout) && !errors.Is(err, ErrTimeout) {
 		err = fmt.Errorf("%w after %s: %w", ErrTimeout, timeout, err)
@@ -101,6 +110,8 @@ func (e *executor) execute(j *Job) {
 	switch {
 	case released:
 		e.log.Warn("queue: handler returned after shutdown released its job; its result is discarded", "job", j.ID, "name", j.Name, "err", err)
+	case cancelled:
+		e.completer.cancelled(j, ErrCancelled, start, rt)
 	case lost:
 		e.leases.remove(j.ID)
 		e.observe(EventLeaseLost, j, err, rt)
@@ -109,11 +120,43 @@ func (e *executor) execute(j *Job) {
 		e.completer.ack(j, start, rt)
 	case errors.Is(context.Cause(jctx), errShutdown):
 		e.completer.nack(j, fmt.Errorf("%w: %w", errShutdown, err), time.Now(), start, rt)
+	case IsCancel(err):
+		e.completer.cancel(j, err, start, rt)
+	case IsSnooze(err) && e.snoozeOK(err, j):
+		e.completer.snooze(j, err, start, rt)
 	case IsPermanent(err) || j.Attempts >= maxA:
 		e.completer.fail(j, err, start, rt)
+	case !j.RetryUntil.IsZero() && time.Now().After(j.RetryUntil):
+		e.completer.fail(j, fmt.Errorf("%w: retries stopped at %s: %w", ErrAttemptsExhausted, j.RetryUntil.Format(time.RFC3339), err), start, rt)
 	default:
-		e.completer.nack(j, err, time.Now().Add(e.backoff.Backoff(j.Attempts)), start, rt)
+		at := time.Now().Add(e.backoffFor(j))
+		var se *snoozeError
+		if errors.As(err, &se) {
+			// A snooze beyond the cap counts as an attempt, at its time.
+			at = time.Now().Add(se.d)
+			err = fmt.Errorf("%w: snoozed more than %d times; this snooze counts as an attempt", err, e.maxSnoozes)
+		}
+		e.completer.nack(j, err, at, start, rt)
 	}
+}
+
+// snoozeOK reports whether the handler's snooze result err may snooze j:
+// the driver can, and j has snoozes left (uncounted snoozes always may).
+func (e *executor) snoozeOK(err error, j *Job) bool {
+	var se *snoozeError
+	if !errors.As(err, &se) || e.completer.snoozer == nil {
+		return false
+	}
+	return !se.counted || j.Snoozes < e.maxSnoozes
+}
+
+// backoffFor returns the delay before j's next attempt: its type's own
+// backoff when it sets one, else the worker's policy.
+func (e *executor) backoffFor(j *Job) time.Duration {
+	if b := e.typeBackoff[j.Name]; b != nil {
+		return b.Backoff(j.Attempts)
+	}
+	return e.backoff.Backoff(j.Attempts)
 }
 
 // safeCall runs h, turning a panic into an error with its stack.

@@ -34,9 +34,15 @@ func JobFromContext(ctx context.Context) (Job, bool) {
 // Handle registers fn as the handler for jobs named for T (see NameOf). The
 // worker decodes each job's JSON payload into a T and calls fn. A payload
 // that does not decode is dead-lettered at once with an error matching
-// ErrDecode. Registering a name twice panics, as http.ServeMux does.
+// ErrDecode. Registering a name twice panics, as http.ServeMux does. When T
+// sets its own backoff (BackoffSetter, on the zero value), it overrides the
+// worker's policy for these jobs.
 func Handle[T any](w *Worker, fn func(ctx context.Context, v T) error) {
 	name := NameOf[T]()
+	var zero T
+	if b, ok := any(zero).(BackoffSetter); ok {
+		w.typeBackoff[name] = b
+	}
 	w.Register(name, func(ctx context.Context, j Job) error {
 		var v T
 		if err := json.Unmarshal(j.Payload, &v); err != nil {

@@ -25,6 +25,8 @@ type held struct {
 	// released is set when shutdown gave the job back while its handler
 	// still ran: the handler's outcome is no longer the run's to record.
 	released bool
+	// cancelled is set when the job was cancelled in the store while held.
+	cancelled bool
 }
 
 func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)} }
@@ -68,15 +70,46 @@ func (s *heldLeases) start(id string, cancel context.CancelCauseFunc) *held {
 }
 
 // stop records that h's handler returned and reports whether its lease was
-// lost, or given back by shutdown, meanwhile.
-func (s *heldLeases) stop(h *held) (lost, released bool) {
+// lost (cancelled: by a cancel of the job), or given back by shutdown,
+// meanwhile.
+func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	if h == nil {
-		return false, false
+		return false, false, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h.cancel = nil
-	return h.lost, h.released
+	return h.lost, h.cancelled, h.released
+}
+
+// cancelled records that the jobs under leases were cancelled in the
+// store: those this run holds lose their lease, and their running handlers
+// are cancelled with ErrCancelled. It reports how many it held.
+func (s *heldLeases) cancelled(leases []Lease) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range leases {
+		h := s.m[l.JobID]
+		if h == nil || h.lease != l || h.cancelled {
+			continue
+		}
+		n++
+		h.lost, h.cancelled = true, true
+		if h.cancel != nil {
+			h.cancel(ErrCancelled)
+		}
+	}
+	return n
+}
+
+// isCancelled reports whether the held job id was cancelled before it
+// started.
+func (s *heldLeases) isCancelled(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.m[id]
+	return h != nil && h.cancelled
 }
 
 // due returns the leases with less than half of lease left at now.

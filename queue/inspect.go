@@ -23,7 +23,7 @@ const (
 )
 
 // JobStates lists the states in display order.
-var JobStates = []JobState{StateReady, StateScheduled, StateRunning, StateDead, StateDone}
+var JobStates = []JobState{StateReady, StateScheduled, StateRunning, StateDead, StateDone, StateCancelled}
 
 // JobInfo is a job as inspection shows it.
 type JobInfo struct {

@@ -39,6 +39,23 @@ type Job struct {
 	// same key stores nothing and fails with ErrDuplicate. Finished and dead
 	// jobs do not hold their key.
 	UniqueKey string
+	// UniqueFor, when positive, holds UniqueKey for this long after the
+	// push even once the job has finished: another push of the key within
+	// that time stores nothing and fails with ErrDuplicate (asynq's TTL,
+	// Laravel's uniqueFor). Drivers keep it only at push; it is zero on
+	// the jobs they return.
+	UniqueFor time.Duration
+	// UniqueReplace, with UniqueKey, makes a push replace a waiting (ready
+	// or scheduled) job that holds the key instead of being a duplicate:
+	// that job is deleted and this one stored in its place, in one step
+	// (debounce). A key held by a running job is still a duplicate. Drivers
+	// keep it only at push.
+	UniqueReplace bool
+	// RetryUntil, when set, stops retries after it: an attempt that fails
+	// after RetryUntil dead-letters the job whatever attempts remain.
+	RetryUntil time.Time
+	// Snoozes counts the handler's snoozes (see Snooze). Push resets it.
+	Snoozes int
 	// Tags label the job for filtering in the dashboard.
 	Tags []string
 	// Meta carries string metadata such as trace context across the queue.

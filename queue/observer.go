@@ -13,6 +13,8 @@ const (
 	EventFailed                     // the job was dead-lettered
 	EventLeaseLost                  // the job's lease was lost while the worker held it
 	EventAbandoned                  // a handler outlived its timeout and grace; the worker stopped waiting for it
+	EventCancelled                  // the job was cancelled while the worker held it, or by its handler
+	EventSnoozed                    // the handler snoozed the job; its attempt was given back
 )
 
 func (k EventKind) String() string {
@@ -29,6 +31,10 @@ func (k EventKind) String() string {
 		return "lease-lost"
 	case EventAbandoned:
 		return "abandoned"
+	case EventCancelled:
+		return "cancelled"
+	case EventSnoozed:
+		return "snoozed"
 	}
 	return "unknown"
 }

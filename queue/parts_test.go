@@ -190,7 +190,7 @@ func TestHeldLeases(t *testing.T) {
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
 		t.Fatalf("a lost lease did not cancel its handler (cause %v)", cause)
 	}
-	if lost, released := s.stop(hd); !lost || released {
+	if lost, _, released := s.stop(hd); !lost || released {
 		t.Fatalf("stop = lost %v released %v, want lost only", lost, released)
 	}
 	if s.anyHold([]Lease{b.Lease()}, now) {
@@ -204,7 +204,7 @@ func TestHeldLeases(t *testing.T) {
 	if got := s.releaseRunning(); len(got) != 1 || got[0] != a.Lease() {
 		t.Fatalf("releaseRunning = %v, want a's lease", got)
 	}
-	if lost, released := s.stop(hd); lost || !released {
+	if lost, _, released := s.stop(hd); lost || !released {
 		t.Fatalf("stop after release = lost %v released %v, want released", lost, released)
 	}
 	if n := s.len(); n != 1 {

@@ -191,9 +191,11 @@ type Outcome int
 
 // The outcomes of an attempt.
 const (
-	OutcomeDone    Outcome = iota // handler succeeded; job acked
-	OutcomeRetried                // handler failed; job nacked for a later attempt
-	OutcomeFailed                 // job dead-lettered
+	OutcomeDone      Outcome = iota // handler succeeded; job acked
+	OutcomeRetried                  // handler failed; job nacked for a later attempt
+	OutcomeFailed                   // job dead-lettered
+	OutcomeCancelled                // job cancelled (by the API or its handler)
+	OutcomeSnoozed                  // job snoozed; the attempt was given back
 )
 
 func (o Outcome) String() string {
@@ -204,6 +206,10 @@ func (o Outcome) String() string {
 		return "retried"
 	case OutcomeFailed:
 		return "failed"
+	case OutcomeCancelled:
+		return "cancelled"
+	case OutcomeSnoozed:
+		return "snoozed"
 	}
 	return "unknown"
 }

@@ -22,6 +22,8 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultLease           = time.Minute
 	DefaultPrefetch        = 1000
+	DefaultMaxSnoozes      = 25 // snoozes per job before a snooze counts as an attempt
+	DefaultCancelPoll      = 500 * time.Millisecond
 )
 
 // DefaultBackoff is the retry policy of a Worker with no Backoff or
@@ -65,6 +67,10 @@ type Worker struct {
 	prefetch        int
 	maxAbandoned    int // 0: Concurrency
 	abandoned       *abandoned
+	maxSnoozes      int
+	cancelPoll      time.Duration
+	typeBackoff     map[string]BackoffSetter
+	periodics       []*periodic
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -89,6 +95,9 @@ func NewWorker(q Queue) *Worker {
 		heartbeat:       10 * time.Second,
 		prefetch:        DefaultPrefetch,
 		abandoned:       newAbandoned(0),
+		maxSnoozes:      DefaultMaxSnoozes,
+		cancelPoll:      DefaultCancelPoll,
+		typeBackoff:     make(map[string]BackoffSetter),
 		stopCh:          make(chan struct{}),
 	}
 }
@@ -103,6 +112,25 @@ func (w *Worker) Register(name string, h Handler) {
 		panic("queue: a handler is already registered for " + name)
 	}
 	w.handlers[name] = h
+}
+
+// MaxSnoozes sets how many times a job's handler may snooze it (see
+// Snooze) before a snooze counts as an attempt (default
+// DefaultMaxSnoozes; n < 0 means 0).
+func (w *Worker) MaxSnoozes(n int) *Worker {
+	w.maxSnoozes = max(n, 0)
+	return w
+}
+
+// CancelPoll sets how often the worker asks the store which of the jobs it
+// holds were cancelled (see Canceller), which bounds how long a cancelled
+// job's handler runs on (default DefaultCancelPoll). It asks only while it
+// holds jobs.
+func (w *Worker) CancelPoll(d time.Duration) *Worker {
+	if d > 0 {
+		w.cancelPoll = d
+	}
+	return w
 }
 
 // MaxAttempts sets the total attempts a job gets, the first included,
@@ -395,6 +423,8 @@ func newRun(w *Worker) *run {
 	r.completer = &completer{q: w.q, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
 	r.completer.acker, _ = w.q.(BatchAcker)
 	r.completer.runObs, _ = w.q.(RunObserver)
+	r.completer.snoozer, _ = w.q.(Snoozer)
+	r.completer.canceller, _ = w.q.(Canceller)
 
 	handlers := make(map[string]Handler, len(w.handlers))
 	for name, h := range w.handlers {
@@ -403,6 +433,7 @@ func newRun(w *Worker) *run {
 	w.abandoned.setLimit(w.abandonLimit())
 	r.executor = &executor{
 		handlers: handlers, maxAttempts: w.maxAttempts, timeout: w.timeout, grace: w.grace, backoff: w.backoff,
+		typeBackoff: w.typeBackoff, maxSnoozes: w.maxSnoozes,
 		base: r.baseCtx, leases: r.held, completer: r.completer, abandoned: w.abandoned, observe: w.observe, log: w.log,
 	}
 
@@ -452,6 +483,14 @@ func (r *run) run(ctx context.Context) error {
 	bg.Go(func() { r.extender.run(bgDone) })
 	if r.heartbeat != nil {
 		bg.Go(func() { r.heartbeat.run(bgDone) })
+	}
+	if c, ok := r.q.(Canceller); ok {
+		bg.Go(func() { r.watchCancels(c, bgDone) })
+	}
+	if store, ok := r.q.(PeriodicStore); ok {
+		for _, p := range r.w.periodics {
+			bg.Go(func() { p.schedule(stopCtx, store, r.log.Warn) })
+		}
 	}
 	r.log.Info("queue: worker started", "worker", r.id, "queues", r.w.queues, "concurrency", r.w.concurrency)
 

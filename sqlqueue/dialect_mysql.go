@@ -207,7 +207,7 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 		avail := micros(j.AvailableAt)
 		_, err = ex.Exec(ctx, q.sql("INSERT INTO {jobs} ("+insertCols+") VALUES "+insertRow),
 			j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
-			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, created, micros(now))
+			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, created, micros(now), micros(j.RetryUntil))
 		if d.isUniqueViolation(err) {
 			return errKeyHeld
 		}

@@ -81,7 +81,7 @@ func ExampleSchema() {
 	for _, stmt := range strings.Split(ddl, ";\n\n") {
 		for _, line := range strings.Split(stmt, "\n") {
 			if !strings.HasPrefix(line, "--") {
-				fmt.Println(strings.TrimSuffix(strings.TrimSuffix(line, ";\n"), " ("))
+				fmt.Println(strings.TrimRight(strings.TrimSuffix(line, " ("), ";,"))
 				break
 			}
 		}
@@ -98,4 +98,8 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS "jobs_meta" (name TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at BIGINT NOT NULL)
 	// INSERT INTO "jobs_meta" (name, value, expires_at) VALUES ('maintenance_leader', '', 0) ON CONFLICT DO NOTHING
 	// INSERT INTO "jobs_meta" (name, value, expires_at) VALUES ('schema_version', '1', 0)
+	// ALTER TABLE "jobs" ADD COLUMN IF NOT EXISTS snoozes INTEGER NOT NULL DEFAULT 0
+	// CREATE TABLE IF NOT EXISTS "jobs_periodic"
+	// CREATE TABLE IF NOT EXISTS "jobs_uniques"
+	// UPDATE "jobs_meta" SET value = '2' WHERE name = 'schema_version'
 }

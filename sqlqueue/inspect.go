@@ -259,6 +259,8 @@ func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 		return "state = 'done'", nil, nil
 	case queue.StateDead:
 		return "state = 'dead'", nil, nil
+	case queue.StateCancelled:
+		return "state = 'cancelled'", nil, nil
 	}
 	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
 }
@@ -308,7 +310,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		limit = defaultPage
 	}
 	limit = min(limit, maxPage)
-	desc := f.State == queue.StateDone || f.State == queue.StateDead
+	desc := f.State == queue.StateDone || f.State == queue.StateDead || f.State == queue.StateCancelled
 	order, after := "seq", "seq > ?"
 	if desc {
 		order, after = "seq DESC", "seq < ?"
@@ -381,6 +383,8 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 			state = stateDone
 		case queue.StateDead:
 			state = stateDead
+		case queue.StateCancelled:
+			state = stateCancelled
 		}
 		var err error
 		if queues, err = q.d.knownQueues(ctx, q, st, state); err != nil {

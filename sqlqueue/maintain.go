@@ -13,7 +13,8 @@ const maxPruneBatches = 20
 // the maintenance lease: a row in <table>_meta with a holder and an expiry
 // (three maintenance intervals), so one process at a time prunes however
 // many share the database. The leader deletes, in batches by primary key,
-// finished jobs older than their retention, dead letters older than theirs
+// finished (done and cancelled) jobs older than their retention, expired
+// UniqueFor holds, dead letters older than theirs
 // (WithRetention), workers not seen within the worker TTL and metrics older
 // than seven days. On PostgreSQL it then vacuums and analyzes the jobs
 // table when the server's statistics count at least 10,000 dead rows in
@@ -29,17 +30,27 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 		return false, 0, err
 	}
 	now := time.Now()
-	res, err := q.db.ExecContext(ctx, q.sql(`UPDATE {meta} SET value = ?, expires_at = ?
-WHERE name = 'maintenance_leader' AND (value = ? OR expires_at < ?)`),
-		q.holder, micros(now.Add(3*q.cfg.maintainEvery)), q.holder, micros(now))
-	if err != nil {
-		return false, 0, q.wrap(ctx, err, "electing the maintenance leader")
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	// The maintenance leader is a named lease like AcquireLease's, in the
+	// row every schema version has had.
+	held, err := q.acquireRow(ctx, "maintenance_leader", q.holder, 3*q.cfg.maintainEvery, false)
+	if err != nil || !held {
 		return false, 0, q.wrap(ctx, err, "electing the maintenance leader")
 	}
 	finishedBefore := now.Add(-q.cfg.keepFinished)
 	pruned, err = q.pruneJobs(ctx, stateDone, finishedBefore)
+	if err == nil {
+		var n int
+		n, err = q.pruneJobs(ctx, stateCancelled, finishedBefore)
+		pruned += n
+	}
+	if err == nil {
+		var res interface{ RowsAffected() (int64, error) }
+		res, err = q.db.ExecContext(ctx, q.sql("DELETE FROM {uniques} WHERE expires_at < ?"), micros(now))
+		if err == nil {
+			n, _ := res.RowsAffected()
+			pruned += int(n)
+		}
+	}
 	if err == nil && q.cfg.keepDead > 0 {
 		var n int
 		n, err = q.pruneJobs(ctx, stateDead, now.Add(-q.cfg.keepDead))

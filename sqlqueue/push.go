@@ -12,12 +12,12 @@ import (
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
-// insertCols and insertRow are the INSERT of a new job: 14 parameters per
+// insertCols and insertRow are the INSERT of a new job: 15 parameters per
 // row (the constants are literals to leave room for more rows per chunk).
 const (
-	insertCols   = "id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state"
-	insertRow    = "(?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', NULL, 'pending')"
-	insertParams = 14
+	insertCols   = "id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, retry_until, state"
+	insertRow    = "(?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', NULL, ?, 'pending')"
+	insertParams = 15
 	// maxChunkRows and maxChunkBytes bound one multi-row INSERT besides
 	// the dialect's parameter limit (MySQL's max_allowed_packet is 16 MiB
 	// by default on MariaDB, 64 MiB on MySQL 8).
@@ -68,7 +68,13 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	if err := q.pushOne(ctx, stmts(q.db), false, j); err != nil {
+	var err error
+	if holdsInTx([]queue.Job{j}) {
+		err = q.d.writeTx(ctx, q, func(ex execer) error { return q.pushOne(ctx, stmts(ex), true, j) })
+	} else {
+		err = q.pushOne(ctx, stmts(q.db), false, j)
+	}
+	if err != nil {
 		return err
 	}
 	q.wake.at(j.AvailableAt)
@@ -92,7 +98,11 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, nil
 	}
 	var stored []bool
-	err := q.d.pushBatch(ctx, q, len(jobs), len(q.chunkEnds(jobs)), func(ex statements, inTx bool) error {
+	chunks := len(q.chunkEnds(jobs))
+	if holdsInTx(jobs) {
+		chunks = max(chunks, 2) // pushBatch's "needs a transaction"
+	}
+	err := q.d.pushBatch(ctx, q, len(jobs), chunks, func(ex statements, inTx bool) error {
 		var err error
 		stored, err = q.pushMany(ctx, ex, inTx, jobs)
 		return err
@@ -252,6 +262,41 @@ func (q *Queue) pushMany(ctx context.Context, ex statements, inTx bool, jobs []q
 		js[i] = normalize(j, now)
 		keepCreated[i] = j.CreatedAt.IsZero()
 	}
+	u, err := q.takeUniques(ctx, ex, js, now)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return q.pushFree(ctx, ex, inTx, js, keepCreated, now)
+	}
+	// Push only the jobs no hold refused, then give back the holds taken
+	// for jobs that were not stored.
+	var free []queue.Job
+	var freeKeep []bool
+	var at []int
+	for i := range js {
+		if !u.refused[i] {
+			free, freeKeep, at = append(free, js[i]), append(freeKeep, keepCreated[i]), append(at, i)
+		}
+	}
+	stored := make([]bool, len(js))
+	if len(free) > 0 {
+		got, err := q.pushFree(ctx, ex, inTx, free, freeKeep, now)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			stored[i] = got[k]
+		}
+	}
+	if err := q.releaseUniques(ctx, ex, js, u, stored); err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// pushFree is pushMany once the unique holds are settled.
+func (q *Queue) pushFree(ctx context.Context, ex statements, inTx bool, js []queue.Job, keepCreated []bool, now time.Time) ([]bool, error) {
 	stored := make([]bool, len(js))
 	// Outside a transaction the caller announces the push after it
 	// (announce); inside one, the notification must commit with it (a
@@ -341,7 +386,7 @@ func insertStatement(js []queue.Job, now time.Time, suffix string) (string, []an
 	for _, j := range js {
 		avail := micros(j.AvailableAt)
 		args = append(args, j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
-			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(j.CreatedAt), micros(now))
+			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(j.CreatedAt), micros(now), micros(j.RetryUntil))
 	}
 	return "INSERT INTO {jobs} (" + insertCols + ") VALUES " + strings.TrimSuffix(strings.Repeat(insertRow+", ", len(js)), ", ") + suffix, args
 }
@@ -417,7 +462,7 @@ func (q *Queue) reviveInPlace(ctx context.Context, ex statements, seqExpr string
 	update := `UPDATE {jobs} SET seq = ` + seqExpr + `, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
   max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
   created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
-  finished_at = 0, last_error = '', lease_token = NULL{unlease}, state = 'pending'
+  finished_at = 0, last_error = '', lease_token = NULL{unlease}, snoozes = 0, retry_until = ?, state = 'pending'
 WHERE id = ? AND state <> 'pending'`
 	avail := micros(j.AvailableAt)
 	keep := 0
@@ -425,7 +470,7 @@ WHERE id = ? AND state <> 'pending'`
 		keep = 1
 	}
 	args := []any{j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(), nullString(j.UniqueKey),
-		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), j.ID, j.Queue, nullString(j.UniqueKey)}
+		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), micros(j.RetryUntil), j.ID, j.Queue, nullString(j.UniqueKey)}
 	update += " AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')"
 	n, err := ex.Exec(ctx, q.sql(update), args...)
 	if q.d.isUniqueViolation(err) {
@@ -481,7 +526,7 @@ func (q *Queue) copyRows(jobs []queue.Job) (table string, columns []string, rows
 		avail := micros(j.AvailableAt)
 		rows[i] = []any{j.ID, j.Queue, j.Name, j.Payload, int64(j.Priority), int64(0), int64(j.MaxAttempts), j.Timeout.Microseconds(),
 			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(j.CreatedAt), micros(now),
-			int64(0), "", nil, statePending}
+			int64(0), "", nil, micros(j.RetryUntil), statePending}
 	}
 	return q.t.raw, columns, rows
 }

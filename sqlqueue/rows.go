@@ -21,15 +21,19 @@ const (
 	statePending = "pending"
 	stateDone    = "done"
 	stateDead    = "dead"
+	// stateCancelled is a job cancelled before it finished. A job
+	// cancelled while it ran keeps its lease token, so the worker that
+	// holds it can find it (CancelledSince).
+	stateCancelled = "cancelled"
 )
 
 // jobCols lists the columns dialect.scan reads, in order; {xcol} is the
 // dialect's lease-expiry column, when it has one apart from run_at (see
 // dialect.leaseColumns).
-const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state{xcol}"
+const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, snoozes, retry_until, state{xcol}"
 
 // jobColsT is jobCols without {xcol}, qualified by the alias t.
-const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.state"
+const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.snoozes, t.retry_until, t.state"
 
 // row is one stored job with the columns the Job type does not carry.
 type row struct {
@@ -58,10 +62,11 @@ func scanJob(sc scanner, extra ...any) (row, error) {
 		tags, meta                     string
 		timeoutUS, avail, created      int64
 		priority, attempts, maxAttempt int64
+		snoozes, retryUntil            int64
 	)
 	dest := []any{&r.job.ID, &r.seq, &r.job.Queue, &r.job.Name, &r.job.Payload, &priority, &attempts, &maxAttempt,
 		&timeoutUS, &uniqueKey, &tags, &meta, &avail, &r.runAt, &created, &r.updatedAt, &r.finishedAt,
-		&r.job.LastError, &leaseToken, &r.state}
+		&r.job.LastError, &leaseToken, &snoozes, &retryUntil, &r.state}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return row{}, err
 	}
@@ -70,6 +75,8 @@ func scanJob(sc scanner, extra ...any) (row, error) {
 	}
 	r.job.Priority, r.job.Attempts, r.job.MaxAttempts = int(priority), int(attempts), int(maxAttempt)
 	r.job.Timeout = time.Duration(timeoutUS) * time.Microsecond
+	r.job.Snoozes = int(snoozes)
+	r.job.RetryUntil = fromMicros(retryUntil)
 	r.job.UniqueKey = uniqueKey.String
 	r.job.LeaseToken = leaseToken.String
 	r.job.AvailableAt = fromMicros(avail)
@@ -109,6 +116,8 @@ func (r row) info(now int64) queue.JobInfo {
 		ji.State = queue.StateDone
 	case r.state == stateDead:
 		ji.State = queue.StateDead
+	case r.state == stateCancelled:
+		ji.State = queue.StateCancelled
 	case r.runAt <= now:
 		ji.State = queue.StateReady
 	case r.job.LeaseToken != "":

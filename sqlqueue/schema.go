@@ -34,6 +34,7 @@ func LatestSchemaVersion(d Dialect) (int, error) {
 type tableNames struct {
 	raw                                  string
 	jobs, pauses, workers, metrics, meta string
+	periodic, uniques                    string
 	replacer                             *strings.Replacer
 }
 
@@ -45,6 +46,10 @@ func names(d dialect, table string) tableNames {
 		workers: d.quote(table + "_workers"),
 		metrics: d.quote(table + "_metrics"),
 		meta:    d.quote(table + "_meta"),
+		// periodic records periodic jobs' ticks; uniques holds the unique
+		// keys of UniqueFor pushes until their hold ends.
+		periodic: d.quote(table + "_periodic"),
+		uniques:  d.quote(table + "_uniques"),
 	}
 	// {expiry} is the column holding the lease expiry; {unlease} is the
 	// SET fragment that clears it with the lease token; {xcol} adds it to
@@ -52,7 +57,7 @@ func names(d dialect, table string) tableNames {
 	expiry, unlease, xcol := d.leaseColumns()
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
-		"{metrics}", t.metrics, "{meta}", t.meta, "{expiry}", expiry, "{unlease}", unlease,
+		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{expiry}", expiry, "{unlease}", unlease,
 		"{xcol}", xcol,
 	)
 	return t
@@ -65,7 +70,10 @@ func names(d dialect, table string) tableNames {
 // driver does not accept several in one Exec); each migration's last
 // statement records its schema version, which the Queue checks at first
 // use. Applying the whole text again is harmless: every statement of a
-// migration that creates something checks that it is missing.
+// migration that creates something checks that it is missing, except an
+// ALTER TABLE ... ADD COLUMN on SQLite and MySQL (neither has ADD COLUMN IF
+// NOT EXISTS), which fails with "duplicate column" when its column exists;
+// skip that error, as Setup's runner does.
 func Schema(d Dialect, opts ...Option) (string, error) {
 	cfg := config{table: "meridian_jobs"}
 	for _, o := range opts {
@@ -84,7 +92,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 // tables and indexes, quoted (the table prefix is validated by WithTable).
 func migrationVars(d dialect, table string) map[string]string {
 	vars := map[string]string{"jobs": d.quote(table)}
-	for _, s := range []string{"pauses", "workers", "metrics", "meta"} {
+	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques"} {
 		vars[s] = d.quote(table + "_" + s)
 	}
 	for _, s := range []string{"claim", "unique", "state", "finished", "seq"} {

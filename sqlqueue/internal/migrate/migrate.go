@@ -44,6 +44,12 @@ type Dialect struct {
 	// TableExists is a query with one parameter (an unquoted table name)
 	// that returns a count > 0 when the table exists.
 	TableExists string
+	// Redundant, when set, reports an error of an ALTER TABLE statement
+	// saying its change is made already: a column added twice, or dropped
+	// when missing (SQLite and MySQL 8 have no ADD COLUMN IF NOT EXISTS).
+	// The runner skips such a statement, so a migration whose run was cut
+	// short, or whose version row was reset, runs again to the end.
+	Redundant func(error) bool
 
 	once       sync.Once
 	migrations []Migration
@@ -365,6 +371,9 @@ func (r *Runner) step(ctx context.Context, conn *sql.Conn, ms []Migration, to in
 	}
 	for _, s := range Statements(text) {
 		if _, err := conn.ExecContext(ctx, s); err != nil {
+			if d.Redundant != nil && isAlter(s) && d.Redundant(err) {
+				continue
+			}
 			return v, false, fmt.Errorf("applying %s/%s: %w (statement: %.120s)", d.Dir, file, err, s)
 		}
 	}
@@ -388,4 +397,17 @@ func lock(ctx context.Context, conn *sql.Conn, query, key string) error {
 		return fmt.Errorf("taking the migration lock %s: timed out", key)
 	}
 	return nil
+}
+
+// isAlter reports whether statement s (comment lines first) is an ALTER
+// TABLE.
+func isAlter(s string) bool {
+	for line := range strings.SplitSeq(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "--") {
+			continue
+		}
+		return strings.HasPrefix(strings.ToUpper(line), "ALTER TABLE")
+	}
+	return false
 }

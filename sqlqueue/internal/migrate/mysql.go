@@ -1,5 +1,7 @@
 package migrate
 
+import "strings"
+
 // MySQL (and MariaDB) commits DDL statement by statement, so files run
 // outside a transaction under a named session lock (names are at most 64
 // characters and server-wide, hence the database name in front). The
@@ -9,4 +11,9 @@ var MySQL = &Dialect{
 	SessionLock:   "SELECT GET_LOCK(LEFT(CONCAT(DATABASE(), '/', ?), 64), 600)",
 	SessionUnlock: "DO RELEASE_LOCK(LEFT(CONCAT(DATABASE(), '/', ?), 64))",
 	TableExists:   "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
+	// 1060: duplicate column name; 1091: can't drop, check that it exists.
+	Redundant: func(err error) bool {
+		msg := err.Error()
+		return strings.Contains(msg, "Error 1060 ") || strings.Contains(msg, "Error 1091 ")
+	},
 }

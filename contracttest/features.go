@@ -1,0 +1,350 @@
+package contracttest
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// testLeaser checks queue.Leaser: one holder at a time, renewal, release,
+// and takeover after expiry, also across handles.
+func (s *suite) testLeaser(t *testing.T) {
+	acquire := func(t *testing.T, l queue.Leaser, name, holder string, ttl time.Duration) bool {
+		t.Helper()
+		ok, err := l.AcquireLease(t.Context(), name, holder, ttl)
+		if err != nil {
+			t.Fatalf("AcquireLease(%s, %s): %v", name, holder, err)
+		}
+		return ok
+	}
+	checkAs(s, t, "OneHolder", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+		if !acquire(t, l, "lead", "a", longLease) {
+			t.Fatal("the first holder did not get a free lease")
+		}
+		if acquire(t, l, "lead", "b", longLease) {
+			t.Fatal("a second holder took a lease that was held")
+		}
+		if !acquire(t, l, "lead", "a", longLease) {
+			t.Fatal("the holder could not renew its lease")
+		}
+		if !acquire(t, l, "other", "b", longLease) {
+			t.Fatal("leases of other names are not independent")
+		}
+		if err := l.ReleaseLease(t.Context(), "lead", "b"); err != nil {
+			t.Fatalf("ReleaseLease by a non-holder: %v", err)
+		}
+		if acquire(t, l, "lead", "b", longLease) {
+			t.Fatal("a release by a non-holder freed the lease")
+		}
+		if err := l.ReleaseLease(t.Context(), "lead", "a"); err != nil {
+			t.Fatalf("ReleaseLease: %v", err)
+		}
+		if !acquire(t, l, "lead", "b", longLease) {
+			t.Fatal("a released lease could not be taken")
+		}
+	})
+	checkAs(s, t, "Expiry", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+		if !acquire(t, l, "lead", "a", shortLease) {
+			t.Fatal("the first holder did not get a free lease")
+		}
+		if acquire(t, l, "lead", "b", shortLease) {
+			t.Fatal("the lease was taken before it expired")
+		}
+		eventually(t, "the expired lease to be taken", func() bool { return acquire(t, l, "lead", "b", longLease) })
+		if acquire(t, l, "lead", "a", longLease) {
+			t.Fatal("the old holder renewed a lease another took")
+		}
+	})
+	if s.h.Peer != nil {
+		checkAs(s, t, "Peers", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+			handles := []queue.Leaser{l, s.h.Peer(t, q).(queue.Leaser), s.h.Peer(t, q).(queue.Leaser)}
+			var won atomic.Int32
+			var wg sync.WaitGroup
+			for i, h := range handles {
+				wg.Go(func() {
+					ok, err := h.AcquireLease(t.Context(), "lead", string(rune('a'+i)), longLease)
+					if err != nil {
+						t.Errorf("AcquireLease: %v", err)
+					}
+					if ok {
+						won.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if won.Load() != 1 {
+				t.Fatalf("%d handles hold the lease at once, want 1", won.Load())
+			}
+		})
+	}
+}
+
+// testCanceller checks queue.Canceller.
+func (s *suite) testCanceller(t *testing.T) {
+	checkAs(s, t, "Waiting", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+		ready := newJob("cancel")
+		ready.UniqueKey = "k"
+		scheduled := newJob("cancel")
+		scheduled.AvailableAt = time.Now().Add(time.Hour)
+		push(t, q, ready)
+		push(t, q, scheduled)
+		for _, tc := range []struct {
+			j    queue.Job
+			want queue.JobState
+		}{{ready, queue.StateReady}, {scheduled, queue.StateScheduled}} {
+			was, err := c.Cancel(t.Context(), tc.j.ID)
+			if err != nil || was != tc.want {
+				t.Fatalf("Cancel(%s) = %q, %v; want %q, nil", tc.want, was, err, tc.want)
+			}
+		}
+		expectNone(t, q, "cancel")
+		wantLen(t, q, "cancel", 0)
+		// The unique key is free again.
+		again := newJob("cancel")
+		again.UniqueKey = "k"
+		push(t, q, again)
+		_, err := c.Cancel(t.Context(), ready.ID)
+		if s.h.Caps.NoDoneRetention != "" {
+			wantErr(t, "Cancel of a cancelled job (no retention)", err, queue.ErrNotFound)
+		} else {
+			wantErr(t, "Cancel of a cancelled job", err, queue.ErrFinished)
+		}
+		_, err = c.Cancel(t.Context(), "no-such-job")
+		wantErr(t, "Cancel of an unknown ID", err, queue.ErrNotFound)
+		if in, ok := q.(queue.Inspector); ok && s.h.Caps.NoDoneRetention == "" {
+			ji, err := in.GetJob(t.Context(), scheduled.ID)
+			if err != nil || ji.State != queue.StateCancelled {
+				t.Fatalf("GetJob of a cancelled job = %q, %v; want cancelled", ji.State, err)
+			}
+			page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateCancelled, Queue: "cancel"})
+			if err != nil || len(page.Jobs) != 2 {
+				t.Fatalf("ListJobs(cancelled) = %d jobs, %v; want 2", len(page.Jobs), err)
+			}
+		}
+	})
+	checkAs(s, t, "Retrying", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+		j := newJob("cancel")
+		push(t, q, j)
+		r := reserveOne(t, q, "cancel", j.ID, longLease)
+		nack(t, q, r, time.Now().Add(time.Hour), "boom")
+		if was, err := c.Cancel(t.Context(), j.ID); err != nil || was != queue.StateScheduled {
+			t.Fatalf("Cancel of a job waiting to retry = %q, %v; want scheduled", was, err)
+		}
+		wantLen(t, q, "cancel", 0)
+	})
+	checkAs(s, t, "Running", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+		j := newJob("cancel")
+		j.UniqueKey = "k"
+		push(t, q, j)
+		before := time.Now().Add(-time.Second)
+		r := reserveOne(t, q, "cancel", j.ID, longLease)
+		if was, err := c.Cancel(t.Context(), j.ID); err != nil || was != queue.StateRunning {
+			t.Fatalf("Cancel of a running job = %q, %v; want running", was, err)
+		}
+		wantErr(t, "Ack after the job was cancelled", q.Ack(t.Context(), r.Lease()), queue.ErrLeaseLost)
+		wantErr(t, "Nack after the job was cancelled", q.Nack(t.Context(), r.Lease(), time.Now(), "x"), queue.ErrLeaseLost)
+		leases, err := c.CancelledSince(t.Context(), before)
+		if err != nil {
+			t.Fatalf("CancelledSince: %v", err)
+		}
+		found := false
+		for _, l := range leases {
+			found = found || l == r.Lease()
+		}
+		if !found {
+			t.Fatalf("CancelledSince = %v; want it to hold the running job's lease %v", leases, r.Lease())
+		}
+		wantLen(t, q, "cancel", 0)
+		again := newJob("cancel")
+		again.UniqueKey = "k"
+		push(t, q, again)
+	})
+	checkAs(s, t, "DeadIsFinished", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+		d := killJob(t, q, "cancel", "boom")
+		_, err := c.Cancel(t.Context(), d.ID)
+		wantErr(t, "Cancel of a dead letter", err, queue.ErrFinished)
+	})
+}
+
+// testSnoozer checks queue.Snoozer.
+func (s *suite) testSnoozer(t *testing.T) {
+	checkAs(s, t, "GivesAttemptBack", func(t *testing.T, q queue.Queue, sn queue.Snoozer) {
+		j := newJob("snooze")
+		push(t, q, j)
+		r := reserveOne(t, q, "snooze", j.ID, longLease)
+		if err := sn.Snooze(t.Context(), r.Lease(), time.Now().Add(time.Hour), true); err != nil {
+			t.Fatalf("Snooze: %v", err)
+		}
+		expectNone(t, q, "snooze")
+		wantLen(t, q, "snooze", 1)
+		wantErr(t, "Snooze with a stale lease", sn.Snooze(t.Context(), r.Lease(), time.Now(), true), queue.ErrLeaseLost)
+		if in, ok := q.(queue.Inspector); ok {
+			ji, err := in.GetJob(t.Context(), j.ID)
+			if err != nil || ji.State != queue.StateScheduled || ji.Attempts != 0 || ji.Snoozes != 1 {
+				t.Fatalf("GetJob of a snoozed job = %q attempts %d snoozes %d, %v; want scheduled 0 1", ji.State, ji.Attempts, ji.Snoozes, err)
+			}
+		}
+	})
+	checkAs(s, t, "Uncounted", func(t *testing.T, q queue.Queue, sn queue.Snoozer) {
+		j := newJob("snooze")
+		push(t, q, j)
+		r := reserveOne(t, q, "snooze", j.ID, longLease)
+		if err := sn.Snooze(t.Context(), r.Lease(), time.Time{}, false); err != nil {
+			t.Fatalf("Snooze: %v", err)
+		}
+		r = reserveOne(t, q, "snooze", j.ID, longLease)
+		if r.Attempts != 1 || r.Snoozes != 0 {
+			t.Fatalf("after an uncounted snooze the job has attempts %d snoozes %d, want 1 0", r.Attempts, r.Snoozes)
+		}
+	})
+}
+
+// testUniqueModes checks UniqueFor and UniqueReplace, and that a push
+// resets nothing it should keep.
+func (s *suite) testUniqueModes(t *testing.T) {
+	s.check(t, "ForHoldsAfterFinish", func(t *testing.T, q queue.Queue) {
+		j := newJob("uf")
+		j.UniqueKey, j.UniqueFor = "k", longLease
+		push(t, q, j)
+		r := reserveOne(t, q, "uf", j.ID, longLease)
+		ack(t, q, r)
+		again := newJob("uf")
+		again.UniqueKey, again.UniqueFor = "k", longLease
+		wantErr(t, "a push within UniqueFor after the holder finished", q.Push(t.Context(), again), queue.ErrDuplicate)
+		plain := newJob("uf")
+		plain.UniqueKey = "k"
+		wantErr(t, "a plain unique push within another's UniqueFor", q.Push(t.Context(), plain), queue.ErrDuplicate)
+		other := newJob("uf2")
+		other.UniqueKey, other.UniqueFor = "k", longLease
+		push(t, q, other) // another queue's key space
+	})
+	s.check(t, "ForExpires", func(t *testing.T, q queue.Queue) {
+		j := newJob("uf")
+		j.UniqueKey, j.UniqueFor = "k", shortLease
+		push(t, q, j)
+		r := reserveOne(t, q, "uf", j.ID, longLease)
+		ack(t, q, r)
+		eventually(t, "the UniqueFor hold to expire", func() bool {
+			again := newJob("uf")
+			again.UniqueKey, again.UniqueFor = "k", shortLease
+			err := q.Push(t.Context(), again)
+			if err != nil && !errors.Is(err, queue.ErrDuplicate) {
+				t.Fatalf("Push: %v", err)
+			}
+			return err == nil
+		})
+	})
+	s.check(t, "ReplaceWaiting", func(t *testing.T, q queue.Queue) {
+		for _, at := range []time.Time{{}, time.Now().Add(time.Hour)} {
+			first := newJob("rep")
+			first.UniqueKey, first.UniqueReplace, first.AvailableAt = "k", true, at
+			push(t, q, first)
+			second := newJob("rep")
+			second.UniqueKey, second.UniqueReplace = "k", true
+			push(t, q, second)
+			wantLen(t, q, "rep", 1)
+			got := reserveOne(t, q, "rep", second.ID, longLease)
+			if string(got.Payload) != string(second.Payload) {
+				t.Fatalf("the replacing job has payload %s, want %s", got.Payload, second.Payload)
+			}
+			// Held by a running job: a duplicate.
+			third := newJob("rep")
+			third.UniqueKey, third.UniqueReplace = "k", true
+			wantErr(t, "a replacing push while the holder runs", q.Push(t.Context(), third), queue.ErrDuplicate)
+			ack(t, q, got)
+		}
+	})
+	s.check(t, "PlainDoesNotReplace", func(t *testing.T, q queue.Queue) {
+		first := newJob("rep")
+		first.UniqueKey = "k"
+		push(t, q, first)
+		second := newJob("rep")
+		second.UniqueKey = "k"
+		wantErr(t, "a plain unique push", q.Push(t.Context(), second), queue.ErrDuplicate)
+		reserveOne(t, q, "rep", first.ID, longLease)
+	})
+}
+
+// testPeriodicStore checks queue.PeriodicStore: a tick is claimed once,
+// also by racing handles, and a claimed tick is never enqueued again, also
+// after its job finished.
+func (s *suite) testPeriodicStore(t *testing.T) {
+	checkAs(s, t, "ClaimOnce", func(t *testing.T, q queue.Queue, ps queue.PeriodicStore) {
+		base := time.Now().Truncate(time.Second)
+		last, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: base, NextTick: base.Add(time.Second)})
+		if err != nil || !last.Equal(base) {
+			t.Fatalf("RegisterPeriodic = %v, %v; want %v", last, err, base)
+		}
+		last, err = ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", Schedule: "every 2s", LastTick: base.Add(time.Hour)})
+		if err != nil || !last.Equal(base) {
+			t.Fatalf("RegisterPeriodic of a known name = %v, %v; want its mark %v kept", last, err, base)
+		}
+		tick := base.Add(time.Second)
+		j := newJob("per")
+		if ok, err := ps.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: tick, NextTick: tick.Add(time.Second)}, j); err != nil || !ok {
+			t.Fatalf("ClaimTick = %v, %v; want true", ok, err)
+		}
+		r := reserveOne(t, q, "per", j.ID, longLease)
+		ack(t, q, r)
+		for _, at := range []time.Time{tick, base} {
+			again := newJob("per")
+			if ok, err := ps.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: at}, again); err != nil || ok {
+				t.Fatalf("ClaimTick of a claimed tick = %v, %v; want false", ok, err)
+			}
+		}
+		expectNone(t, q, "per")
+		list, err := ps.Periodics(t.Context())
+		if err != nil || len(list) != 1 || !list[0].LastTick.Equal(tick) || list[0].LastJobID != j.ID || list[0].Schedule != "every 1s" {
+			t.Fatalf("Periodics = %+v, %v; want p at %v with job %s", list, err, tick, j.ID)
+		}
+	})
+	checkAs(s, t, "DuplicateJobStillClaims", func(t *testing.T, q queue.Queue, ps queue.PeriodicStore) {
+		base := time.Now().Truncate(time.Second)
+		if _, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
+			t.Fatal(err)
+		}
+		holder := newJob("per")
+		holder.UniqueKey = "k"
+		push(t, q, holder)
+		j := newJob("per")
+		j.UniqueKey = "k"
+		if ok, err := ps.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base.Add(time.Second)}, j); err != nil || !ok {
+			t.Fatalf("ClaimTick with a duplicate job = %v, %v; want true", ok, err)
+		}
+		wantLen(t, q, "per", 1)
+	})
+	if s.h.Peer != nil {
+		checkAs(s, t, "Racing", func(t *testing.T, q queue.Queue, ps queue.PeriodicStore) {
+			base := time.Now().Truncate(time.Second)
+			if _, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
+				t.Fatal(err)
+			}
+			handles := []queue.PeriodicStore{ps, s.h.Peer(t, q).(queue.PeriodicStore), s.h.Peer(t, q).(queue.PeriodicStore)}
+			const ticks = 5
+			var claimed atomic.Int32
+			var wg sync.WaitGroup
+			for _, h := range handles {
+				wg.Go(func() {
+					for i := 1; i <= ticks; i++ {
+						ok, err := h.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base.Add(time.Duration(i) * time.Second)}, newJob("per"))
+						if err != nil {
+							t.Errorf("ClaimTick: %v", err)
+						}
+						if ok {
+							claimed.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if claimed.Load() != ticks {
+				t.Fatalf("%d claims of %d ticks by 3 racing handles, want exactly %d", claimed.Load(), ticks, ticks)
+			}
+			wantLen(t, q, "per", ticks)
+		})
+	}
+}

@@ -1,0 +1,201 @@
+package memqueue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// maxCancelLog bounds the cancels of running jobs kept for CancelledSince.
+const maxCancelLog = 4096
+
+// cancelRecord is one cancel of a running job.
+type cancelRecord struct {
+	lease queue.Lease
+	at    time.Time
+}
+
+// lease is one named lease (see queue.Leaser).
+type lease struct {
+	holder  string
+	expires time.Time
+}
+
+// AcquireLease takes or renews the named lease for holder (see
+// queue.Leaser). Leases live in this Queue's memory, so they elect a leader
+// among the users of one Queue value.
+func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memqueue: acquiring lease %s: %w", name, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	l, ok := q.leases[name]
+	if ok && l.holder != holder && l.expires.After(now) {
+		return false, nil
+	}
+	q.leases[name] = lease{holder: holder, expires: now.Add(ttl)}
+	return true, nil
+}
+
+// ReleaseLease gives up the named lease if holder holds it.
+func (q *Queue) ReleaseLease(ctx context.Context, name, holder string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: releasing lease %s: %w", name, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if l, ok := q.leases[name]; ok && l.holder == holder {
+		delete(q.leases, name)
+	}
+	return nil
+}
+
+// Cancel cancels the active job id (see queue.Canceller). The cancelled job
+// is kept among the retained finished jobs (WithRetention), as an acked one
+// is.
+func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	e := q.jobs[id]
+	if e == nil {
+		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrNotFound)
+	}
+	nq := e.nq
+	nq.promote(now.UnixNano(), now)
+	was := e.state
+	switch was {
+	case queue.StateReady:
+		nq.ready.remove(e)
+	case queue.StateScheduled:
+		nq.scheduled.remove(e.idx)
+	case queue.StateRunning:
+		nq.running.remove(e.idx)
+		q.cancels = append(q.cancels, cancelRecord{lease: e.job.Lease(), at: now})
+		if len(q.cancels) > maxCancelLog {
+			q.cancels = append(q.cancels[:0], q.cancels[len(q.cancels)-maxCancelLog/2:]...)
+		}
+	default:
+		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrFinished)
+	}
+	e.job.LastError = queue.ErrCancelled.Error()
+	q.retireLocked(e, queue.StateCancelled, now)
+	return was, nil
+}
+
+// CancelledSince returns the leases of running jobs cancelled at or after
+// since (see queue.Canceller).
+func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: listing cancelled jobs: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []queue.Lease
+	for _, c := range q.cancels {
+		if !c.at.Before(since) {
+			out = append(out, c.lease)
+		}
+	}
+	return out, nil
+}
+
+// Snooze puts the job under l back until at without counting its attempt
+// (see queue.Snoozer).
+func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: snoozing job %s: %w", l.JobID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	nowN := now.UnixNano()
+	e := q.leasedLocked(l, nowN)
+	if e == nil {
+		return fmt.Errorf("memqueue: snoozing job %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	e.nq.running.remove(e.idx)
+	if at.Before(now) {
+		at = now
+	}
+	e.job.Attempts = max(e.job.Attempts-1, 0)
+	if counted {
+		e.job.Snoozes++
+	}
+	e.job.AvailableAt = at
+	e.avail = nanos(at)
+	e.job.LeaseToken = ""
+	e.job.LeaseExpiresAt = time.Time{}
+	e.updatedAt = now
+	q.enqueueLocked(e, nowN)
+	return nil
+}
+
+// periodicMark is the record of one periodic job.
+type periodicMark = queue.PeriodicInfo
+
+// RegisterPeriodic creates or refreshes the record of a periodic job (see
+// queue.PeriodicStore).
+func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("memqueue: registering periodic job %s: %w", p.Name, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m := q.periodics[p.Name]
+	if m == nil {
+		m = &periodicMark{Name: p.Name, LastTick: p.LastTick}
+		q.periodics[p.Name] = m
+	}
+	m.Schedule, m.NextTick = p.Schedule, p.NextTick
+	return m.LastTick, nil
+}
+
+// ClaimTick records a periodic job's tick and pushes its job, both or
+// neither (see queue.PeriodicStore).
+func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memqueue: claiming a tick of periodic job %s: %w", p.Name, err)
+	}
+	if err := queue.Validate(j); err != nil {
+		return false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m := q.periodics[p.Name]
+	if m == nil {
+		return false, fmt.Errorf("memqueue: claiming a tick of periodic job %s: %w", p.Name, queue.ErrNotFound)
+	}
+	if !m.LastTick.Before(p.LastTick) {
+		return false, nil
+	}
+	m.LastTick, m.NextTick, m.Schedule, m.LastJobID = p.LastTick, p.NextTick, p.Schedule, j.ID
+	if err := q.pushLocked(j, q.now()); err != nil {
+		m.LastJobID = ""
+	}
+	return true, nil
+}
+
+// Periodics lists the records of periodic jobs, sorted by name.
+func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: listing periodic jobs: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]queue.PeriodicInfo, 0, len(q.periodics))
+	for _, m := range q.periodics {
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b queue.PeriodicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}

@@ -1,0 +1,283 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// Schedule says when a periodic job's ticks fall. Next must be
+// deterministic (every process computes the same ticks) and return a time
+// after t.
+type Schedule interface {
+	Next(t time.Time) time.Time
+	// String describes the schedule for people (the dashboard, the CLI).
+	String() string
+}
+
+// Every ticks every d, at the multiples of d since the zero time (so every
+// process computes the same ticks: Every(time.Hour) ticks on the hour). d
+// must be at least a second.
+func Every(d time.Duration) Schedule { return every{d: d} }
+
+type every struct{ d time.Duration }
+
+func (e every) Next(t time.Time) time.Time { return t.Truncate(e.d).Add(e.d) }
+func (e every) String() string             { return "every " + e.d.String() }
+
+// prev returns the last tick at or before t.
+func (e every) prev(t time.Time) time.Time { return t.Truncate(e.d) }
+
+func (e every) validate() error {
+	if e.d < time.Second {
+		return fmt.Errorf("Every(%s): the interval must be at least a second", e.d)
+	}
+	return nil
+}
+
+// CronSchedule is a cron expression's schedule (see Cron).
+type CronSchedule struct {
+	expr  string
+	sched cron.Schedule
+	loc   *time.Location
+	err   error
+}
+
+// Cron parses a standard five-field cron expression ("0 3 * * *": minute,
+// hour, day of month, month, day of week) or a descriptor (@hourly, @daily,
+// @every 1h30m), as github.com/robfig/cron/v3 does. Ticks fall in the time
+// zone set by In (default UTC) or by a CRON_TZ= prefix. An expression that
+// does not parse makes Periodic fail with the parser's error.
+func Cron(expr string) *CronSchedule {
+	s, err := cron.ParseStandard(expr)
+	return &CronSchedule{expr: expr, sched: s, loc: time.UTC, err: err}
+}
+
+// In returns the schedule with its ticks in loc.
+func (c *CronSchedule) In(loc *time.Location) *CronSchedule {
+	cp := *c
+	cp.loc = loc
+	return &cp
+}
+
+// Next returns the first tick after t.
+func (c *CronSchedule) Next(t time.Time) time.Time {
+	if c.err != nil {
+		return time.Time{}
+	}
+	return c.sched.Next(t.In(c.loc))
+}
+
+func (c *CronSchedule) String() string {
+	if c.loc == time.UTC {
+		return c.expr
+	}
+	return c.expr + " (" + c.loc.String() + ")"
+}
+
+func (c *CronSchedule) validate() error {
+	if c.err != nil {
+		return fmt.Errorf("Cron(%q): %w", c.expr, c.err)
+	}
+	return nil
+}
+
+// missed wraps a Schedule with the run-missed-on-start rule.
+type missed struct{ Schedule }
+
+func (m missed) validate() error { return validateSchedule(m.Schedule) }
+
+// RunMissed makes a periodic job catch up once on start: when a worker
+// starts and one or more ticks passed since the last recorded one (the
+// workers were down), exactly one job is enqueued for the latest of them.
+// Without it, ticks missed during downtime are skipped, as Laravel's
+// scheduler and River's periodic jobs skip them.
+func RunMissed(s Schedule) Schedule { return missed{s} }
+
+func validateSchedule(s Schedule) error {
+	if v, ok := s.(interface{ validate() error }); ok {
+		return v.validate()
+	}
+	if s == nil {
+		return errors.New("no schedule")
+	}
+	return nil
+}
+
+// PeriodicInfo is the stored record of a periodic job.
+type PeriodicInfo struct {
+	Name     string
+	Schedule string // the schedule's String
+	// LastTick is the latest tick handled (enqueued, or skipped as a
+	// duplicate); ticks at or before it are never enqueued again.
+	LastTick  time.Time
+	NextTick  time.Time // the next tick, as the last process to touch the record computed it
+	LastJobID string    // the job of the last tick, "" if none was stored
+}
+
+// PeriodicStore is a Queue that records periodic jobs' ticks, so each tick
+// is enqueued once however many processes schedule it.
+type PeriodicStore interface {
+	// RegisterPeriodic creates the record p.Name with p's fields when it
+	// does not exist, and otherwise updates its Schedule and NextTick,
+	// keeping its LastTick. It returns the record's LastTick.
+	RegisterPeriodic(ctx context.Context, p PeriodicInfo) (last time.Time, err error)
+	// ClaimTick records the tick p.LastTick of periodic p.Name and pushes
+	// j, both or neither, if the record's LastTick is before p.LastTick;
+	// it then sets NextTick and LastJobID (j's ID, or "" when j was a
+	// duplicate and skipped). It reports false, changing nothing, when
+	// the tick was already claimed. The record must exist.
+	ClaimTick(ctx context.Context, p PeriodicInfo, j Job) (claimed bool, err error)
+	// Periodics lists the records, sorted by name.
+	Periodics(ctx context.Context) ([]PeriodicInfo, error)
+}
+
+// periodic is one registration of Periodic.
+type periodic struct {
+	name    string
+	sched   Schedule
+	catchUp bool
+	build   func() (Job, error)
+}
+
+// Periodic registers a periodic job on w: while w runs, a job built from v
+// and opts (as Dispatch builds it) is enqueued at each tick of s. Each tick
+// is enqueued exactly once however many workers, in however many
+// processes, register the same name over one store: the store records the
+// last tick per name (see PeriodicStore). Ticks missed while no worker ran
+// are skipped unless s is wrapped in RunMissed. The job runs like any other
+// (on whichever worker serves its queue); a tick whose job is still waiting
+// is not skipped unless opts make the job unique.
+//
+// Periodic returns an error matching ErrConfig for an empty or registered
+// name or an invalid schedule, and one matching ErrUnsupported when w's
+// queue cannot record ticks. Register periodic jobs before Run.
+func Periodic[T any](w *Worker, name string, s Schedule, v T, opts ...Option) error {
+	if _, ok := w.q.(PeriodicStore); !ok {
+		return fmt.Errorf("queue: periodic job %q: %T cannot record ticks: %w", name, w.q, ErrUnsupported)
+	}
+	if err := validateSchedule(s); err != nil {
+		return fmt.Errorf("%w: periodic job %q: %w", ErrConfig, name, err)
+	}
+	if name == "" {
+		return fmt.Errorf("%w: periodic job: the name is empty", ErrConfig)
+	}
+	if _, err := NewJob(v, opts...); err != nil {
+		return fmt.Errorf("%w: periodic job %q: %w", ErrConfig, name, err)
+	}
+	p := &periodic{name: name, sched: s, build: func() (Job, error) { return NewJob(v, opts...) }}
+	if m, ok := s.(missed); ok {
+		p.sched, p.catchUp = m.Schedule, true
+	}
+	for _, o := range w.periodics {
+		if o.name == name {
+			return fmt.Errorf("%w: periodic job %q is already registered", ErrConfig, name)
+		}
+	}
+	w.periodics = append(w.periodics, p)
+	return nil
+}
+
+// lastTick returns the last tick of s at or before now, given that none
+// falls in (from, now] when it returns from; it is zero when from is zero.
+func lastTick(s Schedule, from, now time.Time) time.Time {
+	if e, ok := s.(every); ok {
+		return e.prev(now)
+	}
+	if from.IsZero() {
+		return time.Time{}
+	}
+	// A dense schedule after a long stop: look back at most a year.
+	from = later(from, now.AddDate(-1, 0, 0))
+	last := from
+	for t := s.Next(from); !t.IsZero() && !t.After(now); t = s.Next(t) {
+		last = t
+	}
+	return last
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// schedule runs p until ctx is done: it enqueues each tick as it falls
+// (and, with RunMissed, the latest missed tick once at start).
+func (p *periodic) schedule(ctx context.Context, store PeriodicStore, log func(msg string, args ...any)) {
+	now := time.Now()
+	var last time.Time
+	for {
+		var err error
+		last, err = store.RegisterPeriodic(ctx, PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: now, NextTick: p.sched.Next(now)})
+		if err == nil {
+			break
+		}
+		log("queue: registering a periodic job failed; retrying", "periodic", p.name, "err", err)
+		if !sleepCtx(ctx, time.Second) {
+			return
+		}
+	}
+	if p.catchUp {
+		if t := lastTick(p.sched, last, now); t.After(last) {
+			p.tick(ctx, store, t, log)
+		}
+	}
+	for {
+		next := p.sched.Next(time.Now())
+		if next.IsZero() || !sleepCtx(ctx, time.Until(next)) {
+			return
+		}
+		p.tick(ctx, store, next, log)
+	}
+}
+
+// tick claims the tick at t, retrying a failing store until the next tick
+// is due.
+func (p *periodic) tick(ctx context.Context, store PeriodicStore, t time.Time, log func(msg string, args ...any)) {
+	j, err := p.build()
+	if err != nil {
+		log("queue: building a periodic job failed; tick skipped", "periodic", p.name, "tick", t, "err", err)
+		return
+	}
+	j.Meta = withMeta(j.Meta, MetaPeriodic, p.name)
+	info := PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: t, NextTick: p.sched.Next(t), LastJobID: j.ID}
+	for {
+		_, err := store.ClaimTick(ctx, info, j)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log("queue: enqueueing a periodic job failed; retrying", "periodic", p.name, "tick", t, "err", err)
+		if time.Now().After(info.NextTick) || !sleepCtx(ctx, time.Second) {
+			return
+		}
+	}
+}
+
+// MetaPeriodic is the Job.Meta key under which a periodic job's ticks carry
+// the periodic job's name.
+const MetaPeriodic = "meridian.periodic"
+
+func withMeta(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = make(map[string]string, 1)
+	}
+	m[k] = v
+	return m
+}
+
+// sleepCtx sleeps d and reports false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(max(d, 0))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

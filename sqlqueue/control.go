@@ -1,0 +1,233 @@
+package sqlqueue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// Cancel cancels the active job id (see queue.Canceller): one UPDATE to
+// state 'cancelled' in a short write transaction, which frees its unique
+// key. A running job keeps its lease token, so the worker that holds it
+// finds it through CancelledSince; its lease is lost at once, since every
+// lease-guarded statement requires state 'pending'. The cancelled job is
+// kept, and pruned, like a done one (WithRetention).
+func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
+	if err := q.use(ctx); err != nil {
+		return "", err
+	}
+	now := time.Now()
+	var was queue.JobState
+	err := q.d.writeTx(ctx, q, func(ex execer) error {
+		st := stmts(ex)
+		n, err := st.Exec(ctx, q.sql("UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND state = 'pending'"),
+			micros(now), micros(now), queue.ErrCancelled.Error(), id)
+		if err != nil {
+			return err
+		}
+		rows, err := q.scanRows(ctx, st, q.sql("SELECT "+jobCols+" FROM {jobs} WHERE id = ?"), []any{id})
+		switch {
+		case err != nil:
+			return err
+		case len(rows) == 0:
+			return queue.ErrNotFound
+		case n == 0:
+			return queue.ErrFinished
+		}
+		// The columns the cancel left alone tell where the job was.
+		r := rows[0]
+		r.state = statePending
+		was = r.info(micros(now)).State
+		return nil
+	})
+	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrFinished) {
+		return "", fmt.Errorf("sqlqueue: cancelling job %s: %w", id, err)
+	}
+	if err != nil {
+		return "", q.wrap(ctx, err, "cancelling job %s", id)
+	}
+	return was, nil
+}
+
+// CancelledSince returns the leases of jobs cancelled while they ran, at
+// or after since (see queue.Canceller): a range of the finished index.
+func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Lease, error) {
+	if err := q.use(ctx); err != nil {
+		return nil, err
+	}
+	set := make(map[queue.Lease]bool)
+	err := scanLeases(ctx, stmts(q.db), set, q.sql("SELECT id, lease_token FROM {jobs} WHERE state = 'cancelled' AND finished_at >= ? AND lease_token IS NOT NULL"), micros(since))
+	if err != nil {
+		return nil, q.wrap(ctx, err, "listing cancelled jobs")
+	}
+	out := make([]queue.Lease, 0, len(set))
+	for l := range set {
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Snooze puts the job under l back until at and gives its attempt back
+// (see queue.Snoozer). ErrLeaseLost if l is not current.
+func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
+	now := time.Now()
+	if at.Before(now) {
+		at = now
+	}
+	inc := 0
+	if counted {
+		inc = 1
+	}
+	t := micros(at)
+	err := q.guarded(ctx, "snoozing", l, "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL{unlease}, run_at = ?, available_at = ?, updated_at = ? WHERE "+leaseGuard,
+		inc, t, t, micros(now))
+	if err != nil {
+		return err
+	}
+	q.wake.at(at)
+	return nil
+}
+
+// leaseRow is the meta row of the named lease (see AcquireLease).
+func leaseRow(name string) string { return "lease:" + name }
+
+// AcquireLease takes or renews the named lease for holder until now plus
+// ttl (see queue.Leaser): a row of <table>_meta with the holder and the
+// expiry, changed by one conditional UPDATE. Names are at most
+// queue.MaxLeaseNameBytes bytes.
+func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	if err := q.use(ctx); err != nil {
+		return false, err
+	}
+	if err := queue.ValidateLeaseName(name); err != nil {
+		return false, err
+	}
+	ok, err := q.acquireRow(ctx, leaseRow(name), holder, ttl, true)
+	if err != nil {
+		return false, q.wrap(ctx, err, "acquiring lease %s", name)
+	}
+	return ok, nil
+}
+
+// acquireRow takes or renews the lease in the meta row name; create adds
+// the row when it is missing.
+func (q *Queue) acquireRow(ctx context.Context, name, holder string, ttl time.Duration, create bool) (bool, error) {
+	if create {
+		if _, err := q.db.ExecContext(ctx, q.sql(q.d.insertOrIgnore(q.t.meta, "name, value, expires_at", "?, '', 0")), name); err != nil {
+			return false, err
+		}
+	}
+	now := time.Now()
+	// The expiry always moves (MySQL counts changed rows, not matched
+	// ones), so a renewal by the holder reports one row.
+	exp := micros(now.Add(ttl))
+	res, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)"),
+		holder, exp, exp, name, holder, micros(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ReleaseLease gives up the named lease if holder holds it.
+func (q *Queue) ReleaseLease(ctx context.Context, name, holder string) error {
+	if err := q.use(ctx); err != nil {
+		return err
+	}
+	_, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = '', expires_at = 0 WHERE name = ? AND value = ?"), leaseRow(name), holder)
+	return q.wrap(ctx, err, "releasing lease %s", name)
+}
+
+// RegisterPeriodic creates or refreshes the record of a periodic job (see
+// queue.PeriodicStore).
+func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (time.Time, error) {
+	if err := q.use(ctx); err != nil {
+		return time.Time{}, err
+	}
+	now := micros(time.Now())
+	var last int64
+	err := q.d.writeTx(ctx, q, func(ex execer) error {
+		st := stmts(ex)
+		ins := q.d.insertOrIgnore(q.t.periodic, "name, schedule, last_tick, next_tick, last_job_id, updated_at", "?, ?, ?, ?, '', ?")
+		if _, err := st.Exec(ctx, q.sql(ins), p.Name, p.Schedule, micros(p.LastTick), micros(p.NextTick), now); err != nil {
+			return err
+		}
+		if _, err := st.Exec(ctx, q.sql("UPDATE {periodic} SET schedule = ?, next_tick = ?, updated_at = ? WHERE name = ?"),
+			p.Schedule, micros(p.NextTick), now, p.Name); err != nil {
+			return err
+		}
+		return queryRow(ctx, st, q.sql("SELECT last_tick FROM {periodic} WHERE name = ?"), []any{p.Name}, &last)
+	})
+	if err != nil {
+		return time.Time{}, q.wrap(ctx, err, "registering periodic job %s", p.Name)
+	}
+	return fromMicros(last), nil
+}
+
+// ClaimTick records a periodic job's tick and pushes its job in one write
+// transaction (see queue.PeriodicStore).
+func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job) (bool, error) {
+	if err := queue.Validate(j); err != nil {
+		return false, err
+	}
+	if err := q.use(ctx); err != nil {
+		return false, err
+	}
+	if j.ID == "" {
+		j.ID = queue.NewID()
+	}
+	now := micros(time.Now())
+	claimed := false
+	var stored []bool
+	err := q.d.writeTx(ctx, q, func(ex execer) error {
+		st := stmts(ex)
+		n, err := st.Exec(ctx, q.sql("UPDATE {periodic} SET last_tick = ?, next_tick = ?, schedule = ?, last_job_id = ?, updated_at = ? WHERE name = ? AND last_tick < ?"),
+			micros(p.LastTick), micros(p.NextTick), p.Schedule, j.ID, now, p.Name, micros(p.LastTick))
+		if err != nil || n == 0 {
+			return err
+		}
+		claimed = true
+		stored, err = q.pushMany(ctx, st, true, []queue.Job{j})
+		if err != nil || stored[0] {
+			return err
+		}
+		_, err = st.Exec(ctx, q.sql("UPDATE {periodic} SET last_job_id = '' WHERE name = ?"), p.Name)
+		return err
+	})
+	if err != nil {
+		return false, q.wrap(ctx, err, "claiming a tick of periodic job %s", p.Name)
+	}
+	if claimed && stored[0] {
+		q.wake.at(j.AvailableAt)
+	}
+	return claimed, nil
+}
+
+// Periodics lists the records of periodic jobs, sorted by name.
+func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
+	if err := q.use(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := q.db.QueryContext(ctx, q.sql("SELECT name, schedule, last_tick, next_tick, last_job_id FROM {periodic} ORDER BY name"))
+	if err != nil {
+		return nil, q.wrap(ctx, err, "listing periodic jobs")
+	}
+	defer func() { _ = rows.Close() }()
+	var out []queue.PeriodicInfo
+	for rows.Next() {
+		var p queue.PeriodicInfo
+		var last, next int64
+		var id sql.NullString
+		if err := rows.Scan(&p.Name, &p.Schedule, &last, &next, &id); err != nil {
+			return nil, q.wrap(ctx, err, "listing periodic jobs")
+		}
+		p.LastTick, p.NextTick, p.LastJobID = fromMicros(last), fromMicros(next), id.String
+		out = append(out, p)
+	}
+	return out, q.wrap(ctx, rows.Err(), "listing periodic jobs")
+}
