@@ -294,6 +294,10 @@ var readOnlyRuns = [][]string{
 	{"dashboard", "--dsn", "DSN", "--addr", "127.0.0.1:0"},
 	{"failed", "retry", "x", "--dsn", "DSN"},
 	{"purge", "--all", "--yes", "--dsn", "DSN"},
+	{"pause", "mail", "--dsn", "DSN"},
+	{"resume", "mail", "--dsn", "DSN"},
+	{"jobs", "cancel", "x", "--dsn", "DSN"},
+	{"periodic", "list", "--dsn", "DSN"},
 }
 
 func withDSN(args []string, dsn string) []string {

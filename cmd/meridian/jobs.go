@@ -14,7 +14,7 @@ import (
 
 func init() {
 	commands["jobs"] = command{
-		summary: "list jobs by state, or show one job",
+		summary: "list jobs by state, show one job, or cancel jobs",
 		main: func(ctx context.Context, args []string, s stdio) error {
 			return jobsMain(ctx, args, s.out, s.errOut)
 		},
@@ -65,7 +65,7 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 	for i, s := range queue.JobStates {
 		states[i] = string(s)
 	}
-	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json]  [--dsn URL]", errOut)
+	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json] | cancel ID...  [--dsn URL]", errOut)
 	state := fs.String("state", string(queue.StateReady), "list: jobs in this state: "+strings.Join(states, ", "))
 	queueName := fs.String("queue", "", "list: only this queue")
 	name := fs.String("name", "", "list: only jobs of this name (job type)")
@@ -78,7 +78,7 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	if len(pos) == 0 {
 		fs.Usage()
-		return usagef("name an action: list or show")
+		return usagef("name an action: list, show or cancel")
 	}
 	switch {
 	case pos[0] == "list" && len(pos) == 1:
@@ -86,17 +86,21 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return usagef("unknown --state %q: %s", *state, strings.Join(states, ", "))
 		}
 	case pos[0] == "show" && len(pos) == 2:
-	case pos[0] == "list" || pos[0] == "show":
-		return usagef("usage: meridian jobs list, or meridian jobs show ID")
+	case pos[0] == "cancel" && len(pos) >= 2:
+	case pos[0] == "list" || pos[0] == "show" || pos[0] == "cancel":
+		return usagef("usage: meridian jobs list, meridian jobs show ID, or meridian jobs cancel ID...")
 	default:
 		fs.Usage()
-		return usagef("unknown action %q: list or show", pos[0])
+		return usagef("unknown action %q: list, show or cancel", pos[0])
 	}
 	q, err := openExisting(ctx, *dsn)
 	if err != nil {
 		return err
 	}
 	defer q.Close()
+	if pos[0] == "cancel" {
+		return cancelJobs(ctx, q, pos[1:], out)
+	}
 	insp, ok := q.(queue.Inspector)
 	if !ok {
 		return fmt.Errorf("the %T driver cannot list jobs (queue.Inspector)", q)

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// The commands that steer work already in the store: pause and resume a
+// queue, cancel jobs, and list periodic jobs.
+
+func init() {
+	commands["pause"] = command{
+		summary: "pause a queue: workers stop taking its jobs until it is resumed",
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return pauseMain(ctx, "pause", args, s.out, s.errOut)
+		},
+	}
+	commands["resume"] = command{
+		summary: "resume a paused queue",
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return pauseMain(ctx, "resume", args, s.out, s.errOut)
+		},
+	}
+	commands["periodic"] = command{
+		summary: "list periodic jobs: schedule, last and next tick, last job's state",
+		main: func(ctx context.Context, args []string, s stdio) error {
+			return periodicMain(ctx, args, s.out, s.errOut)
+		},
+	}
+}
+
+// pauseMain runs `meridian pause QUEUE...` and `meridian resume QUEUE...`.
+func pauseMain(ctx context.Context, verb string, args []string, out, errOut io.Writer) error {
+	fs, dsn := newFlags(verb, "QUEUE... [--dsn URL]", errOut)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return usagef("name at least one queue")
+	}
+	q, err := openExisting(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	p, ok := q.(queue.Pauser)
+	if !ok {
+		return fmt.Errorf("the %T driver cannot pause queues (queue.Pauser)", q)
+	}
+	do, done := p.Pause, "paused"
+	if verb == "resume" {
+		do, done = p.Resume, "resumed"
+	}
+	var failed []error
+	for _, name := range pos {
+		if err := do(ctx, name); err != nil {
+			failed = append(failed, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		fmt.Fprintf(out, "%s queue %s\n", done, name)
+	}
+	return errors.Join(failed...)
+}
+
+// cancelJobs runs `meridian jobs cancel ID...`: each job that had not
+// finished is cancelled; the others are reported and make the exit code 1.
+func cancelJobs(ctx context.Context, q queue.Queue, ids []string, out io.Writer) error {
+	var failed []error
+	for _, id := range ids {
+		was, err := queue.CancelJob(ctx, q, id)
+		switch {
+		case errors.Is(err, queue.ErrUnsupported):
+			return fmt.Errorf("the %T driver cannot cancel jobs (queue.Canceller)", q)
+		case errors.Is(err, queue.ErrNotFound):
+			failed = append(failed, fmt.Errorf("%s: no such job", id))
+		case errors.Is(err, queue.ErrFinished):
+			failed = append(failed, fmt.Errorf("%s: already finished; nothing to cancel", id))
+		case err != nil:
+			failed = append(failed, fmt.Errorf("%s: %w", id, err))
+		case was == queue.StateRunning:
+			fmt.Fprintf(out, "cancelled %s (running: its handler is stopped within the workers' cancel poll)\n", id)
+		default:
+			fmt.Fprintf(out, "cancelled %s (was %s)\n", id, was)
+		}
+	}
+	return errors.Join(failed...)
+}
+
+// periodicJSON is one periodic job in `meridian periodic list --json`.
+type periodicJSON struct {
+	Name      string         `json:"name"`
+	Schedule  string         `json:"schedule"`
+	LastTick  *time.Time     `json:"last_tick,omitempty"`
+	NextTick  *time.Time     `json:"next_tick,omitempty"`
+	LastJobID string         `json:"last_job_id,omitempty"`
+	LastState queue.JobState `json:"last_job_state,omitempty"`
+}
+
+func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs, dsn := newFlags("periodic", "list [--json] [--dsn URL]", errOut)
+	asJSON := fs.Bool("json", false, "print JSON: one object per periodic job")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] != "list" {
+		fs.Usage()
+		return usagef("the one action is list")
+	}
+	q, err := openExisting(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	ps, ok := q.(queue.PeriodicStore)
+	if !ok {
+		return fmt.Errorf("the %T driver keeps no periodic jobs (queue.PeriodicStore)", q)
+	}
+	list, err := ps.Periodics(ctx)
+	if err != nil {
+		return err
+	}
+	insp, _ := q.(queue.Inspector)
+	rows := make([]periodicJSON, 0, len(list))
+	for _, p := range list {
+		r := periodicJSON{Name: p.Name, Schedule: p.Schedule, LastJobID: p.LastJobID}
+		if !p.LastTick.IsZero() {
+			r.LastTick = &p.LastTick
+		}
+		if !p.NextTick.IsZero() {
+			r.NextTick = &p.NextTick
+		}
+		if insp != nil && p.LastJobID != "" {
+			// The last job may be gone already (retention): leave its
+			// state out rather than fail the listing.
+			if j, err := insp.GetJob(ctx, p.LastJobID); err == nil {
+				r.LastState = j.State
+			} else if !errors.Is(err, queue.ErrNotFound) {
+				return err
+			}
+		}
+		rows = append(rows, r)
+	}
+	if *asJSON {
+		return writeJSON(out, rows)
+	}
+	at := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	or := func(s, none string) string {
+		if s == "" {
+			return none
+		}
+		return s
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "name\tschedule\tlast tick\tnext tick\tlast job\tstate")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Schedule, at(r.LastTick), at(r.NextTick), or(r.LastJobID, "-"), or(string(r.LastState), "-"))
+	}
+	return tw.Flush()
+}

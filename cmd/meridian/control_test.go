@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+func TestPauseAndResumeCommands(t *testing.T) {
+	t.Parallel()
+	dsn := fillSQLite(t)
+	paused := func() []string {
+		t.Helper()
+		q, err := openQueue(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		names, err := q.(queue.Pauser).Paused(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	if code, out, stderr := runCLI(t, "", "pause", "mail", "reports", "--dsn", dsn); code != exitOK || out != "paused queue mail\npaused queue reports\n" {
+		t.Fatalf("pause: exit %d, %q\n%s", code, out, stderr)
+	}
+	if got := paused(); !slices.Equal(got, []string{"mail", "reports"}) {
+		t.Errorf("after pause the paused queues are %q", got)
+	}
+	if code, out, stderr := runCLI(t, "", "resume", "--dsn", dsn, "mail"); code != exitOK || out != "resumed queue mail\n" {
+		t.Fatalf("resume: exit %d, %q\n%s", code, out, stderr)
+	}
+	if got := paused(); !slices.Equal(got, []string{"reports"}) {
+		t.Errorf("after resume the paused queues are %q", got)
+	}
+	if code, _, _ := runCLI(t, "", "pause", "--dsn", dsn); code != exitUsage {
+		t.Errorf("pause without a queue: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestJobsCancelCommand(t *testing.T) {
+	t.Parallel()
+	dsn := fillSQLite(t)
+	// cafe is ready, deadbeef is dead, nope does not exist: the ready job
+	// is cancelled, the others are reported, and the exit code says so.
+	code, out, stderr := runCLI(t, "", "jobs", "cancel", "cafe", "deadbeef", "nope", "--dsn", dsn)
+	if code != exitFailure || out != "cancelled cafe (was ready)\n" ||
+		!strings.Contains(stderr, "deadbeef: already finished") || !strings.Contains(stderr, "nope: no such job") {
+		t.Errorf("jobs cancel: exit %d, %q\n%s", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, "", "jobs", "show", "cafe", "--json", "--dsn", dsn); code != exitOK || !strings.Contains(out, `"state": "cancelled"`) {
+		t.Errorf("the cancelled job shows as:\n%s", out)
+	}
+	if code, _, _ := runCLI(t, "", "jobs", "cancel", "--dsn", dsn); code != exitUsage {
+		t.Errorf("jobs cancel without an ID: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestPeriodicListCommand(t *testing.T) {
+	t.Parallel()
+	dsn := fillSQLite(t)
+	if code, out, stderr := runCLI(t, "", "periodic", "list", "--json", "--dsn", dsn); code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Fatalf("periodic list with none: exit %d, %q\n%s", code, out, stderr)
+	}
+	q, err := openQueue(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := q.(queue.PeriodicStore)
+	tick := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	info := queue.PeriodicInfo{Name: "nightly-report", Schedule: "cron 0 3 * * * UTC", NextTick: tick}
+	if _, err := ps.RegisterPeriodic(t.Context(), info); err != nil {
+		t.Fatal(err)
+	}
+	info.LastTick, info.NextTick = tick, tick.Add(24*time.Hour)
+	if ok, err := ps.ClaimTick(t.Context(), info, queue.Job{ID: "tick1", Queue: "reports", Name: "Report"}); !ok || err != nil {
+		t.Fatalf("ClaimTick = %v, %v", ok, err)
+	}
+	q.Close()
+
+	code, out, stderr := runCLI(t, "", "periodic", "list", "--json", "--dsn", dsn)
+	var rows []periodicJSON
+	if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil {
+		t.Fatalf("periodic list --json: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	if len(rows) != 1 || rows[0].Name != "nightly-report" || rows[0].LastJobID != "tick1" || rows[0].LastState != queue.StateReady ||
+		rows[0].LastTick == nil || !rows[0].LastTick.Equal(tick) || rows[0].NextTick == nil || !rows[0].NextTick.Equal(tick.Add(24*time.Hour)) {
+		t.Errorf("periodic list --json = %+v", rows)
+	}
+	code, out, _ = runCLI(t, "", "periodic", "list", "--dsn", dsn)
+	if code != exitOK || !strings.Contains(out, "nightly-report  cron 0 3 * * * UTC  2026-11-24T03:00:00Z  2026-11-25T03:00:00Z  tick1") {
+		t.Errorf("periodic list:\n%s", out)
+	}
+}
