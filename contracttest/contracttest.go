@@ -108,6 +108,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Snoozer", s.testSnoozer)
 	t.Run("UniqueModes", s.testUniqueModes)
 	t.Run("PeriodicStore", s.testPeriodicStore)
+	t.Run("Processes", s.testProcesses)
 }
 
 // suite carries the harness through the checks.

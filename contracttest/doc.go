@@ -64,13 +64,25 @@
 // every state, filters, keyset paging that covers every job exactly once
 // and refuses a foreign cursor with ErrBadCursor,
 // QueueStats counts, and with queue.RunObserver the per-minute Metrics),
-// queue.Pauser and queue.WorkerRegistry. Harness.Tx and Harness.Peer gate
-// the transactional and cross-process checks.
+// queue.Pauser and queue.WorkerRegistry, queue.Leaser (one holder, expiry,
+// racing handles), queue.Canceller (waiting and running jobs, unique keys
+// freed), queue.Snoozer, queue.PeriodicStore (a tick claimed once), and the
+// uniqueness modes of every Push (UniqueFor holds after finish, Replace of a
+// waiting job). Harness.Tx and Harness.Peer gate the transactional and
+// cross-process checks.
+//
+// Cross-process (Harness.Peer), with real Workers over two handles: a
+// periodic job registered by both is handled once per tick over ten
+// consecutive one-second ticks; a Leader replaces a holder that died
+// without releasing within TTL plus one renew; a cancel from the other
+// handle reaches a running handler within a second.
 //
 // # What it does not check
 //
 // The worker's behaviour (retries, backoff, dead-lettering after the last
 // attempt, timeouts, panics, shutdown) is the queue package's own test.
-// The suite never asserts on speed: waits are bounded generously and
+// The suite asserts on time only where a promise is a time bound (leader
+// failover, cancel reaching a handler), with room for a loaded machine; it
+// never asserts on speed: waits are bounded generously and
 // leases are short (300ms) only where expiry is the point.
 package contracttest

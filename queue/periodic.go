@@ -245,6 +245,7 @@ func (p *periodic) tick(ctx context.Context, store PeriodicStore, t time.Time, l
 		return
 	}
 	j.Meta = withMeta(j.Meta, MetaPeriodic, p.name)
+	j.Meta[MetaPeriodicTick] = t.UTC().Format(time.RFC3339Nano)
 	info := PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: t, NextTick: p.sched.Next(t), LastJobID: j.ID}
 	for {
 		_, err := store.ClaimTick(ctx, info, j)
@@ -261,6 +262,11 @@ func (p *periodic) tick(ctx context.Context, store PeriodicStore, t time.Time, l
 // MetaPeriodic is the Job.Meta key under which a periodic job's ticks carry
 // the periodic job's name.
 const MetaPeriodic = "meridian.periodic"
+
+// MetaPeriodicTick is the Job.Meta key under which a periodic job's ticks
+// carry the tick's time (RFC 3339, UTC): the time the tick was due, which
+// the job's handler can use as "the period this run covers".
+const MetaPeriodicTick = "meridian.periodic_tick"
 
 func withMeta(m map[string]string, k, v string) map[string]string {
 	if m == nil {
