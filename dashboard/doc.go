@@ -1,8 +1,9 @@
 // Package dashboard is Meridian's Horizon-style operations dashboard: an
 // http.Handler with per-queue figures, throughput and runtime charts, job
 // lists by state with filters and payload search, job details, failed jobs
-// with retry, forget, flush and bulk actions, queue pause and resume, the
-// worker registry, and a JSON API beside the pages.
+// with retry, forget, flush and bulk actions, cancelling waiting and running
+// jobs (one or in bulk), queue pause and resume, periodic jobs, the worker
+// registry, and a JSON API beside the pages.
 //
 // Pages are rendered on the server with html/template; the stylesheet and
 // the small refresh script are embedded in the binary (no CDN, no
@@ -31,6 +32,9 @@
 //	POST /queues/failed/bulk          retry or forget the selected or matching jobs
 //	GET  /queues/jobs?state=ready     jobs by state (a Source that can browse; state=failed lists dead jobs)
 //	GET  /queues/jobs/{id}            job detail
+//	POST /queues/jobs/{id}/cancel     cancel one ready, scheduled or running job
+//	POST /queues/jobs/bulk            cancel the selected or matching jobs of a state
+//	GET  /queues/periodic             periodic jobs: schedule, last and next tick, last run
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
 //	GET  /queues/workers              worker registry
@@ -39,6 +43,7 @@
 //	GET  /queues/api/jobs/{id}        JSON: one job
 //	GET  /queues/api/metrics          JSON: per-minute points of the last hour
 //	GET  /queues/api/workers          JSON: the worker registry
+//	GET  /queues/api/periodic         JSON: the periodic jobs
 //
 // An unknown address gets the dashboard's own 404 page (a JSON error under
 // api/); a known one asked with the wrong method gets 405; jobs?state= with
@@ -73,7 +78,10 @@
 //
 // What the driver implements decides what is shown: queue.Inspector gives
 // the figures, charts, job lists, search and details; queue.Pauser gives
-// pause and resume; queue.WorkerRegistry gives the workers page. Every read
+// pause and resume; queue.WorkerRegistry gives the workers page;
+// queue.Canceller gives the cancel buttons (a running job's handler is
+// stopped within the workers' cancel poll, half a second by default);
+// queue.PeriodicStore gives the periodic page. Every read
 // is one of the Inspector's bounded calls: counts are exact up to the
 // driver's cap and shown as "10,000+" beyond it, lists page by keyset
 // cursor, payload search is limited by the driver. The figures and chart
@@ -171,6 +179,12 @@
 //
 //	{"workers": [{"id": "...", "host": "web-1", "pid": 4242, "queues": ["emails"],
 //	  "concurrency": 4, "started_at": "...", "last_seen": "...", "stale": false}]}
+//
+// GET api/periodic lists the periodic jobs (driver mode), sorted by name;
+// last_tick is the latest tick enqueued, last_job_id that tick's job:
+//
+//	{"periodic": [{"name": "nightly-report", "schedule": "0 3 * * * (Europe/Paris)",
+//	  "last_tick": "...", "next_tick": "...", "last_job_id": "..."}]}
 //
 // # Access control
 //

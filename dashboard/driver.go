@@ -34,6 +34,8 @@ type QueueInspector struct {
 	insp     queue.Inspector      // nil when the driver cannot inspect
 	pauser   queue.Pauser         // nil when it cannot pause
 	registry queue.WorkerRegistry // nil when it keeps no registry
+	canceler queue.Canceller      // nil when it cannot cancel jobs
+	periodic queue.PeriodicStore  // nil when it keeps no periodic jobs
 
 	figures shared[StatsView]
 	points  shared[[]queue.MetricPoint]
@@ -49,17 +51,21 @@ func ForQueue(q queue.Queue) *QueueInspector {
 	qi.insp, _ = q.(queue.Inspector)
 	qi.pauser, _ = q.(queue.Pauser)
 	qi.registry, _ = q.(queue.WorkerRegistry)
+	qi.canceler, _ = q.(queue.Canceller)
+	qi.periodic, _ = q.(queue.PeriodicStore)
 	return qi
 }
 
 // Abilities follow the driver's optional interfaces: queue.Inspector gives
 // browsing, figures by state, charts and job detail; queue.Pauser pause and
-// resume; queue.WorkerRegistry the workers page.
+// resume; queue.WorkerRegistry the workers page; queue.Canceller the
+// cancel buttons; queue.PeriodicStore the periodic page.
 func (qi *QueueInspector) Abilities() Abilities {
 	ok := qi.insp != nil
 	return Abilities{
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
 		Pause: qi.pauser != nil, Workers: qi.registry != nil,
+		Cancel: qi.canceler != nil, Periodic: qi.periodic != nil,
 	}
 }
 
@@ -129,6 +135,28 @@ func (qi *QueueInspector) Flush(ctx context.Context, queueName string) (int, err
 func (qi *QueueInspector) SetPaused(ctx context.Context, queueName string, paused bool) error {
 	defer qi.changed()
 	return qi.setPaused(ctx, queueName, paused)
+}
+
+// CancelJob cancels the job id through queue.Canceller.
+func (qi *QueueInspector) CancelJob(ctx context.Context, id string) (queue.JobState, error) {
+	defer qi.changed()
+	was, err := queue.CancelJob(ctx, qi.q, id)
+	if err != nil {
+		return "", fmt.Errorf("dashboard: cancelling job %s: %w", id, err)
+	}
+	return was, nil
+}
+
+// Periodics lists the driver's periodic jobs through queue.PeriodicStore.
+func (qi *QueueInspector) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
+	if qi.periodic == nil {
+		return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", queue.ErrUnsupported)
+	}
+	ps, err := qi.periodic.Periodics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", err)
+	}
+	return ps, nil
 }
 
 // Workers lists the driver's worker registry.

@@ -136,6 +136,16 @@ func (m *MemoryInspector) SetPaused(context.Context, string, bool) error {
 }
 
 // Workers fails: in-process counters keep no worker registry.
+// CancelJob is unsupported: the in-process figures hold no jobs to cancel.
+func (m *MemoryInspector) CancelJob(_ context.Context, id string) (queue.JobState, error) {
+	return "", fmt.Errorf("dashboard: cancelling job %s: %w", id, queue.ErrUnsupported)
+}
+
+// Periodics is unsupported: periodic jobs live in a queue driver.
+func (m *MemoryInspector) Periodics(context.Context) ([]queue.PeriodicInfo, error) {
+	return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", queue.ErrUnsupported)
+}
+
 func (m *MemoryInspector) Workers(context.Context) ([]queue.WorkerInfo, error) {
 	return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
 }

@@ -77,6 +77,9 @@ type jobsData struct {
 	Errors   bool
 	Tags     bool // some row has tags: show the column
 	Filtered bool // a filter or search narrows the list
+	// Cancel offers cancel buttons: the jobs have not finished, the
+	// Source can cancel and the caller may act.
+	Cancel bool
 }
 
 type stateTab struct {
@@ -95,6 +98,7 @@ type jobRow struct {
 	TagURLs   []namedLink
 	RetryURL  string
 	ForgetURL string
+	CancelURL string
 }
 
 // readQuery reads the list filters and the page position from the URL.
@@ -177,7 +181,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	if !slices.Contains(queue.JobStates, st) {
 		h.fail(w, r, http.StatusBadRequest, "There is no job state "+strconv.Quote(clip(string(st)))+
-			": use ready, scheduled, running, failed or done.", nil)
+			": use ready, scheduled, running, failed, done or cancelled.", nil)
 		return
 	}
 	h.list(w, r, st)
@@ -228,6 +232,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		return
 	}
 	d := jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
+	d.Cancel = c.Cancel && cancellable(st) && canAct(r)
 	d.Filtered = q.Name != "" || q.Tag != "" || q.Search != ""
 	filters := q.values()
 	if !dead {
@@ -293,6 +298,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 				row.TagURLs = append(row.TagURLs, namedLink{tag, self + encodeQuery(v)})
 			}
 		}
+		if d.Cancel {
+			row.CancelURL = base + "jobs/" + id + "/cancel"
+		}
 		if dead {
 			row.RetryURL = base + "failed/" + id + "/retry"
 			row.ForgetURL = base + "failed/" + id + "/forget"
@@ -341,6 +349,7 @@ type jobData struct {
 	JSON       bool // Payload is pretty-printed JSON
 	Binary     bool // Payload is shown quoted: it is not UTF-8
 	Leased     bool
+	CancelURL  string // "" when the job cannot be cancelled from here
 	RetryURL   string
 	ForgetURL  string
 	QueueURL   string
@@ -370,6 +379,9 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		RetryURL:  base + "failed/" + id + "/retry",
 		ForgetURL: base + "failed/" + id + "/forget",
 		QueueURL:  base + "queue/" + url.PathEscape(j.QueueName()),
+	}
+	if h.src.Abilities().Cancel && cancellable(j.State) && canAct(r) {
+		d.CancelURL = base + "jobs/" + id + "/cancel"
 	}
 	switch qn := j.QueueName(); {
 	case !h.src.Abilities().Browse:

@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "error"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -135,6 +135,9 @@ var flashes = map[string]struct {
 	"gone":      {"That job is no longer a failed job: someone else may have retried or forgotten it.", false},
 	"more":      {"Acted on %s job(s); more match the filter: run the action again.", true},
 	"none":      {"No jobs were selected.", false},
+	"cancelled": {"Cancelled %s job(s).", true},
+	"nojob":     {"That job is no longer in the store.", false},
+	"finished":  {"That job had already finished: there was nothing to cancel.", false},
 }
 
 func flashText(q url.Values) (string, bool) {

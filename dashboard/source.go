@@ -45,6 +45,14 @@ type Source interface {
 	SetPaused(ctx context.Context, queue string, paused bool) error
 	// Workers lists the worker processes (Abilities().Workers).
 	Workers(ctx context.Context) ([]queue.WorkerInfo, error)
+	// CancelJob cancels the job id if it has not finished, and returns
+	// the state it was in (Abilities().Cancel). It fails with an error
+	// wrapping ErrNotFound for an unknown id and queue.ErrFinished for a
+	// job that already finished.
+	CancelJob(ctx context.Context, id string) (queue.JobState, error)
+	// Periodics lists the periodic jobs with their last and next ticks
+	// (Abilities().Periodic).
+	Periodics(ctx context.Context) ([]queue.PeriodicInfo, error)
 }
 
 // Abilities are the parts of the dashboard a Source supports.
@@ -61,12 +69,14 @@ type Abilities struct {
 	ByState bool
 	// Shared: the figures come from a store every replica shares. Without
 	// it they are this process's own.
-	Shared  bool
-	Charts  bool // Metrics gives per-minute points for the charts
-	Runtime bool // the figures and points carry runtime and wait times
-	Pause   bool // SetPaused works
-	Workers bool // Workers lists worker processes
-	Detail  bool // Job finds a job by id: job pages
+	Shared   bool
+	Charts   bool // Metrics gives per-minute points for the charts
+	Runtime  bool // the figures and points carry runtime and wait times
+	Pause    bool // SetPaused works
+	Workers  bool // Workers lists worker processes
+	Detail   bool // Job finds a job by id: job pages
+	Cancel   bool // CancelJob works: cancel buttons on waiting and running jobs
+	Periodic bool // Periodics lists periodic jobs: the periodic page
 }
 
 // ListQuery selects a page of a job list.
@@ -164,6 +174,14 @@ func (c inspectorSource) Flush(context.Context, string) (int, error) {
 
 func (c inspectorSource) SetPaused(context.Context, string, bool) error {
 	return fmt.Errorf("dashboard: pausing queues: %w", queue.ErrUnsupported)
+}
+
+func (c inspectorSource) CancelJob(_ context.Context, id string) (queue.JobState, error) {
+	return "", fmt.Errorf("dashboard: cancelling job %s: %w", id, queue.ErrUnsupported)
+}
+
+func (c inspectorSource) Periodics(context.Context) ([]queue.PeriodicInfo, error) {
+	return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", queue.ErrUnsupported)
 }
 
 func (c inspectorSource) Workers(context.Context) ([]queue.WorkerInfo, error) {
