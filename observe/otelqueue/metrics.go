@@ -39,6 +39,7 @@ func WithInspector(in queue.Inspector, ttl time.Duration) MetricsOption {
 // a Middleware (in flight, runtime, wait); Instrument sets both.
 type Metrics struct {
 	processed, failed, retried, dead, leaseLost metric.Int64Counter
+	cancelled, snoozed                          metric.Int64Counter
 	runtime, wait                               metric.Float64Histogram
 	inFlight                                    metric.Int64UpDownCounter
 }
@@ -69,6 +70,8 @@ func NewMetrics(mp metric.MeterProvider, opts ...MetricsOption) (*Metrics, error
 		retried:   counter("meridian.jobs.retried", "Failed job attempts released for a retry."),
 		dead:      counter("meridian.jobs.dead_lettered", "Jobs moved to the dead letters."),
 		leaseLost: counter("meridian.jobs.lease_lost", "Job attempts whose lease was lost; their result was discarded."),
+		cancelled: counter("meridian.jobs.cancelled", "Jobs cancelled while this process held them, or by their handler."),
+		snoozed:   counter("meridian.jobs.snoozed", "Job attempts the handler snoozed (given back, not counted)."),
 	}
 	var err error
 	m.runtime, err = meter.Float64Histogram("meridian.job.runtime", metric.WithUnit("s"),
@@ -143,6 +146,10 @@ func (m *Metrics) Observe(e queue.Event) {
 		m.dead.Add(ctx, 1, a)
 	case queue.EventLeaseLost:
 		m.leaseLost.Add(ctx, 1, a)
+	case queue.EventCancelled:
+		m.cancelled.Add(ctx, 1, a)
+	case queue.EventSnoozed:
+		m.snoozed.Add(ctx, 1, a)
 	}
 }
 

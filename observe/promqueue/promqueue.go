@@ -55,6 +55,7 @@ func WithWaitBuckets(b []float64) Option { return func(c *config) { c.waitBucket
 // Metrics may serve several Workers.
 type Metrics struct {
 	processed, failed, retried, dead, leaseLost *prometheus.CounterVec
+	cancelled, snoozed                          *prometheus.CounterVec
 	runtime, wait                               *prometheus.HistogramVec
 	inFlight                                    *prometheus.GaugeVec
 }
@@ -77,6 +78,8 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		retried:   counter("meridian_jobs_retried_total", "Failed job attempts released for a retry."),
 		dead:      counter("meridian_jobs_dead_lettered_total", "Jobs moved to the dead letters."),
 		leaseLost: counter("meridian_jobs_lease_lost_total", "Job attempts whose lease was lost; their result was discarded."),
+		cancelled: counter("meridian_jobs_cancelled_total", "Jobs cancelled while this process held them, or by their handler."),
+		snoozed:   counter("meridian_jobs_snoozed_total", "Job attempts the handler snoozed (given back, not counted)."),
 		runtime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "meridian_job_runtime_seconds", Help: "Handler run time of job attempts.", Buckets: c.runtimeBuckets,
 		}, jobLabels),
@@ -87,7 +90,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 			Name: "meridian_jobs_in_flight", Help: "Job handlers running now in this process.",
 		}, []string{"queue"}),
 	}
-	cs := []prometheus.Collector{m.processed, m.failed, m.retried, m.dead, m.leaseLost, m.runtime, m.wait, m.inFlight}
+	cs := []prometheus.Collector{m.processed, m.failed, m.retried, m.dead, m.leaseLost, m.cancelled, m.snoozed, m.runtime, m.wait, m.inFlight}
 	if c.in != nil {
 		cs = append(cs, newStoreCollector(storestats.NewCache(c.in, c.ttl, c.timeout)))
 	}
@@ -121,6 +124,10 @@ func (m *Metrics) Observe(e queue.Event) {
 		m.dead.WithLabelValues(lv...).Inc()
 	case queue.EventLeaseLost:
 		m.leaseLost.WithLabelValues(lv...).Inc()
+	case queue.EventCancelled:
+		m.cancelled.WithLabelValues(lv...).Inc()
+	case queue.EventSnoozed:
+		m.snoozed.WithLabelValues(lv...).Inc()
 	}
 }
 

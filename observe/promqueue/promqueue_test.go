@@ -145,3 +145,27 @@ func TestNewRejectsASecondRegistration(t *testing.T) {
 		t.Fatal("registering the collectors twice on one registry succeeded")
 	}
 }
+
+func TestCancelledAndSnoozedCounters(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m, err := promqueue.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := queue.Job{Queue: "mail", Name: "Send"}
+	for _, k := range []queue.EventKind{queue.EventCancelled, queue.EventSnoozed, queue.EventSnoozed, queue.EventStarted} {
+		m.Observe(queue.Event{Kind: k, Job: j})
+	}
+	want := `
+# HELP meridian_jobs_cancelled_total Jobs cancelled while this process held them, or by their handler.
+# TYPE meridian_jobs_cancelled_total counter
+meridian_jobs_cancelled_total{job="Send",queue="mail"} 1
+# HELP meridian_jobs_snoozed_total Job attempts the handler snoozed (given back, not counted).
+# TYPE meridian_jobs_snoozed_total counter
+meridian_jobs_snoozed_total{job="Send",queue="mail"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "meridian_jobs_cancelled_total", "meridian_jobs_snoozed_total"); err != nil {
+		t.Error(err)
+	}
+}
