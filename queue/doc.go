@@ -26,7 +26,8 @@
 // lease-guarded Ack, Nack, Fail and Extend, plus dead-letter handling, Len
 // and Purge. Optional abilities are optional interfaces the Worker and the
 // helpers detect by type assertion: BatchPusher, BatchAcker,
-// BatchExtender, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry. memqueue keeps jobs in
+// BatchExtender, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry,
+// Canceller, Snoozer, Leaser and PeriodicStore. memqueue keeps jobs in
 // memory; sqlqueue keeps them in SQLite, PostgreSQL or MySQL/MariaDB. The
 // conformance suite in contracttest holds every driver to the same rules.
 //
