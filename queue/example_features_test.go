@@ -124,3 +124,25 @@ func ExampleNewLeader() {
 	// leading: true
 	// context canceled false
 }
+
+func ExampleUniqueFor() {
+	ctx := context.Background()
+	q := memqueue.New()
+	// At most one digest per user per hour, even once the first has run.
+	_, dup1, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 5}, queue.UniqueFor("digest:5", time.Hour))
+	jobs, _ := q.Reserve(ctx, []string{queue.DefaultQueue}, 1, time.Minute)
+	_ = q.Ack(ctx, jobs[0].Lease())
+	_, dup2, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 5}, queue.UniqueFor("digest:5", time.Hour))
+	fmt.Println(dup1, dup2)
+	// Output: false true
+}
+
+func ExampleUniqueByPayload() {
+	ctx := context.Background()
+	q := memqueue.New()
+	_, a, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 1}, queue.UniqueByPayload())
+	_, b, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 1}, queue.UniqueByPayload())
+	_, c, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 2}, queue.UniqueByPayload())
+	fmt.Println(a, b, c)
+	// Output: false true false
+}

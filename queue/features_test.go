@@ -358,6 +358,14 @@ func TestPeriodicValidation(t *testing.T) {
 			t.Errorf("Periodic(%s) = %v, want ErrConfig", tc.name, err)
 		}
 	}
+	for _, name := range []string{"", strings.Repeat("p", queue.MaxKeyBytes+1), "nul\x00", "bad\xff"} {
+		if err := queue.Periodic(w, name, queue.Every(time.Minute), Greet{}); !errors.Is(err, queue.ErrConfig) {
+			t.Errorf("Periodic named %q = %v, want ErrConfig", name, err)
+		}
+	}
+	if err := queue.Periodic(w, strings.Repeat("p", queue.MaxKeyBytes), queue.Every(time.Minute), Greet{}); err != nil {
+		t.Errorf("a periodic name of exactly MaxKeyBytes: %v", err)
+	}
 	if err := queue.Periodic(w, "p", queue.Cron("*/5 * * * *"), Greet{}); err != nil {
 		t.Fatal(err)
 	}

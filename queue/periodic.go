@@ -153,7 +153,8 @@ type periodic struct {
 // is not skipped unless opts make the job unique.
 //
 // Periodic returns an error matching ErrConfig for an empty or registered
-// name or an invalid schedule, and one matching ErrUnsupported when w's
+// name, a name beyond the limits of a job name (MaxKeyBytes of UTF-8 without
+// NUL, the same on every driver) or an invalid schedule, and one matching ErrUnsupported when w's
 // queue cannot record ticks. Register periodic jobs before Run.
 func Periodic[T any](w *Worker, name string, s Schedule, v T, opts ...Option) error {
 	if _, ok := w.q.(PeriodicStore); !ok {
@@ -164,6 +165,9 @@ func Periodic[T any](w *Worker, name string, s Schedule, v T, opts ...Option) er
 	}
 	if name == "" {
 		return fmt.Errorf("%w: periodic job: the name is empty", ErrConfig)
+	}
+	if got := checkKey(name); got != "" {
+		return fmt.Errorf("%w: periodic job name must be %s, got %s", ErrConfig, keyLimit, got)
 	}
 	if _, err := NewJob(v, opts...); err != nil {
 		return fmt.Errorf("%w: periodic job %q: %w", ErrConfig, name, err)
