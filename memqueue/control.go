@@ -112,32 +112,12 @@ func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Le
 // Snooze puts the job under l back until at without counting its attempt
 // (see queue.Snoozer).
 func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memqueue: snoozing job %s: %w", l.JobID, err)
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.now()
-	nowN := now.UnixNano()
-	e := q.leasedLocked(l, nowN)
-	if e == nil {
-		return fmt.Errorf("memqueue: snoozing job %s: %w", l.JobID, queue.ErrLeaseLost)
-	}
-	e.nq.running.remove(e.idx)
-	if at.Before(now) {
-		at = now
-	}
-	e.job.Attempts = max(e.job.Attempts-1, 0)
-	if counted {
-		e.job.Snoozes++
-	}
-	e.job.AvailableAt = at
-	e.avail = nanos(at)
-	e.job.LeaseToken = ""
-	e.job.LeaseExpiresAt = time.Time{}
-	e.updatedAt = now
-	q.enqueueLocked(e, nowN)
-	return nil
+	return q.release(ctx, "snoozing", l, at, func(e *entry) {
+		e.job.Attempts = max(e.job.Attempts-1, 0)
+		if counted {
+			e.job.Snoozes++
+		}
+	})
 }
 
 // periodicMark is the record of one periodic job.

@@ -498,8 +498,15 @@ func (q *Queue) releaseKeyLocked(e *entry) {
 // AvailableAt becomes that time. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
 func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
+	return q.release(ctx, "nacking", l, retryAt, func(e *entry) { e.job.LastError = reason })
+}
+
+// release puts the job under l back as available at at (now if at is zero
+// or past), after edit has changed what else the release records; doing
+// names the operation in errors.
+func (q *Queue) release(ctx context.Context, doing string, l queue.Lease, at time.Time, edit func(e *entry)) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memqueue: nacking job %s: %w", l.JobID, err)
+		return fmt.Errorf("memqueue: %s job %s: %w", doing, l.JobID, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -507,15 +514,15 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 	nowN := now.UnixNano()
 	e := q.leasedLocked(l, nowN)
 	if e == nil {
-		return fmt.Errorf("memqueue: nacking job %s: %w", l.JobID, queue.ErrLeaseLost)
+		return fmt.Errorf("memqueue: %s job %s: %w", doing, l.JobID, queue.ErrLeaseLost)
 	}
 	e.nq.running.remove(e.idx)
-	if retryAt.IsZero() || nanos(retryAt) < nowN {
-		retryAt = now
+	if at.IsZero() || nanos(at) < nowN {
+		at = now
 	}
-	e.job.AvailableAt = retryAt
-	e.avail = nanos(retryAt)
-	e.job.LastError = reason
+	edit(e)
+	e.job.AvailableAt = at
+	e.avail = nanos(at)
 	e.job.LeaseToken = ""
 	e.job.LeaseExpiresAt = time.Time{}
 	e.updatedAt = now
