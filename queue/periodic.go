@@ -52,8 +52,20 @@ type CronSchedule struct {
 // zone set by In (default UTC) or by a CRON_TZ= prefix. An expression that
 // does not parse makes Periodic fail with the parser's error.
 func Cron(expr string) *CronSchedule {
-	s, err := cron.ParseStandard(expr)
+	s, err := parseCron(expr)
 	return &CronSchedule{expr: expr, sched: s, loc: time.UTC, err: err}
+}
+
+// parseCron is cron.ParseStandard, with the parser's panics on some
+// malformed input (a bare "TZ=" prefix, found by FuzzCron) returned as
+// errors: a schedule read from configuration must not crash the process.
+func parseCron(expr string) (s cron.Schedule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, fmt.Errorf("cannot parse cron expression %q: %v", expr, p)
+		}
+	}()
+	return cron.ParseStandard(expr)
 }
 
 // In returns the schedule with its ticks in loc.

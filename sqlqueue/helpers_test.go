@@ -84,6 +84,9 @@ type store struct {
 	path  string
 }
 
+// tableSuffixes name a queue's tables after its jobs table's name.
+var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_meta", "_periodic", "_uniques"}
+
 func newStore(t testing.TB, b backend) store {
 	t.Helper()
 	var r [6]byte
@@ -116,7 +119,7 @@ func (s store) open(t testing.TB, opts ...sqlqueue.Option) (*sqlqueue.Queue, *sq
 	}
 	if s.b.dialect != sqlqueue.SQLite {
 		t.Cleanup(func() {
-			for _, suffix := range []string{"", "_pauses", "_workers", "_metrics", "_meta"} {
+			for _, suffix := range tableSuffixes {
 				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.table+suffix)
 			}
 		})

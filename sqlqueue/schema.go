@@ -262,7 +262,7 @@ func dbTx(ctx context.Context, db DB, opts *sql.TxOptions, fn func(ex execer) er
 // again.
 func (q *Queue) DropTables(ctx context.Context) error {
 	q.resetReady()
-	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta} {
+	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta, q.t.periodic, q.t.uniques} {
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
 			return q.wrap(ctx, err, "dropping table %s", table)
 		}

@@ -111,8 +111,16 @@ func queueURL(dsn string) (string, error) {
 	if dsn == "" {
 		return "", usagef("no queue: pass --dsn or set MERIDIAN_DSN (%s)", dsnForms)
 	}
-	if strings.Contains(dsn, "://") || strings.HasPrefix(dsn, "sqlite:") {
-		return dsn, nil // a URL: queue.Open names an unknown scheme
+	if strings.HasPrefix(dsn, "sqlite:") {
+		return dsn, nil
+	}
+	if strings.Contains(dsn, "://") {
+		// A URL: queue.Open names an unknown scheme, but one that does
+		// not parse is the command line's fault.
+		if _, err := url.Parse(dsn); err != nil {
+			return "", usagef("%q is not a valid queue URL (%v); use %s", redact(dsn), errors.Unwrap(err), dsnForms)
+		}
+		return dsn, nil
 	}
 	if strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix(") || strings.HasPrefix(dsn, "tcp(") {
 		return mysqlURL(dsn)
@@ -156,6 +164,9 @@ func mysqlURL(dsn string) (string, error) {
 	}
 	if _, query, ok := strings.Cut(dsn, "?"); ok {
 		u.RawQuery = query
+	}
+	if _, err := url.Parse(u.String()); err != nil {
+		return "", usagef("reading %q as a MySQL DSN: address %q or database %q cannot be part of a URL", redact(dsn), cfg.Addr, cfg.DBName)
 	}
 	return u.String(), nil
 }
