@@ -208,3 +208,53 @@ func TestSQLClaimerRejectsBadTableNames(t *testing.T) {
 		t.Fatal("accepted a table name that is not an identifier")
 	}
 }
+
+// With queue.Leader deciding who calls hooks, two processes over one store
+// (two handles on one PostgreSQL table) call the hook once per transition.
+func TestLongWaitOnceWithQueueLeader(t *testing.T) {
+	t.Parallel()
+	table := observetest.RandomTable()
+	q1 := observetest.Postgres(t, table, true)
+	q2 := observetest.Postgres(t, table, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	var hooks calls
+	var alerters []*alert.Alerter
+	var leaders []*queue.Leader
+	var wg sync.WaitGroup
+	for _, q := range []queue.Queue{q1, q2} {
+		l, err := queue.NewLeader(q, "alerts", queue.LeaderTTL(5*time.Second), queue.LeaderLogger(observetest.Quiet()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { _ = l.Run(ctx) })
+		leaders = append(leaders, l)
+		alerters = append(alerters, alert.New(q.(queue.Inspector), hooks.hook,
+			alert.WithLeader(func(context.Context) bool { return l.IsLeader() }),
+			alert.WithThresholds(alert.Threshold{Queue: "slow", MaxWait: 30 * time.Minute})))
+	}
+	defer func() { cancel(); wg.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !leaders[0].IsLeader() && !leaders[1].IsLeader() {
+		if time.Now().After(deadline) {
+			t.Fatal("neither process became the leader")
+		}
+		select {
+		case <-leaders[0].Changed():
+		case <-leaders[1].Changed():
+		case <-time.After(time.Second):
+		}
+	}
+	if leaders[0].IsLeader() && leaders[1].IsLeader() {
+		t.Fatal("both processes lead")
+	}
+	if err := queue.Dispatch(ctx, q1, observetest.Task{N: 1}, queue.OnQueue("slow"), queue.At(time.Now().Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, 3, alerters...)
+	expectOne(t, &hooks, true)
+	for i, a := range alerters {
+		if f := a.Firing(); len(f) != 1 {
+			t.Errorf("alerter %d (leading: %v): Firing = %+v", i, leaders[i].IsLeader(), f)
+		}
+	}
+}

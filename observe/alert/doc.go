@@ -24,8 +24,8 @@
 // claims), a new leader calls the hook again for an alert that was already
 // firing when it took over.
 //
-// Note: the SQL claim table is this package's own until the project's
-// leader election lands; it should then move behind that API.
+// A queue.Leader over the queue serves as the leader check on every
+// driver: WithLeader(func(context.Context) bool { return l.IsLeader() }).
 //
 // A hook that fails is logged and not retried: the transition was claimed,
 // so no other process calls its hook for it.
