@@ -2,6 +2,7 @@ package contracttest
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,37 @@ func (s *suite) testLease(t *testing.T) {
 		}
 		ack(t, q, second)
 		wantLen(t, q, "exp", 0)
+	})
+
+	s.check(t, "ExpiredKeepsItsPlace", func(t *testing.T, q queue.Queue) {
+		if why := s.h.Caps.ExpiredLeaseLosesPlace; why != "" {
+			t.Skip(why)
+		}
+		// A job whose lease expired (its worker crashed) runs again before
+		// jobs queued after it: it keeps its available-at and insertion
+		// order, so the lease bounds how soon it runs again.
+		early := newJob("place")
+		push(t, q, early)
+		reserveOne(t, q, "place", early.ID, shortLease)
+		// The lease ends at most shortLease after Reserve returned.
+		leasedBy := time.Now()
+		var later []string
+		for range 3 {
+			j := newJob("place")
+			push(t, q, j)
+			later = append(later, j.ID)
+		}
+		// Wait out the lease without reserving: a reserve before it ends
+		// would rightly take a later job.
+		time.Sleep(time.Until(leasedBy.Add(shortLease + s.tol + 50*time.Millisecond)))
+		got := reserve(t, q, []string{"place"}, 1, longLease)
+		if len(got) != 1 || got[0].ID != early.ID {
+			t.Fatalf("after its lease expired, Reserve returned %v before the expired job %s (queued before %v)", ids(got), early.ID, later)
+		}
+		rest := reserve(t, q, []string{"place"}, 10, longLease)
+		if !slices.Equal(ids(rest), later) {
+			t.Fatalf("then Reserve returned %v, want %v in insertion order", ids(rest), later)
+		}
 	})
 
 	s.check(t, "StaleAfterFinish", func(t *testing.T, q queue.Queue) {
