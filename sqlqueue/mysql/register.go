@@ -11,10 +11,12 @@
 // mysql://user:password@host:port/database?param=value becomes the
 // driver's DSN user:password@tcp(host:port)/database?param=value (port
 // 3306 when omitted). No DSN flag is needed: sqlqueue stores times as
-// integers, so parseTime is not required. sqlqueue's own parameters are
-// taken out first: table (sqlqueue.WithTable) and setup=false, which skips
-// creating missing tables when migrations own the schema (Setup runs by
-// default). A queue opened from a URL owns its database: release it with
+// integers, so parseTime is not required. sqlqueue's own parameters
+// (sqlqueue.URLParams: table, setup=false, visibility_timeout, retention,
+// ...) are taken out first; setup=false skips creating missing tables when
+// migrations own the schema (Setup runs by default). A parameter neither
+// sqlqueue nor the driver reads is refused rather than sent to the server
+// as a system variable. A queue opened from a URL owns its database: release it with
 // (*sqlqueue.Queue).Close.
 //
 // # Connections
@@ -102,7 +104,7 @@ func newConnector(dsn string) (sqldriver.Connector, error) {
 }
 
 // DSN converts a mysql:// URL into the driver's DSN, without sqlqueue's
-// own parameters (table, setup).
+// own parameters (sqlqueue.URLParams).
 func DSN(u *url.URL) (string, error) {
 	cfg := driver.NewConfig()
 	cfg.User = u.User.Username()
@@ -117,8 +119,9 @@ func DSN(u *url.URL) (string, error) {
 	cfg.DBName = strings.TrimPrefix(u.Path, "/")
 	dsn := cfg.FormatDSN()
 	params := u.Query()
-	params.Del("table")
-	params.Del("setup")
+	for _, k := range sqlqueue.URLParams {
+		params.Del(k)
+	}
 	if len(params) > 0 {
 		sep := "?"
 		if strings.Contains(dsn, "?") {
@@ -147,9 +150,22 @@ func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 // urlOptions reads sqlqueue's parameters of a URL; the others are the
 // driver's.
 func urlOptions(v url.Values) ([]sqlqueue.Option, bool, error) {
-	table, setup, err := hook.URLParams(v, func(string) bool { return true })
-	if err != nil || table == "" {
-		return nil, setup, err
+	opts, setup, err := sqlqueue.URLOptions(v)
+	if err != nil {
+		return nil, false, err
 	}
-	return []sqlqueue.Option{sqlqueue.WithTable(table)}, setup, nil
+	if err := sqlqueue.CheckDriverParams(v, "go-sql-driver/mysql", mysqlParams); err != nil {
+		return nil, false, err
+	}
+	return opts, setup, nil
+}
+
+// mysqlParams are the DSN parameters go-sql-driver/mysql reads. Anything
+// else in a mysql:// URL is refused rather than sent to the server as a
+// system variable.
+var mysqlParams = []string{
+	"allowAllFiles", "allowCleartextPasswords", "allowFallbackToPlaintext", "allowNativePasswords", "allowOldPasswords",
+	"charset", "checkConnLiveness", "clientFoundRows", "collation", "columnsWithAlias", "connectionAttributes",
+	"interpolateParams", "loc", "timeTruncate", "maxAllowedPacket", "multiStatements", "parseTime", "readTimeout",
+	"rejectReadOnly", "serverPubKey", "timeout", "tls", "writeTimeout", "compress",
 }

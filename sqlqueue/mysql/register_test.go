@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestOpenURL(t *testing.T) {
 	var r [6]byte
 	_, _ = rand.Read(r[:])
 	table := "mt_" + hex.EncodeToString(r[:])
-	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName, RawQuery: "table=" + table}
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName, RawQuery: "table=" + table + "&retention=1h"}
 	if cfg.Passwd == "" {
 		u.User = url.User(cfg.User)
 	}
@@ -77,5 +78,14 @@ func TestOpenURL(t *testing.T) {
 	}
 	if err := q.Ack(t.Context(), got[0].Lease()); err != nil {
 		t.Fatalf("Ack: %v", err)
+	}
+	if info, err := sq.GetJob(t.Context(), got[0].ID); err != nil || info.State != queue.StateDone {
+		t.Errorf("with retention=1h the acked job is %v, %v; want kept as done", info.State, err)
+	}
+	// A parameter neither sqlqueue nor the driver knows is refused here,
+	// not sent to the server as a system variable.
+	u.RawQuery += "&tabel=x"
+	if _, err := queue.Open(t.Context(), u.String()); err == nil || !strings.Contains(err.Error(), `unknown URL parameter "tabel"`) {
+		t.Errorf("Open with a misspelt parameter = %v, want it refused by name", err)
 	}
 }

@@ -27,9 +27,11 @@
 //
 // The URL is pgxpool's connection string (pool_max_conns and the like are
 // pgx's; without pool_max_conns the pool holds up to 16 connections).
-// sqlqueue's own query parameters are taken out before it reaches pgx:
-// table (sqlqueue.WithTable) and setup=false, which skips creating missing
-// tables when migrations own the schema (Setup runs by default). The queue
+// sqlqueue's own query parameters (sqlqueue.URLParams: table, setup=false,
+// visibility_timeout, retention, ...) are taken out before it reaches pgx;
+// setup=false skips creating missing tables when migrations own the schema
+// (Setup runs by default). A parameter neither sqlqueue nor pgx reads is
+// refused rather than sent to the server as a setting. The queue
 // is a *Queue with every extra below and owns its pool: release it with
 // Close (queue.Open's result is an io.Closer). Open does the same from a
 // connection string in Go.

@@ -18,6 +18,21 @@ func init() {
 	queue.Register("postgresql", open)
 }
 
+// pgxParams are the URL parameters pgx and pgxpool read, and the server
+// settings most set at connect; any other setting goes through
+// options=-c name=value. Anything else in a postgres:// URL is refused
+// rather than sent to the server as a setting.
+var pgxParams = []string{
+	"host", "port", "dbname", "user", "password", "passfile", "service", "servicefile", "connect_timeout",
+	"sslmode", "sslkey", "sslcert", "sslrootcert", "sslpassword", "sslsni", "sslnegotiation", "channel_binding",
+	"krbsrvname", "krbspn", "target_session_attrs", "min_read_buffer_size",
+	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode",
+	"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime", "pool_max_conn_lifetime_jitter",
+	"pool_max_conn_idle_time", "pool_health_check_period",
+	"application_name", "search_path", "options", "timezone", "TimeZone", "client_encoding",
+	"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
+}
+
 // defaultMaxConns is the pool size Open uses when the DSN does not set
 // pool_max_conns (pgxpool's own default, four on small machines, is
 // tight for a Worker's reservers, ackers and heartbeats beside the
@@ -55,16 +70,13 @@ func openDSN(ctx context.Context, dsn string, setup bool, opts []sqlqueue.Option
 // and the rest is pgx's.
 func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 	params := u.Query()
-	table, setup, err := hook.URLParams(params, func(string) bool { return true })
+	opts, setup, err := sqlqueue.URLOptions(params)
 	if err != nil {
 		return nil, err
 	}
-	var opts []sqlqueue.Option
-	if table != "" {
-		opts = append(opts, sqlqueue.WithTable(table))
+	if err := sqlqueue.CheckDriverParams(params, "pgx", pgxParams); err != nil {
+		return nil, err
 	}
-	params.Del("table")
-	params.Del("setup")
 	dsn := *u
 	dsn.RawQuery = params.Encode()
 	return openDSN(ctx, dsn.String(), setup, opts)

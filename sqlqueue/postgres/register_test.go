@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func TestOpenURL(t *testing.T) {
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		v := u.Query()
 		v.Set("table", table)
+		v.Set("retention", "1h") // URLs carry the constructor's options
 		u.Scheme, u.RawQuery = scheme, v.Encode()
 		q, err := queue.Open(t.Context(), u.String())
 		if err != nil {
@@ -45,9 +47,19 @@ func TestOpenURL(t *testing.T) {
 		if err := q.Ack(t.Context(), got[0].Lease()); err != nil {
 			t.Fatalf("Ack: %v", err)
 		}
+		if info, err := sq.GetJob(t.Context(), got[0].ID); err != nil || info.State != queue.StateDone {
+			t.Errorf("with retention=1h the acked job is %v, %v; want kept as done", info.State, err)
+		}
 		if err := sq.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
+	}
+	// A parameter neither sqlqueue nor pgx knows is refused here, not
+	// sent to the server as a setting.
+	bad := *u
+	bad.RawQuery = u.Query().Encode() + "&tabel=x"
+	if _, err := queue.Open(t.Context(), bad.String()); err == nil || !strings.Contains(err.Error(), `unknown URL parameter "tabel"`) {
+		t.Errorf("Open with a misspelt parameter = %v, want it refused by name", err)
 	}
 	t.Cleanup(func() {
 		q, err := queue.Open(context.Background(), u.String())

@@ -10,9 +10,10 @@
 //
 // sqlite://jobs.db and sqlite://./data/jobs.db are relative to the working
 // directory, sqlite:///var/lib/app/jobs.db is absolute, sqlite::memory:
-// is an in-memory database that lives until Close. Query parameters:
-// table (sqlqueue.WithTable) and setup=false to skip creating missing
-// tables (when migrations create them; Setup runs by default). The queue
+// is an in-memory database that lives until Close. Query parameters are
+// sqlqueue's (sqlqueue.URLParams: table, setup=false to skip creating
+// missing tables when migrations create them, visibility_timeout,
+// retention, ...); any other is refused. The queue
 // owns the database it opened: close it with its Close method
 // (*sqlqueue.Queue).
 //
@@ -80,13 +81,13 @@ func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 	if path == "" {
 		path = u.Host + u.Path
 	}
-	table, setup, err := hook.URLParams(u.Query(), nil)
+	params := u.Query()
+	opts, setup, err := sqlqueue.URLOptions(params)
 	if err != nil {
 		return nil, err
 	}
-	var opts []sqlqueue.Option
-	if table != "" {
-		opts = append(opts, sqlqueue.WithTable(table))
+	if err := sqlqueue.CheckDriverParams(params, "the SQLite opener", nil); err != nil {
+		return nil, err
 	}
 	return openDB(ctx, path, setup, opts)
 }

@@ -70,6 +70,8 @@ func TestOpenURLErrors(t *testing.T) {
 		{"unknown parameter", "sqlite://" + filepath.Join(dir, "a.db") + "?colour=red", `unknown URL parameter "colour"`},
 		{"bad table", "sqlite://" + filepath.Join(dir, "b.db") + "?table=drop%20table", "not allowed"},
 		{"bad setup", "sqlite://" + filepath.Join(dir, "c.db") + "?setup=maybe", "true or false"},
+		{"bad duration", "sqlite://" + filepath.Join(dir, "d.db") + "?retention=1day", "retention must be a duration"},
+		{"driver parameter", "sqlite://" + filepath.Join(dir, "e.db") + "?sslmode=disable", `unknown URL parameter "sslmode"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,10 +9,7 @@ package hook
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net/url"
-	"strconv"
 
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -71,32 +68,6 @@ type Queue interface {
 
 // Of returns the hooks of q, a *sqlqueue.Queue. Set by sqlqueue.
 var Of func(q any) Queue
-
-// URLParams reads sqlqueue's own query parameters of a queue URL: table
-// (sqlqueue.WithTable; "" when absent) and setup (false skips Setup;
-// default true). Parameters named in pass are left to the caller; any
-// other is an error.
-func URLParams(v url.Values, pass func(key string) bool) (table string, setup bool, err error) {
-	setup = true
-	for key, vals := range v {
-		val := vals[len(vals)-1]
-		switch key {
-		case "table":
-			table = val
-		case "setup":
-			b, perr := strconv.ParseBool(val)
-			if perr != nil {
-				return "", false, fmt.Errorf("sqlqueue: URL parameter setup must be true or false, not %q", val)
-			}
-			setup = b
-		default:
-			if pass == nil || !pass(key) {
-				return "", false, fmt.Errorf("sqlqueue: unknown URL parameter %q (known: table, setup)", key)
-			}
-		}
-	}
-	return table, setup, nil
-}
 
 // Setupper is a queue that can create its tables and be closed.
 type Setupper interface {
