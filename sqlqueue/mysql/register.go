@@ -26,8 +26,8 @@
 // it is safe with the driver's default utf8mb4 collation, and Open leaves
 // it off when the DSN names interpolateParams itself or an unsafe
 // collation (big5, gbk, sjis and the like). The pool holds up to 16
-// connections (MaxOpenConns; the DSN cannot set it) and keeps every one
-// idle between uses rather than database/sql's two.
+// connections (a mysql:// URL sets it with pool_max_conns; a DSN cannot)
+// and keeps every one idle between uses rather than database/sql's two.
 //
 // Programs that open their own *sql.DB with the "mysql" driver call
 // sqlqueue.New directly and need not import this package. To get the same
@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -63,7 +64,7 @@ func init() {
 // form, user:password@tcp(host:port)/database), runs Setup and returns the
 // queue with opts. The queue owns the connection pool: Close releases it.
 func Open(ctx context.Context, dsn string, opts ...sqlqueue.Option) (*sqlqueue.Queue, error) {
-	return openDSN(ctx, dsn, true, opts)
+	return openDSN(ctx, dsn, true, maxConns, opts)
 }
 
 // maxConns is the pool size of Open: every connection is kept idle, since
@@ -71,14 +72,14 @@ func Open(ctx context.Context, dsn string, opts ...sqlqueue.Option) (*sqlqueue.Q
 // handshake.
 const maxConns = 16
 
-func openDSN(ctx context.Context, dsn string, setup bool, opts []sqlqueue.Option) (*sqlqueue.Queue, error) {
+func openDSN(ctx context.Context, dsn string, setup bool, conns int, opts []sqlqueue.Option) (*sqlqueue.Queue, error) {
 	connector, err := newConnector(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlqueue/mysql: opening database: %w", err)
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(maxConns)
-	db.SetMaxIdleConns(maxConns)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	return hook.OpenOwned(ctx, setup, db.Close,
 		func() (*sqlqueue.Queue, error) {
 			return sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.MySQL)}, opts...)...)
@@ -136,16 +137,32 @@ func DSN(u *url.URL) (string, error) {
 }
 
 func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
-	opts, setup, err := urlOptions(u.Query())
+	params := u.Query()
+	conns := maxConns
+	if v, ok := params[poolParam]; ok {
+		n, err := strconv.Atoi(v[len(v)-1])
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("sqlqueue/mysql: URL parameter %s must be a positive number of connections, not %q", poolParam, v[len(v)-1])
+		}
+		conns = n
+		params.Del(poolParam)
+	}
+	opts, setup, err := urlOptions(params)
 	if err != nil {
 		return nil, err
 	}
-	dsn, err := DSN(u)
+	bare := *u
+	bare.RawQuery = params.Encode()
+	dsn, err := DSN(&bare)
 	if err != nil {
 		return nil, err
 	}
-	return openDSN(ctx, dsn, setup, opts)
+	return openDSN(ctx, dsn, setup, conns, opts)
 }
+
+// poolParam is the mysql:// URL parameter that sizes the pool (default
+// maxConns), named as pgxpool names its own.
+const poolParam = "pool_max_conns"
 
 // urlOptions reads sqlqueue's parameters of a URL; the others are the
 // driver's.

@@ -49,7 +49,7 @@ func TestOpenURL(t *testing.T) {
 	var r [6]byte
 	_, _ = rand.Read(r[:])
 	table := "mt_" + hex.EncodeToString(r[:])
-	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName, RawQuery: "table=" + table + "&retention=1h"}
+	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName, RawQuery: "table=" + table + "&retention=1h&pool_max_conns=4"}
 	if cfg.Passwd == "" {
 		u.User = url.User(cfg.User)
 	}
@@ -84,8 +84,11 @@ func TestOpenURL(t *testing.T) {
 	}
 	// A parameter neither sqlqueue nor the driver knows is refused here,
 	// not sent to the server as a system variable.
-	u.RawQuery += "&tabel=x"
-	if _, err := queue.Open(t.Context(), u.String()); err == nil || !strings.Contains(err.Error(), `unknown URL parameter "tabel"`) {
-		t.Errorf("Open with a misspelt parameter = %v, want it refused by name", err)
+	for extra, want := range map[string]string{"&tabel=x": `unknown URL parameter "tabel"`, "&pool_max_conns=0": "pool_max_conns must be a positive number"} {
+		bad := u
+		bad.RawQuery += extra
+		if _, err := queue.Open(t.Context(), bad.String()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open with %s = %v, want an error saying %q", extra, err, want)
+		}
 	}
 }
