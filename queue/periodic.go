@@ -206,10 +206,12 @@ func lastTick(s Schedule, from, now time.Time) time.Time {
 	if from.IsZero() {
 		return time.Time{}
 	}
-	// A dense schedule after a long stop: look back at most a year.
-	from = later(from, now.AddDate(-1, 0, 0))
+	// A dense schedule after a long stop: look back at most a year. With
+	// no tick found in that year the answer is from (nothing missed), never
+	// the start of the look-back, which is no tick of s (FuzzCron found
+	// that with @every longer than a year).
 	last := from
-	for t := s.Next(from); !t.IsZero() && !t.After(now); t = s.Next(t) {
+	for t := s.Next(later(from, now.AddDate(-1, 0, 0))); !t.IsZero() && !t.After(now); t = s.Next(t) {
 		last = t
 	}
 	return last
