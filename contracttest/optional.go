@@ -574,6 +574,34 @@ func (s *suite) testInspector(t *testing.T) {
 		_, err = in.GetJob(ctx, queue.NewID())
 		wantErr(t, "GetJob with a cancelled context", err, context.Canceled)
 	})
+
+	checkAs(s, t, "OldestReady", func(t *testing.T, q queue.Queue, r queue.OldestReadyReader) {
+		now := time.Now().Truncate(time.Millisecond)
+		at := func(queueName string, avail time.Time, prio int) queue.Job {
+			j := newJob(queueName)
+			j.AvailableAt, j.Priority = avail, prio
+			push(t, q, j)
+			return j
+		}
+		// The oldest job of "or" is running: it is not waiting any more.
+		running := at("or", now.Add(-3*time.Hour), 0)
+		reserveOne(t, q, "or", running.ID, longLease)
+		at("or", now.Add(-time.Minute), 0)
+		at("or", now.Add(-2*time.Hour), 0) // the oldest ready, queued after a newer one
+		at("or", now.Add(-time.Hour), 5)   // another priority
+		at("sched", now.Add(time.Hour), 0) // not yet due
+		killJob(t, q, "dead", "gone")
+		got, err := r.OldestReady(t.Context())
+		if err != nil {
+			t.Fatalf("OldestReady: %v", err)
+		}
+		want := now.Add(-2 * time.Hour)
+		if len(got) != 1 || got["or"].Sub(want).Abs() > time.Millisecond {
+			t.Fatalf("OldestReady = %v; want only queue or, at %v (its oldest ready job; running, scheduled and dead jobs do not count)", got, want)
+		}
+		_, err = r.OldestReady(cancelled(t))
+		wantErr(t, "OldestReady with a cancelled context", err, context.Canceled)
+	})
 }
 
 // testPauser checks queue.Pauser.

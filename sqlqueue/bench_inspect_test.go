@@ -83,7 +83,7 @@ func sqliteConcat(s string) string {
 }
 
 // BenchmarkInspect measures what the dashboard's pages read over a table
-// of 1,000,000 jobs (see fillInspect): QueueStats, and the first page of
+// of 1,000,000 jobs (see fillInspect): QueueStats, OldestReady, and the first page of
 // ListJobs for each state, with and without a queue filter. The target of
 // issue 4 is under 100 ms each on PostgreSQL. Each call is measured twice:
 // "fresh", right after the bulk load, before the database has statistics
@@ -115,6 +115,14 @@ func BenchmarkInspect(b *testing.B) {
 						st, err := q.QueueStats(b.Context())
 						if err != nil || len(st) != 3 {
 							b.Fatalf("QueueStats = %d queues, %v", len(st), err)
+						}
+					}
+				})
+				b.Run(stats+"/OldestReady", func(b *testing.B) {
+					for b.Loop() {
+						old, err := q.OldestReady(b.Context())
+						if err != nil || len(old) != 3 {
+							b.Fatalf("OldestReady = %v, %v; want 3 queues", old, err)
 						}
 					}
 				})

@@ -138,7 +138,8 @@ func WithMaintenance(every, workerTTL time.Duration) Option {
 
 // Queue is a queue.Queue stored in a SQL database. It also implements
 // queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
-// queue.Inspector, queue.Pauser, queue.WorkerRegistry, queue.RunObserver
+// queue.Inspector, queue.OldestReadyReader, queue.Pauser,
+// queue.WorkerRegistry, queue.RunObserver
 // and, within one process, queue.Waiter (see Wait).
 //
 // A Queue is safe for concurrent use by many goroutines, and many processes
@@ -172,16 +173,17 @@ type Queue struct {
 }
 
 var (
-	_ queue.Queue          = (*Queue)(nil)
-	_ queue.BatchPusher    = (*Queue)(nil)
-	_ queue.BatchAcker     = (*Queue)(nil)
-	_ queue.BatchExtender  = (*Queue)(nil)
-	_ queue.Inspector      = (*Queue)(nil)
-	_ queue.Pauser         = (*Queue)(nil)
-	_ queue.WorkerRegistry = (*Queue)(nil)
-	_ queue.RunObserver    = (*Queue)(nil)
-	_ queue.LeaseDefaulter = (*Queue)(nil)
-	_ queue.Waiter         = (*Queue)(nil)
+	_ queue.Queue             = (*Queue)(nil)
+	_ queue.BatchPusher       = (*Queue)(nil)
+	_ queue.BatchAcker        = (*Queue)(nil)
+	_ queue.BatchExtender     = (*Queue)(nil)
+	_ queue.Inspector         = (*Queue)(nil)
+	_ queue.OldestReadyReader = (*Queue)(nil)
+	_ queue.Pauser            = (*Queue)(nil)
+	_ queue.WorkerRegistry    = (*Queue)(nil)
+	_ queue.RunObserver       = (*Queue)(nil)
+	_ queue.LeaseDefaulter    = (*Queue)(nil)
+	_ queue.Waiter            = (*Queue)(nil)
 )
 
 // New returns a Queue over db. It creates nothing and does no I/O: run
