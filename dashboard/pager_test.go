@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
@@ -44,17 +43,7 @@ func openSQLite(t *testing.T) queue.Queue {
 // CI=true) when the variable is unset.
 func openMySQL(t *testing.T) queue.Queue {
 	t.Helper()
-	dsn := testutil.DSN(t, testutil.MySQLEnv)
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
-	if cfg.Passwd == "" {
-		u.User = url.User(cfg.User)
-	}
-	u.RawQuery = url.Values{"table": {"dash_pages_" + queue.NewID()[20:]}}.Encode()
-	q, err := queue.Open(context.Background(), u.String())
+	q, err := queue.Open(context.Background(), testutil.QueueURL(t, testutil.MySQLEnv, testutil.Name("dash_pages_")))
 	if err != nil {
 		t.Fatalf("opening MySQL (is it running?): %v", err)
 	}

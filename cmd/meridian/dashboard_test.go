@@ -5,13 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
@@ -115,28 +112,7 @@ func TestDashboardCommandNeedsDSN(t *testing.T) {
 // env is unset.
 func serverURL(t *testing.T, env string) string {
 	t.Helper()
-	dsn := testutil.DSN(t, env)
-	table := testutil.Name("dash_cli_")
-	if env == "MERIDIAN_MYSQL_DSN" {
-		cfg, err := mysql.ParseDSN(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
-		if cfg.Passwd == "" {
-			u.User = url.User(cfg.User)
-		}
-		u.RawQuery = url.Values{"table": {table}}.Encode()
-		return u.String()
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := u.Query()
-	v.Set("table", table)
-	u.RawQuery = v.Encode()
-	return u.String()
+	return testutil.QueueURL(t, env, testutil.Name("dash_cli_"))
 }
 
 // The standalone dashboard over a database that an application filled:

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"go.uber.org/goleak"
 )
 
@@ -172,4 +174,34 @@ func summaryOut() (io.Writer, func()) {
 		return tty, func() { tty.Close() }
 	}
 	return os.Stdout, func() {}
+}
+
+// QueueURL returns the queue URL (postgres:// or mysql://) of the server
+// in env (see DSN) with the table parameter set to table: the form
+// queue.Open and the CLI take. A MySQL DSN (user@tcp(host:port)/db) is
+// rewritten as a mysql:// URL; its own parameters are dropped, since
+// sqlqueue needs none of them.
+func QueueURL(t testing.TB, env, table string) string {
+	t.Helper()
+	dsn := DSN(t, env)
+	if env == MySQLEnv {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			t.Fatalf("%s: %v", env, err)
+		}
+		u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
+		if cfg.Passwd == "" {
+			u.User = url.User(cfg.User)
+		}
+		u.RawQuery = url.Values{"table": {table}}.Encode()
+		return u.String()
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", env, err)
+	}
+	v := u.Query()
+	v.Set("table", table)
+	u.RawQuery = v.Encode()
+	return u.String()
 }
