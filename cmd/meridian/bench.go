@@ -81,14 +81,15 @@ meridian_bench_* that are dropped afterwards.
 flags:`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	rest, err := parseArgs(fs, args)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	if len(rest) > 0 {
+		return usagef("unexpected arguments %q", rest)
 	}
 
 	o := bench.DefaultOptions
@@ -97,7 +98,7 @@ flags:`)
 	}
 	ms, err := bench.ParseModes(*modes)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	o.Modes = ms
 	o.Analyze = *analyze
@@ -115,7 +116,7 @@ flags:`)
 	} {
 		if set[v.name] {
 			if v.val < 1 {
-				return fmt.Errorf("--%s must be at least 1, not %d", v.name, v.val)
+				return usagef("--%s must be at least 1, not %d", v.name, v.val)
 			}
 			*v.dst = v.val
 		}
@@ -130,17 +131,17 @@ flags:`)
 	} {
 		if set[v.name] {
 			if v.val <= 0 {
-				return fmt.Errorf("--%s must be positive, not %s", v.name, v.val)
+				return usagef("--%s must be positive, not %s", v.name, v.val)
 			}
 			*v.dst = v.val
 		}
 	}
 	if *pool < 0 {
-		return fmt.Errorf("--pool must be at least 0, not %d", *pool)
+		return usagef("--pool must be at least 0, not %d", *pool)
 	}
 	if set["warmup"] {
 		if *warmup < 0 || *warmup >= o.Duration {
-			return fmt.Errorf("--warmup must be at least 0 and shorter than --duration (%s), not %s", o.Duration, *warmup)
+			return usagef("--warmup must be at least 0 and shorter than --duration (%s), not %s", o.Duration, *warmup)
 		}
 		o.Warmup = *warmup
 	}
@@ -312,10 +313,10 @@ func pickDrivers(list, pgDSN, myDSN string, errOut io.Writer) ([]string, error) 
 			n = "mysql"
 		}
 		if !slices.Contains(benchDrivers, n) {
-			return nil, fmt.Errorf("unknown driver %q (known: %s)", f, strings.Join(benchDrivers, ", "))
+			return nil, usagef("unknown driver %q (known: %s)", f, strings.Join(benchDrivers, ", "))
 		}
 		if d, server := dsn[n]; server && d == "" {
-			return nil, fmt.Errorf("driver %s needs a DSN: set %s", n, flagFor[n])
+			return nil, usagef("driver %s needs a DSN: set %s", n, flagFor[n])
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)

@@ -53,10 +53,15 @@ func TestBenchBadFlags(t *testing.T) {
 		{"--warmup", "10s", "--duration", "1s"},
 		{"--driver", "memory", "extra"},
 		{"--no-such-flag"},
+		{"--drivers", "redis"},
+		{"extra", "--jobs", "10"},
 	} {
-		if err := benchMain(context.Background(), args, io.Discard, io.Discard); err == nil {
-			t.Errorf("meridian bench %v succeeded, want an error", args)
+		if err := benchMain(context.Background(), args, io.Discard, io.Discard); exitCode(err) != exitUsage {
+			t.Errorf("meridian bench %v: %v, exit %d; want a usage error, exit %d", args, err, exitCode(err), exitUsage)
 		}
+	}
+	if err := benchMain(context.Background(), []string{"--quick", "-h"}, io.Discard, io.Discard); exitCode(err) != exitOK {
+		t.Errorf("meridian bench --quick -h: %v, exit %d; want exit 0", err, exitCode(err))
 	}
 }
 
