@@ -1,6 +1,8 @@
 // Package browsertest drives the dashboard in a real headless Chromium:
 // the walks a user takes (retry a failed job, bulk-retry a selection while
-// the page refreshes, live figures updated in place).
+// the page refreshes, live figures updated in place), the themes' contrast,
+// and the capture of the overview that docs/dashboard.png holds
+// (TestBrowserScreenshot; MERIDIAN_SCREENSHOT=path writes it).
 //
 // It is a module of its own, with a replace directive onto the repository
 // root, so that chromedp and its protocol packages stay out of the
