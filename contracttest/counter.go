@@ -121,6 +121,43 @@ func (s *suite) testCounter(t *testing.T) {
 	})
 }
 
+// testCounterPastCap is testCounter's check that counts do not stop at
+// the 10,000 up to which inspection counts rows.
+func (s *suite) testCounterPastCap(t *testing.T) {
+	checkAs(s, t, "PastTheCap", func(t *testing.T, q queue.Queue, c queue.Counter) {
+		bp, ok := q.(queue.BatchPusher)
+		if !ok {
+			t.Skip("driver does not implement queue.BatchPusher: 10,050 single pushes are too slow for the suite")
+		}
+		const name, n = "count-many", 10050
+		jobs := make([]queue.Job, n)
+		for i := range jobs {
+			jobs[i] = newJob(name)
+		}
+		for chunk := range slices.Chunk(jobs, 1000) {
+			if _, err := bp.PushMany(t.Context(), chunk); err != nil {
+				t.Fatalf("PushMany: %v", err)
+			}
+		}
+		later := newJob(name)
+		later.AvailableAt = time.Now().Add(time.Hour)
+		push(t, q, later)
+		r := reserve(t, q, []string{name}, 2, longLease)
+		ack(t, q, r[0])
+		got, err := c.Counts(t.Context())
+		if err != nil {
+			t.Fatalf("Counts: %v", err)
+		}
+		want := []queue.QueueCounts{{Queue: name, Pending: n, Ready: queue.Count{N: n - 2}, Scheduled: queue.Count{N: 1}, Running: queue.Count{N: 1}}}
+		if _, kept := q.(queue.Inspector); kept && s.h.Caps.NoDoneRetention == "" {
+			want[0].Done = 1
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Counts = %v, want %v", got, want)
+		}
+	})
+}
+
 // wantCounts compares c's counts with the jobs listed in each state.
 func wantCounts(t *testing.T, c queue.Counter, in queue.Inspector) {
 	t.Helper()
