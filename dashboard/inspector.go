@@ -52,8 +52,9 @@ type StatsView struct {
 type QueueStats struct {
 	queue.QueueStats
 	// Pending counts jobs waiting to run. Cookbook mode: pushed minus
-	// processed minus failed. Driver mode: ready plus scheduled (each exact
-	// up to the driver's cap).
+	// processed minus failed. Driver mode: ready plus scheduled (exact
+	// where the driver keeps counts, queue.Counter; else each exact up to
+	// the driver's cap).
 	Pending int64
 	// Pushed and Retried are cookbook-mode counters (OnPushed, OnRetried);
 	// zero in driver mode.

@@ -332,6 +332,16 @@ func stateCount(qs QueueStats, s queue.JobState) string {
 		return display.Count(qs.Running)
 	case queue.StateDead:
 		return display.Count(qs.Dead)
+	case queue.StateDone, queue.StateCancelled:
+		// Only a store that counts them (queue.Counter) fills these; a
+		// zero may be one that does not.
+		c := qs.Done
+		if s == queue.StateCancelled {
+			c = qs.Cancelled
+		}
+		if c.N > 0 {
+			return display.Count(c)
+		}
 	}
 	return ""
 }

@@ -197,6 +197,8 @@ func totals(qs []QueueStats) QueueStats {
 		t.Scheduled = addCount(t.Scheduled, q.Scheduled)
 		t.Running = addCount(t.Running, q.Running)
 		t.Dead = addCount(t.Dead, q.Dead)
+		t.Done = addCount(t.Done, q.Done)
+		t.Cancelled = addCount(t.Cancelled, q.Cancelled)
 		t.Window = max(t.Window, q.Window)
 		t.Processed += q.Processed
 		t.Failed += q.Failed
@@ -215,5 +217,5 @@ func totals(qs []QueueStats) QueueStats {
 }
 
 func addCount(a, b queue.Count) queue.Count {
-	return queue.Count{N: a.N + b.N, More: a.More || b.More}
+	return queue.Count{N: a.N + b.N, More: a.More || b.More, Estimate: a.Estimate || b.Estimate}
 }
