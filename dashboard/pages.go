@@ -25,6 +25,8 @@ type overviewData struct {
 	Throughput *chart
 	Runtime    *chart
 	Queues     []queueRow
+	// ChartsFailed: reading the metrics failed, the charts are left out.
+	ChartsFailed bool
 }
 
 type queueRow struct {
@@ -45,18 +47,24 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	base := relBase(r)
 	warn := h.warnings(ctx)
 	for _, q := range sv.Queues {
-		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue), warn[q.Queue]})
+		lines := warn[q.Queue]
+		if q.Unserved {
+			lines = append(slices.Clip(lines), display.Count(q.Ready)+" ready jobs wait and no live worker serves this queue")
+		}
+		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue), lines})
 	}
 	if h.src.Abilities().Charts {
+		// The charts are figures too: a failed read leaves them out
+		// rather than failing the page.
 		now := time.Now()
-		pts, err := h.src.Metrics(ctx, now.Add(-chartWindow))
-		if err != nil {
-			h.failErr(w, r, "Reading the metrics", err)
-			return
-		}
-		d.Throughput = throughputChart(pts, "", now)
-		if h.src.Abilities().Runtime {
-			d.Runtime = runtimeChart(pts, "", now)
+		if pts, err := h.src.Metrics(ctx, now.Add(-chartWindow)); err == nil {
+			d.Throughput = throughputChart(pts, "", now)
+			if h.src.Abilities().Runtime {
+				d.Runtime = runtimeChart(pts, "", now)
+			}
+		} else {
+			d.ChartsFailed = true
+			h.cfg.logger.Warn("dashboard: reading the metrics", "err", err)
 		}
 	}
 	h.render(w, r, http.StatusOK, "overview", h.newPage(w, r, "Overview", "overview", d))

@@ -200,6 +200,10 @@ func totals(qs []QueueStats) QueueStats {
 		t.Done = addCount(t.Done, q.Done)
 		t.Cancelled = addCount(t.Cancelled, q.Cancelled)
 		t.Window = max(t.Window, q.Window)
+		if !q.OldestReady.IsZero() && (t.OldestReady.IsZero() || q.OldestReady.Before(t.OldestReady)) {
+			t.OldestReady = q.OldestReady
+		}
+		t.Unserved = t.Unserved || q.Unserved
 		t.Processed += q.Processed
 		t.Failed += q.Failed
 		t.JobsPerMinute += q.JobsPerMinute
