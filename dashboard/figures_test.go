@@ -3,6 +3,8 @@ package dashboard_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -147,4 +149,44 @@ func TestStaleFiguresShown(t *testing.T) {
 	if st := decode(t, s.page("api/stats").Body); st["stale"] != true {
 		t.Errorf("api/stats stale = %v, want true", st["stale"])
 	}
+}
+
+// slowFigures is a Source whose Figures answers only when its context
+// ends.
+type slowFigures struct{ dashboard.Source }
+
+func (slowFigures) Figures(ctx context.Context) (dashboard.StatsView, error) {
+	<-ctx.Done()
+	return dashboard.StatsView{}, ctx.Err()
+}
+
+// TestListDoesNotWaitForFigures checks that a list page whose figures do
+// not come shows its rows, with tabs but no counts, soon after the list
+// is read.
+func TestListDoesNotWaitForFigures(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := memqueue.New()
+		if err := q.Push(context.Background(), queue.Job{ID: "job-1", Queue: "q", Name: "n"}); err != nil {
+			t.Fatal(err)
+		}
+		h := dashboard.Handler(slowFigures{dashboard.ForQueue(q)})
+		ctx, cancel := context.WithCancel(context.Background())
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/queues/jobs?state=ready", nil) // as StripPrefix("/admin") leaves it
+		req.RemoteAddr = "127.0.0.1:40000"
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		took := time.Since(start)
+		cancel()
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "job-1") {
+			t.Fatalf("GET jobs?state=ready = %d without the job:\n%s", rec.Code, rec.Body.String())
+		}
+		if took > time.Second {
+			t.Errorf("the list took %v (fake clock): it waited for the figures", took)
+		}
+		if strings.Contains(rec.Body.String(), `class="count"`) {
+			t.Error("tabs show counts the figures never gave")
+		}
+	})
 }

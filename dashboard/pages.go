@@ -17,6 +17,10 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
+// tabWait is how long a list page waits, once its rows are read, for the
+// figures that fill its tab counts before it shows the tabs without them.
+const tabWait = 100 * time.Millisecond
+
 // chartWindow is how far back the charts reach.
 const chartWindow = time.Hour
 
@@ -252,8 +256,15 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		if !dead {
 			d.Clear += "?state=" + string(st)
 		}
-		// A failure to read the figures only hides the counts.
-		fig := <-figc
+		// A failure to read the figures only hides the counts, and so
+		// does a read that is still going tabWait after the list: the
+		// rows never wait for the figures.
+		var fig figures
+		select {
+		case fig = <-figc:
+		case <-time.After(tabWait):
+			fig.err = errors.New("the figures took longer than the list")
+		}
 		sv, err := fig.sv, fig.err
 		if err != nil {
 			h.cfg.logger.Warn("dashboard: reading the queue stats for the state tabs", "err", err)
