@@ -4,7 +4,7 @@
 -- reads a few rows instead of counting the jobs table. MySQL and MariaDB
 -- have only row triggers: each row a statement inserts, deletes or moves
 -- between states or queues adds one to a counter row; an UPDATE that
--- changes neither (a claim, an extend, a nack) inserts no row. The two
+-- changes neither (a claim, an extend, a nack) only tests the IF. The two
 -- rows of a move are upserted in (queue, state) order, so transactions
 -- lock counter rows in one order. Creating a trigger needs the TRIGGER
 -- privilege (and, with binary logging on, SUPER or
@@ -28,11 +28,10 @@ CREATE TRIGGER {count_del_trg} AFTER DELETE ON {jobs} FOR EACH ROW
 
 DROP TRIGGER IF EXISTS {count_upd_trg};
 
-CREATE TRIGGER {count_upd_trg} AFTER UPDATE ON {jobs} FOR EACH ROW
+CREATE TRIGGER {count_upd_trg} AFTER UPDATE ON {jobs} FOR EACH ROW BEGIN IF OLD.state <> NEW.state OR OLD.queue <> NEW.queue THEN
   INSERT INTO {counts} (queue, state, n)
   SELECT m.queue, m.state, m.d FROM (SELECT OLD.queue AS queue, OLD.state AS state, -1 AS d UNION ALL SELECT NEW.queue, NEW.state, 1) m
-  WHERE OLD.state <> NEW.state OR OLD.queue <> NEW.queue ORDER BY m.queue, m.state
-  ON DUPLICATE KEY UPDATE n = n + VALUES(n);
+  ORDER BY m.queue, m.state ON DUPLICATE KEY UPDATE n = n + VALUES(n); END IF; END;
 
 -- The counts of the jobs already stored. MySQL's DDL is not
 -- transactional: run this migration while no process writes the queue.
