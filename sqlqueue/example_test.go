@@ -114,6 +114,6 @@ func ExampleSchema() {
 	// DROP TRIGGER IF EXISTS "jobs_count_upd" ON "jobs"
 	// CREATE TRIGGER "jobs_count_upd" AFTER UPDATE ON "jobs" REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 	// DELETE FROM "jobs_counts"
-	// INSERT INTO "jobs_counts" (queue, state, n) SELECT queue, state, COUNT(*) FROM "jobs" GROUP BY queue, state
+	// INSERT INTO "jobs_counts" (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM "jobs" GROUP BY queue, state
 	// UPDATE "jobs_meta" SET value = '4' WHERE name = 'schema_version'
 }
