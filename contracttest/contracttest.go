@@ -49,13 +49,6 @@ type Capabilities struct {
 	// return queue.ErrNotFound.
 	NoDoneRetention string
 
-	// ExpiredLeaseLosesPlace, when not empty, says why a job whose lease
-	// expired is re-queued behind jobs that became available before the
-	// expiry instead of at its own place. The check of that order is
-	// skipped with this reason. It describes a known gap, not a choice:
-	// docs/semantics.md says which drivers have it.
-	ExpiredLeaseLosesPlace string
-
 	// TimePrecision is the coarsest resolution at which the driver stores
 	// times (AvailableAt, CreatedAt, lease expiries). Times are compared
 	// with this tolerance. Zero means one millisecond.
