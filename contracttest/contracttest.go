@@ -98,6 +98,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BatchPusher", s.testBatchPusher)
 	t.Run("BatchAcker", s.testBatchAcker)
 	t.Run("BatchExtender", s.testBatchExtender)
+	t.Run("Starter", s.testStarter)
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
 	t.Run("Pauser", s.testPauser)

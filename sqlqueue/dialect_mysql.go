@@ -89,11 +89,11 @@ func (mysqlDialect) readyCond(alias string, now int64) (string, []any) {
 
 // reserve selects with FOR UPDATE SKIP LOCKED, then updates by primary key
 // (the rows are clustered on id), in one short transaction.
-func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string) ([]row, error) {
+func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	var rows []row
 	err := d.writeTx(ctx, q, func(ex execer) error {
 		var err error
-		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, claimStatements{
+		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, inc, claimStatements{
 			lock:  " FOR UPDATE SKIP LOCKED",
 			token: "CONCAT(?, '-', seq)",
 			key:   "id",

@@ -78,7 +78,7 @@ func (pgDialect) readyCond(alias string, now int64) (string, []any) {
 // A claim over several queues reads the pauses first and claims only from
 // the queues not paused then; the statement checks those again, so a
 // queue paused in between makes this one claim return nothing.
-func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string) ([]row, error) {
+func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	if len(queues) > 1 {
 		var err error
 		if queues, err = q.unpaused(ctx, stmts(q.db), queues); err != nil || len(queues) == 0 {
@@ -93,12 +93,12 @@ func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max i
   ORDER BY priority DESC, run_at, seq
   LIMIT ?
   FOR UPDATE OF j SKIP LOCKED)
-UPDATE {jobs} t SET attempts = t.attempts + 1, lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?
+UPDATE {jobs} t SET attempts = t.attempts + CAST(? AS INTEGER), lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?
 FROM c WHERE t.id = c.id
 RETURNING ` + jobColsT + `, t.lease_expires_at, c.claimed_run_at`)
 	args := append(queueArgs(queues), readyArgs...)
 	args = append(args, queueArgs(queues)...)
-	args = append(args, max, token, micros(expires), micros(now))
+	args = append(args, max, inc, token, micros(expires), micros(now))
 	rs, err := q.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
