@@ -248,13 +248,12 @@ func mariadbServer(t *testing.T) *faultServer {
 
 // faultProc is one worker process the suite started.
 type faultProc struct {
-	cmd          *exec.Cmd
-	log          string
-	killedAt     time.Time // when the suite sent SIGKILL; zero otherwise
-	diedAt       time.Time // when Wait returned; zero while it runs
-	crashed      bool      // exited with status 3: the poison job
-	exitedOddly  error     // any other exit before the end
-	stoppedByEnd bool
+	cmd         *exec.Cmd
+	log         string
+	killedAt    time.Time // when the suite sent SIGKILL; zero otherwise
+	diedAt      time.Time // when Wait returned; zero while it runs
+	crashed     bool      // exited with status 3: the poison job
+	exitedOddly error     // any other exit before the end
 }
 
 // faultFleet starts worker processes and replaces each one that ends
