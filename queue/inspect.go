@@ -103,6 +103,12 @@ type JobFilter struct {
 	After string
 	// Limit caps the page; drivers apply a default (50) and a maximum (500).
 	Limit int
+	// Scan bounds a Search: it examines at most this many jobs of the
+	// state (and queue, name and tag filters) after the cursor, in list
+	// order. 0 means the driver's default: 10,000 on the SQL drivers, no
+	// bound in memqueue. Drivers cap it at their default where they have
+	// one. Without Search it is ignored.
+	Scan int
 }
 
 // JobPage is one page of ListJobs.
@@ -110,6 +116,13 @@ type JobPage struct {
 	Jobs []JobInfo
 	// Next is the cursor for the following page, empty on the last page.
 	Next string
+	// Scanned is set when a Search stopped at its row bound (Scan, or the
+	// driver's default) before it filled the page: how many jobs it
+	// examined. Next then continues the search after the last of them,
+	// so a caller can say "none among the N examined" and offer the next
+	// N, rather than "none match". It is 0 when the search saw every
+	// candidate or filled the page, and without Search.
+	Scanned int
 }
 
 // WorkerInfo describes one worker process in the registry.

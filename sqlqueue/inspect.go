@@ -289,10 +289,11 @@ func runningCountByRunAt(queueName string, prios []any, now int64, lim string) (
 // ListJobs returns one page of jobs in f.State, by keyset on insertion
 // order: oldest first for waiting and running jobs, newest first for done
 // and dead ones. Limit defaults to 50 and is capped at 500. A payload
-// search examines at most 10,000 jobs after the cursor and runs at most
-// two seconds (on PostgreSQL a statement timeout, elsewhere the context);
-// a page that comes back short of the limit may still have matches after
-// it only when the search hit that row limit.
+// search examines at most 10,000 jobs (f.Scan, if smaller) after the
+// cursor and runs at most two seconds (on PostgreSQL a statement timeout,
+// elsewhere the context); when it stops at that row bound before filling
+// the page, JobPage.Scanned says how many it examined and Next continues
+// after the last of them.
 //
 // Without a queue filter the page merges one ordered index scan per queue
 // (up to 64 queues), so its cost follows the page size, not the table's.
@@ -332,24 +333,40 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	inner := limit + 1
 	if f.Search != "" {
 		inner = searchRows
+		if f.Scan > 0 {
+			inner = min(f.Scan, searchRows)
+		}
 	}
 	var timeout time.Duration
 	if f.Search != "" {
 		timeout = searchTimeout
 	}
 	var rows []row
+	var scanned int
+	var edge sql.NullInt64
 	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
 	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
 		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner)
 		if err != nil || query == "" {
 			return err
 		}
-		if f.Search != "" {
-			query = "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + order + " LIMIT ?"
-			args = append(args, []byte(f.Search), limit+1)
+		if f.Search == "" {
+			rows, err = q.scanRows(ctx, st, q.sqlOnce(query), args)
+			return err
 		}
-		rows, err = q.scanRows(ctx, st, q.sqlOnce(query), args)
-		return err
+		search := "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + order + " LIMIT ?"
+		if rows, err = q.scanRows(ctx, st, q.sqlOnce(search), append(slices.Clip(args), []byte(f.Search), limit+1)); err != nil || len(rows) > limit {
+			return err
+		}
+		// A short page: did the search stop at its row bound? Count the
+		// rows it examined and find the last of them, so the caller can
+		// continue after it. The same bounded index scan, without the
+		// payloads.
+		edgeOf := "MAX(seq)"
+		if desc {
+			edgeOf = "MIN(seq)"
+		}
+		return queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*), "+edgeOf+" FROM ("+query+") s"), args, &scanned, &edge)
 	})
 	if err != nil {
 		return queue.JobPage{}, q.wrap(ctx, err, "listing %s jobs", f.State)
@@ -358,6 +375,9 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	if len(rows) > limit {
 		rows = rows[:limit]
 		page.Next = strconv.FormatInt(rows[limit-1].seq, 10)
+	} else if scanned >= inner && edge.Valid {
+		page.Scanned = scanned
+		page.Next = strconv.FormatInt(edge.Int64, 10)
 	}
 	page.Jobs = make([]queue.JobInfo, len(rows))
 	for i, r := range rows {
