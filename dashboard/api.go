@@ -131,6 +131,10 @@ type apiJobs struct {
 	// NextPage the number of the following page in cookbook mode (page=).
 	Next     string `json:"next,omitempty"`
 	NextPage int    `json:"next_page,omitempty"`
+	// Scanned is set when a payload search stopped at its row bound
+	// before it filled the page: how many jobs it examined; next then
+	// continues the search after them.
+	Scanned int `json:"scanned,omitempty"`
 }
 
 // apiMetrics is the body of GET api/metrics.
@@ -200,7 +204,7 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 		h.apiError(w, r, err)
 		return
 	}
-	out := apiJobs{State: st, Jobs: make([]apiJob, len(res.Jobs)), Next: res.Next, NextPage: res.NextPage}
+	out := apiJobs{State: st, Jobs: make([]apiJob, len(res.Jobs)), Next: res.Next, NextPage: res.NextPage, Scanned: res.Scanned}
 	for i, j := range res.Jobs {
 		out.Jobs[i] = toAPIJob(j)
 	}

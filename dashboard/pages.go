@@ -80,6 +80,12 @@ type jobsData struct {
 	// Cancel offers cancel buttons: the jobs have not finished, the
 	// Source can cancel and the caller may act.
 	Cancel bool
+	// Scanned is how many jobs a payload search examined when it stopped
+	// at its row bound ("10,000"), "" otherwise; Among says which ones
+	// ("the 10,000 most recent", "the next 10,000") and the pager's next
+	// link continues the search.
+	Scanned string
+	Among   string
 }
 
 type stateTab struct {
@@ -171,6 +177,11 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
+	if id := clip(r.URL.Query().Get("id")); id != "" && h.src.Abilities().Detail {
+		// The job-ID box: straight to the job's page.
+		seeOther(w, relBase(r)+"jobs/"+url.PathEscape(id))
+		return
+	}
 	st := queue.JobState(r.URL.Query().Get("state"))
 	if st == "failed" {
 		// The pages call dead jobs failed; accept the word in URLs too.
@@ -232,6 +243,17 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		return
 	}
 	d := jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
+	if res.Scanned > 0 && res.Next != "" {
+		d.Scanned = display.Int(int64(res.Scanned))
+		switch {
+		case q.After != "":
+			d.Among = "the next " + d.Scanned
+		case st == queue.StateDead || st == queue.StateDone || st == queue.StateCancelled:
+			d.Among = "the " + d.Scanned + " most recent"
+		default:
+			d.Among = "the first " + d.Scanned + " in line"
+		}
+	}
 	d.Cancel = c.Cancel && cancellable(st) && canAct(r)
 	d.Filtered = q.Name != "" || q.Tag != "" || q.Search != ""
 	filters := q.values()
