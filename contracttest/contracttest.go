@@ -107,6 +107,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BatchExtender", s.testBatchExtender)
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
+	t.Run("BulkActor", s.testBulkActor)
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
 	t.Run("Limits", s.testLimits)

@@ -302,7 +302,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		return queue.JobPage{}, err
 	}
 	now := micros(time.Now())
-	cond, args, err := q.stateCond(f.State, now)
+	cond, args, order, desc, err := q.filterCond(f, now)
 	if err != nil {
 		return queue.JobPage{}, err
 	}
@@ -311,25 +311,6 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		limit = defaultPage
 	}
 	limit = min(limit, maxPage)
-	desc := f.State == queue.StateDone || f.State == queue.StateDead || f.State == queue.StateCancelled
-	order, after := "seq", "seq > ?"
-	if desc {
-		order, after = "seq DESC", "seq < ?"
-	}
-	if f.Name != "" {
-		cond, args = cond+" AND name = ?", append(args, f.Name)
-	}
-	if f.Tag != "" {
-		tag, _ := json.Marshal(f.Tag)
-		cond, args = cond+" AND "+q.d.contains("tags", false), append(args, string(tag))
-	}
-	if f.After != "" {
-		seq, err := strconv.ParseInt(f.After, 10, 64)
-		if err != nil {
-			return queue.JobPage{}, fmt.Errorf("sqlqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
-		}
-		cond, args = cond+" AND "+after, append(args, seq)
-	}
 	inner := limit + 1
 	if f.Search != "" {
 		inner = searchRows
@@ -384,6 +365,36 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		page.Jobs[i] = r.info(now)
 	}
 	return page, nil
+}
+
+// filterCond turns f's state, name, tag and cursor into a condition on
+// {jobs} with its arguments, and gives the list order: oldest first for
+// waiting and running jobs, newest first (desc) for finished ones.
+func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []any, order string, desc bool, err error) {
+	cond, args, err = q.stateCond(f.State, now)
+	if err != nil {
+		return "", nil, "", false, err
+	}
+	desc = f.State == queue.StateDone || f.State == queue.StateDead || f.State == queue.StateCancelled
+	order, after := "seq", "seq > ?"
+	if desc {
+		order, after = "seq DESC", "seq < ?"
+	}
+	if f.Name != "" {
+		cond, args = cond+" AND name = ?", append(args, f.Name)
+	}
+	if f.Tag != "" {
+		tag, _ := json.Marshal(f.Tag)
+		cond, args = cond+" AND "+q.d.contains("tags", false), append(args, string(tag))
+	}
+	if f.After != "" {
+		seq, err := strconv.ParseInt(f.After, 10, 64)
+		if err != nil {
+			return "", nil, "", false, fmt.Errorf("sqlqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
+		}
+		cond, args = cond+" AND "+after, append(args, seq)
+	}
+	return cond, args, order, desc, nil
 }
 
 // listQuery returns the query template (and its arguments) of the first n
