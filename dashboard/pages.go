@@ -80,6 +80,9 @@ type jobsData struct {
 	// Cancel offers cancel buttons: the jobs have not finished, the
 	// Source can cancel and the caller may act.
 	Cancel bool
+	// The confirmation pages of the "all matching" actions, "" when the
+	// list offers none.
+	RetryAll, ForgetAll, CancelAll string
 	// Scanned is how many jobs a payload search examined when it stopped
 	// at its row bound ("10,000"), "" otherwise; Among says which ones
 	// ("the 10,000 most recent", "the next 10,000") and the pager's next
@@ -256,6 +259,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 	}
 	d.Cancel = c.Cancel && cancellable(st) && canAct(r)
 	d.Filtered = q.Name != "" || q.Tag != "" || q.Search != ""
+	if c.Browse && canAct(r) {
+		switch {
+		case dead:
+			d.RetryAll, d.ForgetAll = confirmURL(base, queue.BulkRetry, q), confirmURL(base, queue.BulkForget, q)
+		case d.Cancel:
+			d.CancelAll = confirmURL(base, queue.BulkCancel, q)
+		}
+	}
 	filters := q.values()
 	if !dead {
 		filters.Set("state", string(st))
@@ -691,6 +702,21 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		q := ListQuery{
 			State: queue.StateDead, Queue: clip(r.PostFormValue("queue")), Name: clip(r.PostFormValue("name")),
 			Tag: clip(r.PostFormValue("tag")), Search: clip(r.PostFormValue("q")), Limit: maxBulk,
+		}
+		a := queue.BulkRetry
+		if action == "forget" {
+			a = queue.BulkForget
+		}
+		if n, more, ok, err := h.actOnMatching(ctx, q, a); ok {
+			if err != nil {
+				h.failErr(w, r, "The bulk action (after "+strconv.Itoa(n)+" jobs)", err)
+				return
+			}
+			if more {
+				flash = "more"
+			}
+			back(w, r, "failed", flash, n, true)
+			return
 		}
 		res, err := h.listJobs(ctx, q)
 		if err != nil {

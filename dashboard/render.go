@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error", "confirm"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
