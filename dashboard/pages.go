@@ -388,6 +388,9 @@ type jobData struct {
 	QueueURL   string
 	Dead       bool
 	MaxAttempt string
+	// MaxDefault: the job sets no maximum, so MaxAttempt is the
+	// Worker's default, which a worker's MaxAttempts setting overrides.
+	MaxDefault bool
 	ListURL    string // the list the job is in
 	ListName   string
 }
@@ -426,9 +429,10 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		d.ListName = stateTitle(j.State) + " jobs of " + qn
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
-	d.MaxAttempt = "the worker's MaxRetry"
+	d.MaxAttempt = display.Int(int64(queue.DefaultMaxAttempts))
+	d.MaxDefault = true
 	if j.MaxAttempts > 0 {
-		d.MaxAttempt = strconv.Itoa(j.MaxAttempts)
+		d.MaxAttempt, d.MaxDefault = display.Int(int64(j.MaxAttempts)), false
 	}
 	nav := "jobs"
 	if d.Dead {

@@ -30,6 +30,8 @@ var funcs = template.FuncMap{
 	"short": shortID,
 	"rate":  func(f float64) string { return display.Float(f, 1) },
 	"join":  strings.Join,
+	"half":  func(n int) int { return n / 2 },
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 }
 
 func parseTemplates() map[string]*template.Template {

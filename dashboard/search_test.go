@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/html"
+
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
@@ -110,5 +112,27 @@ func TestJobIDBox(t *testing.T) {
 	r = s.follow(s.get(s.url("jobs?id=nope")))
 	if r.StatusCode != http.StatusNotFound {
 		t.Fatalf("job-ID box with an unknown ID: %d, want 404", r.StatusCode)
+	}
+}
+
+// TestJobPageAttemptsAndTimes: the job page gives the maximum attempts as
+// a number, and its times as machine-readable UTC with a relative "ago".
+func TestJobPageAttemptsAndTimes(t *testing.T) {
+	q := memqueue.New()
+	def := deadJobs(t, q, "mail", 1, `{}`, "boom")[0]
+	set := deadJobs(t, q, "mail", 1, `{}`, "boom", queue.MaxAttempts(12))[0]
+	s := serve(t, dashboard.ForQueue(q))
+	for id, want := range map[string]string{def: "5", set: "12"} {
+		doc := s.page("jobs/" + id).Doc
+		if got := text(find(doc, byID("max-attempts"))); got != want {
+			t.Errorf("job %s: max attempts %q, want %q", id, got, want)
+		}
+		tm := find(doc, func(n *html.Node) bool { return n.Data == "time" })
+		if tm == nil || !strings.HasSuffix(attr(tm, "datetime"), "Z") {
+			t.Fatalf("job %s: no <time datetime=...Z> element", id)
+		}
+		if ago := find(doc, func(n *html.Node) bool { return attr(n, "class") == "ago" }); ago == nil || !strings.Contains(text(ago), "just now") {
+			t.Errorf("job %s: times carry no relative form", id)
+		}
 	}
 }
