@@ -31,7 +31,9 @@
 //	POST /queues/failed/flush         forget every failed job (of a queue)
 //	POST /queues/failed/bulk          retry or forget the selected or matching jobs
 //	GET  /queues/jobs?state=ready     jobs by state (a Source that can browse; state=failed lists dead jobs)
+//	GET  /queues/jobs?id=ID           the sidebar's Job ID box: a redirect to the job's page
 //	GET  /queues/jobs/{id}            job detail
+//	GET  /queues/confirm?do=ACTION    how many jobs "retry/forget/cancel all matching" would change, and its button
 //	POST /queues/jobs/{id}/cancel     cancel one ready, scheduled or running job
 //	POST /queues/jobs/bulk            cancel the selected or matching jobs of a state
 //	GET  /queues/periodic             periodic jobs: schedule, last and next tick, last run
@@ -148,7 +150,9 @@
 //	{"state": "dead", "jobs": [JOB, ...], "next": "8123"}
 //
 // next is left out on the last page. In cookbook mode pages are numbered:
-// next_page gives the following page= instead. A JOB, also the body of GET
+// next_page gives the following page= instead. A payload search that
+// stopped at its row bound before filling the page adds "scanned": the
+// number of jobs it examined; next then continues the search after them. A JOB, also the body of GET
 // api/jobs/{id}, is
 //
 //	{"id": "01a1fe8a...", "queue": "emails", "name": "SendWelcomeEmail",
