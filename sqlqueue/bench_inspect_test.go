@@ -126,6 +126,38 @@ func BenchmarkInspect(b *testing.B) {
 						}
 					}
 				})
+				// A payload search that finds nothing stops at its row
+				// bound and says where; the count for a bulk action's
+				// confirmation stops at its cap.
+				for _, c := range []struct {
+					f       queue.JobFilter
+					scanned int // 0: every candidate examined (5,000 dead letters)
+				}{
+					{queue.JobFilter{State: queue.StateReady, Queue: "reports", Search: "no such text"}, 10000},
+					{queue.JobFilter{State: queue.StateDead, Search: "no such text"}, 0},
+				} {
+					b.Run(fmt.Sprintf("%s/SearchNothing/%s/queue=%s", stats, c.f.State, c.f.Queue), func(b *testing.B) {
+						for b.Loop() {
+							p, err := q.ListJobs(b.Context(), c.f)
+							if err != nil || len(p.Jobs) != 0 || p.Scanned != c.scanned || (p.Next != "") != (c.scanned > 0) {
+								b.Fatalf("ListJobs(%+v) = %d jobs, scanned %d, next %q, %v; want none, scanned %d", c.f, len(p.Jobs), p.Scanned, p.Next, err, c.scanned)
+							}
+						}
+					})
+				}
+				for _, f := range []queue.JobFilter{
+					{State: queue.StateDead, Queue: "emails"},
+					{State: queue.StateReady, Queue: "reports"},
+					{State: queue.StateDead, Search: `"n":1`},
+				} {
+					b.Run(fmt.Sprintf("%s/CountJobs/%s/queue=%s/search=%t", stats, f.State, f.Queue, f.Search != ""), func(b *testing.B) {
+						for b.Loop() {
+							if _, err := q.CountJobs(b.Context(), f, 10000); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
 				for _, state := range queue.JobStates {
 					for _, name := range []string{"", "reports"} {
 						b.Run(fmt.Sprintf("%s/ListJobs/%s/queue=%s", stats, state, name), func(b *testing.B) {

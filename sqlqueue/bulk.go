@@ -136,7 +136,13 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 	var examined, matched int64
 	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
 	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
-		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner)
+		// seq alone, or with the payload to search: MariaDB materializes
+		// a derived table's every column.
+		cols := "seq"
+		if f.Search != "" {
+			cols = "seq, payload"
+		}
+		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner, cols)
 		if err != nil || query == "" {
 			return err
 		}

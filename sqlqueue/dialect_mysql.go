@@ -366,7 +366,7 @@ func (mysqlDialect) runningCount(queueName string, prios []any, now int64, lim s
 }
 
 func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return q.queueList(ctx, st, queueName, true, cond, args, order, n, i)
+	return q.queueList(ctx, st, queueName, true, cond, args, order, n, i, jobCols)
 }
 
 func (mysqlDialect) contains(col string, _ bool) string { return "LOCATE(?, " + col + ") > 0" }

@@ -269,7 +269,7 @@ func (sqliteDialect) runningCount(queueName string, prios []any, now int64, lim 
 }
 
 func (sqliteDialect) runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return q.queueList(ctx, st, queueName, true, cond, args, order, n, i)
+	return q.queueList(ctx, st, queueName, true, cond, args, order, n, i, jobCols)
 }
 
 func (sqliteDialect) contains(col string, _ bool) string { return "instr(" + col + ", ?) > 0" }
