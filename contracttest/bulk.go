@@ -1,7 +1,9 @@
 package contracttest
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -155,6 +157,92 @@ func (s *suite) testBulkActor(t *testing.T) {
 		got := deadLetters(t, q, "bku", 10)
 		if len(got) != 1 || got[0].ID != j.ID {
 			t.Fatalf("dead letters after the bulk retry = %v, want only %s (its key is held)", ids(got), j.ID)
+		}
+	})
+}
+
+// testAttemptHistory checks the attempt history GetJob reports.
+func (s *suite) testAttemptHistory(t *testing.T) {
+	if s.h.Caps.NoAttemptHistory != "" {
+		t.Skip(s.h.Caps.NoAttemptHistory)
+	}
+	checkAs(s, t, "FailedAttempts", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		j := newJob("hist")
+		push(t, q, j)
+		begin := time.Now()
+		var last queue.Job
+		for i, w := range []string{"worker-a", "worker-b", ""} {
+			ctx := t.Context()
+			if w != "" {
+				ctx = queue.WithWorker(ctx, w)
+			}
+			got, err := q.Reserve(ctx, []string{"hist"}, 1, longLease)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("Reserve %d = %d jobs, %v", i+1, len(got), err)
+			}
+			last = got[0]
+			if i < 2 {
+				if err := q.Nack(t.Context(), last.Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// The third attempt runs: StartedAt and Worker are its own, and it
+		// is not in the history yet.
+		info, err := in.GetJob(t.Context(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.StartedAt.Before(begin.Add(-s.tol)) || info.Worker != "" {
+			t.Errorf("running job: StartedAt %v (began %v), Worker %q; want its third attempt's start and no worker", info.StartedAt, begin, info.Worker)
+		}
+		fail(t, q, last, "failure 3")
+		info, err = in.GetJob(t.Context(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []queue.Attempt{{Attempt: 1, Error: "failure 1", Worker: "worker-a"}, {Attempt: 2, Error: "failure 2", Worker: "worker-b"}, {Attempt: 3, Error: "failure 3"}}
+		if len(info.History) != len(want) {
+			t.Fatalf("History = %+v, want %d attempts", info.History, len(want))
+		}
+		prev := begin.Add(-s.tol)
+		for i, a := range info.History {
+			if a.Attempt != want[i].Attempt || a.Error != want[i].Error || a.Worker != want[i].Worker {
+				t.Errorf("History[%d] = %+v, want attempt %d, error %q, worker %q", i, a, want[i].Attempt, want[i].Error, want[i].Worker)
+			}
+			if a.Started.Before(prev) || a.Runtime < 0 || a.Started.After(time.Now().Add(s.tol)) {
+				t.Errorf("History[%d] started %v (after %v?), runtime %v", i, a.Started, prev, a.Runtime)
+			}
+			prev = a.Started.Add(-s.tol)
+		}
+		// Listing does not carry the history.
+		page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateDead, Queue: "hist"})
+		if err != nil || len(page.Jobs) != 1 || page.Jobs[0].History != nil {
+			t.Errorf("ListJobs(dead) = %d jobs, %v; want 1 without History", len(page.Jobs), err)
+		}
+	})
+
+	checkAs(s, t, "Bounded", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		j := newJob("hist-many")
+		j.MaxAttempts = 100
+		push(t, q, j)
+		const n = queue.MaxHistory + 5
+		for i := range n {
+			got := reserve(t, q, []string{"hist-many"}, 1, longLease)
+			if len(got) != 1 {
+				t.Fatalf("Reserve %d: %d jobs", i+1, len(got))
+			}
+			if err := q.Nack(t.Context(), got[0].Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info, err := in.GetJob(t.Context(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.History) != queue.MaxHistory || info.History[0].Attempt != n-queue.MaxHistory+1 ||
+			info.History[len(info.History)-1].Error != fmt.Sprintf("failure %d", n) {
+			t.Fatalf("after %d failures History has %d attempts, first %+v; want the last %d", n, len(info.History), info.History[0], queue.MaxHistory)
 		}
 	})
 }

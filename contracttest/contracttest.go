@@ -60,6 +60,11 @@ type Capabilities struct {
 	// times (AvailableAt, CreatedAt, lease expiries). Times are compared
 	// with this tolerance. Zero means one millisecond.
 	TimePrecision time.Duration
+
+	// NoAttemptHistory, when not empty, says why the driver's GetJob
+	// fills neither JobInfo.History nor StartedAt and Worker. The history
+	// checks are skipped with this reason.
+	NoAttemptHistory string
 }
 
 // Timing of the suite. Leases that must expire are short; leases that must
@@ -108,6 +113,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
 	t.Run("BulkActor", s.testBulkActor)
+	t.Run("AttemptHistory", s.testAttemptHistory)
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
 	t.Run("Limits", s.testLimits)

@@ -161,13 +161,20 @@
 //	 "unique_key": "...", "tags": ["vip"], "meta": {"trace": "..."},
 //	 "last_error": "mail server refused the address",
 //	 "created_at": "...", "available_at": "...", "updated_at": "...",
-//	 "finished_at": "...", "lease_expires_at": "..."}
+//	 "finished_at": "...", "lease_expires_at": "...",
+//	 "started_at": "...", "worker": "...",
+//	 "history": [{"attempt": 1, "started_at": "...", "runtime_ms": 812.5,
+//	   "error": "smtp: 421", "worker": "..."}]}
 //
 // payload is the job's payload as JSON when it is valid JSON; otherwise it
 // is left out and payload_base64 holds the bytes (standard base64).
 // max_attempts 0 means the worker's MaxRetry applies; timeout_ms,
 // unique_key, meta, last_error and the times are left out when unset. The
-// lease token is never shown.
+// lease token is never shown. started_at and worker are the latest
+// attempt's start and the worker that reserved it; history lists the
+// failed attempts, oldest first (the last 20), in api/jobs/{id} only. They
+// are left out where the driver does not record them (the SQL drivers, for
+// now).
 //
 // GET api/metrics gives the chart data, one point per queue and minute
 // with runs, oldest first:

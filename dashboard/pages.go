@@ -391,6 +391,7 @@ type jobData struct {
 	// MaxDefault: the job sets no maximum, so MaxAttempt is the
 	// Worker's default, which a worker's MaxAttempts setting overrides.
 	MaxDefault bool
+	MaxHistory int    // queue.MaxHistory: a history this long may have lost older attempts
 	ListURL    string // the list the job is in
 	ListName   string
 }
@@ -429,6 +430,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		d.ListName = stateTitle(j.State) + " jobs of " + qn
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
+	d.MaxHistory = queue.MaxHistory
 	d.MaxAttempt = display.Int(int64(queue.DefaultMaxAttempts))
 	d.MaxDefault = true
 	if j.MaxAttempts > 0 {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 
@@ -134,5 +135,66 @@ func TestJobPageAttemptsAndTimes(t *testing.T) {
 		if ago := find(doc, func(n *html.Node) bool { return attr(n, "class") == "ago" }); ago == nil || !strings.Contains(text(ago), "just now") {
 			t.Errorf("job %s: times carry no relative form", id)
 		}
+	}
+}
+
+// TestJobPageHistory: the job page lists each failed attempt with its
+// start, runtime, worker and error, and the API gives the same.
+func TestJobPageHistory(t *testing.T) {
+	q := memqueue.New()
+	j := queue.Job{Queue: "mail", Name: "SendEmail", MaxAttempts: 3}
+	if err := q.Push(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := q.ListJobs(context.Background(), queue.JobFilter{State: queue.StateReady, Queue: "mail"})
+	id := page.Jobs[0].ID
+	for i, w := range []string{"worker-a", "worker-b"} {
+		got, err := q.Reserve(queue.WithWorker(context.Background(), w), []string{"mail"}, 1, time.Minute)
+		if err != nil || len(got) != 1 {
+			t.Fatal(got, err)
+		}
+		if i == 0 {
+			err = q.Nack(context.Background(), got[0].Lease(), time.Time{}, "smtp: 421 try later")
+		} else {
+			err = q.Fail(context.Background(), got[0].Lease(), "smtp: 550 no such user")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := serve(t, dashboard.ForQueue(q))
+	doc := s.page("jobs/" + id).Doc
+	tbl := find(doc, byID("history"))
+	if tbl == nil {
+		t.Fatal("the job page shows no attempt history")
+	}
+	rows := findAll(tbl, func(n *html.Node) bool { return n.Data == "tr" })[1:]
+	want := [][]string{{"1", "worker-a", "smtp: 421 try later"}, {"2", "worker-b", "smtp: 550 no such user"}}
+	if len(rows) != len(want) {
+		t.Fatalf("history has %d rows, want %d", len(rows), len(want))
+	}
+	for i, r := range rows {
+		txt := text(r)
+		for _, w := range want[i] {
+			if !strings.Contains(txt, w) {
+				t.Errorf("history row %d %q lacks %q", i+1, txt, w)
+			}
+		}
+		if find(r, func(n *html.Node) bool { return n.Data == "time" }) == nil {
+			t.Errorf("history row %d has no start time", i+1)
+		}
+	}
+	var api struct {
+		History []struct {
+			Attempt int    `json:"attempt"`
+			Error   string `json:"error"`
+			Worker  string `json:"worker"`
+		} `json:"history"`
+	}
+	if err := json.Unmarshal([]byte(s.page("api/jobs/"+id).Body), &api); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.History) != 2 || api.History[1].Worker != "worker-b" || api.History[0].Error != "smtp: 421 try later" {
+		t.Errorf("api/jobs/{id} history = %+v", api.History)
 	}
 }

@@ -248,7 +248,8 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 }
 
 func (e *entry) info() queue.JobInfo {
-	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt}
+	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt,
+		StartedAt: e.startedAt, Worker: e.worker}
 }
 
 // GetJob returns the job id in whatever state it is (a done job only while
@@ -265,7 +266,9 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 	}
 	now := q.now()
 	e.nq.promote(now.UnixNano(), now)
-	return e.info(), nil
+	info := e.info()
+	info.History = slices.Clone(e.history)
+	return info, nil
 }
 
 // Pause stops Reserve from taking jobs of queueName until Resume. Pushes

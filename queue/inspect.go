@@ -34,6 +34,30 @@ type JobInfo struct {
 	UpdatedAt time.Time
 	// FinishedAt is when the job was acked or dead-lettered; zero otherwise.
 	FinishedAt time.Time
+	// StartedAt and Worker are the start of the job's latest attempt and
+	// the WorkerInfo.ID of the worker that reserved it ("" when the
+	// reservation named none, see WithWorker); zero before its first
+	// attempt. Drivers that do not record them leave them zero.
+	StartedAt time.Time
+	Worker    string
+	// History lists the job's failed attempts (those that ended with Nack
+	// or Fail), oldest first: the last MaxHistory of them. GetJob fills
+	// it; ListJobs leaves it nil, as do drivers that keep no history.
+	History []Attempt
+}
+
+// MaxHistory is how many failed attempts JobInfo.History keeps: the last
+// ones.
+const MaxHistory = 20
+
+// Attempt is one failed attempt of a job.
+type Attempt struct {
+	Attempt int       // its number, 1 for the first
+	Started time.Time // when it was reserved
+	// Runtime is from its reservation to its Nack or Fail.
+	Runtime time.Duration
+	Error   string // the reason recorded by Nack or Fail
+	Worker  string // the worker that reserved it, "" when unknown
 }
 
 // Count is a count that is exact up to a cap. When More is set, the true
