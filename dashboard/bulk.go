@@ -140,7 +140,9 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
 	if st == queue.StateDead {
 		nav = "failed"
 	}
-	h.render(w, r, http.StatusOK, "confirm", h.newPage(w, r, title, nav, d))
+	p := h.newPage(w, r, title, nav, d)
+	p.Refresh = 0 // nothing on it changes by itself
+	h.render(w, r, http.StatusOK, "confirm", p)
 }
 
 // confirmURL is the confirmation page of action a on the jobs q selects.
