@@ -2,8 +2,10 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
@@ -61,9 +63,21 @@ func (h *handler) actOnMatching(ctx context.Context, q ListQuery, a queue.BulkAc
 	if !has {
 		return 0, false, false, nil
 	}
-	n, err = b.ActOnMatching(ctx, q, a, bulkLimit)
-	if isUnsupported(err) {
+	// Half the request's time: a big action on a slow store stops in
+	// time to answer with how far it got (its chunks are committed one
+	// by one), and the next click goes on.
+	budget := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		budget = time.Until(dl) / 2
+	}
+	actx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	n, err = b.ActOnMatching(actx, q, a, bulkLimit)
+	switch {
+	case isUnsupported(err):
 		return 0, false, false, nil
+	case err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return n, true, true, nil
 	}
 	return n, n >= bulkLimit, true, err
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
@@ -146,5 +147,35 @@ func TestFlushFollowsTheFilter(t *testing.T) {
 		case tt.want != "" && (b == nil || strings.TrimSpace(text(b)) != tt.want):
 			t.Errorf("%s: flush button %v, want %q", tt.rel, b != nil, tt.want)
 		}
+	}
+}
+
+// slowBulk is a BulkSource whose action changes a few jobs and then waits
+// for its context to end, as a big action on a slow store would.
+type slowBulk struct {
+	dashboard.Source
+	done int
+}
+
+func (s slowBulk) CountMatching(context.Context, dashboard.ListQuery, int) (queue.Count, error) {
+	return queue.Count{N: 10000, More: true}, nil
+}
+
+func (s slowBulk) ActOnMatching(ctx context.Context, _ dashboard.ListQuery, _ queue.BulkAction, _ int) (int, error) {
+	<-ctx.Done()
+	return s.done, ctx.Err()
+}
+
+// TestBulkMatchingStopsInTime: an action that cannot finish within the
+// request's time answers with how many jobs it changed and asks for
+// another click, rather than failing the request.
+func TestBulkMatchingStopsInTime(t *testing.T) {
+	t.Parallel()
+	m := memqueue.New()
+	deadJobs(t, m, "mail", 1, `{}`, "x")
+	s := serve(t, slowBulk{dashboard.ForQueue(m), 7}, dashboard.RequestTimeout(200*time.Millisecond))
+	r := s.follow(s.confirmMatching("failed?queue=mail", "retry-matching", "More than 10,000"))
+	if got := flashOf(r.Doc); !strings.Contains(got, "Acted on 7 job(s); more match") {
+		t.Errorf("flash after an action cut short = %q", got)
 	}
 }

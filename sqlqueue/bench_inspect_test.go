@@ -173,3 +173,43 @@ func BenchmarkInspect(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBulkRetry times one "retry all matching" of the dashboard over
+// BenchmarkInspect's table: queue.BulkActor.ActOn retrying its 5,000 dead
+// letters (ten statements of 500), after a CountJobs for the confirmation.
+// Between rounds the jobs are dead-lettered again, off the clock.
+func BenchmarkBulkRetry(b *testing.B) {
+	for _, d := range []string{"postgres", "mysql", "sqlite"} {
+		b.Run(d, func(b *testing.B) {
+			var be backend
+			switch d {
+			case "sqlite":
+				be = sqliteBackend()
+			case "postgres":
+				be = serverBackend(b, "postgres", "pgx", "MERIDIAN_POSTGRES_DSN")
+			case "mysql":
+				be = serverBackend(b, "mysql", "mysql", "MERIDIAN_MYSQL_DSN")
+			}
+			s := newStore(b, be)
+			q, db := s.open(b)
+			fillInspect(b, db, be.dialect, s.table)
+			analyze(b, db, be.dialect, s.table)
+			f := queue.JobFilter{State: queue.StateDead, Queue: "emails"}
+			for b.Loop() {
+				c, err := q.CountJobs(b.Context(), f, 10000)
+				if err != nil || c.N != 5000 {
+					b.Fatalf("CountJobs = %+v, %v; want 5,000", c, err)
+				}
+				n, err := q.ActOn(b.Context(), f, queue.BulkRetry, 10000)
+				if err != nil || n != 5000 {
+					b.Fatalf("ActOn = %d, %v; want 5,000", n, err)
+				}
+				b.StopTimer()
+				if _, err := db.ExecContext(b.Context(), fmt.Sprintf("UPDATE %s SET state = 'dead', attempts = 1, finished_at = %d WHERE queue = 'emails' AND seq <= 15000", s.table, time.Now().UnixMicro())); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
