@@ -140,6 +140,29 @@ const bareNumberJS = `(() => {
   return out;
 })()`
 
+// bigFigures serves a Source's pages with production-sized figures: rates
+// and counts in the thousands and beyond.
+type bigFigures struct{ dashboard.Source }
+
+func (b bigFigures) Figures(ctx context.Context) (dashboard.StatsView, error) {
+	sv, err := b.Source.Figures(ctx)
+	if err != nil {
+		return sv, err
+	}
+	big := func(qs *dashboard.QueueStats) {
+		qs.JobsPerMinute = 409863.4
+		qs.Processed, qs.Failed = 24591804, 4983
+		qs.Dead = queue.Count{N: 10000, More: true}
+		qs.Throughput = 4983.7
+		qs.AvgRuntime, qs.MaxRuntime, qs.AvgWait = 4983*time.Second, 100000*time.Second, 1234567*time.Millisecond
+	}
+	for i := range sv.Queues {
+		big(&sv.Queues[i])
+	}
+	big(&sv.Totals)
+	return sv, nil
+}
+
 // Every figure the pages show groups its thousands: counts, rates and
 // durations alike, on the overview, a queue page and the lists.
 func TestBrowserThousandsSeparators(t *testing.T) {
@@ -168,7 +191,7 @@ func TestBrowserThousandsSeparators(t *testing.T) {
 		}
 	}
 	deadJobs(t, q, "bounces", 2, `{}`, "boom")
-	s := serve(t, dashboard.ForQueue(q), dashboard.RefreshInterval(time.Hour))
+	s := serve(t, bigFigures{dashboard.ForQueue(q)}, dashboard.RefreshInterval(time.Hour))
 	for _, p := range []struct{ rel, visible string }{
 		{"", "#queues"}, {"queue/emails", "main"}, {"jobs?state=ready", "#jobs"}, {"failed", "#jobs"},
 	} {
@@ -191,8 +214,10 @@ func TestBrowserThousandsSeparators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "9,345") {
-		t.Errorf("the overview does not show the ready count grouped (9,345):\n%s", text)
+	for _, want := range []string{"9,345", "409,863.4", "24,591,804"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the overview does not show %s grouped:\n%s", want, text)
+		}
 	}
 }
 
