@@ -324,6 +324,30 @@ func (fl *faultFleet) live() []*faultProc {
 	return out
 }
 
+// busy returns the live processes whose log shows a job started and not
+// yet ended.
+func (fl *faultFleet) busy() []*faultProc {
+	recs, _ := fl.records()
+	running := map[int]bool{}
+	for _, rs := range recs {
+		for _, r := range rs {
+			if r.end == 0 {
+				running[r.proc] = true
+			}
+		}
+	}
+	fl.mu.Lock()
+	procs := slices.Clone(fl.procs)
+	fl.mu.Unlock()
+	var out []*faultProc
+	for i, p := range procs {
+		if running[i] && slices.Contains(fl.live(), p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // kill sends SIGKILL to p.
 func (fl *faultFleet) kill(p *faultProc) {
 	fl.mu.Lock()
@@ -490,8 +514,15 @@ func faultRun(t *testing.T, srv *faultServer, bin string, size faultSize) {
 			restarts++
 		}
 		if kills < size.kills && done >= next {
-			if live := fl.live(); len(live) > 0 {
-				fl.kill(live[rand.IntN(len(live))])
+			// The victim is a process running a job at this moment, so
+			// that the kill interrupts work; only when none is found for
+			// half a step of progress is any live process taken.
+			victims := fl.busy()
+			if len(victims) == 0 && done >= next+step/2 {
+				victims = fl.live()
+			}
+			if len(victims) > 0 {
+				fl.kill(victims[rand.IntN(len(victims))])
 				kills++
 				next += step
 			}
