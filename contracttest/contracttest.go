@@ -49,17 +49,15 @@ type Capabilities struct {
 	// return queue.ErrNotFound.
 	NoDoneRetention string
 
-	// ExpiredLeaseLosesPlace, when not empty, says why a job whose lease
-	// expired is re-queued behind jobs that became available before the
-	// expiry instead of at its own place. The check of that order is
-	// skipped with this reason. It describes a known gap, not a choice:
-	// docs/semantics.md says which drivers have it.
-	ExpiredLeaseLosesPlace string
-
 	// TimePrecision is the coarsest resolution at which the driver stores
 	// times (AvailableAt, CreatedAt, lease expiries). Times are compared
 	// with this tolerance. Zero means one millisecond.
 	TimePrecision time.Duration
+
+	// NoAttemptHistory, when not empty, says why the driver's GetJob
+	// fills neither JobInfo.History nor StartedAt and Worker. The history
+	// checks are skipped with this reason.
+	NoAttemptHistory string
 }
 
 // Timing of the suite. Leases that must expire are short; leases that must
@@ -105,8 +103,11 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BatchPusher", s.testBatchPusher)
 	t.Run("BatchAcker", s.testBatchAcker)
 	t.Run("BatchExtender", s.testBatchExtender)
+	t.Run("Starter", s.testStarter)
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
+	t.Run("BulkActor", s.testBulkActor)
+	t.Run("AttemptHistory", s.testAttemptHistory)
 	t.Run("Counter", s.testCounter)
 	t.Run("CounterPastCap", s.testCounterPastCap)
 	t.Run("Pauser", s.testPauser)

@@ -81,6 +81,19 @@ type entry struct {
 	nq         *namedQueue
 	updatedAt  time.Time
 	finishedAt time.Time
+	startedAt  time.Time // of the latest attempt
+	worker     string    // that reserved the latest attempt
+	history    []queue.Attempt
+}
+
+// failedAttempt records the attempt under way as failed with reason, at
+// now, keeping the last queue.MaxHistory.
+func (e *entry) failedAttempt(reason string, now time.Time) {
+	if len(e.history) == queue.MaxHistory {
+		e.history = append(e.history[:0], e.history[1:]...)
+	}
+	e.history = append(e.history, queue.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
+		Runtime: now.Sub(e.startedAt), Error: reason, Worker: e.worker})
 }
 
 // namedQueue holds the jobs of one named queue.
@@ -341,9 +354,44 @@ var defaultQueues = []string{queue.DefaultQueue}
 // The returned jobs share their Payload, Tags and Meta with the stored job;
 // callers must not modify them.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 1)
+}
+
+// ReserveUnstarted is Reserve without counting the attempt (see
+// queue.Starter); Start counts it.
+func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 0)
+}
+
+// Start counts one attempt for the job under each current lease, in one
+// critical section, and returns the leases that were not current. It fails
+// as a whole only for ctx.
+func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: starting %d jobs: %w", len(leases), err)
+	}
+	var lost []queue.Lease
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	for _, l := range leases {
+		e := q.leasedLocked(l, now.UnixNano())
+		if e == nil {
+			lost = append(lost, l)
+			continue
+		}
+		e.job.Attempts++
+		e.updatedAt = now
+	}
+	return lost, nil
+}
+
+// reserve is Reserve, adding inc to each job's attempts.
+func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc int) ([]queue.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reserving jobs: %w", err)
 	}
+	worker := queue.WorkerOf(ctx)
 	if max < 1 {
 		return nil, nil
 	}
@@ -390,11 +438,12 @@ func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease tim
 		e := best.ready.pop()
 		q.tokens++
 		e.state = queue.StateRunning
-		e.job.Attempts++
+		e.job.Attempts += inc
 		e.job.LeaseToken = strconv.FormatUint(q.tokens, 36)
 		e.job.LeaseExpiresAt = expires
 		e.at = expiresN
 		e.updatedAt = now
+		e.startedAt, e.worker = now, worker
 		best.running.push(e)
 		out = append(out, e.job)
 	}
@@ -498,7 +547,10 @@ func (q *Queue) releaseKeyLocked(e *entry) {
 // AvailableAt becomes that time. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
 func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
-	return q.release(ctx, "nacking", l, retryAt, func(e *entry) { e.job.LastError = reason })
+	return q.release(ctx, "nacking", l, retryAt, func(e *entry) {
+		e.job.LastError = reason
+		e.failedAttempt(reason, q.now())
+	})
 }
 
 // release puts the job under l back as available at at (now if at is zero
@@ -551,6 +603,7 @@ func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	e.state = queue.StateDead
 	e.deathSeq = q.deaths
 	e.job.LastError = reason
+	e.failedAttempt(reason, now)
 	e.job.LeaseToken = ""
 	e.job.LeaseExpiresAt = time.Time{}
 	e.updatedAt = now

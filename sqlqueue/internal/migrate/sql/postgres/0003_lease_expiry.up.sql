@@ -1,4 +1,4 @@
--- 0003_lease_expiry: reserved for the [reliability] branch's lease-expiry
--- column; on this branch it only records the version, so that the
--- migrations after it load. The [reliability] file replaces this one.
+-- 0003_lease_expiry: SQLite and MySQL gave a lease's expiry a column of its
+-- own at this step; PostgreSQL has had lease_expires_at since 0001, so here
+-- the step only records the version, keeping the three series in step.
 UPDATE {meta} SET value = '3' WHERE name = 'schema_version';
