@@ -103,6 +103,7 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS "jobs_uniques"
 	// UPDATE "jobs_meta" SET value = '2' WHERE name = 'schema_version'
 	// UPDATE "jobs_meta" SET value = '3' WHERE name = 'schema_version'
+	// DROP TABLE IF EXISTS "jobs_counts"
 	// CREATE TABLE IF NOT EXISTS "jobs_counts"
 	// CREATE OR REPLACE FUNCTION "jobs_count_ins_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 	// CREATE OR REPLACE FUNCTION "jobs_count_del_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
