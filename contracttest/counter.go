@@ -39,12 +39,12 @@ func (s *suite) testCounter(t *testing.T) {
 			}
 		}
 		if s.h.Tx != nil {
-			p, commit, rollback := s.h.Tx(t, q)
+			p, commit, _ := s.h.Tx(t, q)
 			push(t, p, newJob(a))
 			if err := commit(); err != nil {
 				t.Fatalf("commit: %v", err)
 			}
-			p, _, rollback = s.h.Tx(t, q)
+			p, _, rollback := s.h.Tx(t, q)
 			push(t, p, newJob(a))
 			if err := rollback(); err != nil {
 				t.Fatalf("rollback: %v", err)

@@ -41,13 +41,10 @@ func (s Snapshot) Depths() []Depth {
 	var out []Depth
 	if s.Counts != nil {
 		for _, c := range s.Counts {
-			for _, d := range []Depth{
-				{c.Queue, queue.StateReady, c.Ready.N}, {c.Queue, queue.StateScheduled, c.Scheduled.N},
-				{c.Queue, queue.StateRunning, c.Running.N}, {c.Queue, queue.StateDead, c.Dead},
-				{c.Queue, queue.StateDone, c.Done}, {c.Queue, queue.StateCancelled, c.Cancelled},
-			} {
-				out = append(out, d)
-			}
+			out = append(out,
+				Depth{c.Queue, queue.StateReady, c.Ready.N}, Depth{c.Queue, queue.StateScheduled, c.Scheduled.N},
+				Depth{c.Queue, queue.StateRunning, c.Running.N}, Depth{c.Queue, queue.StateDead, c.Dead},
+				Depth{c.Queue, queue.StateDone, c.Done}, Depth{c.Queue, queue.StateCancelled, c.Cancelled})
 		}
 		return out
 	}
