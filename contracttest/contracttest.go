@@ -101,6 +101,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Starter", s.testStarter)
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
+	t.Run("Counter", s.testCounter)
+	t.Run("CounterPastCap", s.testCounterPastCap)
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
 	t.Run("Limits", s.testLimits)

@@ -134,9 +134,10 @@ func capped(n int64) queue.Count {
 	return queue.Count{N: n}
 }
 
-// QueueStats returns one entry per known queue (with pending or dead jobs,
-// a pause, or metrics in the last hour), sorted by name. Counts are exact up
-// to 10,000; throughput, runtime and wait come from the metrics rows of the
+// QueueStats returns one entry per known queue (with jobs in any state,
+// a pause, or metrics in the last hour), sorted by name. The totals by
+// state are exact (see Counts); Scheduled and Running are exact up to
+// 10,000, past which Ready is an estimate; throughput, runtime and wait come from the metrics rows of the
 // last hour (JobsPerMinute from the last queue.RateWindow), summed over
 // every process.
 func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
@@ -156,13 +157,15 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 
 // queueStats is QueueStats' reads, on st.
 func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([]queue.QueueStats, error) {
+	counts, err := q.readCounts(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*queue.QueueCounts, len(counts))
 	var names []string
-	for _, state := range []string{statePending, stateDead} {
-		got, err := q.d.knownQueues(ctx, q, st, state)
-		if err != nil {
-			return nil, q.wrap(ctx, err, "listing queues")
-		}
-		names = append(names, got...)
+	for i := range counts {
+		byName[counts[i].Queue] = &counts[i]
+		names = append(names, counts[i].Queue)
 	}
 	paused, err := queryStrings(ctx, st, q.sql("SELECT queue FROM {pauses}"))
 	if err != nil {
@@ -199,41 +202,18 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 	if len(names) > maxStatsQueues {
 		names = names[:maxStatsQueues]
 	}
-	lim := " LIMIT " + strconv.Itoa(countCap+1) + ") "
-	nowUS := micros(now)
 	out := make([]queue.QueueStats, 0, len(names))
 	for _, name := range names {
-		// Each count stops at the cap and reads one index range: ready
-		// jobs and future ones (scheduled or running) per priority on
-		// the claim index, dead letters on the state index.
-		prios, err := q.priorities(ctx, st, name)
-		if err != nil {
-			return nil, q.wrap(ctx, err, "counting jobs of queue %s", name)
-		}
-		pending := "SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'" + byPriority(prios)
-		var conds [2]string
-		var args []any
-		for i, st := range []queue.JobState{queue.StateReady, queue.StateScheduled} {
-			var cargs []any
-			conds[i], cargs = q.d.pendingCond(st, nowUS)
-			args = append(append(append(args, name), prios...), cargs...)
-		}
-		runningCount, rargs := q.d.runningCount(name, prios, nowUS, lim)
-		args = append(args, rargs...)
-		counts := q.sqlOnce(`SELECT
- (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[0] + lim + `a),
- (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[1] + lim + `b),
- ` + runningCount + `,
- (SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE state = 'dead' AND queue = ?` + lim + `d)`)
-		args = append(args, name)
-		var ready, scheduled, running, dead int64
-		if err := queryRow(ctx, st, counts, args, &ready, &scheduled, &running, &dead); err != nil {
-			return nil, q.wrap(ctx, err, "counting jobs of queue %s", name)
-		}
-		s := queue.QueueStats{
-			Queue: name, Paused: slices.Contains(paused, name),
-			Ready: capped(ready), Scheduled: capped(scheduled), Running: capped(running), Dead: capped(dead),
-			Window: statsWindow,
+		// The totals by state are the counts the triggers keep; only the
+		// split of the pending ones by time is counted, up to the cap,
+		// on the claim index (see splitPending).
+		s := queue.QueueStats{Queue: name, Paused: slices.Contains(paused, name), Window: statsWindow}
+		if c := byName[name]; c != nil {
+			if err := q.splitPending(ctx, st, c, micros(now)); err != nil {
+				return nil, err
+			}
+			s.Ready, s.Scheduled, s.Running = c.Ready, c.Scheduled, c.Running
+			s.Dead, s.Done, s.Cancelled = queue.Count{N: c.Dead}, queue.Count{N: c.Done}, queue.Count{N: c.Cancelled}
 		}
 		if a, ok := sums[name]; ok {
 			s.Processed, s.Failed = a.processed, a.failed
