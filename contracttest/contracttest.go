@@ -53,6 +53,11 @@ type Capabilities struct {
 	// times (AvailableAt, CreatedAt, lease expiries). Times are compared
 	// with this tolerance. Zero means one millisecond.
 	TimePrecision time.Duration
+
+	// NoAttemptHistory, when not empty, says why the driver's GetJob
+	// fills neither JobInfo.History nor StartedAt and Worker. The history
+	// checks are skipped with this reason.
+	NoAttemptHistory string
 }
 
 // Timing of the suite. Leases that must expire are short; leases that must
@@ -101,6 +106,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Starter", s.testStarter)
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
+	t.Run("BulkActor", s.testBulkActor)
+	t.Run("AttemptHistory", s.testAttemptHistory)
 	t.Run("Counter", s.testCounter)
 	t.Run("CounterPastCap", s.testCounterPastCap)
 	t.Run("Pauser", s.testPauser)

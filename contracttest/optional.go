@@ -434,6 +434,59 @@ func (s *suite) testInspector(t *testing.T) {
 		}
 	})
 
+	checkAs(s, t, "ListJobsSearchBounded", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		// 25 ready jobs; the 3rd and the 24th hold the needle. A search
+		// bounded to 10 jobs per call says where it stopped, so the
+		// caller can tell "none among these 10" from "none at all".
+		var ids []string
+		for i := range 25 {
+			j := newJob("sb2")
+			if i == 2 || i == 23 {
+				j.Payload = fmt.Appendf(nil, `{"needle":%d}`, i)
+			}
+			push(t, q, j)
+			ids = append(ids, j.ID)
+		}
+		type want struct {
+			jobs    []string
+			scanned int
+			next    bool
+		}
+		f := queue.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle", Scan: 10, Limit: 5}
+		steps := []want{
+			{[]string{ids[2]}, 10, true},  // jobs 1-10
+			{nil, 10, true},               // jobs 11-20: none among them
+			{[]string{ids[23]}, 0, false}, // jobs 21-25: the end
+		}
+		for i, w := range steps {
+			page, err := in.ListJobs(t.Context(), f)
+			if err != nil {
+				t.Fatalf("search call %d: ListJobs(%+v): %v", i+1, f, err)
+			}
+			var got []string
+			for _, j := range page.Jobs {
+				got = append(got, j.ID)
+			}
+			if !slices.Equal(got, w.jobs) || page.Scanned != w.scanned || (page.Next != "") != w.next {
+				t.Fatalf("search call %d: ListJobs(%+v) = jobs %v, Scanned %d, Next %q; want jobs %v, Scanned %d, a next cursor %v",
+					i+1, f, got, page.Scanned, page.Next, w.jobs, w.scanned, w.next)
+			}
+			f.After = page.Next
+		}
+		// Unbounded by the caller, the driver's default covers 25 jobs: both
+		// matches on one page, nothing left to continue.
+		page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle"})
+		if err != nil || len(page.Jobs) != 2 || page.Scanned != 0 || page.Next != "" {
+			t.Fatalf("search with the default bound = %d jobs, Scanned %d, Next %q, %v; want 2, 0, \"\", nil", len(page.Jobs), page.Scanned, page.Next, err)
+		}
+		// A page the search filled is not a bounded search: Scanned stays 0
+		// and Next is the usual cursor.
+		page, err = in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle", Limit: 1})
+		if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != ids[2] || page.Scanned != 0 || page.Next == "" {
+			t.Fatalf("search filling its page = %d jobs, Scanned %d, Next %q, %v; want job %s, 0, a cursor, nil", len(page.Jobs), page.Scanned, page.Next, err, ids[2])
+		}
+	})
+
 	checkAs(s, t, "ListJobsPaging", func(t *testing.T, q queue.Queue, in queue.Inspector) {
 		const n = 57
 		pushed := make(map[string]bool)

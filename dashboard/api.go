@@ -121,6 +121,21 @@ type apiJob struct {
 	UpdatedAt     time.Time         `json:"updated_at,omitzero"`
 	FinishedAt    time.Time         `json:"finished_at,omitzero"`
 	LeaseExpires  time.Time         `json:"lease_expires_at,omitzero"`
+	// StartedAt and Worker are the latest attempt's start and worker;
+	// History the failed attempts, oldest first (api/jobs/{id} only),
+	// where the driver records them.
+	StartedAt time.Time    `json:"started_at,omitzero"`
+	Worker    string       `json:"worker,omitempty"`
+	History   []apiAttempt `json:"history,omitempty"`
+}
+
+// apiAttempt is one failed attempt of a job.
+type apiAttempt struct {
+	Attempt   int       `json:"attempt"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	RuntimeMS float64   `json:"runtime_ms"`
+	Error     string    `json:"error"`
+	Worker    string    `json:"worker,omitempty"`
 }
 
 func toAPIJob(j JobView) apiJob {
@@ -130,6 +145,10 @@ func toAPIJob(j JobView) apiJob {
 		TimeoutMS: ms(j.Timeout), UniqueKey: j.UniqueKey, Tags: j.Tags, Meta: j.Meta,
 		LastError: j.LastError, CreatedAt: utc(j.CreatedAt), AvailableAt: utc(j.AvailableAt),
 		UpdatedAt: utc(j.UpdatedAt), FinishedAt: utc(j.FinishedAt), LeaseExpires: utc(j.LeaseExpiresAt),
+		StartedAt: utc(j.StartedAt), Worker: j.Worker,
+	}
+	for _, h := range j.History {
+		a.History = append(a.History, apiAttempt{Attempt: h.Attempt, StartedAt: utc(h.Started), RuntimeMS: ms(h.Runtime), Error: h.Error, Worker: h.Worker})
 	}
 	if a.Tags == nil {
 		a.Tags = []string{}
@@ -153,6 +172,10 @@ type apiJobs struct {
 	// NextPage the number of the following page in cookbook mode (page=).
 	Next     string `json:"next,omitempty"`
 	NextPage int    `json:"next_page,omitempty"`
+	// Scanned is set when a payload search stopped at its row bound
+	// before it filled the page: how many jobs it examined; next then
+	// continues the search after them.
+	Scanned int `json:"scanned,omitempty"`
 }
 
 // apiMetrics is the body of GET api/metrics.
@@ -222,7 +245,7 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 		h.apiError(w, r, err)
 		return
 	}
-	out := apiJobs{State: st, Jobs: make([]apiJob, len(res.Jobs)), Next: res.Next, NextPage: res.NextPage}
+	out := apiJobs{State: st, Jobs: make([]apiJob, len(res.Jobs)), Next: res.Next, NextPage: res.NextPage, Scanned: res.Scanned}
 	for i, j := range res.Jobs {
 		out.Jobs[i] = toAPIJob(j)
 	}

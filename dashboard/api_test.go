@@ -114,7 +114,7 @@ func TestAPIFieldNames(t *testing.T) {
 		t.Fatalf("jobs = %v", list["jobs"])
 	}
 	sameKeys(t, "dead job", jobs[0], "id", "queue", "name", "state", "payload", "priority", "attempts",
-		"max_attempts", "tags", "last_error", "created_at", "available_at", "updated_at", "finished_at")
+		"max_attempts", "tags", "last_error", "created_at", "available_at", "updated_at", "finished_at", "started_at")
 	j0 := jobs[0].(map[string]any)
 	if p, _ := j0["payload"].(map[string]any); p["user_id"] != 7.0 {
 		t.Errorf("payload = %v, want the job's JSON object", j0["payload"])
@@ -133,7 +133,7 @@ func TestAPIFieldNames(t *testing.T) {
 	run := decode(t, s.page("api/jobs/"+got[0].ID).Body)
 	// The field list also says the lease token is never shown.
 	sameKeys(t, "running job", run, "id", "queue", "name", "state", "payload", "priority", "attempts",
-		"max_attempts", "timeout_ms", "tags", "meta", "created_at", "available_at", "updated_at", "lease_expires_at")
+		"max_attempts", "timeout_ms", "tags", "meta", "created_at", "available_at", "updated_at", "lease_expires_at", "started_at")
 	if run["timeout_ms"] != 1500.0 || run["priority"] != 3.0 || run["max_attempts"] != 4.0 || run["state"] != "running" {
 		t.Errorf("running job = %v", run)
 	}

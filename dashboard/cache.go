@@ -20,6 +20,11 @@ type shared[T any] struct {
 	at   time.Time     // when val was read; zero when there is none
 	val  T             // read-only once stored: callers share it
 	busy chan struct{} // closed when the read in flight ends; nil when none
+	// gen counts resets. A read keeps its result only if no reset came
+	// while it ran: a read that started before an action finished may
+	// have seen the store before it, and must not be cached after the
+	// action dropped the cache.
+	gen uint64
 }
 
 // get returns the value read less than ttl ago, or reads it with fetch.
@@ -47,23 +52,32 @@ func (s *shared[T]) get(ctx context.Context, ttl time.Duration, fetch func(conte
 	}
 	busy := make(chan struct{})
 	s.busy = busy
+	gen := s.gen
 	s.mu.Unlock()
 
 	v, err := fetch(ctx)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.busy = nil
+	if s.busy == busy {
+		s.busy = nil
+	}
 	close(busy)
-	if err == nil {
+	if err == nil && gen == s.gen {
 		s.val, s.at = v, time.Now()
 	}
 	return v, err
 }
 
-// reset drops the kept value.
+// reset drops the kept value and disowns any read in flight: that read
+// answers only the caller that started it and is not kept, and every other
+// caller, waiting or new, reads again.
 func (s *shared[T]) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.at = time.Time{}
+	s.gen++
+	// Callers that arrive from now on must not wait for a read that
+	// started before the reset.
+	s.busy = nil
 }

@@ -59,10 +59,23 @@ func (h *handler) cancelBulk(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, http.StatusNotFound, "Acting on every matching job needs a queue driver.", nil)
 			return
 		}
-		res, err := h.listJobs(ctx, ListQuery{
+		q := ListQuery{
 			State: st, Queue: clip(r.PostFormValue("queue")), Name: clip(r.PostFormValue("name")),
 			Tag: clip(r.PostFormValue("tag")), Search: clip(r.PostFormValue("q")), Limit: maxBulk,
-		})
+		}
+		if n, more, ok, err := h.actOnMatching(ctx, q, queue.BulkCancel); ok {
+			if err != nil {
+				h.failErr(w, r, "The bulk cancel (after "+strconv.Itoa(n)+" jobs)", err)
+				return
+			}
+			flash := "cancelled"
+			if more {
+				flash = "more"
+			}
+			back(w, r, fallback, flash, n, true)
+			return
+		}
+		res, err := h.listJobs(ctx, q)
 		if err != nil {
 			h.failErr(w, r, "Listing the matching jobs", err)
 			return

@@ -84,9 +84,7 @@ func TestCancelFromTheDashboard(t *testing.T) {
 	}
 
 	// Bulk, matching: every scheduled job of the queue; the ready one stays.
-	sched := s.page("jobs?state=scheduled&queue=emails")
-	bulk = formWithAction(sched.Doc, "jobs/bulk")
-	s.follow(s.submit(s.url("jobs?state=scheduled&queue=emails"), bulk, find(bulk, byID("cancel-matching")), nil))
+	s.follow(s.confirmMatching("jobs?state=scheduled&queue=emails", "cancel-matching", "1 scheduled job(s) match"))
 	if state(later) != queue.StateCancelled || state(ids[3]) != queue.StateReady {
 		t.Errorf("cancel-matching on scheduled: scheduled job %s, ready job %s", state(later), state(ids[3]))
 	}
@@ -108,7 +106,7 @@ func TestCancelFromTheDashboard(t *testing.T) {
 	if r := s.page("jobs?state=done"); formWithAction(r.Doc, "jobs/bulk") != nil {
 		t.Error("the done list offers bulk cancel")
 	}
-	bad := s.submit(s.url("jobs?state=ready"), bulk, find(bulk, byID("cancel-matching")), url.Values{"state": {"done"}})
+	bad := s.submit(s.url("jobs?state=ready"), bulk, nil, url.Values{"state": {"done"}, "do": {"cancel-matching"}})
 	if bad.StatusCode != 400 {
 		t.Errorf("a bulk cancel of done jobs answered %d, want 400", bad.StatusCode)
 	}

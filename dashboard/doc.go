@@ -31,7 +31,9 @@
 //	POST /queues/failed/flush         forget every failed job (of a queue)
 //	POST /queues/failed/bulk          retry or forget the selected or matching jobs
 //	GET  /queues/jobs?state=ready     jobs by state (a Source that can browse; state=failed lists dead jobs)
+//	GET  /queues/jobs?id=ID           the sidebar's Job ID box: a redirect to the job's page
 //	GET  /queues/jobs/{id}            job detail
+//	GET  /queues/confirm?do=ACTION    how many jobs "retry/forget/cancel all matching" would change, and its button
 //	POST /queues/jobs/{id}/cancel     cancel one ready, scheduled or running job
 //	POST /queues/jobs/bulk            cancel the selected or matching jobs of a state
 //	GET  /queues/periodic             periodic jobs: schedule, last and next tick, last run
@@ -163,7 +165,9 @@
 //	{"state": "dead", "jobs": [JOB, ...], "next": "8123"}
 //
 // next is left out on the last page. In cookbook mode pages are numbered:
-// next_page gives the following page= instead. A JOB, also the body of GET
+// next_page gives the following page= instead. A payload search that
+// stopped at its row bound before filling the page adds "scanned": the
+// number of jobs it examined; next then continues the search after them. A JOB, also the body of GET
 // api/jobs/{id}, is
 //
 //	{"id": "01a1fe8a...", "queue": "emails", "name": "SendWelcomeEmail",
@@ -172,13 +176,20 @@
 //	 "unique_key": "...", "tags": ["vip"], "meta": {"trace": "..."},
 //	 "last_error": "mail server refused the address",
 //	 "created_at": "...", "available_at": "...", "updated_at": "...",
-//	 "finished_at": "...", "lease_expires_at": "..."}
+//	 "finished_at": "...", "lease_expires_at": "...",
+//	 "started_at": "...", "worker": "...",
+//	 "history": [{"attempt": 1, "started_at": "...", "runtime_ms": 812.5,
+//	   "error": "smtp: 421", "worker": "..."}]}
 //
 // payload is the job's payload as JSON when it is valid JSON; otherwise it
 // is left out and payload_base64 holds the bytes (standard base64).
 // max_attempts 0 means the worker's MaxRetry applies; timeout_ms,
 // unique_key, meta, last_error and the times are left out when unset. The
-// lease token is never shown.
+// lease token is never shown. started_at and worker are the latest
+// attempt's start and the worker that reserved it; history lists the
+// failed attempts, oldest first (the last 20), in api/jobs/{id} only. They
+// are left out where the driver does not record them (the SQL drivers, for
+// now).
 //
 // GET api/metrics gives the chart data, one point per queue and minute
 // with runs, oldest first:

@@ -125,7 +125,7 @@ func (qi *QueueInspector) List(ctx context.Context, q ListQuery) (JobList, error
 	if err != nil {
 		return JobList{}, err
 	}
-	return JobList{Jobs: p.Jobs, Next: p.Next}, nil
+	return JobList{Jobs: p.Jobs, Next: p.Next, Scanned: p.Scanned}, nil
 }
 
 // Job reads the job id from the driver.

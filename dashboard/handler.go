@@ -140,6 +140,7 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /queues/jobs/{id}", h.job)
 	m.HandleFunc("POST /queues/jobs/{id}/cancel", h.cancelOne)
 	m.HandleFunc("POST /queues/jobs/bulk", h.cancelBulk)
+	m.HandleFunc("GET /queues/confirm", h.confirm)
 	m.HandleFunc("GET /queues/periodic", h.periodicPage)
 	m.HandleFunc("GET /queues/api/periodic", h.apiPeriodic)
 	m.HandleFunc("GET /queues/queue/{name}", h.queue)

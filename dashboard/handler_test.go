@@ -523,9 +523,7 @@ func TestBulkActions(t *testing.T) {
 		t.Errorf("after retrying two selected: %v", got)
 	}
 
-	filtered := s.page("failed?queue=b")
-	forgetAll := find(filtered.Doc, func(n *html.Node) bool { return attr(n, "value") == "forget-matching" })
-	r = s.follow(s.submit(s.url("failed?queue=b"), find(filtered.Doc, byID("bulk")), forgetAll, nil))
+	r = s.follow(s.confirmMatching("failed?queue=b", "forget-matching", "3 failed job(s) match"))
 	if r.Request.URL.Query().Get("queue") != "b" {
 		t.Errorf("bulk action returned to %s, want the filtered list", r.Request.URL)
 	}

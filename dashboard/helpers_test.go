@@ -261,3 +261,31 @@ func deadJobs(t *testing.T, q queue.Queue, qname string, n int, payload string, 
 	}
 	return ids
 }
+
+// confirmMatching follows the "all matching" link linkID of the list at
+// listRel to its confirmation page, checks that the page counts want jobs
+// ("" to skip the check), and submits it.
+func (s *site) confirmMatching(listRel, linkID, want string) response {
+	s.t.Helper()
+	list := s.page(listRel)
+	link := find(list.Doc, byID(linkID))
+	if link == nil {
+		s.t.Fatalf("%s has no %s link:\n%s", listRel, linkID, list.Body)
+	}
+	u := resolve(s.t, s.url(listRel), attr(link, "href"))
+	conf := s.get(u)
+	if conf.StatusCode != http.StatusOK {
+		s.t.Fatalf("GET %s: %d\n%s", u, conf.StatusCode, conf.Body)
+	}
+	if want != "" {
+		if got := text(find(conf.Doc, byID("confirm-count"))); !strings.Contains(got, want) {
+			s.t.Fatalf("confirmation of %s says %q, want it to count %q", linkID, got, want)
+		}
+	}
+	btn := find(conf.Doc, byID("confirm-bulk"))
+	if btn == nil {
+		s.t.Fatalf("confirmation page of %s has no confirm button:\n%s", linkID, conf.Body)
+	}
+	f := find(conf.Doc, func(n *html.Node) bool { return n.Data == "form" && find(n, byID("confirm-bulk")) != nil })
+	return s.submit(u, f, btn, nil)
+}

@@ -92,6 +92,15 @@ type jobsData struct {
 	// Cancel offers cancel buttons: the jobs have not finished, the
 	// Source can cancel and the caller may act.
 	Cancel bool
+	// The confirmation pages of the "all matching" actions, "" when the
+	// list offers none.
+	RetryAll, ForgetAll, CancelAll string
+	// Scanned is how many jobs a payload search examined when it stopped
+	// at its row bound ("10,000"), "" otherwise; Among says which ones
+	// ("the 10,000 most recent", "the next 10,000") and the pager's next
+	// link continues the search.
+	Scanned string
+	Among   string
 }
 
 type stateTab struct {
@@ -183,6 +192,11 @@ func (h *handler) failed(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
+	if id := clip(r.URL.Query().Get("id")); id != "" && h.src.Abilities().Detail {
+		// The job-ID box: straight to the job's page.
+		seeOther(w, relBase(r)+"jobs/"+url.PathEscape(id))
+		return
+	}
 	st := queue.JobState(r.URL.Query().Get("state"))
 	if st == "failed" {
 		// The pages call dead jobs failed; accept the word in URLs too.
@@ -244,8 +258,27 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		return
 	}
 	d := jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
+	if res.Scanned > 0 && res.Next != "" {
+		d.Scanned = display.Int(int64(res.Scanned))
+		switch {
+		case q.After != "":
+			d.Among = "the next " + d.Scanned
+		case st == queue.StateDead || st == queue.StateDone || st == queue.StateCancelled:
+			d.Among = "the " + d.Scanned + " most recent"
+		default:
+			d.Among = "the first " + d.Scanned + " in line"
+		}
+	}
 	d.Cancel = c.Cancel && cancellable(st) && canAct(r)
 	d.Filtered = q.Name != "" || q.Tag != "" || q.Search != ""
+	if c.Browse && canAct(r) {
+		switch {
+		case dead:
+			d.RetryAll, d.ForgetAll = confirmURL(base, queue.BulkRetry, q), confirmURL(base, queue.BulkForget, q)
+		case d.Cancel:
+			d.CancelAll = confirmURL(base, queue.BulkCancel, q)
+		}
+	}
 	filters := q.values()
 	if !dead {
 		filters.Set("state", string(st))
@@ -384,6 +417,10 @@ type jobData struct {
 	QueueURL   string
 	Dead       bool
 	MaxAttempt string
+	// MaxDefault: the job sets no maximum, so MaxAttempt is the
+	// Worker's default, which a worker's MaxAttempts setting overrides.
+	MaxDefault bool
+	MaxHistory int    // queue.MaxHistory: a history this long may have lost older attempts
 	ListURL    string // the list the job is in
 	ListName   string
 }
@@ -422,9 +459,11 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		d.ListName = stateTitle(j.State) + " jobs of " + qn
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
-	d.MaxAttempt = "the worker's MaxRetry"
+	d.MaxHistory = queue.MaxHistory
+	d.MaxAttempt = display.Int(int64(queue.DefaultMaxAttempts))
+	d.MaxDefault = true
 	if j.MaxAttempts > 0 {
-		d.MaxAttempt = strconv.Itoa(j.MaxAttempts)
+		d.MaxAttempt, d.MaxDefault = display.Int(int64(j.MaxAttempts)), false
 	}
 	nav := "jobs"
 	if d.Dead {
@@ -698,6 +737,21 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 		q := ListQuery{
 			State: queue.StateDead, Queue: clip(r.PostFormValue("queue")), Name: clip(r.PostFormValue("name")),
 			Tag: clip(r.PostFormValue("tag")), Search: clip(r.PostFormValue("q")), Limit: maxBulk,
+		}
+		a := queue.BulkRetry
+		if action == "forget" {
+			a = queue.BulkForget
+		}
+		if n, more, ok, err := h.actOnMatching(ctx, q, a); ok {
+			if err != nil {
+				h.failErr(w, r, "The bulk action (after "+strconv.Itoa(n)+" jobs)", err)
+				return
+			}
+			if more {
+				flash = "more"
+			}
+			back(w, r, "failed", flash, n, true)
+			return
 		}
 		res, err := h.listJobs(ctx, q)
 		if err != nil {

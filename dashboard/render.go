@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error", "confirm"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -31,6 +31,8 @@ var funcs = template.FuncMap{
 	"short": shortID,
 	"rate":  func(f float64) string { return display.Float(f, 1) },
 	"join":  strings.Join,
+	"half":  func(n int) int { return n / 2 },
+	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 }
 
 func parseTemplates() map[string]*template.Template {

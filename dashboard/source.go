@@ -96,6 +96,10 @@ type JobList struct {
 	Jobs     []JobView
 	Next     string // the cursor of the next page, "" on the last (Browse)
 	NextPage int    // the number of the next page, 0 on the last (without Browse)
+	// Scanned is set when a payload search stopped at its row bound
+	// before it filled the page: how many jobs it examined. Next then
+	// continues the search after them (queue.JobPage.Scanned).
+	Scanned int
 }
 
 // hide blanks what a page must not show: a lease token would let a reader

@@ -150,8 +150,8 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoi
 
 // ListJobs returns one page of jobs in f.State matching f, in insertion
 // order. Done jobs are the last WithRetention acked ones. Limit defaults to
-// 50 and is capped at 500. The cursor is opaque; a malformed one is an
-// error.
+// 50 and is capped at 500. A search examines every candidate unless
+// f.Scan bounds it. The cursor is opaque; a malformed one is an error.
 func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: %w", err)
@@ -184,8 +184,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		if e.seq <= after || e.state != f.State ||
 			(f.Queue != "" && e.job.Queue != f.Queue) ||
 			(f.Name != "" && e.job.Name != f.Name) ||
-			(f.Tag != "" && !slices.Contains(e.job.Tags, f.Tag)) ||
-			(len(search) > 0 && !bytes.Contains(e.job.Payload, search)) {
+			(f.Tag != "" && !slices.Contains(e.job.Tags, f.Tag)) {
 			return
 		}
 		match = append(match, e)
@@ -217,6 +216,26 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	}
 	slices.SortFunc(match, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
 	var page queue.JobPage
+	if len(search) > 0 {
+		// The search examines the candidates in order, up to f.Scan of
+		// them, and stops early once it has one match past the page.
+		var hits []*entry
+		examined := 0
+		for _, e := range match {
+			if f.Scan > 0 && examined == f.Scan || len(hits) > limit {
+				break
+			}
+			examined++
+			if bytes.Contains(e.job.Payload, search) {
+				hits = append(hits, e)
+			}
+		}
+		if len(hits) <= limit && examined < len(match) {
+			page.Scanned = examined
+			page.Next = strconv.FormatUint(match[examined-1].seq, 36)
+		}
+		match = hits
+	}
 	if len(match) > limit {
 		match = match[:limit]
 		page.Next = strconv.FormatUint(match[limit-1].seq, 36)
@@ -229,7 +248,8 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 }
 
 func (e *entry) info() queue.JobInfo {
-	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt}
+	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt,
+		StartedAt: e.startedAt, Worker: e.worker}
 }
 
 // GetJob returns the job id in whatever state it is (a done job only while
@@ -246,7 +266,9 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 	}
 	now := q.now()
 	e.nq.promote(now.UnixNano(), now)
-	return e.info(), nil
+	info := e.info()
+	info.History = slices.Clone(e.history)
+	return info, nil
 }
 
 // Pause stops Reserve from taking jobs of queueName until Resume. Pushes

@@ -81,6 +81,19 @@ type entry struct {
 	nq         *namedQueue
 	updatedAt  time.Time
 	finishedAt time.Time
+	startedAt  time.Time // of the latest attempt
+	worker     string    // that reserved the latest attempt
+	history    []queue.Attempt
+}
+
+// failedAttempt records the attempt under way as failed with reason, at
+// now, keeping the last queue.MaxHistory.
+func (e *entry) failedAttempt(reason string, now time.Time) {
+	if len(e.history) == queue.MaxHistory {
+		e.history = append(e.history[:0], e.history[1:]...)
+	}
+	e.history = append(e.history, queue.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
+		Runtime: now.Sub(e.startedAt), Error: reason, Worker: e.worker})
 }
 
 // namedQueue holds the jobs of one named queue.
@@ -378,6 +391,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reserving jobs: %w", err)
 	}
+	worker := queue.WorkerOf(ctx)
 	if max < 1 {
 		return nil, nil
 	}
@@ -429,6 +443,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 		e.job.LeaseExpiresAt = expires
 		e.at = expiresN
 		e.updatedAt = now
+		e.startedAt, e.worker = now, worker
 		best.running.push(e)
 		out = append(out, e.job)
 	}
@@ -532,7 +547,10 @@ func (q *Queue) releaseKeyLocked(e *entry) {
 // AvailableAt becomes that time. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
 func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
-	return q.release(ctx, "nacking", l, retryAt, func(e *entry) { e.job.LastError = reason })
+	return q.release(ctx, "nacking", l, retryAt, func(e *entry) {
+		e.job.LastError = reason
+		e.failedAttempt(reason, q.now())
+	})
 }
 
 // release puts the job under l back as available at at (now if at is zero
@@ -585,6 +603,7 @@ func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	e.state = queue.StateDead
 	e.deathSeq = q.deaths
 	e.job.LastError = reason
+	e.failedAttempt(reason, now)
 	e.job.LeaseToken = ""
 	e.job.LeaseExpiresAt = time.Time{}
 	e.updatedAt = now

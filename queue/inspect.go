@@ -34,6 +34,30 @@ type JobInfo struct {
 	UpdatedAt time.Time
 	// FinishedAt is when the job was acked or dead-lettered; zero otherwise.
 	FinishedAt time.Time
+	// StartedAt and Worker are the start of the job's latest attempt and
+	// the WorkerInfo.ID of the worker that reserved it ("" when the
+	// reservation named none, see WithWorker); zero before its first
+	// attempt. Drivers that do not record them leave them zero.
+	StartedAt time.Time
+	Worker    string
+	// History lists the job's failed attempts (those that ended with Nack
+	// or Fail), oldest first: the last MaxHistory of them. GetJob fills
+	// it; ListJobs leaves it nil, as do drivers that keep no history.
+	History []Attempt
+}
+
+// MaxHistory is how many failed attempts JobInfo.History keeps: the last
+// ones.
+const MaxHistory = 20
+
+// Attempt is one failed attempt of a job.
+type Attempt struct {
+	Attempt int       // its number, 1 for the first
+	Started time.Time // when it was reserved
+	// Runtime is from its reservation to its Nack or Fail.
+	Runtime time.Duration
+	Error   string // the reason recorded by Nack or Fail
+	Worker  string // the worker that reserved it, "" when unknown
 }
 
 // Count is a count that is exact up to a cap. When More is set, the true
@@ -110,6 +134,12 @@ type JobFilter struct {
 	After string
 	// Limit caps the page; drivers apply a default (50) and a maximum (500).
 	Limit int
+	// Scan bounds a Search: it examines at most this many jobs of the
+	// state (and queue, name and tag filters) after the cursor, in list
+	// order. 0 means the driver's default: 10,000 on the SQL drivers, no
+	// bound in memqueue. Drivers cap it at their default where they have
+	// one. Without Search it is ignored.
+	Scan int
 }
 
 // JobPage is one page of ListJobs.
@@ -117,6 +147,13 @@ type JobPage struct {
 	Jobs []JobInfo
 	// Next is the cursor for the following page, empty on the last page.
 	Next string
+	// Scanned is set when a Search stopped at its row bound (Scan, or the
+	// driver's default) before it filled the page: how many jobs it
+	// examined. Next then continues the search after the last of them,
+	// so a caller can say "none among the N examined" and offer the next
+	// N, rather than "none match". It is 0 when the search saw every
+	// candidate or filled the page, and without Search.
+	Scanned int
 }
 
 // WorkerInfo describes one worker process in the registry.

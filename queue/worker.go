@@ -439,7 +439,7 @@ func newRun(w *Worker) *run {
 
 	r.fetcher = &fetcher{
 		q: w.q, queues: w.queues, lease: lease, concurrency: w.concurrency, poll: w.poll, log: w.log,
-		ctx: r.bgCtx, leases: r.held, halt: r.halt, out: r.jobs, freed: r.freed,
+		ctx: WithWorker(r.bgCtx, r.id), leases: r.held, halt: r.halt, out: r.jobs, freed: r.freed,
 		pace: pacer{horizon: prefetchHorizon, max: w.prefetch},
 	}
 	r.fetcher.waiter, _ = w.q.(Waiter)

@@ -122,6 +122,38 @@ func BenchmarkInspect(b *testing.B) {
 						}
 					}
 				})
+				// A payload search that finds nothing stops at its row
+				// bound and says where; the count for a bulk action's
+				// confirmation stops at its cap.
+				for _, c := range []struct {
+					f       queue.JobFilter
+					scanned int // 0: every candidate examined (5,000 dead letters)
+				}{
+					{queue.JobFilter{State: queue.StateReady, Queue: "reports", Search: "no such text"}, 10000},
+					{queue.JobFilter{State: queue.StateDead, Search: "no such text"}, 0},
+				} {
+					b.Run(fmt.Sprintf("%s/SearchNothing/%s/queue=%s", stats, c.f.State, c.f.Queue), func(b *testing.B) {
+						for b.Loop() {
+							p, err := q.ListJobs(b.Context(), c.f)
+							if err != nil || len(p.Jobs) != 0 || p.Scanned != c.scanned || (p.Next != "") != (c.scanned > 0) {
+								b.Fatalf("ListJobs(%+v) = %d jobs, scanned %d, next %q, %v; want none, scanned %d", c.f, len(p.Jobs), p.Scanned, p.Next, err, c.scanned)
+							}
+						}
+					})
+				}
+				for _, f := range []queue.JobFilter{
+					{State: queue.StateDead, Queue: "emails"},
+					{State: queue.StateReady, Queue: "reports"},
+					{State: queue.StateDead, Search: `"n":1`},
+				} {
+					b.Run(fmt.Sprintf("%s/CountJobs/%s/queue=%s/search=%t", stats, f.State, f.Queue, f.Search != ""), func(b *testing.B) {
+						for b.Loop() {
+							if _, err := q.CountJobs(b.Context(), f, 10000); err != nil {
+								b.Fatal(err)
+							}
+						}
+					})
+				}
 				for _, state := range queue.JobStates {
 					for _, name := range []string{"", "reports"} {
 						b.Run(fmt.Sprintf("%s/ListJobs/%s/queue=%s", stats, state, name), func(b *testing.B) {
@@ -133,6 +165,46 @@ func BenchmarkInspect(b *testing.B) {
 						})
 					}
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkBulkRetry times one "retry all matching" of the dashboard over
+// BenchmarkInspect's table: queue.BulkActor.ActOn retrying its 5,000 dead
+// letters (ten statements of 500), after a CountJobs for the confirmation.
+// Between rounds the jobs are dead-lettered again, off the clock.
+func BenchmarkBulkRetry(b *testing.B) {
+	for _, d := range []string{"postgres", "mysql", "sqlite"} {
+		b.Run(d, func(b *testing.B) {
+			var be backend
+			switch d {
+			case "sqlite":
+				be = sqliteBackend()
+			case "postgres":
+				be = serverBackend(b, "postgres", "pgx", "MERIDIAN_POSTGRES_DSN")
+			case "mysql":
+				be = serverBackend(b, "mysql", "mysql", "MERIDIAN_MYSQL_DSN")
+			}
+			s := newStore(b, be)
+			q, db := s.open(b)
+			fillInspect(b, db, be.dialect, s.table)
+			analyze(b, db, be.dialect, s.table)
+			f := queue.JobFilter{State: queue.StateDead, Queue: "emails"}
+			for b.Loop() {
+				c, err := q.CountJobs(b.Context(), f, 10000)
+				if err != nil || c.N != 5000 {
+					b.Fatalf("CountJobs = %+v, %v; want 5,000", c, err)
+				}
+				n, err := q.ActOn(b.Context(), f, queue.BulkRetry, 10000)
+				if err != nil || n != 5000 {
+					b.Fatalf("ActOn = %d, %v; want 5,000", n, err)
+				}
+				b.StopTimer()
+				if _, err := db.ExecContext(b.Context(), fmt.Sprintf("UPDATE %s SET state = 'dead', attempts = 1, finished_at = %d WHERE queue = 'emails' AND seq <= 15000", s.table, time.Now().UnixMicro())); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 			}
 		})
 	}

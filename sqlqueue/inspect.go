@@ -294,10 +294,11 @@ func coveredRunningList(queueName string, now int64, cond string, args []any, or
 // ListJobs returns one page of jobs in f.State, by keyset on insertion
 // order: oldest first for waiting and running jobs, newest first for done
 // and dead ones. Limit defaults to 50 and is capped at 500. A payload
-// search examines at most 10,000 jobs after the cursor and runs at most
-// two seconds (on PostgreSQL a statement timeout, elsewhere the context);
-// a page that comes back short of the limit may still have matches after
-// it only when the search hit that row limit.
+// search examines at most 10,000 jobs (f.Scan, if smaller) after the
+// cursor and runs at most two seconds (on PostgreSQL a statement timeout,
+// elsewhere the context); when it stops at that row bound before filling
+// the page, JobPage.Scanned says how many it examined and Next continues
+// after the last of them.
 //
 // Without a queue filter the page merges one ordered index scan per queue
 // (up to 64 queues), so its cost follows the page size, not the table's.
@@ -306,7 +307,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		return queue.JobPage{}, err
 	}
 	now := micros(time.Now())
-	cond, args, err := q.stateCond(f.State, now)
+	cond, args, order, desc, err := q.filterCond(f, now)
 	if err != nil {
 		return queue.JobPage{}, err
 	}
@@ -315,7 +316,75 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		limit = defaultPage
 	}
 	limit = min(limit, maxPage)
-	desc := f.State == queue.StateDone || f.State == queue.StateDead || f.State == queue.StateCancelled
+	inner := limit + 1
+	if f.Search != "" {
+		inner = searchRows
+		if f.Scan > 0 {
+			inner = min(f.Scan, searchRows)
+		}
+	}
+	var timeout time.Duration
+	if f.Search != "" {
+		timeout = searchTimeout
+	}
+	var rows []row
+	var scanned int
+	var edge sql.NullInt64
+	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
+	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
+		query, qargs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), order, inner, jobCols)
+		if err != nil || query == "" {
+			return err
+		}
+		if f.Search == "" {
+			rows, err = q.scanRows(ctx, st, q.sqlOnce(query), qargs)
+			return err
+		}
+		search := "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + order + " LIMIT ?"
+		if rows, err = q.scanRows(ctx, st, q.sqlOnce(search), append(slices.Clip(qargs), []byte(f.Search), limit+1)); err != nil || len(rows) > limit {
+			return err
+		}
+		// A short page: did the search stop at its row bound? Count the
+		// rows it examined and find the last of them, so the caller can
+		// continue after it: the same bounded index scans, reading seq
+		// only (MariaDB materializes a derived table's every column).
+		lean, largs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), order, inner, "seq")
+		if err != nil {
+			return err
+		}
+		edgeOf := "MAX(seq)"
+		if desc {
+			edgeOf = "MIN(seq)"
+		}
+		return queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*), "+edgeOf+" FROM ("+lean+") s"), largs, &scanned, &edge)
+	})
+	if err != nil {
+		return queue.JobPage{}, q.wrap(ctx, err, "listing %s jobs", f.State)
+	}
+	var page queue.JobPage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		page.Next = strconv.FormatInt(rows[limit-1].seq, 10)
+	} else if scanned >= inner && edge.Valid {
+		page.Scanned = scanned
+		page.Next = strconv.FormatInt(edge.Int64, 10)
+	}
+	page.Jobs = make([]queue.JobInfo, len(rows))
+	for i, r := range rows {
+		page.Jobs[i] = r.info(now)
+	}
+	return page, nil
+}
+
+// filterCond turns f's state, name, tag and cursor into a condition on
+// {jobs} with its arguments, and gives the list order: oldest first for
+// waiting and running jobs, newest first (desc) for finished ones.
+func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []any, order string, desc bool, err error) {
+	cond, args, err = q.stateCond(f.State, now)
+	if err != nil {
+		return "", nil, "", false, err
+	}
+	desc = f.State == queue.StateDone || f.State == queue.StateDead || f.State == queue.StateCancelled
 	order, after := "seq", "seq > ?"
 	if desc {
 		order, after = "seq DESC", "seq < ?"
@@ -330,45 +399,11 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	if f.After != "" {
 		seq, err := strconv.ParseInt(f.After, 10, 64)
 		if err != nil {
-			return queue.JobPage{}, fmt.Errorf("sqlqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
+			return "", nil, "", false, fmt.Errorf("sqlqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
 		}
 		cond, args = cond+" AND "+after, append(args, seq)
 	}
-	inner := limit + 1
-	if f.Search != "" {
-		inner = searchRows
-	}
-	var timeout time.Duration
-	if f.Search != "" {
-		timeout = searchTimeout
-	}
-	var rows []row
-	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
-	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
-		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner)
-		if err != nil || query == "" {
-			return err
-		}
-		if f.Search != "" {
-			query = "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + order + " LIMIT ?"
-			args = append(args, []byte(f.Search), limit+1)
-		}
-		rows, err = q.scanRows(ctx, st, q.sqlOnce(query), args)
-		return err
-	})
-	if err != nil {
-		return queue.JobPage{}, q.wrap(ctx, err, "listing %s jobs", f.State)
-	}
-	var page queue.JobPage
-	if len(rows) > limit {
-		rows = rows[:limit]
-		page.Next = strconv.FormatInt(rows[limit-1].seq, 10)
-	}
-	page.Jobs = make([]queue.JobInfo, len(rows))
-	for i, r := range rows {
-		page.Jobs[i] = r.info(now)
-	}
-	return page, nil
+	return cond, args, order, desc, nil
 }
 
 // listQuery returns the query template (and its arguments) of the first n
@@ -379,7 +414,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 // not read. Without a queue filter the queues come from a loose index
 // scan; with more than maxUnionQueues the query is one scan sorted over
 // the whole state. It returns "" when no queue has jobs in the state.
-func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int) (string, []any, error) {
+func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int, cols string) (string, []any, error) {
 	queues := []string{f.Queue}
 	if f.Queue == "" {
 		state := statePending
@@ -399,7 +434,7 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 			return "", nil, nil
 		}
 		if len(queues) > maxUnionQueues {
-			return "SELECT " + jobCols + " FROM {jobs} WHERE " + cond + " ORDER BY " + order + " LIMIT ?", append(args, n), nil
+			return "SELECT " + cols + " FROM {jobs} WHERE " + cond + " ORDER BY " + order + " LIMIT ?", append(args, n), nil
 		}
 	}
 	var b strings.Builder
@@ -414,7 +449,7 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 		if f.State == queue.StateRunning {
 			sub, subArgs, err = q.d.runningList(ctx, q, st, name, now, cond, args, order, n, i)
 		} else {
-			sub, subArgs, err = q.queueList(ctx, st, name, f.State == queue.StateScheduled, cond, args, order, n, i)
+			sub, subArgs, err = q.queueList(ctx, st, name, f.State == queue.StateScheduled, cond, args, order, n, i, cols)
 		}
 		if err != nil {
 			return "", nil, err
@@ -425,14 +460,14 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 	if len(queues) == 1 {
 		return b.String(), all, nil
 	}
-	return "SELECT " + jobCols + " FROM (" + b.String() + ") u ORDER BY " + order + " LIMIT ?", append(all, n), nil
+	return "SELECT " + cols + " FROM (" + b.String() + ") u ORDER BY " + order + " LIMIT ?", append(all, n), nil
 }
 
 // queueList is listQuery's part for one queue (the i-th): its first n
 // jobs matching cond in order, from the (state, queue, seq) index, or, for
 // future jobs (scheduled or running), per priority on the claim index, so
 // the ready jobs before them are not read.
-func (q *Queue) queueList(ctx context.Context, st statements, name string, future bool, cond string, args []any, order string, n, i int) (string, []any, error) {
+func (q *Queue) queueList(ctx context.Context, st statements, name string, future bool, cond string, args []any, order string, n, i int, cols string) (string, []any, error) {
 	var prios []any
 	if future {
 		var err error
@@ -448,7 +483,7 @@ func (q *Queue) queueList(ctx context.Context, st statements, name string, futur
 		// ms instead of 2 ms per queue of 330,000).
 		by = "seq + 0"
 	}
-	sub := fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ?%s AND %s ORDER BY %s LIMIT ?) b%d", jobCols, byPriority(prios), cond, by, i)
+	sub := fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ?%s AND %s ORDER BY %s LIMIT ?) b%d", cols, byPriority(prios), cond, by, i)
 	return sub, append(append(append([]any{name}, prios...), args...), n), nil
 }
 

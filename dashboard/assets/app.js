@@ -83,6 +83,7 @@
         t.innerHTML = html;
         var next = document.createElement("div");
         next.appendChild(t.content);
+        localTimes(next);
         morph(region, copyAttrs(region, next));
         last = html;
       }
@@ -101,6 +102,19 @@
     return to;
   }
   var timer = interval > 0 ? window.setInterval(refresh, interval) : 0;
+
+  // Times come from the server in UTC (the title keeps that); show them
+  // in the reader's own time zone.
+  function localTimes(root) {
+    var ts = root.querySelectorAll("time[datetime]");
+    for (var i = 0; i < ts.length; i++) {
+      var d = new Date(ts[i].getAttribute("datetime"));
+      if (isNaN(d.getTime())) continue;
+      var s = d.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
+      if (ts[i].textContent !== s) ts[i].textContent = s;
+    }
+  }
+  localTimes(document);
 
   // Delegated handlers keep working after the region is swapped.
   document.addEventListener("submit", function (e) {

@@ -46,7 +46,8 @@ func TestContract(t *testing.T) {
 			return open(t, path)
 		},
 		Caps: contracttest.Capabilities{
-			TimePrecision: time.Microsecond,
+			TimePrecision:    time.Microsecond,
+			NoAttemptHistory: "the SQL drivers do not record attempts yet: their columns come with migrations postgres/sqlite 0005 and mysql 0006 ([dashboard] 6)",
 		},
 	})
 }

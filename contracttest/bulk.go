@@ -1,0 +1,248 @@
+package contracttest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// testBulkActor checks acting on every job a filter selects.
+func (s *suite) testBulkActor(t *testing.T) {
+	count := func(t *testing.T, b queue.BulkActor, f queue.JobFilter, limit int) queue.Count {
+		t.Helper()
+		c, err := b.CountJobs(t.Context(), f, limit)
+		if err != nil {
+			t.Fatalf("CountJobs(%+v, %d): %v", f, limit, err)
+		}
+		return c
+	}
+	act := func(t *testing.T, b queue.BulkActor, f queue.JobFilter, a queue.BulkAction, limit, want int) {
+		t.Helper()
+		n, err := b.ActOn(t.Context(), f, a, limit)
+		if err != nil || n != want {
+			t.Fatalf("ActOn(%+v, %s, %d) = %d, %v; want %d, nil", f, a, limit, n, err, want)
+		}
+	}
+	dead := func(t *testing.T, q queue.Queue, queueName, name string, payload string) queue.Job {
+		t.Helper()
+		j := newJob(queueName)
+		j.Name = name
+		if payload != "" {
+			j.Payload = []byte(payload)
+		}
+		push(t, q, j)
+		fail(t, q, reserveOne(t, q, queueName, j.ID, longLease), "bulk test")
+		return j
+	}
+
+	checkAs(s, t, "CountAndAct", func(t *testing.T, q queue.Queue, b queue.BulkActor) {
+		for range 3 {
+			dead(t, q, "bk", "A", "")
+			dead(t, q, "bk", "B", `{"needle":1}`)
+		}
+		other := dead(t, q, "bk-other", "A", "")
+		deadBk := queue.JobFilter{State: queue.StateDead, Queue: "bk"}
+		counts := []struct {
+			f     queue.JobFilter
+			limit int
+			want  queue.Count
+		}{
+			{deadBk, 100, queue.Count{N: 6}},
+			{deadBk, 6, queue.Count{N: 6}},
+			{deadBk, 4, queue.Count{N: 4, More: true}},
+			{queue.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, 100, queue.Count{N: 3}},
+			{queue.JobFilter{State: queue.StateDead, Search: "needle"}, 100, queue.Count{N: 3}},
+			{queue.JobFilter{State: queue.StateDead}, 100, queue.Count{N: 7}},
+			{queue.JobFilter{State: queue.StateReady, Queue: "bk"}, 100, queue.Count{}},
+		}
+		for _, c := range counts {
+			if got := count(t, b, c.f, c.limit); got != c.want {
+				t.Errorf("CountJobs(%+v, %d) = %+v, want %+v", c.f, c.limit, got, c.want)
+			}
+		}
+
+		// Retry two of the three dead A jobs of bk: the limit holds.
+		act(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, queue.BulkRetry, 2, 2)
+		if got := count(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, 100); got.N != 1 {
+			t.Fatalf("dead A jobs of bk after retrying 2 of 3: %d, want 1", got.N)
+		}
+		retried := reserve(t, q, []string{"bk"}, 10, longLease)
+		if len(retried) != 2 {
+			t.Fatalf("reserved %d retried jobs, want 2", len(retried))
+		}
+		for _, j := range retried {
+			if j.Attempts != 1 {
+				t.Errorf("retried job %s reserved with Attempts %d, want 1 (reset by the retry)", j.ID, j.Attempts)
+			}
+			ack(t, q, j)
+		}
+
+		// Forget every payload match, then the rest of bk; bk-other stays.
+		act(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bk", Search: "needle"}, queue.BulkForget, 100, 3)
+		act(t, b, deadBk, queue.BulkForget, 100, 1)
+		if got := count(t, b, deadBk, 100); got.N != 0 {
+			t.Fatalf("dead jobs of bk after forgetting all: %d, want 0", got.N)
+		}
+		if got := deadLetters(t, q, "bk-other", 10); len(got) != 1 || got[0].ID != other.ID {
+			t.Fatalf("dead letters of bk-other = %v, want only %s: a filtered forget touched another queue", ids(got), other.ID)
+		}
+
+		// Nothing left to act on is not an error.
+		act(t, b, deadBk, queue.BulkForget, 100, 0)
+
+		// An action on a state it does not act on changes nothing.
+		for _, c := range []struct {
+			a  queue.BulkAction
+			st queue.JobState
+		}{{queue.BulkRetry, queue.StateReady}, {queue.BulkForget, queue.StateRunning}, {queue.BulkCancel, queue.StateDead}} {
+			n, err := b.ActOn(t.Context(), queue.JobFilter{State: c.st}, c.a, 100)
+			wantErr(t, "ActOn("+string(c.a)+" on "+string(c.st)+" jobs)", err, queue.ErrBulkState)
+			if n != 0 {
+				t.Errorf("ActOn(%s on %s jobs) changed %d jobs", c.a, c.st, n)
+			}
+		}
+		if got := deadLetters(t, q, "bk-other", 10); len(got) != 1 {
+			t.Fatalf("dead letters of bk-other after refused actions: %d, want 1", len(got))
+		}
+	})
+
+	checkAs(s, t, "Cancel", func(t *testing.T, q queue.Queue, b queue.BulkActor) {
+		if _, ok := q.(queue.Canceller); !ok {
+			t.Skip("driver does not implement queue.Canceller")
+		}
+		pushN(t, q, "bkc", 5)
+		keep := pushN(t, q, "bkc-other", 1)[0]
+		running := reserve(t, q, []string{"bkc"}, 2, longLease)
+		if len(running) != 2 {
+			t.Fatalf("reserved %d, want 2", len(running))
+		}
+		act(t, b, queue.JobFilter{State: queue.StateReady, Queue: "bkc"}, queue.BulkCancel, 100, 3)
+		act(t, b, queue.JobFilter{State: queue.StateRunning, Queue: "bkc"}, queue.BulkCancel, 1, 1)
+		for _, st := range []queue.JobState{queue.StateReady, queue.StateRunning} {
+			want := int64(0)
+			if st == queue.StateRunning {
+				want = 1
+			}
+			if got := count(t, b, queue.JobFilter{State: st, Queue: "bkc"}, 100); got.N != want {
+				t.Errorf("%s jobs of bkc after the cancels: %d, want %d", st, got.N, want)
+			}
+		}
+		// The cancelled running job's lease is lost; the other still holds.
+		var lost int
+		for _, j := range running {
+			if err := q.Ack(t.Context(), j.Lease()); err != nil {
+				wantErr(t, "Ack of a job cancelled while running", err, queue.ErrLeaseLost)
+				lost++
+			}
+		}
+		if lost != 1 {
+			t.Errorf("%d of the 2 running jobs lost their lease, want 1 (the one cancelled)", lost)
+		}
+		reserveOne(t, q, "bkc-other", keep.ID, longLease)
+	})
+
+	checkAs(s, t, "RetrySkipsHeldUniqueKey", func(t *testing.T, q queue.Queue, b queue.BulkActor) {
+		j := newJob("bku")
+		j.UniqueKey = "held-" + j.ID
+		push(t, q, j)
+		fail(t, q, reserveOne(t, q, "bku", j.ID, longLease), "bulk test")
+		dead(t, q, "bku", "contract", "")
+		// An active job takes the dead letter's key.
+		holder := newJob("bku")
+		holder.UniqueKey = j.UniqueKey
+		push(t, q, holder)
+		act(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bku"}, queue.BulkRetry, 100, 1)
+		got := deadLetters(t, q, "bku", 10)
+		if len(got) != 1 || got[0].ID != j.ID {
+			t.Fatalf("dead letters after the bulk retry = %v, want only %s (its key is held)", ids(got), j.ID)
+		}
+	})
+}
+
+// testAttemptHistory checks the attempt history GetJob reports.
+func (s *suite) testAttemptHistory(t *testing.T) {
+	if s.h.Caps.NoAttemptHistory != "" {
+		t.Skip(s.h.Caps.NoAttemptHistory)
+	}
+	checkAs(s, t, "FailedAttempts", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		j := newJob("hist")
+		push(t, q, j)
+		begin := time.Now()
+		var last queue.Job
+		for i, w := range []string{"worker-a", "worker-b", ""} {
+			ctx := t.Context()
+			if w != "" {
+				ctx = queue.WithWorker(ctx, w)
+			}
+			got, err := q.Reserve(ctx, []string{"hist"}, 1, longLease)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("Reserve %d = %d jobs, %v", i+1, len(got), err)
+			}
+			last = got[0]
+			if i < 2 {
+				if err := q.Nack(t.Context(), last.Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// The third attempt runs: StartedAt and Worker are its own, and it
+		// is not in the history yet.
+		info, err := in.GetJob(t.Context(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.StartedAt.Before(begin.Add(-s.tol)) || info.Worker != "" {
+			t.Errorf("running job: StartedAt %v (began %v), Worker %q; want its third attempt's start and no worker", info.StartedAt, begin, info.Worker)
+		}
+		fail(t, q, last, "failure 3")
+		info, err = in.GetJob(t.Context(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []queue.Attempt{{Attempt: 1, Error: "failure 1", Worker: "worker-a"}, {Attempt: 2, Error: "failure 2", Worker: "worker-b"}, {Attempt: 3, Error: "failure 3"}}
+		if len(info.History) != len(want) {
+			t.Fatalf("History = %+v, want %d attempts", info.History, len(want))
+		}
+		prev := begin.Add(-s.tol)
+		for i, a := range info.History {
+			if a.Attempt != want[i].Attempt || a.Error != want[i].Error || a.Worker != want[i].Worker {
+				t.Errorf("History[%d] = %+v, want attempt %d, error %q, worker %q", i, a, want[i].Attempt, want[i].Error, want[i].Worker)
+			}
+			if a.Started.Before(prev) || a.Runtime < 0 || a.Started.After(time.Now().Add(s.tol)) {
+				t.Errorf("History[%d] started %v (after %v?), runtime %v", i, a.Started, prev, a.Runtime)
+			}
+			prev = a.Started.Add(-s.tol)
+		}
+		// Listing does not carry the history.
+		page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateDead, Queue: "hist"})
+		if err != nil || len(page.Jobs) != 1 || page.Jobs[0].History != nil {
+			t.Errorf("ListJobs(dead) = %d jobs, %v; want 1 without History", len(page.Jobs), err)
+		}
+	})
+
+	checkAs(s, t, "Bounded", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		j := newJob("hist-many")
+		j.MaxAttempts = 100
+		push(t, q, j)
+		const n = queue.MaxHistory + 5
+		for i := range n {
+			got := reserve(t, q, []string{"hist-many"}, 1, longLease)
+			if len(got) != 1 {
+				t.Fatalf("Reserve %d: %d jobs", i+1, len(got))
+			}
+			if err := q.Nack(t.Context(), got[0].Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		info, err := in.GetJob(t.Context(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.History) != queue.MaxHistory || info.History[0].Attempt != n-queue.MaxHistory+1 ||
+			info.History[len(info.History)-1].Error != fmt.Sprintf("failure %d", n) {
+			t.Fatalf("after %d failures History has %d attempts, first %+v; want the last %d", n, len(info.History), info.History[0], queue.MaxHistory)
+		}
+	})
+}

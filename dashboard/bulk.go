@@ -1,0 +1,170 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/meridianjobs/meridian/internal/display"
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// BulkSource is a Source that acts on every job a list's filter selects
+// in set-based statements, a chunk at a time, and counts them for the
+// confirmation. ForQueue's Source is one when its driver implements
+// queue.BulkActor. The "all matching" buttons use it when present, and
+// otherwise act on the first 500 listed jobs one call each.
+type BulkSource interface {
+	// CountMatching counts the jobs q selects (its State and filters;
+	// its cursor and page are ignored), exact up to limit. It fails with
+	// an error wrapping queue.ErrUnsupported when the Source cannot.
+	CountMatching(ctx context.Context, q ListQuery, limit int) (queue.Count, error)
+	// ActOnMatching applies a to at most limit jobs q selects and
+	// reports how many it changed (see queue.BulkActor.ActOn).
+	ActOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction, limit int) (int, error)
+}
+
+// bulkLimit is how many jobs one "all matching" click changes through a
+// BulkSource, and how far the confirmation counts.
+const bulkLimit = 10000
+
+// filter is the driver's filter for the jobs q selects.
+func (q ListQuery) filter() queue.JobFilter {
+	return queue.JobFilter{State: q.State, Queue: q.Queue, Name: q.Name, Tag: q.Tag, Search: q.Search}
+}
+
+// CountMatching counts through the driver's queue.BulkActor.
+func (qi *QueueInspector) CountMatching(ctx context.Context, q ListQuery, limit int) (queue.Count, error) {
+	b, ok := qi.q.(queue.BulkActor)
+	if !ok {
+		return queue.Count{}, fmt.Errorf("dashboard: counting matching jobs: %w", queue.ErrUnsupported)
+	}
+	return b.CountJobs(ctx, q.filter(), limit)
+}
+
+// ActOnMatching acts through the driver's queue.BulkActor and drops the
+// shared reads.
+func (qi *QueueInspector) ActOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction, limit int) (int, error) {
+	b, ok := qi.q.(queue.BulkActor)
+	if !ok {
+		return 0, fmt.Errorf("dashboard: bulk %s: %w", a, queue.ErrUnsupported)
+	}
+	defer qi.changed()
+	return b.ActOn(ctx, q.filter(), a, limit)
+}
+
+// actOnMatching runs a on the jobs q selects through a BulkSource. ok is
+// false when the Source has none, and the caller falls back to one call
+// per listed job.
+func (h *handler) actOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction) (n int, more, ok bool, err error) {
+	b, has := h.src.(BulkSource)
+	if !has {
+		return 0, false, false, nil
+	}
+	// Half the request's time: a big action on a slow store stops in
+	// time to answer with how far it got (its chunks are committed one
+	// by one), and the next click goes on.
+	budget := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		budget = time.Until(dl) / 2
+	}
+	actx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	n, err = b.ActOnMatching(actx, q, a, bulkLimit)
+	switch {
+	case isUnsupported(err):
+		return 0, false, false, nil
+	case err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return n, true, true, nil
+	}
+	return n, n >= bulkLimit, true, err
+}
+
+// confirmData is the model of the confirmation page of an "all matching"
+// action.
+type confirmData struct {
+	Action queue.BulkAction
+	Query  ListQuery
+	Label  string // the state as the pages name it
+	// Count is how many jobs match ("2,590"), "" when the Source cannot
+	// count; More says there are more than bulkLimit, and Limit is how
+	// many one click acts on.
+	Count  string
+	More   bool
+	Limit  string
+	Post   string // the form's action
+	Do     string // the form's do value
+	Back   string // the list, relative to this page
+	Return string // the list, relative to the root: where the action returns
+	Danger bool
+}
+
+// confirm shows how many jobs an "all matching" action would change and
+// asks for the click that does it.
+func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	a := queue.BulkAction(v.Get("do"))
+	st := queue.StateDead
+	if a == queue.BulkCancel {
+		st = queue.JobState(v.Get("state"))
+	}
+	if !a.Valid(st) {
+		h.fail(w, r, http.StatusBadRequest, "Only failed jobs can be retried or forgotten in bulk, and only ready, scheduled and running jobs cancelled.", nil)
+		return
+	}
+	c := h.src.Abilities()
+	if !c.Browse || a == queue.BulkCancel && !c.Cancel {
+		h.fail(w, r, http.StatusNotFound, "Acting on every matching job needs a queue driver.", nil)
+		return
+	}
+	if !canAct(r) {
+		h.fail(w, r, http.StatusForbidden, "You may look at this dashboard but not act on jobs.", nil)
+		return
+	}
+	q, _ := readQuery(r, st)
+	q.After, q.Page = "", 0
+	base := relBase(r)
+	d := confirmData{Action: a, Query: q, Label: stateLabel(st), Danger: a != queue.BulkRetry, Limit: display.Int(maxBulk)}
+	filters := q.values()
+	if a == queue.BulkCancel {
+		d.Post, d.Do = base+"jobs/bulk", "cancel-matching"
+		filters.Set("state", string(st))
+		d.Return = "jobs" + encodeQuery(filters)
+	} else {
+		d.Post, d.Do = base+"failed/bulk", string(a)+"-matching"
+		d.Return = "failed" + encodeQuery(filters)
+	}
+	d.Back = base + d.Return
+	if b, ok := h.src.(BulkSource); ok {
+		n, err := b.CountMatching(r.Context(), q, bulkLimit)
+		switch {
+		case isUnsupported(err):
+		case err != nil:
+			h.failErr(w, r, "Counting the matching jobs", err)
+			return
+		default:
+			d.Count, d.More, d.Limit = display.Int(n.N), n.More, display.Int(bulkLimit)
+		}
+	}
+	title := map[queue.BulkAction]string{queue.BulkRetry: "Retry", queue.BulkForget: "Forget", queue.BulkCancel: "Cancel"}[a] +
+		" every matching " + d.Label + " job?"
+	nav := "jobs"
+	if st == queue.StateDead {
+		nav = "failed"
+	}
+	p := h.newPage(w, r, title, nav, d)
+	p.Refresh = 0 // nothing on it changes by itself
+	h.render(w, r, http.StatusOK, "confirm", p)
+}
+
+// confirmURL is the confirmation page of action a on the jobs q selects.
+func confirmURL(base string, a queue.BulkAction, q ListQuery) string {
+	v := q.values()
+	v.Set("do", string(a))
+	if a == queue.BulkCancel {
+		v.Set("state", string(q.State))
+	}
+	return base + "confirm?" + v.Encode()
+}

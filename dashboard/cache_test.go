@@ -1,0 +1,85 @@
+package dashboard
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestSharedResetDuringRead: a read that started before an action's reset
+// must not be cached after it, or the page would show the store as it was
+// before the action (the flushed failed jobs, say) for another statsTTL.
+func TestSharedResetDuringRead(t *testing.T) {
+	tests := []struct {
+		name  string
+		reset bool
+		want  string // what a get after the in-flight read returns
+	}{
+		{"reset while the read runs: read again", true, "after"},
+		{"no reset: the read is shared", false, "before"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s shared[string]
+			started, release := make(chan struct{}), make(chan struct{})
+			done := make(chan string)
+			go func() {
+				v, _ := s.get(context.Background(), time.Hour, func(context.Context) (string, error) {
+					close(started)
+					<-release
+					return "before", nil
+				})
+				done <- v
+			}()
+			<-started
+			if tt.reset {
+				s.reset()
+			}
+			close(release)
+			if v := <-done; v != "before" {
+				t.Fatalf("the read in flight answered its caller %q, want %q", v, "before")
+			}
+			got, err := s.get(context.Background(), time.Hour, func(context.Context) (string, error) {
+				return "after", nil
+			})
+			if err != nil || got != tt.want {
+				t.Fatalf("get after the read = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestSharedResetWhileWaiting: a caller that waits for a read in flight
+// when an action resets the cache reads again rather than taking the read
+// that began before the action.
+func TestSharedResetWhileWaiting(t *testing.T) {
+	var s shared[string]
+	started, release := make(chan struct{}), make(chan struct{})
+	first := make(chan string)
+	go func() {
+		v, _ := s.get(context.Background(), time.Hour, func(context.Context) (string, error) {
+			close(started)
+			<-release
+			return "before", nil
+		})
+		first <- v
+	}()
+	<-started
+	s.reset()
+	// A caller arriving after the reset does not wait for the old read.
+	got, err := s.get(context.Background(), time.Hour, func(context.Context) (string, error) {
+		return "after", nil
+	})
+	if err != nil || got != "after" {
+		t.Fatalf("get after reset = %q, %v; want %q", got, err, "after")
+	}
+	close(release)
+	<-first
+	// The old read, ending last, did not overwrite the new value.
+	got, _ = s.get(context.Background(), time.Hour, func(context.Context) (string, error) {
+		return "third read", nil
+	})
+	if got != "after" {
+		t.Fatalf("cached value after the old read ended = %q, want %q", got, "after")
+	}
+}

@@ -1,0 +1,166 @@
+package sqlqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// bulkChunk is how many jobs one statement of a bulk action changes: the
+// jobs of one ListJobs page, selected on the index that orders the list.
+const bulkChunk = maxPage
+
+// ActOn applies a to at most limit jobs matching f (see queue.BulkActor):
+// it reads the matching jobs a page of 500 at a time through ListJobs,
+// with its filters, bounds and index use, and changes each page with one
+// UPDATE or DELETE by primary key that also requires the state the action
+// acts on, so jobs that moved on meanwhile are left alone.
+func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction, limit int) (int, error) {
+	if err := q.use(ctx); err != nil {
+		return 0, err
+	}
+	if err := queue.CheckBulk(a, f.State, limit); err != nil {
+		return 0, err
+	}
+	f.After, f.Scan = "", 0
+	total := 0
+	defer func() {
+		if a == queue.BulkRetry && total > 0 {
+			q.wake.signal()
+		}
+	}()
+	for total < limit {
+		f.Limit = min(bulkChunk, limit-total)
+		page, err := q.ListJobs(ctx, f)
+		if err != nil {
+			return total, err
+		}
+		ids := make([]string, len(page.Jobs))
+		for i, j := range page.Jobs {
+			ids[i] = j.ID
+		}
+		if len(ids) > 0 {
+			n, err := q.actOnIDs(ctx, a, ids)
+			total += n
+			if err != nil {
+				return total, q.wrap(ctx, err, "bulk %s of %s jobs", a, f.State)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		f.After = page.Next
+	}
+	return total, nil
+}
+
+// actOnIDs applies a to the jobs ids that are still in the state it acts
+// on, in one statement, and reports how many it changed.
+func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) (int, error) {
+	now := micros(time.Now())
+	var tmpl string
+	var args []any
+	switch a {
+	case queue.BulkRetry:
+		tmpl = `UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
+  updated_at = ?, finished_at = 0, lease_token = NULL{unlease} WHERE id IN (?) AND state = 'dead'`
+		args = []any{now, now, now, ids}
+	case queue.BulkForget:
+		tmpl, args = "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'", []any{ids}
+	case queue.BulkCancel:
+		tmpl = "UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?) AND state = 'pending'"
+		args = []any{now, now, queue.ErrCancelled.Error(), ids}
+	default:
+		return 0, fmt.Errorf("unknown bulk action %q: %w", a, queue.ErrBulkState)
+	}
+	query, args, err := q.sqlIn(tmpl, args...)
+	if err != nil {
+		return 0, err
+	}
+	res, err := q.db.ExecContext(ctx, query, args...)
+	if a == queue.BulkRetry && q.d.isUniqueViolation(err) {
+		// Some dead letter's unique key is held by an active job, which
+		// fails the whole statement: retry this chunk one by one and
+		// skip those.
+		return q.retryEach(ctx, ids)
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// retryEach retries the dead letters ids one by one, skipping those whose
+// unique key is taken and those no longer dead.
+func (q *Queue) retryEach(ctx context.Context, ids []string) (int, error) {
+	n := 0
+	for _, id := range ids {
+		err := q.RetryDead(ctx, id)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, queue.ErrDuplicate), errors.Is(err, queue.ErrNotFound):
+		default:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// CountJobs counts the jobs matching f, exact up to limit (see
+// queue.BulkActor): a COUNT over the same bounded index scans ListJobs
+// reads. With a payload search it counts the matches among the first
+// 10,000 jobs and sets More when there were that many.
+func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (queue.Count, error) {
+	if err := q.use(ctx); err != nil {
+		return queue.Count{}, err
+	}
+	if limit < 1 {
+		return queue.Count{}, fmt.Errorf("sqlqueue: counting jobs with limit %d: %w", limit, queue.ErrBulkState)
+	}
+	now := micros(time.Now())
+	f.After = ""
+	cond, args, order, _, err := q.filterCond(f, now)
+	if err != nil {
+		return queue.Count{}, err
+	}
+	inner := limit + 1
+	var timeout time.Duration
+	if f.Search != "" {
+		inner, timeout = searchRows, searchTimeout
+	}
+	var examined, matched int64
+	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
+	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
+		// seq alone, or with the payload to search: MariaDB materializes
+		// a derived table's every column.
+		cols := "seq"
+		if f.Search != "" {
+			cols = "seq, payload"
+		}
+		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner, cols)
+		if err != nil || query == "" {
+			return err
+		}
+		if f.Search == "" {
+			return queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*) FROM ("+query+") s"), args, &examined)
+		}
+		return queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*), COALESCE(SUM(CASE WHEN "+q.d.contains("payload", true)+" THEN 1 ELSE 0 END), 0) FROM ("+query+") s"),
+			append([]any{[]byte(f.Search)}, args...), &examined, &matched)
+	})
+	if err != nil {
+		return queue.Count{}, q.wrap(ctx, err, "counting %s jobs", f.State)
+	}
+	if f.Search == "" {
+		matched = examined
+	}
+	c := queue.Count{N: min(matched, int64(limit)), More: matched > int64(limit)}
+	if f.Search != "" && examined >= int64(inner) {
+		c.More = true
+	}
+	return c, nil
+}
