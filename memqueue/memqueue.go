@@ -381,7 +381,7 @@ func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease,
 			continue
 		}
 		e.job.Attempts++
-		e.updatedAt = now
+		e.updatedAt, e.startedAt = now, now // the attempt starts now, not at its reservation
 	}
 	return lost, nil
 }
