@@ -2,6 +2,7 @@ package sqlqueue
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -41,7 +42,8 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 // readCounts reads the counts table: one entry per queue with a non-zero
 // count, sorted by name, Ready to Running not yet split.
 func (q *Queue) readCounts(ctx context.Context, st statements) ([]queue.QueueCounts, error) {
-	rows, err := st.Query(ctx, q.sql("SELECT queue, state, n FROM {counts} WHERE n <> 0 ORDER BY queue, state"))
+	// A count is the sum of its shards (see foldCounts).
+	rows, err := st.Query(ctx, q.sql("SELECT queue, state, SUM(n) FROM {counts} GROUP BY queue, state HAVING SUM(n) <> 0 ORDER BY queue, state"))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading job counts")
 	}
@@ -104,6 +106,69 @@ func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueC
 	ready := c.Pending - c.Scheduled.N - c.Running.N
 	c.Ready = queue.Count{N: max(ready, 0), Estimate: c.Scheduled.More || c.Running.More}
 	return nil
+}
+
+// foldCounts adds the counts of every shard that no transaction holds to
+// shard 0 and deletes them (dialect.foldCounts), so the counts table keeps
+// about one row per queue, state and connection in use however many
+// connections have come and gone. The maintenance pass runs it.
+func (q *Queue) foldCounts(ctx context.Context) error {
+	return q.d.foldCounts(ctx, q)
+}
+
+// foldCountsReturning is foldCounts in one statement, for dialects with
+// DELETE ... RETURNING in a CTE and SKIP LOCKED (PostgreSQL); upsert is
+// the "add to shard 0" INSERT's conflict clause.
+func (q *Queue) foldCountsReturning(ctx context.Context, upsert string) error {
+	_, err := q.db.ExecContext(ctx, q.sql(`WITH moved AS (
+  DELETE FROM {counts} WHERE (queue, state, shard) IN (SELECT queue, state, shard FROM {counts} WHERE shard <> 0 FOR UPDATE SKIP LOCKED)
+  RETURNING queue, state, n
+) INSERT INTO {counts} AS t (queue, state, shard, n) SELECT queue, state, 0, SUM(n) FROM moved GROUP BY queue, state HAVING SUM(n) <> 0
+`+upsert))
+	return err
+}
+
+// foldCountsTx is foldCounts in one write transaction: it locks the
+// shards no other transaction holds, adds them up in Go, deletes them and
+// adds the sums to shard 0 (MySQL, whose DELETE has no RETURNING).
+func (q *Queue) foldCountsTx(ctx context.Context, lockFree, upsert string) error {
+	type key struct{ queue, state string }
+	return q.d.writeTx(ctx, q, func(ex execer) error {
+		rows, err := ex.QueryContext(ctx, q.sql("SELECT queue, state, shard, n FROM {counts} WHERE shard <> 0 "+lockFree))
+		if err != nil {
+			return err
+		}
+		sums := map[key]int64{}
+		var shards []any
+		for rows.Next() {
+			var k key
+			var shard, n int64
+			if err := rows.Scan(&k.queue, &k.state, &shard, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			sums[k] += n
+			shards = append(shards, k.queue, k.state, shard)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for chunk := range slices.Chunk(shards, 3*500) {
+			if _, err := ex.ExecContext(ctx, q.sql("DELETE FROM {counts} WHERE (queue, state, shard) IN ("+tuples(len(chunk)/3, 3)+")"), chunk...); err != nil {
+				return err
+			}
+		}
+		for k, n := range sums {
+			if n == 0 {
+				continue
+			}
+			if _, err := ex.ExecContext(ctx, q.sql("INSERT INTO {counts} (queue, state, shard, n) VALUES (?, ?, 0, ?) "+upsert), k.queue, k.state, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 var _ queue.Counter = (*Queue)(nil)

@@ -137,6 +137,12 @@ type dialect interface {
 	upsertMetrics(table string) string
 	// upsertWorker creates or refreshes one worker row.
 	upsertWorker(table string) string
+	// dropCountFunctions returns the statements that drop what the counts
+	// migration created outside the tables (vars: migrationVars), if any.
+	dropCountFunctions(vars map[string]string) []string
+	// foldCounts moves the counts of the shards no open transaction holds
+	// into shard 0 (see the counts migration); the maintenance pass runs it.
+	foldCounts(ctx context.Context, q *Queue) error
 	// vacuumIfDue vacuums the jobs table when it holds enough dead rows to
 	// be worth it, on dialects that need it.
 	vacuumIfDue(ctx context.Context, q *Queue) error
@@ -205,6 +211,12 @@ type noNotify struct{}
 
 func (noNotify) notifyTx(context.Context, *Queue, statements, []queue.Job, []bool) error { return nil }
 func (noNotify) announce(*Queue, []queue.Job, []bool)                                    {}
+
+// noCountFunctions is dropCountFunctions of a dialect whose counting
+// triggers call no function of their own.
+type noCountFunctions struct{}
+
+func (noCountFunctions) dropCountFunctions(map[string]string) []string { return nil }
 
 // noVacuum is the maintenance half of a dialect that needs no vacuum.
 type noVacuum struct{}

@@ -39,6 +39,7 @@ const (
 type mysqlDialect struct {
 	noNotify
 	noVacuum
+	noCountFunctions
 	poolPush
 }
 
@@ -383,4 +384,8 @@ func (mysqlDialect) upsertWorker(table string) string {
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), queues = VALUES(queues),
   concurrency = VALUES(concurrency), last_seen = VALUES(last_seen)`
+}
+
+func (mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {
+	return q.foldCountsTx(ctx, "FOR UPDATE SKIP LOCKED", "ON DUPLICATE KEY UPDATE n = n + VALUES(n)")
 }

@@ -379,3 +379,11 @@ func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue) error {
 	_, err = q.db.ExecContext(ctx, q.sql("VACUUM (ANALYZE) {jobs}"))
 	return err
 }
+
+func (pgDialect) foldCounts(ctx context.Context, q *Queue) error {
+	return q.foldCountsReturning(ctx, "ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + EXCLUDED.n")
+}
+
+func (pgDialect) dropCountFunctions(vars map[string]string) []string {
+	return []string{"DROP FUNCTION IF EXISTS " + vars["count_ins_fn"] + "(), " + vars["count_del_fn"] + "(), " + vars["count_upd_fn"] + "()"}
+}

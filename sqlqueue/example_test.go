@@ -103,6 +103,7 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS "jobs_uniques"
 	// UPDATE "jobs_meta" SET value = '2' WHERE name = 'schema_version'
 	// UPDATE "jobs_meta" SET value = '3' WHERE name = 'schema_version'
+	// DROP TABLE IF EXISTS "jobs_counts"
 	// CREATE TABLE IF NOT EXISTS "jobs_counts"
 	// CREATE OR REPLACE FUNCTION "jobs_count_ins_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 	// CREATE OR REPLACE FUNCTION "jobs_count_del_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
@@ -114,6 +115,6 @@ func ExampleSchema() {
 	// DROP TRIGGER IF EXISTS "jobs_count_upd" ON "jobs"
 	// CREATE TRIGGER "jobs_count_upd" AFTER UPDATE ON "jobs" REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
 	// DELETE FROM "jobs_counts"
-	// INSERT INTO "jobs_counts" (queue, state, n) SELECT queue, state, COUNT(*) FROM "jobs" GROUP BY queue, state
+	// INSERT INTO "jobs_counts" (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM "jobs" GROUP BY queue, state
 	// UPDATE "jobs_meta" SET value = '4' WHERE name = 'schema_version'
 }

@@ -85,7 +85,7 @@ type store struct {
 }
 
 // tableSuffixes name a queue's tables after its jobs table's name.
-var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_meta", "_periodic", "_uniques"}
+var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_meta", "_periodic", "_uniques", "_counts"}
 
 func newStore(t testing.TB, b backend) store {
 	t.Helper()
@@ -121,6 +121,9 @@ func (s store) open(t testing.TB, opts ...sqlqueue.Option) (*sqlqueue.Queue, *sq
 		t.Cleanup(func() {
 			for _, suffix := range tableSuffixes {
 				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.table+suffix)
+			}
+			if s.b.dialect == sqlqueue.Postgres {
+				_, _ = db.ExecContext(context.Background(), "DROP FUNCTION IF EXISTS "+s.table+"_count_ins_fn(), "+s.table+"_count_del_fn(), "+s.table+"_count_upd_fn()")
 			}
 		})
 	}

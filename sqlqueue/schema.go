@@ -270,9 +270,16 @@ func dbTx(ctx context.Context, db DB, opts *sql.TxOptions, fn func(ex execer) er
 // again.
 func (q *Queue) DropTables(ctx context.Context) error {
 	q.resetReady()
-	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta, q.t.periodic, q.t.uniques} {
+	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta, q.t.periodic, q.t.uniques, q.t.counts} {
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
 			return q.wrap(ctx, err, "dropping table %s", table)
+		}
+	}
+	// The counting triggers went with the jobs table; functions they
+	// called (PostgreSQL) outlive it.
+	for _, stmt := range q.d.dropCountFunctions(migrationVars(q.d, q.t.raw)) {
+		if _, err := q.db.ExecContext(ctx, stmt); err != nil {
+			return q.wrap(ctx, err, "dropping the counting functions")
 		}
 	}
 	return nil

@@ -7,28 +7,38 @@
 -- Statement-level triggers with transition tables: one upsert per queue
 -- and state per statement, not per job. An UPDATE that changes no state
 -- or queue (a claim, an extend, a nack) adds nothing: its old and new
--- rows cancel out and HAVING drops them. Rows are upserted in (queue,
--- state) order, so two statements lock counter rows in the same order.
+-- rows cancel out and HAVING drops them.
+--
+-- Each connection adds to rows of its own (shard: its backend PID), so no
+-- two transactions ever wait on the same counter row: a long transaction
+-- that dispatched a job holds only its own rows, never the queue's. A
+-- count is the sum over the shards; the maintenance pass folds the rows
+-- of shards no transaction holds into shard 0, which only it writes.
+-- A counts table left by an earlier shape of this migration (it never
+-- shipped in a release) is replaced: the counts are recounted below anyway.
+DROP TABLE IF EXISTS {counts};
+
 CREATE TABLE IF NOT EXISTS {counts} (
   queue TEXT NOT NULL,
   state TEXT NOT NULL,
+  shard BIGINT NOT NULL,
   n BIGINT NOT NULL,
-  PRIMARY KEY (queue, state)
+  PRIMARY KEY (queue, state, shard)
 );
 
 CREATE OR REPLACE FUNCTION {count_ins_fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-  INSERT INTO {counts} AS c (queue, state, n) SELECT queue, state, COUNT(*) FROM new_rows GROUP BY queue, state ORDER BY queue, state
-  ON CONFLICT (queue, state) DO UPDATE SET n = c.n + EXCLUDED.n; RETURN NULL; END $$;
+  INSERT INTO {counts} AS c (queue, state, shard, n) SELECT queue, state, pg_backend_pid(), COUNT(*) FROM new_rows GROUP BY queue, state
+  ON CONFLICT (queue, state, shard) DO UPDATE SET n = c.n + EXCLUDED.n; RETURN NULL; END $$;
 
 CREATE OR REPLACE FUNCTION {count_del_fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-  INSERT INTO {counts} AS c (queue, state, n) SELECT queue, state, -COUNT(*) FROM old_rows GROUP BY queue, state ORDER BY queue, state
-  ON CONFLICT (queue, state) DO UPDATE SET n = c.n + EXCLUDED.n; RETURN NULL; END $$;
+  INSERT INTO {counts} AS c (queue, state, shard, n) SELECT queue, state, pg_backend_pid(), -COUNT(*) FROM old_rows GROUP BY queue, state
+  ON CONFLICT (queue, state, shard) DO UPDATE SET n = c.n + EXCLUDED.n; RETURN NULL; END $$;
 
 CREATE OR REPLACE FUNCTION {count_upd_fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-  INSERT INTO {counts} AS c (queue, state, n)
-  SELECT queue, state, SUM(d) FROM (SELECT queue, state, 1 AS d FROM new_rows UNION ALL SELECT queue, state, -1 FROM old_rows) x
-  GROUP BY queue, state HAVING SUM(d) <> 0 ORDER BY queue, state
-  ON CONFLICT (queue, state) DO UPDATE SET n = c.n + EXCLUDED.n; RETURN NULL; END $$;
+  INSERT INTO {counts} AS c (queue, state, shard, n)
+  SELECT queue, state, pg_backend_pid(), SUM(d) FROM (SELECT queue, state, 1 AS d FROM new_rows UNION ALL SELECT queue, state, -1 FROM old_rows) x
+  GROUP BY queue, state HAVING SUM(d) <> 0
+  ON CONFLICT (queue, state, shard) DO UPDATE SET n = c.n + EXCLUDED.n; RETURN NULL; END $$;
 
 DROP TRIGGER IF EXISTS {count_ins_trg} ON {jobs};
 
@@ -50,6 +60,6 @@ CREATE TRIGGER {count_upd_trg} AFTER UPDATE ON {jobs} REFERENCING OLD TABLE AS o
 -- counted twice.
 DELETE FROM {counts};
 
-INSERT INTO {counts} (queue, state, n) SELECT queue, state, COUNT(*) FROM {jobs} GROUP BY queue, state;
+INSERT INTO {counts} (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM {jobs} GROUP BY queue, state;
 
 UPDATE {meta} SET value = '4' WHERE name = 'schema_version';

@@ -5,27 +5,34 @@
 -- row triggers: each row a statement inserts, deletes or moves between
 -- states or queues adds one to a counter row; an UPDATE that changes
 -- neither (a claim, an extend, a nack) does not fire (WHEN). Writes are
--- serialised by SQLite's one writer, so counter rows are never contended.
+-- serialised by SQLite's one writer, so counter rows are never contended
+-- and every count is in shard 0 (the column the server dialects use to
+-- give each connection rows of its own).
+-- A counts table left by an earlier shape of this migration (it never
+-- shipped in a release) is replaced: the counts are recounted below anyway.
+DROP TABLE IF EXISTS {counts};
+
 CREATE TABLE IF NOT EXISTS {counts} (
   queue TEXT NOT NULL,
   state TEXT NOT NULL,
+  shard INTEGER NOT NULL,
   n INTEGER NOT NULL,
-  PRIMARY KEY (queue, state)
+  PRIMARY KEY (queue, state, shard)
 ) WITHOUT ROWID;
 
 CREATE TRIGGER IF NOT EXISTS {count_ins_trg} AFTER INSERT ON {jobs} BEGIN
-  INSERT INTO {counts} (queue, state, n) VALUES (NEW.queue, NEW.state, 1) ON CONFLICT (queue, state) DO UPDATE SET n = n + 1; END;
+  INSERT INTO {counts} (queue, state, shard, n) VALUES (NEW.queue, NEW.state, 0, 1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n + 1; END;
 
 CREATE TRIGGER IF NOT EXISTS {count_del_trg} AFTER DELETE ON {jobs} BEGIN
-  INSERT INTO {counts} (queue, state, n) VALUES (OLD.queue, OLD.state, -1) ON CONFLICT (queue, state) DO UPDATE SET n = n - 1; END;
+  INSERT INTO {counts} (queue, state, shard, n) VALUES (OLD.queue, OLD.state, 0, -1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n - 1; END;
 
 CREATE TRIGGER IF NOT EXISTS {count_upd_trg} AFTER UPDATE OF state, queue ON {jobs}
   WHEN OLD.state <> NEW.state OR OLD.queue <> NEW.queue BEGIN
-  INSERT INTO {counts} (queue, state, n) VALUES (OLD.queue, OLD.state, -1) ON CONFLICT (queue, state) DO UPDATE SET n = n - 1; INSERT INTO {counts} (queue, state, n) VALUES (NEW.queue, NEW.state, 1) ON CONFLICT (queue, state) DO UPDATE SET n = n + 1; END;
+  INSERT INTO {counts} (queue, state, shard, n) VALUES (OLD.queue, OLD.state, 0, -1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n - 1; INSERT INTO {counts} (queue, state, shard, n) VALUES (NEW.queue, NEW.state, 0, 1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n + 1; END;
 
 -- The counts of the jobs already stored, in this migration's transaction.
 DELETE FROM {counts};
 
-INSERT INTO {counts} (queue, state, n) SELECT queue, state, COUNT(*) FROM {jobs} GROUP BY queue, state;
+INSERT INTO {counts} (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM {jobs} GROUP BY queue, state;
 
 UPDATE {meta} SET value = '4' WHERE name = 'schema_version';

@@ -1,0 +1,77 @@
+package sqlqueue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
+)
+
+// TestCountsDoNotSerialiseWriters checks that the counts the triggers keep
+// make no transaction wait for another: a transaction that dispatched a
+// job and stays open does not hold up pushes, acks and fails of the same
+// queue on other connections. SQLite, with one writer, is left out. The
+// maintenance pass then folds every connection's counts into one row per
+// queue and state without changing them.
+func TestCountsDoNotSerialiseWriters(t *testing.T) {
+	eachDialect(t, func(t *testing.T, b backend) {
+		if b.dialect == sqlqueue.SQLite {
+			t.Skip("SQLite has one writer: a write transaction holds every other")
+		}
+		s := newStore(t, b)
+		q, db := s.open(t, sqlqueue.WithRetention(time.Hour, 0))
+		ctx := t.Context()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := q.Tx(tx).Push(ctx, queue.Job{Queue: "c", Name: "in-tx"}); err != nil {
+			t.Fatal(err)
+		}
+
+		// Meanwhile, on other connections, within a deadline a wait on
+		// the open transaction would pass.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for i := range 3 {
+			if err := q.Push(wctx, queue.Job{Queue: "c", Name: fmt.Sprint("outside-", i)}); err != nil {
+				t.Fatalf("Push beside an open transaction that pushed to the same queue: %v", err)
+			}
+		}
+		jobs, err := q.Reserve(wctx, []string{"c"}, 2, time.Minute)
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
+		}
+		if err := q.Ack(wctx, jobs[0].Lease()); err != nil {
+			t.Fatalf("Ack beside the open transaction: %v", err)
+		}
+		if err := q.Fail(wctx, jobs[1].Lease(), "boom"); err != nil {
+			t.Fatalf("Fail beside the open transaction: %v", err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+
+		want := fmt.Sprint([]queue.QueueCounts{{Queue: "c", Pending: 2, Ready: queue.Count{N: 2}, Dead: 1, Done: 1}})
+		if got, err := q.Counts(ctx); err != nil || fmt.Sprint(got) != want {
+			t.Fatalf("Counts = %v, %v; want %s", got, err, want)
+		}
+		if leader, _, err := q.Maintain(ctx); err != nil || !leader {
+			t.Fatalf("Maintain = leader %v, %v", leader, err)
+		}
+		var shards int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+s.table+"_counts WHERE shard <> 0").Scan(&shards); err != nil {
+			t.Fatal(err)
+		}
+		if shards != 0 {
+			t.Errorf("%d counter rows of connections left after maintenance, want all folded into shard 0", shards)
+		}
+		if got, err := q.Counts(ctx); err != nil || fmt.Sprint(got) != want {
+			t.Fatalf("Counts after folding = %v, %v; want %s", got, err, want)
+		}
+	})
+}
