@@ -116,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("UniqueModes", s.testUniqueModes)
 	t.Run("PeriodicStore", s.testPeriodicStore)
 	t.Run("Processes", s.testProcesses)
+	t.Run("Chains", s.testChains)
 }
 
 // suite carries the harness through the checks.
