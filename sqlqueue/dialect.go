@@ -54,10 +54,10 @@ type dialect interface {
 	// configure adjusts a handle at New (SQLite: one connection).
 	configure(db DB)
 	// prepare readies the database at a Queue's first use, before the
-	// schema version is checked (SQLite: WAL and busy timeout).
+	// schema version is checked (SQLite: the busy timeout).
 	prepare(ctx context.Context, q *Queue) error
 	// prepared runs once the schema version is known to be right (MySQL:
-	// learn the affected-rows mode).
+	// learn the affected-rows mode; SQLite: switch the file to WAL).
 	prepared(ctx context.Context, q *Queue) error
 	// writeTx runs fn in one short write transaction.
 	writeTx(ctx context.Context, q *Queue, fn func(ex execer) error) error

@@ -57,24 +57,27 @@ func (sqliteDialect) configure(db DB) { db.SetMaxOpenConns(1) }
 // sqlitePragmas are the per-connection settings of SQLite.
 const sqlitePragmas = "PRAGMA busy_timeout=30000; PRAGMA synchronous=NORMAL"
 
-// prepare sets the connection's busy timeout and synchronous mode, then
-// switches the file to WAL (after the timeout, so that a switch racing
-// another connection's waits for it instead of failing with SQLITE_BUSY).
-// journal_mode is a property of the file,
-// busy_timeout and synchronous of the one connection New allowed; writeTx
-// sets them again for a connection the pool may have replaced.
+// prepare sets the connection's busy timeout and synchronous mode.
+// busy_timeout and synchronous belong to the one connection New allowed;
+// writeTx sets them again for a connection the pool may have replaced.
 // synchronous=NORMAL is WAL's recommended setting: durable across process
 // crashes, one fsync per checkpoint instead of per commit.
+func (sqliteDialect) prepare(ctx context.Context, q *Queue) error {
+	_, err := q.db.ExecContext(ctx, sqlitePragmas)
+	return err
+}
+
+// prepared switches the file to WAL once its tables are known to be the
+// queue's, so that opening a file that is not a queue database (or one
+// without tables, with setup=false) leaves it as it was. journal_mode is a
+// property of the file: this runs once per file in practice.
 //
 // SQLite does not call the busy handler for the lock a journal-mode switch
 // needs when another connection holds the file (it could deadlock), so two
 // processes opening a new file at once can see SQLITE_BUSY there whatever
 // the timeout: the switch is retried while the file is busy, within the
 // busy timeout, and skipped once another connection has made the file WAL.
-func (sqliteDialect) prepare(ctx context.Context, q *Queue) error {
-	if _, err := q.db.ExecContext(ctx, sqlitePragmas); err != nil {
-		return err
-	}
+func (sqliteDialect) prepared(ctx context.Context, q *Queue) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for delay := time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
 		var mode string
@@ -97,8 +100,6 @@ func (sqliteDialect) prepare(ctx context.Context, q *Queue) error {
 		}
 	}
 }
-
-func (sqliteDialect) prepared(context.Context, *Queue) error { return nil }
 
 // writeTx runs fn in BEGIN IMMEDIATE on one connection, so the write lock
 // is taken up front and a busy writer is waited for, not failed.

@@ -175,9 +175,9 @@ func (q *Queue) resetReady() {
 }
 
 // use checks, once per Queue, that the tables exist with this package's
-// schema version, and prepares the connection (SQLite's WAL and busy
-// timeout). Every method calls it first; after the first success it costs
-// a mutex.
+// schema version, and prepares the connection (SQLite's busy timeout,
+// then, once the tables are known to be the queue's, WAL). Every method
+// calls it first; after the first success it costs a mutex.
 func (q *Queue) use(ctx context.Context) error {
 	q.readyMu.Lock()
 	defer q.readyMu.Unlock()

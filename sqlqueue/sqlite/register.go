@@ -13,7 +13,9 @@
 // is an in-memory database that lives until Close. Query parameters are
 // sqlqueue's (sqlqueue.URLParams: table, setup=false to skip creating
 // missing tables when migrations create them, visibility_timeout,
-// retention, ...); any other is refused. The queue
+// retention, ...); any other is refused. With setup=false the open
+// changes nothing: a missing file is an error (not a new empty file), and
+// the file is switched to WAL only once its tables are found. The queue
 // owns the database it opened: close it with its Close method
 // (*sqlqueue.Queue).
 //
@@ -28,6 +30,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -53,13 +56,22 @@ func openDB(ctx context.Context, path string, setup bool, opts []sqlqueue.Option
 	if err != nil {
 		return nil, fmt.Errorf("sqlqueue/sqlite: opening %s: %w", path, err)
 	}
-	db := sql.OpenDB(&connector{dsn: path, drv: drv})
+	dsn := path
+	if !setup && path != ":memory:" {
+		// Without Setup the file must exist: open it read-write, never
+		// create it, so a mistyped path is an error and not a new file.
+		dsn = "file:" + uriEscaper.Replace(path) + "?mode=rw"
+	}
+	db := sql.OpenDB(&connector{dsn: dsn, drv: drv})
 	return hook.OpenOwned(ctx, setup, db.Close,
 		func() (*sqlqueue.Queue, error) {
 			return sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.SQLite)}, opts...)...)
 		},
 		func(q *sqlqueue.Queue) { hook.Of(q).Own(db.Close) })
 }
+
+// uriEscaper escapes what a SQLite URI filename would read as syntax.
+var uriEscaper = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 // registered returns the driver modernc.org/sqlite registers as "sqlite",
 // which carries the functions and hooks registered with that package.

@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,20 +85,54 @@ func TestOpenURLErrors(t *testing.T) {
 	}
 }
 
-// TestOpenWithoutSetup checks that setup=false creates nothing and that
-// first use then says to run Setup.
+// TestOpenWithoutSetup checks that setup=false changes nothing: a missing
+// file is a configuration error and is not created, and a file without the
+// queue's tables keeps its journal mode and gets an error saying to run
+// Setup.
 func TestOpenWithoutSetup(t *testing.T) {
 	t.Parallel()
-	q, err := queue.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "m.db")+"?setup=false")
+	dir := t.TempDir()
+
+	missing := filepath.Join(dir, "missing.db")
+	q, err := queue.Open(t.Context(), "sqlite://"+missing+"?setup=false")
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer q.(*sqlqueue.Queue).Close()
 	_, err = q.Len(t.Context(), "")
+	q.(*sqlqueue.Queue).Close()
+	if !errors.Is(err, queue.ErrConfig) {
+		t.Fatalf("Len on a missing file = %v, want an error matching ErrConfig", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("setup=false created %s (stat: %v)", missing, err)
+	}
+
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE notes (body TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	q, err = queue.Open(t.Context(), "sqlite://"+other+"?setup=false")
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	_, err = q.Len(t.Context(), "")
+	q.(*sqlqueue.Queue).Close()
 	if err == nil || !strings.Contains(err.Error(), "run Setup") {
 		t.Fatalf("Len before Setup = %v, want an error saying to run Setup", err)
 	}
 	if errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("a missing table is not ErrNotFound: %v", err)
+	}
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if !strings.EqualFold(mode, "delete") {
+		t.Fatalf("journal mode of a file without the queue's tables = %q, want it left as delete", mode)
 	}
 }
