@@ -117,6 +117,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("PeriodicStore", s.testPeriodicStore)
 	t.Run("Processes", s.testProcesses)
 	t.Run("Chains", s.testChains)
+	t.Run("Limiters", s.testLimiters)
+	t.Run("RateLimit", s.testRateLimit)
 }
 
 // suite carries the harness through the checks.
