@@ -179,13 +179,22 @@ func (c Chain) First() (Job, error) {
 // inside the caller's transaction (a driver's Tx Pusher). It returns the
 // chain's ID, which is its first step's. A first step skipped as a
 // duplicate of its unique key dispatches nothing and is not an error, as
-// with Dispatch.
+// with Dispatch; the ID returned is then the active job's that holds the
+// key, when the driver names it (as Enqueue).
 func DispatchChain(ctx context.Context, p Pusher, c Chain) (string, error) {
 	first, err := c.First()
 	if err != nil {
 		return "", err
 	}
-	if err := p.Push(ctx, first); err != nil && !errors.Is(err, ErrDuplicate) {
+	err = p.Push(ctx, first)
+	if errors.Is(err, ErrDuplicate) {
+		var de *DuplicateError
+		if errors.As(err, &de) && de.ExistingID != "" {
+			return de.ExistingID, nil
+		}
+		return first.ID, nil
+	}
+	if err != nil {
 		return "", err
 	}
 	return first.ID, nil

@@ -144,3 +144,36 @@ func TestChainFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestDispatchChainDuplicate dispatches a chain whose first step's unique
+// key is held: nothing is stored, and the holder's ID comes back.
+func TestDispatchChainDuplicate(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New()
+	chain := func() queue.Chain {
+		var c queue.Chain
+		for n := 1; n <= 2; n++ {
+			var opts []queue.Option
+			if n == 1 {
+				opts = append(opts, queue.Unique("import:42"))
+			}
+			j, err := queue.NewJob(Step{n}, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Steps = append(c.Steps, j)
+		}
+		return c
+	}
+	first, err := queue.DispatchChain(context.Background(), q, chain())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := queue.DispatchChain(context.Background(), q, chain())
+	if err != nil || again != first {
+		t.Fatalf("second DispatchChain = %q, %v; want the first chain's ID %q, nil", again, err, first)
+	}
+	if n, err := q.Len(context.Background(), ""); err != nil || n != 1 {
+		t.Fatalf("Len = %d, %v; want 1", n, err)
+	}
+}
