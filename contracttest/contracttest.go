@@ -49,13 +49,6 @@ type Capabilities struct {
 	// return queue.ErrNotFound.
 	NoDoneRetention string
 
-	// ExpiredLeaseLosesPlace, when not empty, says why a job whose lease
-	// expired is re-queued behind jobs that became available before the
-	// expiry instead of at its own place. The check of that order is
-	// skipped with this reason. It describes a known gap, not a choice:
-	// docs/semantics.md says which drivers have it.
-	ExpiredLeaseLosesPlace string
-
 	// TimePrecision is the coarsest resolution at which the driver stores
 	// times (AvailableAt, CreatedAt, lease expiries). Times are compared
 	// with this tolerance. Zero means one millisecond.
@@ -105,8 +98,11 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BatchPusher", s.testBatchPusher)
 	t.Run("BatchAcker", s.testBatchAcker)
 	t.Run("BatchExtender", s.testBatchExtender)
+	t.Run("Starter", s.testStarter)
 	t.Run("Waiter", s.testWaiter)
 	t.Run("Inspector", s.testInspector)
+	t.Run("Counter", s.testCounter)
+	t.Run("CounterPastCap", s.testCounterPastCap)
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
 	t.Run("Limits", s.testLimits)

@@ -53,9 +53,6 @@ func (s *suite) testLease(t *testing.T) {
 	})
 
 	s.check(t, "ExpiredKeepsItsPlace", func(t *testing.T, q queue.Queue) {
-		if why := s.h.Caps.ExpiredLeaseLosesPlace; why != "" {
-			t.Skip(why)
-		}
 		// A job whose lease expired (its worker crashed) runs again before
 		// jobs queued after it: it keeps its available-at and insertion
 		// order, so the lease bounds how soon it runs again.

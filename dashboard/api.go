@@ -22,6 +22,11 @@ type apiStats struct {
 	At     time.Time  `json:"at"`
 	Queues []apiQueue `json:"queues"`
 	Totals apiQueue   `json:"totals"`
+	// Processes is the number of live worker processes, -1 when unknown.
+	Processes int `json:"processes"`
+	// Stale is set when the store did not answer and these figures are
+	// the last ones read, at At.
+	Stale bool `json:"stale,omitempty"`
 }
 
 type apiQueue struct {
@@ -32,6 +37,8 @@ type apiQueue struct {
 	Scheduled queue.Count `json:"scheduled"`
 	Running   queue.Count `json:"running"`
 	Dead      queue.Count `json:"dead"`
+	Done      queue.Count `json:"done"`
+	Cancelled queue.Count `json:"cancelled"`
 	Pushed    int64       `json:"pushed"`
 	Retried   int64       `json:"retried"`
 	Processed int64       `json:"processed"`
@@ -43,6 +50,13 @@ type apiQueue struct {
 	AvgRuntimeMS  float64 `json:"avg_runtime_ms"`
 	MaxRuntimeMS  float64 `json:"max_runtime_ms"`
 	AvgWaitMS     float64 `json:"avg_wait_ms"`
+	// MaxWaitMS is how long the oldest ready job has waited (0: none
+	// ready, or unknown); OldestReadyAt when its wait began.
+	MaxWaitMS     float64    `json:"max_wait_ms"`
+	OldestReadyAt *time.Time `json:"oldest_ready_at,omitempty"`
+	// Unserved is set when the queue has ready jobs and no live worker
+	// serves it.
+	Unserved bool `json:"unserved,omitempty"`
 	// Warnings are the Warnings option's lines for the queue.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -56,10 +70,17 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-func toAPIQueue(q QueueStats) apiQueue {
+func toAPIQueue(q QueueStats, at time.Time) apiQueue {
+	var oldest *time.Time
+	if !q.OldestReady.IsZero() {
+		t := q.OldestReady.UTC()
+		oldest = &t
+	}
 	return apiQueue{
 		Queue: q.Queue, Paused: q.Paused, Pending: q.Pending,
 		Ready: q.Ready, Scheduled: q.Scheduled, Running: q.Running, Dead: q.Dead,
+		Done: q.Done, Cancelled: q.Cancelled,
+		MaxWaitMS: ms(q.MaxWait(at)), OldestReadyAt: oldest, Unserved: q.Unserved,
 		Pushed: q.Pushed, Retried: q.Retried, Processed: q.Processed, Failed: q.Failed,
 		Throughput: q.Throughput, JobsPerMinute: q.JobsPerMinute,
 		WindowSeconds: q.Window.Seconds(),
@@ -68,9 +89,10 @@ func toAPIQueue(q QueueStats) apiQueue {
 }
 
 func toAPIStats(sv StatsView) apiStats {
-	a := apiStats{At: utc(sv.At), Queues: make([]apiQueue, 0, len(sv.Queues)), Totals: toAPIQueue(sv.Totals)}
+	a := apiStats{At: utc(sv.At), Queues: make([]apiQueue, 0, len(sv.Queues)), Totals: toAPIQueue(sv.Totals, sv.At),
+		Processes: sv.Processes, Stale: sv.Stale}
 	for _, q := range sv.Queues {
-		a.Queues = append(a.Queues, toAPIQueue(q))
+		a.Queues = append(a.Queues, toAPIQueue(q, sv.At))
 	}
 	return a
 }

@@ -53,7 +53,7 @@ func isTime(t *testing.T, what string, v any) {
 var queueFields = []string{
 	"queue", "paused", "pending", "ready", "scheduled", "running", "dead", "pushed", "retried",
 	"processed", "failed", "throughput", "jobs_per_minute", "window_seconds",
-	"avg_runtime_ms", "max_runtime_ms", "avg_wait_ms",
+	"avg_runtime_ms", "max_runtime_ms", "avg_wait_ms", "max_wait_ms", "done", "cancelled",
 }
 
 // The API's field names are snake_case and fixed: a renamed Go field must
@@ -87,7 +87,10 @@ func TestAPIFieldNames(t *testing.T) {
 	s := serve(t, dashboard.ForQueue(q))
 
 	st := decode(t, s.page("api/stats").Body)
-	sameKeys(t, "stats", st, "at", "queues", "totals")
+	sameKeys(t, "stats", st, "at", "queues", "totals", "processes")
+	if st["processes"] != 1.0 {
+		t.Errorf("stats.processes = %v, want 1 (the worker that heartbeat)", st["processes"])
+	}
 	isTime(t, "stats.at", st["at"])
 	qs, _ := st["queues"].([]any)
 	if len(qs) != 1 {

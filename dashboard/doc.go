@@ -116,7 +116,10 @@
 // and left out when unknown; durations are milliseconds (floating point)
 // in fields ending in _ms, and the stats window is window_seconds. A count
 // that a driver caps is an object {"n": 10000, "more": true} meaning "at
-// least 10,000"; "more" is left out when the count is exact. Errors are
+// least 10,000"; "more" is left out when the count is exact, and
+// {"n": 151200, "estimate": true} is an estimate, at most n (a ready count
+// derived from exact totals past the cap of its scheduled or running
+// parts). Errors are
 // {"error": "..."} with status 400, 404 (unknown job, or a part this
 // Source does not offer) or 500.
 //
@@ -127,8 +130,20 @@
 //	   "ready": {"n": 10}, "scheduled": {"n": 2}, "running": {"n": 4}, "dead": {"n": 1},
 //	   "pushed": 0, "retried": 0, "processed": 840, "failed": 9,
 //	   "throughput": 0.23, "jobs_per_minute": 14.1, "window_seconds": 3600,
-//	   "avg_runtime_ms": 25.3, "max_runtime_ms": 180.2, "avg_wait_ms": 4.4}],
-//	 "totals": {"queue": "all", ...the same fields, summed}}
+//	   "avg_runtime_ms": 25.3, "max_runtime_ms": 180.2, "avg_wait_ms": 4.4,
+//	   "max_wait_ms": 5400, "oldest_ready_at": "2026-11-21T14:39:54.6Z",
+//	   "done": {"n": 8100}, "cancelled": {"n": 0}, "unserved": true}],
+//	 "totals": {"queue": "all", ...the same fields, summed},
+//	 "processes": 4, "stale": true}
+//
+// max_wait_ms is how long the oldest ready job has waited (Horizon's max
+// wait; 0 with none ready, and oldest_ready_at left out); in totals, the
+// longest. unserved (left out when false) marks a queue with ready jobs
+// that no live worker in the registry serves. done and cancelled are the
+// finished jobs the store keeps, where it counts them (queue.Counter).
+// processes is the number of live worker processes, -1 when the Source
+// keeps no registry. stale (left out when false) says the store did not
+// answer and the figures are the last ones read, at "at".
 //
 // pending is ready plus scheduled in driver mode, pushed minus processed
 // minus failed in cookbook mode. processed and failed count attempts over

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -39,6 +40,9 @@ type QueueInspector struct {
 
 	figures shared[StatsView]
 	points  shared[[]queue.MetricPoint]
+
+	lastMu sync.Mutex
+	last   StatsView // the last figures read, served marked stale when a read fails
 }
 
 // ForQueue returns the Source (and Inspector) over the driver q. It panics
@@ -69,9 +73,25 @@ func (qi *QueueInspector) Abilities() Abilities {
 	}
 }
 
-// Figures returns the driver's figures, shared for statsTTL.
+// Figures returns the driver's figures, shared for statsTTL. When the
+// read fails (a slow store hits the request's deadline) and an earlier one
+// succeeded, it returns that one marked Stale rather than the error.
 func (qi *QueueInspector) Figures(ctx context.Context) (StatsView, error) {
-	return qi.figures.get(ctx, statsTTL, qi.stats)
+	sv, err := qi.figures.get(ctx, statsTTL, qi.stats)
+	qi.lastMu.Lock()
+	defer qi.lastMu.Unlock()
+	if err != nil {
+		if qi.last.At.IsZero() {
+			return sv, err
+		}
+		last := qi.last
+		last.Stale = true
+		return last, nil
+	}
+	if sv.At.After(qi.last.At) {
+		qi.last = sv
+	}
+	return sv, nil
 }
 
 // Metrics returns the driver's per-minute points since since, shared for
@@ -176,7 +196,7 @@ var errTooDeep = fmt.Errorf("dashboard: page too deep for page numbers (more tha
 func (qi *QueueInspector) Stats() (StatsView, error) { return qi.stats(context.Background()) }
 
 func (qi *QueueInspector) stats(ctx context.Context) (StatsView, error) {
-	sv := StatsView{At: time.Now()}
+	sv := StatsView{At: time.Now(), Processes: -1}
 	if qi.insp == nil {
 		n, err := qi.q.Len(ctx, "")
 		if err != nil {
@@ -199,8 +219,44 @@ func (qi *QueueInspector) stats(ctx context.Context) (StatsView, error) {
 			Throughput: s.JobsPerMinute / 60,
 		}
 	}
+	qi.addWaits(ctx, &sv)
 	sv.Totals = totals(sv.Queues)
 	return sv, nil
+}
+
+// addWaits adds the figures beside the counts: each queue's oldest ready
+// job (queue.OldestReadyReader), the number of live processes and the
+// queues with ready jobs that none of them serves (queue.WorkerRegistry).
+// They are extras: a failed read leaves them out rather than failing the
+// figures.
+func (qi *QueueInspector) addWaits(ctx context.Context, sv *StatsView) {
+	sv.Processes = -1
+	if r, ok := qi.insp.(queue.OldestReadyReader); ok {
+		if oldest, err := r.OldestReady(ctx); err == nil {
+			for i := range sv.Queues {
+				sv.Queues[i].OldestReady = oldest[sv.Queues[i].Queue]
+			}
+		}
+	}
+	if qi.registry == nil {
+		return
+	}
+	ws, err := qi.registry.Workers(ctx)
+	if err != nil {
+		return
+	}
+	sv.Processes = len(ws)
+	served, all := map[string]bool{}, false
+	for _, w := range ws {
+		all = all || len(w.Queues) == 0 // a worker that names no queue: assume it serves any
+		for _, q := range w.Queues {
+			served[q] = true
+		}
+	}
+	for i := range sv.Queues {
+		q := &sv.Queues[i]
+		q.Unserved = q.Ready.N > 0 && !q.Paused && !all && !served[q.Queue]
+	}
 }
 
 // Pending returns page (1-based) of queue's waiting jobs: ready ones first,

@@ -42,6 +42,13 @@ type StatsView struct {
 	Queues []QueueStats // sorted by queue name
 	Totals QueueStats   // the sums over Queues; Totals.Queue is "all"
 	At     time.Time    // when the snapshot was taken
+	// Processes is the number of live worker processes in the driver's
+	// registry, -1 when the Source has none (cookbook mode, or a driver
+	// without queue.WorkerRegistry).
+	Processes int
+	// Stale is set when reading the figures failed or timed out and these
+	// are the last ones read, at At.
+	Stale bool
 }
 
 // QueueStats is one queue's figures. It embeds queue.QueueStats, which a
@@ -52,8 +59,9 @@ type StatsView struct {
 type QueueStats struct {
 	queue.QueueStats
 	// Pending counts jobs waiting to run. Cookbook mode: pushed minus
-	// processed minus failed. Driver mode: ready plus scheduled (each exact
-	// up to the driver's cap).
+	// processed minus failed. Driver mode: ready plus scheduled (exact
+	// where the driver keeps counts, queue.Counter; else each exact up to
+	// the driver's cap).
 	Pending int64
 	// Pushed and Retried are cookbook-mode counters (OnPushed, OnRetried);
 	// zero in driver mode.
@@ -62,6 +70,23 @@ type QueueStats struct {
 	// Throughput is jobs processed per second: over the last minute in
 	// cookbook mode, over the driver's window in driver mode.
 	Throughput float64
+	// OldestReady is when the queue's oldest ready job became available
+	// (its wait started): Horizon's "max wait" is the time since. Zero
+	// when no job is ready or the driver cannot tell
+	// (queue.OldestReadyReader). In Totals, the earliest over the queues.
+	OldestReady time.Time
+	// Unserved is set when the queue has ready jobs and no live worker in
+	// the driver's registry serves it. In Totals, when any queue is.
+	Unserved bool
+}
+
+// MaxWait is how long the queue's oldest ready job has waited at now, zero
+// when none is ready.
+func (q QueueStats) MaxWait(now time.Time) time.Duration {
+	if q.OldestReady.IsZero() || !now.After(q.OldestReady) {
+		return 0
+	}
+	return now.Sub(q.OldestReady)
 }
 
 // NewInspector returns the Source (and Inspector) over the in-process
@@ -154,6 +179,7 @@ func (m *MemoryInspector) Workers(context.Context) ([]queue.WorkerInfo, error) {
 // the number of failed jobs it holds now as Totals.Dead.
 func (m *MemoryInspector) Stats() (StatsView, error) {
 	sv := m.stats.view()
+	sv.Processes = -1
 	if mf, ok := m.failed.(*MemoryFailedJobs); ok {
 		// The failed list is what the store holds now.
 		n := int64(mf.Len())

@@ -17,6 +17,10 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
+// tabWait is how long a list page waits, once its rows are read, for the
+// figures that fill its tab counts before it shows the tabs without them.
+const tabWait = 100 * time.Millisecond
+
 // chartWindow is how far back the charts reach.
 const chartWindow = time.Hour
 
@@ -25,6 +29,8 @@ type overviewData struct {
 	Throughput *chart
 	Runtime    *chart
 	Queues     []queueRow
+	// ChartsFailed: reading the metrics failed, the charts are left out.
+	ChartsFailed bool
 }
 
 type queueRow struct {
@@ -45,18 +51,24 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	base := relBase(r)
 	warn := h.warnings(ctx)
 	for _, q := range sv.Queues {
-		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue), warn[q.Queue]})
+		lines := warn[q.Queue]
+		if q.Unserved {
+			lines = append(slices.Clip(lines), display.Count(q.Ready)+" ready jobs wait and no live worker serves this queue")
+		}
+		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue), lines})
 	}
 	if h.src.Abilities().Charts {
+		// The charts are figures too: a failed read leaves them out
+		// rather than failing the page.
 		now := time.Now()
-		pts, err := h.src.Metrics(ctx, now.Add(-chartWindow))
-		if err != nil {
-			h.failErr(w, r, "Reading the metrics", err)
-			return
-		}
-		d.Throughput = throughputChart(pts, "", now)
-		if h.src.Abilities().Runtime {
-			d.Runtime = runtimeChart(pts, "", now)
+		if pts, err := h.src.Metrics(ctx, now.Add(-chartWindow)); err == nil {
+			d.Throughput = throughputChart(pts, "", now)
+			if h.src.Abilities().Runtime {
+				d.Runtime = runtimeChart(pts, "", now)
+			}
+		} else {
+			d.ChartsFailed = true
+			h.cfg.logger.Warn("dashboard: reading the metrics", "err", err)
 		}
 	}
 	h.render(w, r, http.StatusOK, "overview", h.newPage(w, r, "Overview", "overview", d))
@@ -244,8 +256,15 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 		if !dead {
 			d.Clear += "?state=" + string(st)
 		}
-		// A failure to read the figures only hides the counts.
-		fig := <-figc
+		// A failure to read the figures only hides the counts, and so
+		// does a read that is still going tabWait after the list: the
+		// rows never wait for the figures.
+		var fig figures
+		select {
+		case fig = <-figc:
+		case <-time.After(tabWait):
+			fig.err = errors.New("the figures took longer than the list")
+		}
 		sv, err := fig.sv, fig.err
 		if err != nil {
 			h.cfg.logger.Warn("dashboard: reading the queue stats for the state tabs", "err", err)
@@ -332,6 +351,16 @@ func stateCount(qs QueueStats, s queue.JobState) string {
 		return display.Count(qs.Running)
 	case queue.StateDead:
 		return display.Count(qs.Dead)
+	case queue.StateDone, queue.StateCancelled:
+		// Only a store that counts them (queue.Counter) fills these; a
+		// zero may be one that does not.
+		c := qs.Done
+		if s == queue.StateCancelled {
+			c = qs.Cancelled
+		}
+		if c.N > 0 {
+			return display.Count(c)
+		}
 	}
 	return ""
 }

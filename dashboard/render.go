@@ -27,6 +27,7 @@ var funcs = template.FuncMap{
 	"dur":   fmtDuration,
 	"ts":    fmtTime,
 	"ago":   fmtAgo,
+	"wait":  fmtWait,
 	"short": shortID,
 	"rate":  func(f float64) string { return display.Float(f, 1) },
 	"join":  strings.Join,
@@ -60,6 +61,15 @@ func fmtAgo(t time.Time) string {
 		return "just now"
 	}
 	return fmtDuration(d) + " ago"
+}
+
+// fmtWait is how long since t, the start of a wait: "—" when there is
+// none (zero t).
+func fmtWait(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return fmtDuration(max(time.Since(t), 0).Round(time.Second))
 }
 
 // shortID abbreviates a long ID for a table cell. IDs from queue.NewID

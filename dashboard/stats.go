@@ -197,7 +197,13 @@ func totals(qs []QueueStats) QueueStats {
 		t.Scheduled = addCount(t.Scheduled, q.Scheduled)
 		t.Running = addCount(t.Running, q.Running)
 		t.Dead = addCount(t.Dead, q.Dead)
+		t.Done = addCount(t.Done, q.Done)
+		t.Cancelled = addCount(t.Cancelled, q.Cancelled)
 		t.Window = max(t.Window, q.Window)
+		if !q.OldestReady.IsZero() && (t.OldestReady.IsZero() || q.OldestReady.Before(t.OldestReady)) {
+			t.OldestReady = q.OldestReady
+		}
+		t.Unserved = t.Unserved || q.Unserved
 		t.Processed += q.Processed
 		t.Failed += q.Failed
 		t.JobsPerMinute += q.JobsPerMinute
@@ -215,5 +221,5 @@ func totals(qs []QueueStats) QueueStats {
 }
 
 func addCount(a, b queue.Count) queue.Count {
-	return queue.Count{N: a.N + b.N, More: a.More || b.More}
+	return queue.Count{N: a.N + b.N, More: a.More || b.More, Estimate: a.Estimate || b.Estimate}
 }

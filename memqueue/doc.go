@@ -21,7 +21,7 @@
 //
 // Queue implements the whole contract of queue.Queue, checked by the
 // contracttest suite, and every optional interface: BatchPusher,
-// BatchAcker, BatchExtender, Waiter, RunObserver, Inspector, Pauser and
+// BatchAcker, BatchExtender, Starter, Waiter, RunObserver, Inspector, Pauser and
 // WorkerRegistry.
 // All methods are safe for concurrent use.
 //

@@ -339,3 +339,60 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	slices.SortFunc(out, func(a, b queue.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
+
+// Counts returns each queue's jobs by state (queue.Counter), sorted by
+// name; queues holding no job are left out. Every count is exact: ready,
+// scheduled, running and dead are the lengths of the queue's own
+// structures, done and cancelled are counted over the ring of retained
+// finished jobs (at most the retention, 1,000 by default).
+func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: reading job counts: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	finished := map[string]*[2]int64{}
+	for _, e := range q.done {
+		if q.jobs[e.job.ID] != e {
+			continue
+		}
+		i := 0
+		switch e.state {
+		case queue.StateDone:
+		case queue.StateCancelled:
+			i = 1
+		default:
+			continue
+		}
+		f := finished[e.nq.name]
+		if f == nil {
+			f = new([2]int64)
+			finished[e.nq.name] = f
+		}
+		f[i]++
+	}
+	var out []queue.QueueCounts
+	for _, nq := range q.queues {
+		nq.promote(now.UnixNano(), now)
+		c := queue.QueueCounts{
+			Queue:     nq.name,
+			Ready:     queue.Count{N: int64(nq.ready.len())},
+			Scheduled: queue.Count{N: int64(nq.scheduled.len())},
+			Running:   queue.Count{N: int64(nq.running.len())},
+			Dead:      int64(len(nq.dead)),
+		}
+		c.Pending = c.Ready.N + c.Scheduled.N + c.Running.N
+		if f := finished[nq.name]; f != nil {
+			c.Done, c.Cancelled = f[0], f[1]
+		}
+		if c.Pending+c.Dead+c.Done+c.Cancelled == 0 {
+			continue
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b queue.QueueCounts) int { return cmp.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+var _ queue.Counter = (*Queue)(nil)

@@ -341,6 +341,40 @@ var defaultQueues = []string{queue.DefaultQueue}
 // The returned jobs share their Payload, Tags and Meta with the stored job;
 // callers must not modify them.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 1)
+}
+
+// ReserveUnstarted is Reserve without counting the attempt (see
+// queue.Starter); Start counts it.
+func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 0)
+}
+
+// Start counts one attempt for the job under each current lease, in one
+// critical section, and returns the leases that were not current. It fails
+// as a whole only for ctx.
+func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: starting %d jobs: %w", len(leases), err)
+	}
+	var lost []queue.Lease
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	for _, l := range leases {
+		e := q.leasedLocked(l, now.UnixNano())
+		if e == nil {
+			lost = append(lost, l)
+			continue
+		}
+		e.job.Attempts++
+		e.updatedAt = now
+	}
+	return lost, nil
+}
+
+// reserve is Reserve, adding inc to each job's attempts.
+func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc int) ([]queue.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reserving jobs: %w", err)
 	}
@@ -390,7 +424,7 @@ func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease tim
 		e := best.ready.pop()
 		q.tokens++
 		e.state = queue.StateRunning
-		e.job.Attempts++
+		e.job.Attempts += inc
 		e.job.LeaseToken = strconv.FormatUint(q.tokens, 36)
 		e.job.LeaseExpiresAt = expires
 		e.at = expiresN

@@ -26,7 +26,7 @@
 // lease-guarded Ack, Nack, Fail and Extend, plus dead-letter handling, Len
 // and Purge. Optional abilities are optional interfaces the Worker and the
 // helpers detect by type assertion: BatchPusher, BatchAcker,
-// BatchExtender, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry,
+// BatchExtender, Starter, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry,
 // Canceller, Snoozer, Leaser and PeriodicStore. memqueue keeps jobs in
 // memory; sqlqueue keeps them in SQLite, PostgreSQL or MySQL/MariaDB. The
 // conformance suite in contracttest holds every driver to the same rules.
@@ -40,8 +40,11 @@
 // Delivery is at least once. A reserved job is leased to one worker; the
 // worker extends the lease while the handler runs and acks, nacks or fails
 // the job under it. If the worker dies, the lease expires and the job is
-// delivered again with its attempt counted; a job whose attempts were all
-// used up that way is dead-lettered with ErrAttemptsExhausted when next
+// delivered again; an attempt counts once its handler started (with a
+// Starter, the jobs a worker holds in its prefetch buffer are counted only
+// as they start), so a crash uses up an attempt of the jobs that were
+// running, not of those waiting beside them. A job whose attempts were all
+// used up by crashes is dead-lettered with ErrAttemptsExhausted when next
 // reserved. A call made under a lease that was lost returns ErrLeaseLost and
 // changes nothing. Handlers must be idempotent.
 //
@@ -62,6 +65,9 @@
 // for its idle handlers, plus a short buffer when jobs finish quickly (about
 // 50ms of work at the measured rate, capped by Prefetch), so fast jobs cost
 // one round trip per batch while slow jobs are never hoarded by one process.
+// With a Starter the buffered jobs are reserved without counting an attempt,
+// and the attempts of the jobs that start while one such write is in flight
+// are counted together in the next, just before their handlers run.
 // Acks are collected and flushed together through the driver's BatchAcker;
 // a failed flush is retried while the leases hold, and leases are extended
 // until their acks are flushed, every due lease in one call when the driver

@@ -39,16 +39,45 @@ type executor struct {
 	leases    *heldLeases
 	completer *completer
 	abandoned *abandoned
-	observe   func(EventKind, *Job, error, time.Duration)
-	log       *slog.Logger
+	// starts counts the attempts of prefetched jobs as they start; nil
+	// when the queue is no Starter (every reservation counted one).
+	starts  *starts
+	observe func(EventKind, *Job, error, time.Duration)
+	log     *slog.Logger
+}
+
+// start counts the attempt of the prefetched job j before its handler
+// runs, and reports whether it may run. A lost lease drops the job (another
+// consumer has it, or will); a failed call releases it uncounted for a
+// later attempt.
+func (e *executor) start(j *Job) bool {
+	lost, err := e.starts.start(j.Lease())
+	switch {
+	case err != nil:
+		e.log.Warn("queue: recording that a prefetched job starts failed; releasing it", "job", j.ID, "name", j.Name, "err", err)
+		e.completer.nack(j, fmt.Errorf("recording the start of its attempt: %w", err), time.Now(), time.Now(), 0)
+		return false
+	case lost:
+		e.leases.remove(j.ID)
+		e.observe(EventLeaseLost, j, nil, 0)
+		e.log.Warn("queue: a prefetched job's lease was lost before it started", "job", j.ID, "name", j.Name)
+		return false
+	}
+	j.unstarted = false
+	j.Attempts++
+	return true
 }
 
 // execute runs one attempt of j and records its outcome.
 func (e *executor) execute(j *Job) {
 	maxA := e.maxAttempts(j)
-	if j.Attempts > maxA {
-		err := fmt.Errorf("%w: job %s was delivered %d times but allows %d attempts; the earlier deliveries' leases expired before they finished (a worker crashed, was killed, or lost its lease)",
-			ErrAttemptsExhausted, j.ID, j.Attempts, maxA)
+	attempt := j.Attempts // this attempt's number
+	if j.unstarted {
+		attempt++
+	}
+	if attempt > maxA {
+		err := fmt.Errorf("%w: job %s was started %d times but allows %d attempts; the earlier attempts' leases expired before they finished (a worker crashed, was killed, or lost its lease)",
+			ErrAttemptsExhausted, j.ID, attempt, maxA)
 		e.completer.fail(j, err, time.Now(), 0)
 		return
 	}
@@ -72,11 +101,15 @@ func (e *executor) execute(j *Job) {
 	if e.abandoned.runs(j.ID) {
 		// Never two copies of one job in one process.
 		e.log.Warn("queue: job's abandoned attempt still runs here; releasing it", "job", j.ID, "name", j.Name)
-		if j.Attempts >= maxA {
+		if attempt >= maxA {
 			e.completer.fail(j, errStillRunning, time.Now(), 0)
 			return
 		}
 		e.completer.nack(j, errStillRunning, time.Now().Add(e.backoffFor(j)), time.Now(), 0)
+		return
+	}
+
+	if j.unstarted && !e.start(j) {
 		return
 	}
 

@@ -20,7 +20,8 @@ const prefetchHorizon = 50 * time.Millisecond
 // process), while fast ones are reserved hundreds per round trip.
 type fetcher struct {
 	q           Queue
-	waiter      Waiter // nil: poll
+	starter     Starter // nil: every reservation counts its attempt
+	waiter      Waiter  // nil: poll
 	queues      []string
 	lease       time.Duration
 	concurrency int
@@ -70,7 +71,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 				return
 			}
 		}
-		jobs, err := f.reserve(want)
+		jobs, err := f.reserve(want, f.concurrency-outstanding)
 		for _, j := range jobs {
 			f.leases.add(j, f.lease)
 			outstanding++
@@ -100,19 +101,42 @@ func (f *fetcher) run(stopCtx context.Context) {
 }
 
 // reserve takes up to n jobs, from the worker's queues in priority order.
-func (f *fetcher) reserve(n int) ([]*Job, error) {
+// The first idle of them (as many as handlers are idle) start at once, so
+// their attempts are counted by the claim; with a Starter the rest, which
+// wait in the buffer, are reserved without counting one, and the executor
+// counts it (starts) just before their handler runs.
+func (f *fetcher) reserve(n, idle int) ([]*Job, error) {
 	var out []*Job
 	for _, qn := range f.queues {
-		if n == 0 {
-			break
-		}
-		jobs, err := f.q.Reserve(f.ctx, []string{qn}, n, f.lease)
-		for i := range jobs {
-			out = append(out, &jobs[i])
-		}
-		n -= len(jobs)
-		if err != nil {
-			return out, err
+		for _, unstarted := range []bool{false, true} {
+			k := n
+			if f.starter != nil {
+				k = min(n, max(0, idle-len(out)))
+				if unstarted {
+					k = n
+				}
+			}
+			if k == 0 || (unstarted && f.starter == nil) {
+				continue
+			}
+			var jobs []Job
+			var err error
+			if unstarted {
+				jobs, err = f.starter.ReserveUnstarted(f.ctx, []string{qn}, k, f.lease)
+			} else {
+				jobs, err = f.q.Reserve(f.ctx, []string{qn}, k, f.lease)
+			}
+			for i := range jobs {
+				jobs[i].unstarted = unstarted
+				out = append(out, &jobs[i])
+			}
+			n -= len(jobs)
+			if err != nil {
+				return out, err
+			}
+			if len(jobs) < k {
+				break // the queue has no more ready jobs
+			}
 		}
 	}
 	return out, nil

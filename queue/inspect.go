@@ -42,6 +42,9 @@ type JobInfo struct {
 type Count struct {
 	N    int64 `json:"n"`
 	More bool  `json:"more,omitempty"`
+	// Estimate is set when N is not exact but derived from exact totals
+	// and capped parts (see QueueCounts): the true count is at most N.
+	Estimate bool `json:"estimate,omitempty"`
 }
 
 // QueueStats is a queue's state now and its throughput over a recent window.
@@ -52,6 +55,10 @@ type QueueStats struct {
 	Scheduled Count
 	Running   Count
 	Dead      Count
+	// Done and Cancelled are the finished jobs the store keeps (zero where
+	// the driver does not read them).
+	Done      Count
+	Cancelled Count
 	// Window is the period Processed, Failed and the runtime and wait
 	// figures cover (drivers use the last hour).
 	Window    time.Duration
@@ -156,4 +163,35 @@ type WorkerRegistry interface {
 	Deregister(ctx context.Context, id string) error
 	// Workers lists the entries seen recently, sorted by ID.
 	Workers(ctx context.Context) ([]WorkerInfo, error)
+}
+
+// QueueCounts is a queue's jobs by state as a Counter keeps them.
+//
+// Pending, Dead, Done and Cancelled are exact: the store keeps them as
+// jobs change state. Ready, Scheduled and Running split Pending by time (a
+// job becomes ready when its run time passes, and a running one whose
+// lease expires is ready again, with no write to the store), so a driver
+// may count Scheduled and Running up to a cap: past it they carry More,
+// and Ready (Pending less the other two) carries Estimate.
+type QueueCounts struct {
+	Queue string
+	// Pending is Ready + Scheduled + Running.
+	Pending   int64
+	Ready     Count
+	Scheduled Count
+	Running   Count
+	Dead      int64
+	Done      int64
+	Cancelled int64
+}
+
+// Counter is a driver that keeps per-queue counts of its jobs by state in
+// the store, updated by the same statements that change a job's state, so
+// reading them costs one row per queue and state whatever the number of
+// jobs. The dashboard and the metrics exporters prefer it to QueueStats'
+// capped counts.
+type Counter interface {
+	// Counts returns one entry per queue holding jobs in any state,
+	// sorted by name.
+	Counts(ctx context.Context) ([]QueueCounts, error)
 }

@@ -72,6 +72,11 @@ type Job struct {
 	// LeaseExpiresAt is when the current lease runs out; after it the job may
 	// be reserved again by anyone. Zero on jobs that are not reserved.
 	LeaseExpiresAt time.Time
+
+	// unstarted marks a job the Worker prefetched through
+	// Starter.ReserveUnstarted: its attempt is counted (Starter.Start) just
+	// before its handler starts.
+	unstarted bool
 }
 
 // Lease names one reservation of a job: its ID and the token Reserve gave it.

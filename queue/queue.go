@@ -157,6 +157,24 @@ type BatchExtender interface {
 	ExtendMany(ctx context.Context, leases []Lease, d time.Duration) (lost []Lease, err error)
 }
 
+// Starter is a Queue that can lease jobs without counting an attempt, and
+// count the attempt when a handler is about to start. The Worker prefetches
+// through it: a job that waited leased in a process that crashed before
+// starting it comes back with its attempts as they were, so a crash loop
+// (a handler that exits the process) uses up the attempts of the jobs that
+// ran, not of those that waited beside them.
+type Starter interface {
+	// ReserveUnstarted is Reserve without counting the attempt: each
+	// returned job's Attempts is as stored, and a lease that ends (expires
+	// or is released) before Start leaves it so.
+	ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]Job, error)
+	// Start counts one attempt for the job under each lease that is
+	// current, in one round trip, and returns the leases that were not
+	// (nothing counted for those). A non-nil err means no attempt is known
+	// to be counted.
+	Start(ctx context.Context, leases []Lease) (lost []Lease, err error)
+}
+
 // Waiter is a Queue that can block until a job may be ready, so the Worker
 // does not poll. memqueue wakes waiters on Push; the PostgreSQL extras wake
 // them with LISTEN/NOTIFY.

@@ -444,6 +444,10 @@ func newRun(w *Worker) *run {
 		pace: pacer{horizon: prefetchHorizon, max: w.prefetch},
 	}
 	r.fetcher.waiter, _ = w.q.(Waiter)
+	if st, ok := w.q.(Starter); ok {
+		r.fetcher.starter = st
+		r.executor.starts = &starts{s: st, ctx: r.bgCtx}
+	}
 
 	r.extender = &extender{q: w.q, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}
 	r.extender.batch, _ = w.q.(BatchExtender)

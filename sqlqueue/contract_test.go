@@ -11,10 +11,6 @@ import (
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
-// expiredLeaseGap is why SQLite and MySQL skip the expired-lease order
-// check (docs/semantics.md, "Order").
-const expiredLeaseGap = "SQLite and MySQL keep a lease's expiry in run_at, so an expired job is re-queued at its expiry (known gap, [reliability] 3)"
-
 // harness runs the conformance suite on b. Each check gets a fresh table
 // (and on SQLite a fresh file); finished jobs are kept for an hour so the
 // done-state checks run too.
@@ -31,9 +27,6 @@ func harness(b backend, opts ...sqlqueue.Option) contracttest.Harness {
 		return handles[q]
 	}
 	caps := contracttest.Capabilities{TimePrecision: time.Microsecond}
-	if b.dialect != sqlqueue.Postgres {
-		caps.ExpiredLeaseLosesPlace = expiredLeaseGap
-	}
 	return contracttest.Harness{
 		New: func(t *testing.T) queue.Queue {
 			s := newStore(t, b)

@@ -74,8 +74,9 @@ type dialect interface {
 	insertOrIgnore(table, cols, values string) string
 
 	// reserve leases up to max ready jobs of queues (not paused) until
-	// expires, each with its own token made from token, in claim order.
-	reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string) ([]row, error)
+	// expires, each with its own token made from token, in claim order,
+	// adding inc (1, or 0 for ReserveUnstarted) to their attempts.
+	reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error)
 	// readyCond is the condition (and its arguments) that a pending row
 	// whose columns carry alias may be claimed at now.
 	readyCond(alias string, now int64) (string, []any)

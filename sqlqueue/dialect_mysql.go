@@ -50,13 +50,9 @@ func (mysqlDialect) touch() string                         { return "GREATEST(up
 func (mysqlDialect) configure(DB)                          {}
 func (mysqlDialect) prepare(context.Context, *Queue) error { return nil }
 
-func (mysqlDialect) leaseColumns() (expiry, unlease, xcol string) { return "run_at", "", "" }
+func (mysqlDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
 
-func (mysqlDialect) scan(sc scanner, extra ...any) (row, error) {
-	r, err := scanJob(sc, extra...)
-	r.setLease()
-	return r, err
-}
+func (mysqlDialect) scan(sc scanner, extra ...any) (row, error) { return scanExpiry(sc, extra...) }
 
 // prepared learns whether the connection reports changed rows, not matched
 // ones (no clientFoundRows DSN flag): a no-op update changes no row, so it
@@ -88,16 +84,16 @@ func (mysqlDialect) insertOrIgnore(table, cols, values string) string {
 }
 
 func (mysqlDialect) readyCond(alias string, now int64) (string, []any) {
-	return alias + "run_at <= ?", []any{now}
+	return expiryReadyCond(alias, now)
 }
 
 // reserve selects with FOR UPDATE SKIP LOCKED, then updates by primary key
 // (the rows are clustered on id), in one short transaction.
-func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string) ([]row, error) {
+func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	var rows []row
 	err := d.writeTx(ctx, q, func(ex execer) error {
 		var err error
-		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, claimStatements{
+		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, inc, claimStatements{
 			lock:  " FOR UPDATE SKIP LOCKED",
 			token: "CONCAT(?, '-', seq)",
 			key:   "id",
@@ -248,7 +244,7 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, leases []queue
 		ids[i] = l.JobID
 		pairs = append(pairs, l.JobID, l.Token)
 	}
-	where := " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(leases), 2) + ") AND state = 'pending' AND run_at > ?"
+	where := " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(leases), 2) + ") AND state = 'pending' AND lease_expires_at > ?"
 	finish := "DELETE FROM {jobs}" + where
 	if set != "" {
 		finish = "UPDATE {jobs} SET " + set + where
@@ -274,7 +270,7 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, leases []queue
 	}
 	err = d.writeTx(ctx, q, func(ex execer) error {
 		sel := q.sql("SELECT id, lease_token FROM {jobs} WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" +
-			tuples(len(leases), 2) + ") AND state = 'pending' AND run_at > ? FOR UPDATE")
+			tuples(len(leases), 2) + ") AND state = 'pending' AND lease_expires_at > ? FOR UPDATE")
 		if err := scanLeases(ctx, stmts(ex), done, sel, append(append(ids, pairs...), now)...); err != nil || len(done) == 0 {
 			return err
 		}
@@ -358,15 +354,15 @@ func (mysqlDialect) priorities(ctx context.Context, q *Queue, st statements, que
 }
 
 func (mysqlDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
-	return pendingByRunAt(s, now)
+	return expiryPendingCond(s, now)
 }
 
-func (mysqlDialect) runningCount(queueName string, prios []any, now int64, lim string) (string, []any) {
-	return runningCountByRunAt(queueName, prios, now, lim)
+func (mysqlDialect) runningCount(queueName string, _ []any, now int64, _ string) (string, []any) {
+	return expiryRunningCount(queueName, now)
 }
 
-func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return q.queueList(ctx, st, queueName, true, cond, args, order, n, i)
+func (mysqlDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return coveredRunningList(queueName, now, cond, args, order, n, i)
 }
 
 func (mysqlDialect) contains(col string, _ bool) string { return "LOCATE(?, " + col + ") > 0" }

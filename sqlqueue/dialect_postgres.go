@@ -30,9 +30,8 @@ const vacuumDeadRows = 10000
 // column: the claim is then a HOT update (no index entry written, with
 // room on the page: see the table's fillfactor). A row is claimable when
 // run_at <= now and lease_expires_at <= now; lease_expires_at is 0 when the
-// row holds no lease. (SQLite and MySQL keep the expiry in run_at: InnoDB
-// has no HOT updates, and there the gain, 1.02-1.17x, did not pay for
-// running jobs leaving the index.)
+// row holds no lease. SQLite and MySQL keep the expiry apart the same way
+// (their migrations 0003 and 0004), so that an expired job keeps its place.
 type pgDialect struct{ poolPush }
 
 func (pgDialect) name() Dialect         { return Postgres }
@@ -44,17 +43,9 @@ func (pgDialect) touch() string         { return "GREATEST(updated_at + 1, ?)" }
 // has no ? outside placeholders.
 func (pgDialect) rebind(query string) string { return sqlx.Rebind(sqlx.DOLLAR, query) }
 
-func (pgDialect) leaseColumns() (expiry, unlease, xcol string) {
-	return "lease_expires_at", ", lease_expires_at = 0", ", lease_expires_at"
-}
+func (pgDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
 
-func (pgDialect) scan(sc scanner, extra ...any) (row, error) {
-	var expiry int64
-	r, err := scanJob(sc, append([]any{&expiry}, extra...)...)
-	r.runAt = max(r.runAt, expiry)
-	r.setLease()
-	return r, err
-}
+func (pgDialect) scan(sc scanner, extra ...any) (row, error) { return scanExpiry(sc, extra...) }
 
 func (pgDialect) configure(DB) {}
 
@@ -72,7 +63,7 @@ func (pgDialect) insertOrIgnore(table, cols, values string) string {
 }
 
 func (pgDialect) readyCond(alias string, now int64) (string, []any) {
-	return alias + "run_at <= ? AND " + alias + "lease_expires_at <= ?", []any{now, now}
+	return expiryReadyCond(alias, now)
 }
 
 // reserve claims in one statement. The rows come back in no order; they
@@ -87,7 +78,7 @@ func (pgDialect) readyCond(alias string, now int64) (string, []any) {
 // A claim over several queues reads the pauses first and claims only from
 // the queues not paused then; the statement checks those again, so a
 // queue paused in between makes this one claim return nothing.
-func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string) ([]row, error) {
+func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	if len(queues) > 1 {
 		var err error
 		if queues, err = q.unpaused(ctx, stmts(q.db), queues); err != nil || len(queues) == 0 {
@@ -102,12 +93,12 @@ func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max i
   ORDER BY priority DESC, run_at, seq
   LIMIT ?
   FOR UPDATE OF j SKIP LOCKED)
-UPDATE {jobs} t SET attempts = t.attempts + 1, lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?
+UPDATE {jobs} t SET attempts = t.attempts + CAST(? AS INTEGER), lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?
 FROM c WHERE t.id = c.id
 RETURNING ` + jobColsT + `, t.lease_expires_at, c.claimed_run_at`)
 	args := append(queueArgs(queues), readyArgs...)
 	args = append(args, queueArgs(queues)...)
-	args = append(args, max, token, micros(expires), micros(now))
+	args = append(args, max, inc, token, micros(expires), micros(now))
 	rs, err := q.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -334,36 +325,16 @@ func (pgDialect) priorities(ctx context.Context, q *Queue, st statements, queueN
 	return q.prioritiesCTE(ctx, st, queueName)
 }
 
-// pendingCond: a running job is one whose lease has not expired. No index
-// holds lease_expires_at (so that claims change no indexed one), so the
-// running count and list read only the head of the queue's claim order
-// (runningCount, runningList).
 func (pgDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
-	switch s {
-	case queue.StateReady:
-		return "run_at <= ? AND lease_expires_at <= ?", []any{now, now}
-	case queue.StateScheduled:
-		return "run_at > ? AND lease_expires_at <= ?", []any{now, now}
-	}
-	return "lease_expires_at > ?", []any{now}
-}
-
-// runningHead is the query of the first runningScan due jobs (their cols)
-// of one queue in claim order; its arguments are the queue, now and
-// runningScan. A job is claimed from the head, so it stays there while it
-// runs unless more than runningScan jobs of a higher priority (or with an
-// earlier run_at) became due after its claim.
-func runningHead(cols string) string {
-	return "SELECT " + cols + " FROM {jobs} WHERE queue = ? AND state = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?"
+	return expiryPendingCond(s, now)
 }
 
 func (pgDialect) runningCount(queueName string, _ []any, now int64, _ string) (string, []any) {
-	return `(SELECT COUNT(*) FROM (` + runningHead("lease_expires_at AS x") + `) h WHERE x > ?)`, []any{queueName, now, runningScan, now}
+	return expiryRunningCount(queueName, now)
 }
 
 func (pgDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return "SELECT * FROM (SELECT " + jobCols + " FROM (" + runningHead(jobCols) + ") h WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
-		append(append([]any{queueName, now, runningScan}, args...), n), nil
+	return expiryRunningList(queueName, now, cond, args, order, n, i)
 }
 
 func (pgDialect) contains(col string, blob bool) string {

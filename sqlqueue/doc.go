@@ -17,6 +17,7 @@
 // one database: leases, unique keys, pauses, the worker registry, metrics
 // and the maintenance leader all live in the database. Besides queue.Queue
 // it implements queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
+// queue.Starter,
 // queue.Inspector, queue.OldestReadyReader, queue.Pauser,
 // queue.WorkerRegistry, queue.RunObserver
 // and queue.Waiter.
@@ -56,18 +57,20 @@
 // A job row is pending, done or dead. A pending job is ready, scheduled or
 // running according to its run_at and its lease; crash recovery needs no
 // sweeper, since a job whose lease expired is claimable again as it is.
-// On SQLite and MySQL/MariaDB run_at is when the row may next be claimed:
-// its AvailableAt while it waits, its lease expiry while it runs. On
-// PostgreSQL the lease expiry is a column of its own, lease_expires_at (0
-// without a lease), that no index holds, so a claim changes only
-// unindexed columns and is a HOT update that writes no index entry (the
-// table's fillfactor is 50, so the new row version finds room on its
-// page); a row is claimable when its run_at has come and its
-// lease_expires_at has passed, and a claim passes the rows ahead of it in
+// run_at is the job's available-at; the lease expiry is a column of its
+// own, lease_expires_at (0 without a lease), so a job whose lease expired
+// keeps its place in the claim order. On PostgreSQL no index holds it, so a
+// claim changes only unindexed columns and is a HOT update that writes no
+// index entry (the table's fillfactor is 50, so the new row version finds
+// room on its page); on SQLite and MySQL/MariaDB the claim index ends in
+// it, so counts and lists of ready, scheduled and running jobs read the
+// index alone (a claim there changes one indexed column, as it did when
+// run_at held the expiry). A row is claimable when its run_at has come and
+// its lease_expires_at has passed, and a claim passes the rows ahead of it in
 // claim order that are still running. Reserve orders by priority
 // (descending), then run_at, then insertion (an autoincrement seq column);
-// the claim index is exactly (queue, priority DESC, run_at, seq) over
-// pending rows. Each reserved job gets its own lease token; Ack, Nack, Fail
+// the claim index is (queue, priority DESC, run_at, seq) over pending rows,
+// with lease_expires_at after them on SQLite and MySQL. Each reserved job gets its own lease token; Ack, Nack, Fail
 // and Extend update or delete by primary key guarded by the token, the
 // pending state and an unexpired lease, and return queue.ErrLeaseLost when
 // no row matched.
@@ -149,12 +152,12 @@
 // by a loose index scan,
 // each count reads one capped index range per priority of the queue (the
 // claim index keeps scheduled jobs, whose run_at is in the future, apart
-// from the ready ones; on SQLite and MySQL running jobs too), and a list
+// from the ready ones), and a list
 // without a queue filter merges one ordered index scan per queue. Queues
 // with more than 32 distinct priorities, or lists over more than 64
 // queues, fall back to filtering. Listing scheduled or running jobs sorts
 // those of each queue, so its cost grows with their number, not with the
-// ready jobs'. On PostgreSQL running jobs are in no index of their own
+// ready jobs'. Running jobs are in no index range of their own
 // (see above), so they are counted and listed among the first 20,000 due
 // jobs of each queue in claim order: jobs are claimed from that head, so
 // every running job is there unless more than 20,000 jobs of a higher

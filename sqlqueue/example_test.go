@@ -102,4 +102,18 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS "jobs_periodic"
 	// CREATE TABLE IF NOT EXISTS "jobs_uniques"
 	// UPDATE "jobs_meta" SET value = '2' WHERE name = 'schema_version'
+	// UPDATE "jobs_meta" SET value = '3' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_counts"
+	// CREATE OR REPLACE FUNCTION "jobs_count_ins_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_count_del_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_count_upd_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// DROP TRIGGER IF EXISTS "jobs_count_ins" ON "jobs"
+	// CREATE TRIGGER "jobs_count_ins" AFTER INSERT ON "jobs" REFERENCING NEW TABLE AS new_rows
+	// DROP TRIGGER IF EXISTS "jobs_count_del" ON "jobs"
+	// CREATE TRIGGER "jobs_count_del" AFTER DELETE ON "jobs" REFERENCING OLD TABLE AS old_rows
+	// DROP TRIGGER IF EXISTS "jobs_count_upd" ON "jobs"
+	// CREATE TRIGGER "jobs_count_upd" AFTER UPDATE ON "jobs" REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+	// DELETE FROM "jobs_counts"
+	// INSERT INTO "jobs_counts" (queue, state, n) SELECT queue, state, COUNT(*) FROM "jobs" GROUP BY queue, state
+	// UPDATE "jobs_meta" SET value = '4' WHERE name = 'schema_version'
 }

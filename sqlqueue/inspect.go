@@ -18,9 +18,9 @@ import (
 const (
 	countCap = 10000 // counts are exact up to this, then Count.More
 	// runningScan is how many due jobs per queue, in claim order, the
-	// running count and list read where no index holds the lease expiry
-	// (PostgreSQL, see pgDialect.runningCount): jobs are claimed in that order,
-	// so the running ones are at its head.
+	// running count and list read, since no index holds the lease expiry
+	// (see expiryPendingCond): jobs are claimed in that order, so the
+	// running ones are at its head.
 	runningScan    = 20000
 	searchRows     = 10000           // a payload search examines at most this many jobs per page
 	searchTimeout  = 2 * time.Second // and runs at most this long
@@ -134,9 +134,10 @@ func capped(n int64) queue.Count {
 	return queue.Count{N: n}
 }
 
-// QueueStats returns one entry per known queue (with pending or dead jobs,
-// a pause, or metrics in the last hour), sorted by name. Counts are exact up
-// to 10,000; throughput, runtime and wait come from the metrics rows of the
+// QueueStats returns one entry per known queue (with jobs in any state,
+// a pause, or metrics in the last hour), sorted by name. The totals by
+// state are exact (see Counts); Scheduled and Running are exact up to
+// 10,000, past which Ready is an estimate; throughput, runtime and wait come from the metrics rows of the
 // last hour (JobsPerMinute from the last queue.RateWindow), summed over
 // every process.
 func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
@@ -156,13 +157,15 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 
 // queueStats is QueueStats' reads, on st.
 func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([]queue.QueueStats, error) {
+	counts, err := q.readCounts(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*queue.QueueCounts, len(counts))
 	var names []string
-	for _, state := range []string{statePending, stateDead} {
-		got, err := q.d.knownQueues(ctx, q, st, state)
-		if err != nil {
-			return nil, q.wrap(ctx, err, "listing queues")
-		}
-		names = append(names, got...)
+	for i := range counts {
+		byName[counts[i].Queue] = &counts[i]
+		names = append(names, counts[i].Queue)
 	}
 	paused, err := queryStrings(ctx, st, q.sql("SELECT queue FROM {pauses}"))
 	if err != nil {
@@ -199,41 +202,18 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 	if len(names) > maxStatsQueues {
 		names = names[:maxStatsQueues]
 	}
-	lim := " LIMIT " + strconv.Itoa(countCap+1) + ") "
-	nowUS := micros(now)
 	out := make([]queue.QueueStats, 0, len(names))
 	for _, name := range names {
-		// Each count stops at the cap and reads one index range: ready
-		// jobs and future ones (scheduled or running) per priority on
-		// the claim index, dead letters on the state index.
-		prios, err := q.priorities(ctx, st, name)
-		if err != nil {
-			return nil, q.wrap(ctx, err, "counting jobs of queue %s", name)
-		}
-		pending := "SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'" + byPriority(prios)
-		var conds [2]string
-		var args []any
-		for i, st := range []queue.JobState{queue.StateReady, queue.StateScheduled} {
-			var cargs []any
-			conds[i], cargs = q.d.pendingCond(st, nowUS)
-			args = append(append(append(args, name), prios...), cargs...)
-		}
-		runningCount, rargs := q.d.runningCount(name, prios, nowUS, lim)
-		args = append(args, rargs...)
-		counts := q.sqlOnce(`SELECT
- (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[0] + lim + `a),
- (SELECT COUNT(*) FROM (` + pending + ` AND ` + conds[1] + lim + `b),
- ` + runningCount + `,
- (SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE state = 'dead' AND queue = ?` + lim + `d)`)
-		args = append(args, name)
-		var ready, scheduled, running, dead int64
-		if err := queryRow(ctx, st, counts, args, &ready, &scheduled, &running, &dead); err != nil {
-			return nil, q.wrap(ctx, err, "counting jobs of queue %s", name)
-		}
-		s := queue.QueueStats{
-			Queue: name, Paused: slices.Contains(paused, name),
-			Ready: capped(ready), Scheduled: capped(scheduled), Running: capped(running), Dead: capped(dead),
-			Window: statsWindow,
+		// The totals by state are the counts the triggers keep; only the
+		// split of the pending ones by time is counted, up to the cap,
+		// on the claim index (see splitPending).
+		s := queue.QueueStats{Queue: name, Paused: slices.Contains(paused, name), Window: statsWindow}
+		if c := byName[name]; c != nil {
+			if err := q.splitPending(ctx, st, c, micros(now)); err != nil {
+				return nil, err
+			}
+			s.Ready, s.Scheduled, s.Running = c.Ready, c.Scheduled, c.Running
+			s.Dead, s.Done, s.Cancelled = queue.Count{N: c.Dead}, queue.Count{N: c.Done}, queue.Count{N: c.Cancelled}
 		}
 		if a, ok := sums[name]; ok {
 			s.Processed, s.Failed = a.processed, a.failed
@@ -265,25 +245,50 @@ func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
 }
 
-// pendingByRunAt is pendingCond where run_at holds the lease expiry
-// (SQLite, MySQL): a running job has a lease token and a run_at in the
-// future, so each state is one range of the claim index per priority.
-func pendingByRunAt(s queue.JobState, now int64) (string, []any) {
+// expiryPendingCond is pendingCond where the lease expiry has a column of
+// its own, lease_expires_at (every dialect): a running job is one whose
+// lease has not expired. No index holds lease_expires_at (so that a claim
+// changes no indexed column), so the running count and list read only the
+// head of the queue's claim order (expiryRunningCount, expiryRunningList).
+func expiryPendingCond(s queue.JobState, now int64) (string, []any) {
 	switch s {
 	case queue.StateReady:
-		return "run_at <= ?", []any{now}
+		return "run_at <= ? AND lease_expires_at <= ?", []any{now, now}
 	case queue.StateScheduled:
-		return "lease_token IS NULL AND run_at > ?", []any{now}
+		return "run_at > ? AND lease_expires_at <= ?", []any{now, now}
 	}
-	return "lease_token IS NOT NULL AND run_at > ?", []any{now}
+	return "lease_expires_at > ?", []any{now}
 }
 
-// runningCountByRunAt is runningCount where run_at holds the lease expiry:
-// one capped count over the queue's running range per priority.
-func runningCountByRunAt(queueName string, prios []any, now int64, lim string) (string, []any) {
-	cond, cargs := pendingByRunAt(queue.StateRunning, now)
-	return `(SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'` + byPriority(prios) + ` AND ` + cond + lim + `c)`,
-		append(append([]any{queueName}, prios...), cargs...)
+// runningHead is the query of the first runningScan due jobs (their cols)
+// of one queue in claim order; its arguments are the queue, now and
+// runningScan. A job is claimed from the head, so it stays there while it
+// runs unless more than runningScan jobs of a higher priority (or with an
+// earlier run_at) became due after its claim.
+func runningHead(cols string) string {
+	return "SELECT " + cols + " FROM {jobs} WHERE queue = ? AND state = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?"
+}
+
+// expiryRunningCount is runningCount over the head of the claim order.
+func expiryRunningCount(queueName string, now int64) (string, []any) {
+	return `(SELECT COUNT(*) FROM (` + runningHead("lease_expires_at AS x") + `) h WHERE x > ?)`, []any{queueName, now, runningScan, now}
+}
+
+// expiryRunningList is runningList over the head of the claim order, read
+// whole (PostgreSQL: the claim index does not hold the lease expiry).
+func expiryRunningList(queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return "SELECT * FROM (SELECT " + jobCols + " FROM (" + runningHead(jobCols) + ") h WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
+		append(append([]any{queueName, now, runningScan}, args...), n), nil
+}
+
+// coveredRunningList is runningList where the claim index ends in
+// lease_expires_at (SQLite, MySQL): the head of the claim order is read
+// from the index alone, and only the running jobs' rows by seq (MariaDB
+// over 1,000,000 jobs: 1.3 s per queue when the head is read whole).
+func coveredRunningList(queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return "SELECT * FROM (SELECT " + jobCols + " FROM {jobs} WHERE seq IN (SELECT seq FROM (" + runningHead("seq, lease_expires_at AS x") +
+			") h WHERE x > ?) AND " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
+		append(append([]any{queueName, now, runningScan, now}, args...), n), nil
 }
 
 // ListJobs returns one page of jobs in f.State, by keyset on insertion

@@ -24,6 +24,29 @@ const leaseGuard = "id = ? AND lease_token = ? AND state = 'pending' AND {expiry
 // primary key); SQLite in one BEGIN IMMEDIATE transaction. Every reserved
 // job gets its own lease token.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 1)
+}
+
+// ReserveUnstarted is Reserve without counting the attempt (see
+// queue.Starter): the claim leaves attempts as stored, and Start counts it.
+func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 0)
+}
+
+// Start counts one attempt for the job under each lease that is current, in
+// one statement per chunk of leases (one short transaction on
+// MySQL/MariaDB), and returns the leases that were not current. Its error
+// means no attempt is known to be counted.
+func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	return q.leaseBatch(ctx, "starting", leases, func(now int64) (string, []any) {
+		// updated_at always changes, so MySQL's count of changed rows is
+		// the count of leases that held.
+		return "attempts = attempts + 1, updated_at = " + q.d.touch(), []any{now}
+	})
+}
+
+// reserve is Reserve, adding inc to each claimed job's attempts.
+func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc int) ([]queue.Job, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
@@ -38,7 +61,7 @@ func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease tim
 	}
 	now := time.Now()
 	token := queue.NewToken()
-	rows, err := q.d.reserve(ctx, q, queues, max, now, now.Add(lease), token)
+	rows, err := q.d.reserve(ctx, q, queues, max, now, now.Add(lease), token, inc)
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reserving jobs")
 	}
@@ -78,7 +101,7 @@ type claimStatements struct {
 
 // selectThenClaim is the claim as a select then an update by key, inside
 // the caller's write transaction ex (MySQL, SQLite).
-func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queues []string, max int, now, expires time.Time, token string, c claimStatements) ([]row, error) {
+func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queues []string, max int, now, expires time.Time, token string, inc int, c claimStatements) ([]row, error) {
 	queues, err := q.unpaused(ctx, stmts(ex), queues)
 	if err != nil || len(queues) == 0 {
 		return nil, err
@@ -92,18 +115,18 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 	if err != nil || len(got) == 0 {
 		return nil, err
 	}
-	args := []any{token, micros(expires), micros(now)}
+	args := []any{inc, token, micros(expires), micros(now)}
 	for _, r := range got {
 		args = append(args, c.keyOf(r))
 	}
-	update := q.sql("UPDATE {jobs} SET attempts = attempts + 1, lease_token = " + c.token +
+	update := q.sql("UPDATE {jobs} SET attempts = attempts + ?, lease_token = " + c.token +
 		", {expiry} = ?, updated_at = ? WHERE " + c.key + " IN (" + placeholders(len(got)) + ")")
 	if _, err := ex.ExecContext(ctx, update, args...); err != nil {
 		return nil, err
 	}
 	for i := range got {
 		r := &got[i]
-		r.job.Attempts++
+		r.job.Attempts += inc
 		r.job.LeaseToken = token + "-" + strconv.FormatInt(r.seq, 10)
 		r.job.LeaseExpiresAt = expires
 		r.runAt, r.updatedAt = micros(expires), micros(now)

@@ -70,7 +70,8 @@ func insertV1Jobs(t *testing.T, db *sql.DB, s store) {
 		row("v1-done", "done", "", "", "", "", past, now),
 	}
 	// A running job holds a lease: its token ends in the row's seq, and
-	// its expiry is in lease_expires_at (PostgreSQL) or run_at.
+	// its expiry is in lease_expires_at (PostgreSQL) or, before their
+	// migrations 0003 (SQLite) and 0004 (MySQL), in run_at.
 	expiry := "run_at"
 	if s.b.dialect == sqlqueue.Postgres {
 		expiry = "lease_expires_at"
@@ -124,6 +125,13 @@ func TestUpgradeFromV1(t *testing.T) {
 			if err != nil || info.State != want || info.Queue != "mail" || string(info.Payload) != "{}" {
 				t.Errorf("GetJob(%s) = %+v, %v; want state %s in queue mail with payload {}", id, info, err, want)
 			}
+		}
+		// The running job's lease expiry moved out of run_at (SQLite 0003,
+		// MySQL 0004): it keeps its available-at and its lease.
+		running, err := q.GetJob(ctx, "v1-running")
+		if err != nil || running.LeaseExpiresAt.Before(time.Now().Add(30*time.Minute)) || running.AvailableAt.After(time.Now()) {
+			t.Errorf("GetJob(v1-running) after the upgrade = lease until %v, available at %v, %v; want a lease an hour ahead and a past available-at",
+				running.LeaseExpiresAt, running.AvailableAt, err)
 		}
 		jobs, err := q.Reserve(ctx, []string{"mail"}, 10, time.Minute)
 		if err != nil || len(jobs) != 1 || jobs[0].ID != "v1-ready" {
@@ -183,6 +191,9 @@ func TestUpgradeFromV1(t *testing.T) {
 		}
 		if info, err := q.GetJob(ctx, "v2-new"); err != nil || info.State != queue.StateReady {
 			t.Errorf("GetJob(v2-new) after down and up = %+v, %v", info, err)
+		}
+		if info, err := q.GetJob(ctx, "v1-running"); err != nil || info.State != queue.StateRunning {
+			t.Errorf("GetJob(v1-running) after down and up = %+v, %v; want it still running", info, err)
 		}
 
 		// Down to 0 drops the tables.
@@ -271,7 +282,7 @@ func catalog(t *testing.T, db *sql.DB, d sqlqueue.Dialect, table string) []strin
 			if err := rows.Scan(ptrs...); err != nil {
 				t.Fatal(err)
 			}
-			line := vals[len(vals)-1].String
+			line := sortedKeys(vals[len(vals)-1].String)
 			line = strings.ReplaceAll(line, table, "T")
 			line = autoIncrement.ReplaceAllString(line, "") // the next ID, not the schema
 			out = append(out, strings.Join(strings.Fields(line), " "))
@@ -283,6 +294,28 @@ func catalog(t *testing.T, db *sql.DB, d sqlqueue.Dialect, table string) []strin
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sortedKeys sorts the KEY lines of a MySQL CREATE TABLE text among
+// themselves (and drops the commas ending lines): the order in which
+// indexes were made is not part of the schema (migration 0004 makes the
+// claim index again, after the others).
+func sortedKeys(create string) string {
+	lines := strings.Split(create, "\n")
+	var keys []string
+	var at []int
+	for i, l := range lines {
+		l = strings.TrimSuffix(strings.TrimSpace(l), ",")
+		lines[i] = l
+		if strings.HasPrefix(l, "KEY ") || strings.HasPrefix(l, "UNIQUE KEY ") {
+			keys, at = append(keys, l), append(at, i)
+		}
+	}
+	slices.Sort(keys)
+	for k, i := range at {
+		lines[i] = keys[k]
+	}
+	return strings.Join(lines, "\n")
 }
 
 var autoIncrement = regexp.MustCompile(` AUTO_INCREMENT=[0-9]+`)

@@ -32,8 +32,10 @@ var (
 
 func TestMain(m *testing.M) {
 	testutil.Main(m, func() {
-		if workerBin != "" {
-			os.RemoveAll(filepath.Dir(workerBin))
+		for _, bin := range []string{workerBin, faultBin} {
+			if bin != "" {
+				os.RemoveAll(filepath.Dir(bin))
+			}
 		}
 	})
 }

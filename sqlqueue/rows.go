@@ -11,12 +11,11 @@ import (
 )
 
 // The states stored in the state column. A pending job is ready,
-// scheduled or running depending on run_at and its lease: on SQLite and
-// MySQL run_at is when the row may next be claimed (the job's AvailableAt
-// while it waits, its lease expiry while it runs), so one index serves the
-// claim of new jobs and of jobs whose lease expired; on PostgreSQL the
-// expiry has a column of its own (see pgDialect), so that a claim changes
-// no indexed column.
+// scheduled or running depending on run_at (the job's available-at) and its
+// lease expiry, which has a column of its own, lease_expires_at (0 when no
+// lease is held): a claim changes no indexed column, and a job whose lease
+// expired is claimed again at its own place in the claim order (priority,
+// run_at, seq), not behind the jobs queued after it.
 const (
 	statePending = "pending"
 	stateDone    = "done"
@@ -28,8 +27,7 @@ const (
 )
 
 // jobCols lists the columns dialect.scan reads, in order; {xcol} is the
-// dialect's lease-expiry column, when it has one apart from run_at (see
-// dialect.leaseColumns).
+// lease-expiry column (see dialect.leaseColumns).
 const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, snoozes, retry_until, state{xcol}"
 
 // jobColsT is jobCols without {xcol}, qualified by the alias t.
@@ -99,6 +97,27 @@ func (q *Queue) logDecode(r row) {
 	if r.decodeErr != nil {
 		q.log.Warn("sqlqueue: a stored job's tags or meta are not valid JSON; read without them", "table", q.t.raw, "job", r.job.ID, "err", r.decodeErr)
 	}
+}
+
+// expiryColumns are leaseColumns where the lease expiry is in
+// lease_expires_at, apart from run_at (every dialect).
+func expiryColumns() (expiry, unlease, xcol string) {
+	return "lease_expires_at", ", lease_expires_at = 0", ", lease_expires_at"
+}
+
+// scanExpiry is dialect.scan of jobCols with lease_expires_at as {xcol}.
+func scanExpiry(sc scanner, extra ...any) (row, error) {
+	var expiry int64
+	r, err := scanJob(sc, append([]any{&expiry}, extra...)...)
+	r.runAt = max(r.runAt, expiry)
+	r.setLease()
+	return r, err
+}
+
+// expiryReadyCond is readyCond where the lease expiry is in
+// lease_expires_at: the job is due and holds no unexpired lease.
+func expiryReadyCond(alias string, now int64) (string, []any) {
+	return alias + "run_at <= ? AND " + alias + "lease_expires_at <= ?", []any{now, now}
 }
 
 // setLease sets the job's lease expiry from runAt once runAt is final.

@@ -34,7 +34,7 @@ func LatestSchemaVersion(d Dialect) (int, error) {
 type tableNames struct {
 	raw                                  string
 	jobs, pauses, workers, metrics, meta string
-	periodic, uniques                    string
+	periodic, uniques, counts            string
 	replacer                             *strings.Replacer
 }
 
@@ -50,6 +50,9 @@ func names(d dialect, table string) tableNames {
 		// keys of UniqueFor pushes until their hold ends.
 		periodic: d.quote(table + "_periodic"),
 		uniques:  d.quote(table + "_uniques"),
+		// counts holds the per-queue job counts by state that the
+		// database's triggers keep (see Counts).
+		counts: d.quote(table + "_counts"),
 	}
 	// {expiry} is the column holding the lease expiry; {unlease} is the
 	// SET fragment that clears it with the lease token; {xcol} adds it to
@@ -57,7 +60,7 @@ func names(d dialect, table string) tableNames {
 	expiry, unlease, xcol := d.leaseColumns()
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
-		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{expiry}", expiry, "{unlease}", unlease,
+		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{expiry}", expiry, "{unlease}", unlease,
 		"{xcol}", xcol,
 	)
 	return t
@@ -92,8 +95,13 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 // tables and indexes, quoted (the table prefix is validated by WithTable).
 func migrationVars(d dialect, table string) map[string]string {
 	vars := map[string]string{"jobs": d.quote(table)}
-	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques"} {
+	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques", "counts"} {
 		vars[s] = d.quote(table + "_" + s)
+	}
+	// The counting triggers and their functions (see the counts migration).
+	for _, s := range []string{"count_ins", "count_del", "count_upd"} {
+		vars[s+"_trg"] = d.quote(table + "_" + s)
+		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
 	for _, s := range []string{"claim", "unique", "state", "finished", "seq"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)

@@ -272,6 +272,12 @@ func TestMaintain(t *testing.T) {
 		if n, err := q.Len(ctx, "m"); err != nil || n != 1 {
 			t.Fatalf("Len = %d, %v; the waiting job must survive maintenance", n, err)
 		}
+		// The counts follow the pruning (the triggers count deletes).
+		counts, err := q.Counts(ctx)
+		want := []queue.QueueCounts{{Queue: "m", Pending: 1, Ready: queue.Count{N: 1}}}
+		if err != nil || fmt.Sprint(counts) != fmt.Sprint(want) {
+			t.Fatalf("Counts after pruning = %v, %v; want %v", counts, err, want)
+		}
 	})
 }
 

@@ -11,11 +11,15 @@ import (
 )
 
 // Count formats c with thousands separators and a "+" when it is capped
-// (the true count is at least c.N): "10,000+".
+// (the true count is at least c.N): "10,000+"; an estimate (the true
+// count is at most c.N) is marked "~": "~151,200".
 func Count(c queue.Count) string {
 	s := Int(c.N)
 	if c.More {
 		s += "+"
+	}
+	if c.Estimate {
+		s = "~" + s
 	}
 	return s
 }

@@ -19,6 +19,7 @@ func TestCount(t *testing.T) {
 		{queue.Count{N: 999}, "999"},
 		{queue.Count{N: 1000}, "1,000"},
 		{queue.Count{N: 10000, More: true}, "10,000+"},
+		{queue.Count{N: 151200, Estimate: true}, "~151,200"},
 		{queue.Count{N: 1234567}, "1,234,567"},
 		{queue.Count{N: -1234}, "-1,234"},
 		{queue.Count{N: math.MinInt64}, "-9,223,372,036,854,775,808"},

@@ -20,6 +20,42 @@ type Snapshot struct {
 	// OldestReady maps each queue with ready jobs to the earliest time one
 	// of them became available.
 	OldestReady map[string]time.Time
+	// Counts are the store's counts by state when the Inspector is also
+	// a queue.Counter (nil otherwise).
+	Counts []queue.QueueCounts
+}
+
+// Depth is the number of one queue's jobs in one state.
+type Depth struct {
+	Queue string
+	State queue.JobState
+	N     int64
+}
+
+// Depths lists each queue's jobs by state: from Counts when the store
+// keeps them (ready, scheduled, running, dead, done, cancelled; exact
+// totals), else from Stats (ready, scheduled, running, dead; a count a
+// driver capped is its cap). Queues are in name order, states in
+// queue.JobStates order.
+func (s Snapshot) Depths() []Depth {
+	var out []Depth
+	if s.Counts != nil {
+		for _, c := range s.Counts {
+			for _, d := range []Depth{
+				{c.Queue, queue.StateReady, c.Ready.N}, {c.Queue, queue.StateScheduled, c.Scheduled.N},
+				{c.Queue, queue.StateRunning, c.Running.N}, {c.Queue, queue.StateDead, c.Dead},
+				{c.Queue, queue.StateDone, c.Done}, {c.Queue, queue.StateCancelled, c.Cancelled},
+			} {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	for _, st := range s.Stats {
+		out = append(out, Depth{st.Queue, queue.StateReady, st.Ready.N}, Depth{st.Queue, queue.StateScheduled, st.Scheduled.N},
+			Depth{st.Queue, queue.StateRunning, st.Running.N}, Depth{st.Queue, queue.StateDead, st.Dead.N})
+	}
+	return out
 }
 
 // OldestAge returns how long queue's oldest ready job has waited at the
@@ -32,8 +68,9 @@ func (s Snapshot) OldestAge(queueName string) time.Duration {
 	return s.At.Sub(t)
 }
 
-// Read takes a snapshot: one QueueStats call and one OldestReady call when
-// in is a queue.OldestReadyReader, else the first ready job of each queue
+// Read takes a snapshot: one QueueStats call, one Counts call when in is a
+// queue.Counter, and one OldestReady call when in is a
+// queue.OldestReadyReader, else the first ready job of each queue
 // with ready jobs (by insertion), one bounded ListJobs each.
 func Read(ctx context.Context, in queue.Inspector) (Snapshot, error) {
 	stats, err := in.QueueStats(ctx)
@@ -41,6 +78,16 @@ func Read(ctx context.Context, in queue.Inspector) (Snapshot, error) {
 		return Snapshot{}, fmt.Errorf("reading queue stats: %w", err)
 	}
 	s := Snapshot{At: time.Now(), Stats: stats, OldestReady: make(map[string]time.Time)}
+	if c, ok := in.(queue.Counter); ok {
+		counts, err := c.Counts(ctx)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("reading job counts: %w", err)
+		}
+		s.Counts = counts
+		if s.Counts == nil {
+			s.Counts = []queue.QueueCounts{}
+		}
+	}
 	if r, ok := in.(queue.OldestReadyReader); ok {
 		oldest, err := r.OldestReady(ctx)
 		if err != nil {

@@ -96,7 +96,7 @@ func NewMetrics(mp metric.MeterProvider, opts ...MetricsOption) (*Metrics, error
 
 func registerStore(meter metric.Meter, cache *storestats.Cache) error {
 	jobs, err1 := meter.Int64ObservableGauge("meridian.queue.jobs", metric.WithUnit("{job}"),
-		metric.WithDescription("Jobs in the store by queue and state (ready, scheduled, running, dead)."))
+		metric.WithDescription("Jobs in the store by queue and state (ready, scheduled, running, dead; done and cancelled where the store counts them)."))
 	age, err2 := meter.Float64ObservableGauge("meridian.queue.oldest_ready.age", metric.WithUnit("s"),
 		metric.WithDescription("How long the queue's oldest ready job has waited; 0 when none is ready."))
 	if err := errors.Join(err1, err2); err != nil {
@@ -107,15 +107,20 @@ func registerStore(meter metric.Meter, cache *storestats.Cache) error {
 		if err != nil {
 			return err
 		}
-		for _, st := range snap.Stats {
-			q := AttrQueue.String(st.Queue)
-			for _, c := range []struct {
-				state queue.JobState
-				n     queue.Count
-			}{{queue.StateReady, st.Ready}, {queue.StateScheduled, st.Scheduled}, {queue.StateRunning, st.Running}, {queue.StateDead, st.Dead}} {
-				o.ObserveInt64(jobs, c.n.N, metric.WithAttributes(q, AttrState.String(string(c.state))))
+		seen := map[string]bool{}
+		for _, d := range snap.Depths() {
+			q := AttrQueue.String(d.Queue)
+			o.ObserveInt64(jobs, d.N, metric.WithAttributes(q, AttrState.String(string(d.State))))
+			if !seen[d.Queue] {
+				seen[d.Queue] = true
+				o.ObserveFloat64(age, snap.OldestAge(d.Queue).Seconds(), metric.WithAttributes(q))
 			}
-			o.ObserveFloat64(age, snap.OldestAge(st.Queue).Seconds(), metric.WithAttributes(q))
+		}
+		for _, st := range snap.Stats {
+			if !seen[st.Queue] {
+				seen[st.Queue] = true
+				o.ObserveFloat64(age, snap.OldestAge(st.Queue).Seconds(), metric.WithAttributes(AttrQueue.String(st.Queue)))
+			}
 		}
 		return nil
 	}, jobs, age)

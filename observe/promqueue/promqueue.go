@@ -164,7 +164,7 @@ type storeCollector struct {
 func newStoreCollector(c *storestats.Cache) *storeCollector {
 	return &storeCollector{
 		cache:  c,
-		jobs:   prometheus.NewDesc("meridian_queue_jobs", "Jobs in the store by queue and state (ready, scheduled, running, dead).", []string{"queue", "state"}, nil),
+		jobs:   prometheus.NewDesc("meridian_queue_jobs", "Jobs in the store by queue and state (ready, scheduled, running, dead; done and cancelled where the store counts them).", []string{"queue", "state"}, nil),
 		oldest: prometheus.NewDesc("meridian_queue_oldest_ready_age_seconds", "How long the queue's oldest ready job has waited; 0 when none is ready.", []string{"queue"}, nil),
 		paused: prometheus.NewDesc("meridian_queue_paused", "1 when the queue is paused.", []string{"queue"}, nil),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "meridian_queue_stats_errors_total", Help: "Failed reads of the store's queue state."}),
@@ -187,14 +187,19 @@ func (s *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for _, st := range snap.Stats {
-		for _, c := range []struct {
-			state queue.JobState
-			n     queue.Count
-		}{{queue.StateReady, st.Ready}, {queue.StateScheduled, st.Scheduled}, {queue.StateRunning, st.Running}, {queue.StateDead, st.Dead}} {
-			ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(c.n.N), st.Queue, string(c.state))
+	ages := map[string]bool{}
+	for _, d := range snap.Depths() {
+		ch <- prometheus.MustNewConstMetric(s.jobs, prometheus.GaugeValue, float64(d.N), d.Queue, string(d.State))
+		if !ages[d.Queue] {
+			ages[d.Queue] = true
+			ch <- prometheus.MustNewConstMetric(s.oldest, prometheus.GaugeValue, snap.OldestAge(d.Queue).Seconds(), d.Queue)
 		}
-		ch <- prometheus.MustNewConstMetric(s.oldest, prometheus.GaugeValue, snap.OldestAge(st.Queue).Seconds(), st.Queue)
+	}
+	for _, st := range snap.Stats {
+		if !ages[st.Queue] {
+			ages[st.Queue] = true
+			ch <- prometheus.MustNewConstMetric(s.oldest, prometheus.GaugeValue, snap.OldestAge(st.Queue).Seconds(), st.Queue)
+		}
 		paused := 0.0
 		if st.Paused {
 			paused = 1

@@ -31,11 +31,12 @@ func TestScrapeAfterWorkload(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		open func(t *testing.T) inspectingQueue
+		done int // acked jobs the store keeps: memqueue keeps 1,000, this sqlqueue none
 	}{
-		{"memory", func(t *testing.T) inspectingQueue { return memqueue.New() }},
+		{"memory", func(t *testing.T) inspectingQueue { return memqueue.New() }, observetest.WantProcessed},
 		{"postgres", func(t *testing.T) inspectingQueue {
 			return observetest.Postgres(t, observetest.RandomTable(), true)
-		}},
+		}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -85,17 +86,21 @@ meridian_jobs_dead_lettered_total{job="task",queue="prom"} %d
 # HELP meridian_jobs_in_flight Job handlers running now in this process.
 # TYPE meridian_jobs_in_flight gauge
 meridian_jobs_in_flight{queue="prom"} 0
-# HELP meridian_queue_jobs Jobs in the store by queue and state (ready, scheduled, running, dead).
+# HELP meridian_queue_jobs Jobs in the store by queue and state (ready, scheduled, running, dead; done and cancelled where the store counts them).
 # TYPE meridian_queue_jobs gauge
+meridian_queue_jobs{queue="idle",state="cancelled"} 0
 meridian_queue_jobs{queue="idle",state="dead"} 0
+meridian_queue_jobs{queue="idle",state="done"} 0
 meridian_queue_jobs{queue="idle",state="ready"} 1
 meridian_queue_jobs{queue="idle",state="running"} 0
 meridian_queue_jobs{queue="idle",state="scheduled"} 0
+meridian_queue_jobs{queue="prom",state="cancelled"} 0
 meridian_queue_jobs{queue="prom",state="dead"} 1
+meridian_queue_jobs{queue="prom",state="done"} %d
 meridian_queue_jobs{queue="prom",state="ready"} 0
 meridian_queue_jobs{queue="prom",state="running"} 0
 meridian_queue_jobs{queue="prom",state="scheduled"} 0
-`, observetest.WantProcessed, observetest.WantFailed, observetest.WantRetried, observetest.WantDead)
+`, observetest.WantProcessed, observetest.WantFailed, observetest.WantRetried, observetest.WantDead, tc.done)
 			names := []string{"meridian_jobs_processed_total", "meridian_jobs_failed_total", "meridian_jobs_retried_total",
 				"meridian_jobs_dead_lettered_total", "meridian_jobs_in_flight", "meridian_queue_jobs"}
 			if err := testutil.ScrapeAndCompare(srv.URL, strings.NewReader(want), names...); err != nil {

@@ -47,8 +47,6 @@ func TestContract(t *testing.T) {
 		},
 		Caps: contracttest.Capabilities{
 			TimePrecision: time.Microsecond,
-			// SQLite keeps a lease's expiry in run_at (docs/semantics.md, "Order").
-			ExpiredLeaseLosesPlace: "SQLite keeps a lease's expiry in run_at, so an expired job is re-queued at its expiry (known gap, [reliability] 3)",
 		},
 	})
 }

@@ -1,0 +1,213 @@
+package contracttest
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// testCounter checks queue.Counter: after a mixed workload the counts
+// equal the true number of jobs in each state, as the Inspector lists
+// them.
+func (s *suite) testCounter(t *testing.T) {
+	checkAs(s, t, "MatchesJobs", func(t *testing.T, q queue.Queue, c queue.Counter) {
+		in, ok := q.(queue.Inspector)
+		if !ok {
+			t.Skip("driver implements queue.Counter but not queue.Inspector: no true counts to compare with")
+		}
+		const a, b, idle, d, e = "count-a", "count-b", "count-idle", "count-d", "count-e"
+		wantCounts(t, c, in) // empty store
+
+		// Ready, scheduled hours ahead, and a queue nobody reserves from.
+		pushN(t, q, a, 12)
+		pushN(t, q, b, 5)
+		pushN(t, q, idle, 7)
+		for range 4 {
+			j := newJob(a)
+			j.AvailableAt = time.Now().Add(3 * time.Hour)
+			push(t, q, j)
+		}
+		if bp, ok := q.(queue.BatchPusher); ok {
+			jobs := []queue.Job{newJob(a), newJob(b), newJob(b)}
+			jobs = append(jobs, jobs[0]) // a duplicate ID: stored once
+			if _, err := bp.PushMany(t.Context(), jobs); err != nil {
+				t.Fatalf("PushMany: %v", err)
+			}
+		}
+		if s.h.Tx != nil {
+			p, commit, rollback := s.h.Tx(t, q)
+			push(t, p, newJob(a))
+			if err := commit(); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+			p, _, rollback = s.h.Tx(t, q)
+			push(t, p, newJob(a))
+			if err := rollback(); err != nil {
+				t.Fatalf("rollback: %v", err)
+			}
+		}
+		wantCounts(t, c, in)
+
+		// Claim, ack (one by one and in a batch), nack, fail, cancel.
+		got := reserve(t, q, []string{a}, 8, longLease)
+		if len(got) != 8 {
+			t.Fatalf("reserved %d jobs of %s, want 8", len(got), a)
+		}
+		wantCounts(t, c, in)
+		ack(t, q, got[0])
+		if ba, ok := q.(queue.BatchAcker); ok {
+			if lost, err := ba.AckMany(t.Context(), []queue.Lease{got[1].Lease(), got[2].Lease()}); err != nil || len(lost) != 0 {
+				t.Fatalf("AckMany = %v, %v; want no lost lease, nil", lost, err)
+			}
+		} else {
+			ack(t, q, got[1])
+			ack(t, q, got[2])
+		}
+		nack(t, q, got[3], time.Now().Add(time.Hour), "later")
+		nack(t, q, got[4], time.Now(), "now")
+		fail(t, q, got[5], "broken")
+		fail(t, q, got[6], "broken too")
+		dead := killJob(t, q, d, "dead in d")
+		if cn, ok := q.(queue.Canceller); ok {
+			if _, err := cn.Cancel(t.Context(), got[7].ID); err != nil { // running
+				t.Fatalf("Cancel(running %s): %v", got[7].ID, err)
+			}
+			waiting := newJob(b)
+			push(t, q, waiting)
+			if _, err := cn.Cancel(t.Context(), waiting.ID); err != nil { // ready
+				t.Fatalf("Cancel(ready %s): %v", waiting.ID, err)
+			}
+		} else {
+			ack(t, q, got[7])
+		}
+		wantCounts(t, c, in)
+
+		// Dead letters retried, forgotten, flushed; a dead letter's ID
+		// pushed again; a queue purged.
+		if err := q.RetryDead(t.Context(), got[5].ID); err != nil {
+			t.Fatalf("RetryDead: %v", err)
+		}
+		if err := q.ForgetDead(t.Context(), got[6].ID); err != nil {
+			t.Fatalf("ForgetDead: %v", err)
+		}
+		revived := newJob(b)
+		revived.ID = dead.ID
+		push(t, q, revived)
+		killJob(t, q, d, "flushed")
+		killJob(t, q, e, "kept")
+		if _, err := q.FlushDead(t.Context(), d); err != nil {
+			t.Fatalf("FlushDead: %v", err)
+		}
+		if _, err := q.Purge(t.Context(), idle); err != nil {
+			t.Fatalf("Purge: %v", err)
+		}
+		wantCounts(t, c, in)
+
+		// Everything left is worked off.
+		for {
+			jobs := reserve(t, q, []string{a, b}, 50, longLease)
+			if len(jobs) == 0 {
+				break
+			}
+			for _, j := range jobs {
+				ack(t, q, j)
+			}
+		}
+		wantCounts(t, c, in)
+	})
+}
+
+// testCounterPastCap is testCounter's check that counts do not stop at
+// the 10,000 up to which inspection counts rows.
+func (s *suite) testCounterPastCap(t *testing.T) {
+	checkAs(s, t, "PastTheCap", func(t *testing.T, q queue.Queue, c queue.Counter) {
+		bp, ok := q.(queue.BatchPusher)
+		if !ok {
+			t.Skip("driver does not implement queue.BatchPusher: 10,050 single pushes are too slow for the suite")
+		}
+		const name, n = "count-many", 10050
+		jobs := make([]queue.Job, n)
+		for i := range jobs {
+			jobs[i] = newJob(name)
+		}
+		for chunk := range slices.Chunk(jobs, 1000) {
+			if _, err := bp.PushMany(t.Context(), chunk); err != nil {
+				t.Fatalf("PushMany: %v", err)
+			}
+		}
+		later := newJob(name)
+		later.AvailableAt = time.Now().Add(time.Hour)
+		push(t, q, later)
+		r := reserve(t, q, []string{name}, 2, longLease)
+		ack(t, q, r[0])
+		got, err := c.Counts(t.Context())
+		if err != nil {
+			t.Fatalf("Counts: %v", err)
+		}
+		want := []queue.QueueCounts{{Queue: name, Pending: n, Ready: queue.Count{N: n - 2}, Scheduled: queue.Count{N: 1}, Running: queue.Count{N: 1}}}
+		if _, kept := q.(queue.Inspector); kept && s.h.Caps.NoDoneRetention == "" {
+			want[0].Done = 1
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Counts = %v, want %v", got, want)
+		}
+	})
+}
+
+// wantCounts compares c's counts with the jobs listed in each state.
+func wantCounts(t *testing.T, c queue.Counter, in queue.Inspector) {
+	t.Helper()
+	want := map[string]*queue.QueueCounts{}
+	for _, st := range queue.JobStates {
+		var f queue.JobFilter
+		f.State, f.Limit = st, 500
+		for {
+			page, err := in.ListJobs(t.Context(), f)
+			if err != nil {
+				t.Fatalf("ListJobs(%s): %v", st, err)
+			}
+			for _, j := range page.Jobs {
+				w := want[j.QueueName()]
+				if w == nil {
+					w = &queue.QueueCounts{Queue: j.QueueName()}
+					want[j.QueueName()] = w
+				}
+				switch st {
+				case queue.StateReady:
+					w.Ready.N++
+				case queue.StateScheduled:
+					w.Scheduled.N++
+				case queue.StateRunning:
+					w.Running.N++
+				case queue.StateDead:
+					w.Dead++
+				case queue.StateDone:
+					w.Done++
+				case queue.StateCancelled:
+					w.Cancelled++
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			f.After = page.Next
+		}
+	}
+	var wants []queue.QueueCounts
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := *want[name]
+		w.Pending = w.Ready.N + w.Scheduled.N + w.Running.N
+		wants = append(wants, w)
+	}
+	got, err := c.Counts(t.Context())
+	if err != nil {
+		t.Fatalf("Counts: %v", err)
+	}
+	if g, w := fmt.Sprint(got), fmt.Sprint(wants); g != w {
+		t.Fatalf("Counts =\n%s\nwant (the jobs listed in each state)\n%s", g, w)
+	}
+}

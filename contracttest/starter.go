@@ -1,0 +1,105 @@
+package contracttest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// testStarter checks queue.Starter: an attempt counts only once its handler
+// started, so a job that waited leased in a process that died keeps its
+// attempts.
+func (s *suite) testStarter(t *testing.T) {
+	checkAs(s, t, "UnstartedKeepsAttempts", func(t *testing.T, q queue.Queue, st queue.Starter) {
+		j := newJob("unst")
+		push(t, q, j)
+		got, err := st.ReserveUnstarted(t.Context(), []string{"unst"}, 10, shortLease)
+		if err != nil || len(got) != 1 || got[0].ID != j.ID {
+			t.Fatalf("ReserveUnstarted = %v, %v; want %s", ids(got), err, j.ID)
+		}
+		if got[0].Attempts != 0 || got[0].LeaseToken == "" || got[0].LeaseExpiresAt.IsZero() {
+			t.Fatalf("ReserveUnstarted gave attempts %d, token %q, expiry %v; want 0 attempts and a lease", got[0].Attempts, got[0].LeaseToken, got[0].LeaseExpiresAt)
+		}
+		expectNone(t, q, "unst") // leased: one holder at a time
+		// Its holder dies before starting it: the lease expires and the job
+		// comes back with no attempt counted, then Reserve counts one.
+		again := s.awaitReserveNotBefore(t, q, "unst", got[0].LeaseExpiresAt)
+		if again.ID != j.ID || again.Attempts != 1 {
+			t.Fatalf("after the unstarted lease expired Reserve gave %s with %d attempts; want %s with 1", again.ID, again.Attempts, j.ID)
+		}
+		if again.LeaseToken == got[0].LeaseToken {
+			t.Fatalf("re-delivery reused lease token %q", got[0].LeaseToken)
+		}
+		// The dead holder's lease is stale: Start counts nothing.
+		lost, err := st.Start(t.Context(), []queue.Lease{got[0].Lease()})
+		if err != nil {
+			t.Fatalf("Start of a stale lease: %v", err)
+		}
+		wantLost(t, "Start", lost, []queue.Lease{got[0].Lease()})
+		// A Nack keeps the attempt the started delivery counted.
+		nack(t, q, again, time.Now(), "retry")
+		third := awaitReserve(t, q, "unst", longLease)
+		if third.Attempts != 2 {
+			t.Fatalf("after one started and one unstarted delivery and a retry, Reserve gave %d attempts; want 2", third.Attempts)
+		}
+		ack(t, q, third)
+	})
+
+	checkAs(s, t, "StartCounts", func(t *testing.T, q queue.Queue, st queue.Starter) {
+		jobs, batch, stale := staleBatch(t, q, "sc", longLease)
+		lost, err := st.Start(t.Context(), batch)
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		wantLost(t, "Start", lost, stale)
+		// jobs[1] and jobs[2] had one attempt from Reserve and one from
+		// Start; jobs[3]'s Start had a wrong token.
+		want := map[string]int{jobs[1].ID: 2, jobs[2].ID: 2, jobs[3].ID: 1}
+		for _, j := range jobs[1:] {
+			nack(t, q, j, time.Now(), "retry")
+		}
+		for range 3 {
+			r := awaitReserve(t, q, "sc", longLease)
+			// Reserve counted one more.
+			if r.Attempts != want[r.ID]+1 {
+				t.Errorf("job %s has %d attempts, want %d", r.ID, r.Attempts, want[r.ID]+1)
+			}
+			ack(t, q, r)
+		}
+
+		// An unstarted reservation, started: its attempt counts once.
+		u := newJob("sc")
+		push(t, q, u)
+		got, err := st.ReserveUnstarted(t.Context(), []string{"sc"}, 1, longLease)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("ReserveUnstarted = %v, %v", ids(got), err)
+		}
+		if lost, err := st.Start(t.Context(), []queue.Lease{got[0].Lease()}); err != nil || len(lost) != 0 {
+			t.Fatalf("Start = %v, %v; want nothing lost", lost, err)
+		}
+		nack(t, q, got[0], time.Now(), "retry")
+		if r := awaitReserve(t, q, "sc", longLease); r.Attempts != 2 {
+			t.Fatalf("a started unstarted reservation then Reserve gave %d attempts, want 2", r.Attempts)
+		}
+
+		if lost, err := st.Start(t.Context(), nil); err != nil || len(lost) != 0 {
+			t.Fatalf("Start(nil) = %v, %v; want none, nil", lost, err)
+		}
+	})
+
+	checkAs(s, t, "Context", func(t *testing.T, q queue.Queue, st queue.Starter) {
+		j := newJob("stc")
+		push(t, q, j)
+		got, err := st.ReserveUnstarted(cancelled(t), []string{"stc"}, 1, longLease)
+		wantErr(t, "ReserveUnstarted with a cancelled context", err, context.Canceled)
+		if len(got) != 0 {
+			t.Fatalf("ReserveUnstarted with a cancelled context returned %v", ids(got))
+		}
+		r := reserveOne(t, q, "stc", j.ID, longLease)
+		_, err = st.Start(cancelled(t), []queue.Lease{r.Lease()})
+		wantErr(t, "Start with a cancelled context", err, context.Canceled)
+		ack(t, q, r)
+	})
+}

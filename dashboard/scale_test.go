@@ -1,0 +1,236 @@
+package dashboard_test
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/display"
+	"github.com/meridianjobs/meridian/internal/scale"
+	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// scaleRowsEnv sets the size of TestScale's store; under CI=true it runs
+// at 100,000 rows when unset.
+const scaleRowsEnv = "MERIDIAN_SCALE_ROWS"
+
+// TestScale fills a store per SQL dialect with the production shape of
+// internal/scale, runs live traffic beside it (a worker with 4 handlers on
+// the served queues and 40 dispatches a second), and requests every page
+// and API endpoint: once each from a new dashboard (cold) and then 40
+// times (warm). It fails on any 5xx answer, never on timing; the timings
+// are logged as a table (and written to $MERIDIAN_SCALE_OUT when set)
+// for docs/benchmarks.md. MERIDIAN_SCALE_STATS sets the planner's
+// statistics of the jobs table: missing (the default: never analyzed; the
+// shared PostgreSQL runs with autovacuum off), stale (analyzed while
+// empty, before the fill) or fresh (analyzed after it). Run it by hand with
+//
+//	MERIDIAN_SCALE_ROWS=1000000 go test -run '^TestScale$' -v -timeout 2h ./dashboard
+func TestScale(t *testing.T) {
+	rows := 0
+	if v := os.Getenv(scaleRowsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1000 {
+			t.Fatalf("%s=%q: want a number of rows, at least 1000", scaleRowsEnv, v)
+		}
+		rows = n
+	} else if testutil.CI() {
+		rows = 100000
+	} else {
+		t.Skipf("set %s (e.g. 100000) to run the scale benchmark; CI runs it at 100,000 rows", scaleRowsEnv)
+	}
+	dialects := []struct {
+		name string
+		url  func(t *testing.T, table string) string
+	}{
+		{"sqlite", func(t *testing.T, table string) string {
+			return "sqlite://" + filepath.Join(t.TempDir(), "scale.db") + "?table=" + table
+		}},
+		{"postgres", func(t *testing.T, table string) string { return testutil.QueueURL(t, testutil.PostgresEnv, table) }},
+		{"mysql", func(t *testing.T, table string) string { return testutil.QueueURL(t, testutil.MySQLEnv, table) }},
+	}
+	stats := cmp.Or(os.Getenv("MERIDIAN_SCALE_STATS"), "missing")
+	if !slices.Contains([]string{"missing", "stale", "fresh"}, stats) {
+		t.Fatalf("MERIDIAN_SCALE_STATS=%q: want missing, stale or fresh", stats)
+	}
+	var tables []string
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			u, err := url.Parse(d.url(t, testutil.Name("dash_scale_")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := u.Query()
+			v.Set("retention", "24h")
+			u.RawQuery = v.Encode()
+			tables = append(tables, scaleRun(t, d.name, u.String(), rows, stats))
+		})
+	}
+	if out := os.Getenv("MERIDIAN_SCALE_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(strings.Join(tables, "\n")), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// scaleRun is TestScale on one store; it returns the timings as a
+// Markdown table.
+func scaleRun(t *testing.T, dialect, queueURL string, rows int, stats string) string {
+	ctx := context.Background()
+	q, err := queue.Open(ctx, queueURL)
+	if err != nil {
+		t.Fatalf("opening %s: %v", dialect, err)
+	}
+	t.Cleanup(func() {
+		if d, ok := q.(interface{ DropTables(context.Context) error }); ok {
+			if err := d.DropTables(context.Background()); err != nil {
+				t.Errorf("dropping the scale tables: %v", err)
+			}
+		}
+		if c, ok := q.(io.Closer); ok {
+			c.Close()
+		}
+	})
+	analyze := func() {
+		t.Helper()
+		tq, ok := q.(interface{ Table() string })
+		if !ok {
+			t.Fatalf("%T does not name its table", q)
+		}
+		var db *sql.DB
+		stmt := "ANALYZE " + tq.Table()
+		switch dialect {
+		case "postgres":
+			db = testutil.OpenDB(t, "pgx", testutil.PostgresEnv)
+		case "mysql":
+			db = testutil.OpenDB(t, "mysql", testutil.MySQLEnv)
+			stmt = "ANALYZE TABLE " + tq.Table()
+		default:
+			u, _ := url.Parse(queueURL)
+			var err error
+			if db, err = sql.Open("sqlite", u.Path); err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+		}
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if stats == "stale" {
+		analyze()
+	}
+	shape := scale.Shape{Jobs: rows}
+	start := time.Now()
+	counts, err := scale.Fill(ctx, q, shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats == "fresh" {
+		analyze()
+	}
+	t.Logf("%s: filled %d rows in %v: %+v", dialect, rows, time.Since(start).Round(time.Second), counts)
+	dead, err := q.DeadLetters(ctx, "", 1)
+	if err != nil || len(dead) == 0 {
+		t.Fatalf("DeadLetters = %d, %v", len(dead), err)
+	}
+
+	// Live traffic: a worker on the served queues and a steady producer.
+	w := queue.NewWorker(q).Queues(shape.Served()...).Concurrency(4).Poll(100 * time.Millisecond).Slog(slog.New(slog.DiscardHandler))
+	queue.Handle(w, func(context.Context, scale.Job) error { return nil })
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(context.Background()) }()
+	stopProducer := make(chan struct{})
+	var producer sync.WaitGroup
+	producer.Go(func() {
+		tick := time.NewTicker(25 * time.Millisecond) // 40 a second
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stopProducer:
+				return
+			case <-tick.C:
+				served := shape.Served()
+				if err := queue.Dispatch(ctx, q, scale.Job{N: -i}, queue.OnQueue(served[i%len(served)])); err != nil {
+					t.Errorf("live dispatch: %v", err)
+					return
+				}
+			}
+		}
+	})
+	defer func() {
+		close(stopProducer)
+		producer.Wait()
+		w.Stop()
+		if err := <-runDone; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+
+	endpoints := []string{
+		"", "failed", "failed?q=customer", "jobs?state=ready", "jobs?state=scheduled", "jobs?state=running",
+		"jobs?state=done", "jobs?state=cancelled", "jobs?state=ready&queue=" + scale.Backlog,
+		"queue/q1", "queue/" + scale.Backlog, "jobs/" + dead[0].ID, "workers", "periodic",
+		"api/stats", "api/jobs?state=ready", "api/jobs?state=dead", "api/jobs/" + dead[0].ID,
+		"api/metrics", "api/workers", "api/periodic",
+	}
+	const warmRuns = 40
+	var table strings.Builder
+	fmt.Fprintf(&table, "%s, %s rows, statistics %s\n\n| endpoint | cold | warm p50 | warm p95 |\n|---|---|---|---|\n", dialect, display.Int(int64(rows)), stats)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(srv *httptest.Server, ep string) time.Duration {
+		t0 := time.Now()
+		res, err := client.Get(srv.URL + "/admin/queues/" + ep)
+		if err != nil {
+			t.Errorf("GET %s: %v", ep, err)
+			return 0
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		took := time.Since(t0)
+		if res.StatusCode >= 500 {
+			t.Errorf("GET %s (%s): %d", ep, dialect, res.StatusCode)
+		}
+		return took
+	}
+	newServer := func() *httptest.Server {
+		mux := http.NewServeMux()
+		mux.Handle("/admin/queues/", http.StripPrefix("/admin", dashboard.Handler(dashboard.ForQueue(q))))
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	warm := newServer()
+	for _, ep := range endpoints {
+		cold := get(newServer(), ep) // a new dashboard: nothing shared or cached yet
+		var runs []time.Duration
+		for range warmRuns {
+			runs = append(runs, get(warm, ep))
+		}
+		slices.SortFunc(runs, cmp.Compare)
+		p50, p95 := runs[len(runs)/2], runs[len(runs)*95/100]
+		fmt.Fprintf(&table, "| `%s` | %s | %s | %s |\n", ep, ms(cold), ms(p50), ms(p95))
+	}
+	t.Logf("\n%s", table.String())
+	return table.String()
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}

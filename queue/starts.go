@@ -1,0 +1,79 @@
+package queue
+
+import (
+	"context"
+	"sync"
+)
+
+// starts records that prefetched jobs start (Starter.Start) in batches, as
+// a group commit: the executor that asks first writes every start waiting
+// at that moment in one call, and the starts asked for meanwhile go in the
+// next call, led by the first of them. So a busy run writes one start
+// statement per batch of jobs, never one per job, and each start is
+// written before its handler runs. It has no goroutine of its own.
+type starts struct {
+	s   Starter
+	ctx context.Context // for queue calls
+
+	mu      sync.Mutex
+	waiting []*startReq
+	busy    bool // a call is being made or led
+}
+
+// startReq is one job's wait for its start to be written.
+type startReq struct {
+	l    Lease
+	lost bool
+	err  error
+	done chan struct{} // closed once lost and err are set
+	lead chan struct{} // closed when this request is to make the next call
+}
+
+// start writes the start of the job under l and reports whether the lease
+// was lost (the job is someone else's, or expired) or the call failed; in
+// both cases no attempt is known to be counted.
+func (b *starts) start(l Lease) (lost bool, err error) {
+	r := &startReq{l: l, done: make(chan struct{}), lead: make(chan struct{})}
+	b.mu.Lock()
+	b.waiting = append(b.waiting, r)
+	if !b.busy {
+		b.busy = true
+		close(r.lead)
+	}
+	b.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.lost, r.err
+	case <-r.lead:
+	}
+	b.mu.Lock()
+	batch := b.waiting
+	b.waiting = nil
+	b.mu.Unlock()
+	b.flush(batch)
+	b.mu.Lock()
+	if len(b.waiting) > 0 {
+		close(b.waiting[0].lead)
+	} else {
+		b.busy = false
+	}
+	b.mu.Unlock()
+	return r.lost, r.err
+}
+
+// flush makes one Start call for batch and answers every request in it.
+func (b *starts) flush(batch []*startReq) {
+	leases := make([]Lease, len(batch))
+	for i, r := range batch {
+		leases[i] = r.l
+	}
+	lost, err := b.s.Start(b.ctx, leases)
+	gone := make(map[Lease]bool, len(lost))
+	for _, l := range lost {
+		gone[l] = true
+	}
+	for _, r := range batch {
+		r.lost, r.err = gone[r.l], err
+		close(r.done)
+	}
+}
