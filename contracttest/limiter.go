@@ -126,7 +126,7 @@ func (s *suite) testConcurrencyLimits(t *testing.T) {
 		checkAs(s, t, name, func(t *testing.T, q queue.Queue, _ queue.Leaser) {
 			// Checked by the handlers themselves: each counts the handlers
 			// running at once, across 3 processes of 4 handlers each.
-			const jobs = 60
+			jobs := 20 * limit
 			dispatchLimited(t, q, "conc", jobs, false)
 			var mu sync.Mutex
 			running, most, done := 0, 0, 0
