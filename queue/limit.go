@@ -113,7 +113,7 @@ func jitter(d time.Duration) time.Duration {
 //
 // Within a process the jobs of one key ask the store one at a time. A job
 // that finds no slot waits in its handler for the next one to free when
-// that is near (up to three times, at most 100 ms each), and is otherwise
+// that is near (up to 100 ms in all), and is otherwise
 // snoozed (uncounted) to about when its turn may come: a step (per/n) for
 // each job of the key waiting in this process.
 func (l *Limiter) Rate(key KeyFunc, n int, per time.Duration) (Middleware, error) {
@@ -123,7 +123,9 @@ func (l *Limiter) Rate(key KeyFunc, n int, per time.Duration) (Middleware, error
 	step := max(per/time.Duration(n), 1) // one slot frees about every step
 	probes := min(n, 2)
 	margin := min(per/100, 10*time.Millisecond)
-	const rounds, nearWait = 3, 100 * time.Millisecond
+	// A job waits in its handler for a slot for up to nearWait in all,
+	// so a key at its limit costs the store probes, not snoozes.
+	const nearWait = 100 * time.Millisecond
 	var mu sync.Mutex
 	gates := map[string]*rateGate{}
 	return func(next Handler) Handler {
@@ -147,7 +149,8 @@ func (l *Limiter) Rate(key KeyFunc, n int, per time.Duration) (Middleware, error
 				return SnoozeUncounted(max(wait, 0) + waiting*step + rand.N(step/4+1))
 			}
 			holder := holderOf(j)
-			for range rounds {
+			deadline := time.Now().Add(nearWait)
+			for time.Now().Before(deadline) {
 				select {
 				case g.sem <- struct{}{}:
 				case <-ctx.Done():
@@ -156,7 +159,7 @@ func (l *Limiter) Rate(key KeyFunc, n int, per time.Duration) (Middleware, error
 				now := time.Now()
 				if wait := g.until.Sub(now); wait > 0 {
 					<-g.sem
-					if wait > nearWait {
+					if wait > time.Until(deadline) {
 						return snooze(wait)
 					}
 					if !sleepCtx(ctx, wait) {
