@@ -119,6 +119,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("UniqueModes", s.testUniqueModes)
 	t.Run("PeriodicStore", s.testPeriodicStore)
 	t.Run("Processes", s.testProcesses)
+	t.Run("Chains", s.testChains)
+	t.Run("Limiters", s.testLimiters)
+	t.Run("RateLimit", s.testRateLimit)
 }
 
 // suite carries the harness through the checks.

@@ -381,7 +381,7 @@ func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease,
 			continue
 		}
 		e.job.Attempts++
-		e.updatedAt = now
+		e.updatedAt, e.startedAt = now, now // the attempt starts now, not at its reservation
 	}
 	return lost, nil
 }
@@ -596,6 +596,12 @@ func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	if e == nil {
 		return fmt.Errorf("memqueue: failing job %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
+	q.failLocked(e, reason, now)
+	return nil
+}
+
+// failLocked moves the running job e to the dead letters.
+func (q *Queue) failLocked(e *entry, reason string, now time.Time) {
 	nq := e.nq
 	nq.running.remove(e.idx)
 	q.releaseKeyLocked(e)
@@ -609,7 +615,6 @@ func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	e.updatedAt = now
 	e.finishedAt = now
 	nq.dead[e.job.ID] = e
-	return nil
 }
 
 // Extend sets the expiry of lease l to now plus d. It returns an error

@@ -36,7 +36,10 @@ type completer struct {
 	// it lacks them.
 	snoozer   Snoozer
 	canceller Canceller
-	log       *slog.Logger
+	// chainer records a chain step's outcome and pushes what follows in
+	// one step; nil when the queue lacks it.
+	chainer Chainer
+	log     *slog.Logger
 
 	mu     sync.RWMutex
 	closed bool
@@ -78,6 +81,10 @@ func (c *completer) close() {
 }
 
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
+	if _, ok := j.Meta[MetaChain]; ok {
+		c.ackChain(j, start, rt)
+		return
+	}
 	if c.acker != nil {
 		c.mu.RLock()
 		if !c.closed {
@@ -90,6 +97,48 @@ func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
 	if c.settled(j, c.q.Ack(c.ctx, j.Lease()), "acking", rt) {
 		c.finished(j, OutcomeDone, nil, start, rt)
 	}
+}
+
+// ackChain acks a chain step and pushes the step after it in one step
+// (Chainer), or pushes it and then acks where the queue has no Chainer.
+func (c *completer) ackChain(j *Job, start time.Time, rt time.Duration) {
+	rest, _, err := chainOf(j)
+	var next []Job
+	if err == nil {
+		next, err = rest.next()
+	}
+	if err != nil {
+		c.fail(j, Permanent(err), start, rt)
+		return
+	}
+	if c.chainer != nil {
+		err = c.chainer.AckPush(c.ctx, j.Lease(), next)
+	} else {
+		if _, err = PushMany(c.ctx, c.q, next); err == nil {
+			err = c.q.Ack(c.ctx, j.Lease())
+		}
+	}
+	if c.settled(j, err, "acking a chain step", rt) {
+		c.finished(j, OutcomeDone, nil, start, rt)
+	}
+}
+
+// dead dead-letters j with text as its error, pushing the chain's catch job
+// with it when j is a chain step that has one.
+func (c *completer) dead(j *Job, text string) error {
+	rest, ok, err := chainOf(j)
+	if !ok || err != nil || rest.Catch == nil {
+		return c.q.Fail(c.ctx, j.Lease(), text)
+	}
+	catch := rest.caught(j, text)
+	if c.chainer != nil {
+		return c.chainer.FailPush(c.ctx, j.Lease(), text, catch)
+	}
+	if err := c.q.Fail(c.ctx, j.Lease(), text); err != nil {
+		return err
+	}
+	_, err = PushMany(c.ctx, c.q, catch)
+	return err
 }
 
 func (c *completer) nack(j *Job, cause error, at time.Time, start time.Time, rt time.Duration) {
@@ -140,10 +189,10 @@ func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Dura
 }
 
 func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
-	err := c.q.Fail(c.ctx, j.Lease(), reason(cause))
+	err := c.dead(j, reason(cause))
 	if storeRejected(err) {
 		c.log.Warn("queue: dead-lettering job with its error text failed; retrying with a plain text", "job", j.ID, "err", err)
-		err = c.q.Fail(c.ctx, j.Lease(), plainReason(cause))
+		err = c.dead(j, plainReason(cause))
 	}
 	if !c.settled(j, err, "dead-lettering", rt) {
 		return

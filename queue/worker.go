@@ -425,6 +425,7 @@ func newRun(w *Worker) *run {
 	r.completer.runObs, _ = w.q.(RunObserver)
 	r.completer.snoozer, _ = w.q.(Snoozer)
 	r.completer.canceller, _ = w.q.(Canceller)
+	r.completer.chainer, _ = w.q.(Chainer)
 
 	handlers := make(map[string]Handler, len(w.handlers))
 	for name, h := range w.handlers {

@@ -113,12 +113,19 @@ func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	return ok, nil
 }
 
+// maxKnownLeaseRows bounds Queue.leaseRows.
+const maxKnownLeaseRows = 10000
+
 // acquireRow takes or renews the lease in the meta row name; create adds
 // the row when it is missing.
 func (q *Queue) acquireRow(ctx context.Context, name, holder string, ttl time.Duration, create bool) (bool, error) {
-	if create {
+	if _, known := q.leaseRows.Load(name); create && !known {
 		if _, err := q.db.ExecContext(ctx, q.sql(q.d.insertOrIgnore(q.t.meta, "name, value, expires_at", "?, '', 0")), name); err != nil {
 			return false, err
+		}
+		if q.leaseRowCount.Load() < maxKnownLeaseRows {
+			q.leaseRowCount.Add(1)
+			q.leaseRows.Store(name, struct{}{})
 		}
 	}
 	now := time.Now()

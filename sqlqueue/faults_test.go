@@ -311,43 +311,6 @@ func (fl *faultFleet) start() {
 	})
 }
 
-// live returns the processes still running.
-func (fl *faultFleet) live() []*faultProc {
-	fl.mu.Lock()
-	defer fl.mu.Unlock()
-	var out []*faultProc
-	for _, p := range fl.procs {
-		if p.diedAt.IsZero() && p.killedAt.IsZero() {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// busy returns the live processes whose log shows a job started and not
-// yet ended.
-func (fl *faultFleet) busy() []*faultProc {
-	recs, _ := fl.records()
-	running := map[int]bool{}
-	for _, rs := range recs {
-		for _, r := range rs {
-			if r.end == 0 {
-				running[r.proc] = true
-			}
-		}
-	}
-	fl.mu.Lock()
-	procs := slices.Clone(fl.procs)
-	fl.mu.Unlock()
-	var out []*faultProc
-	for i, p := range procs {
-		if running[i] && slices.Contains(fl.live(), p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // kill sends SIGKILL to p.
 func (fl *faultFleet) kill(p *faultProc) {
 	fl.mu.Lock()
@@ -375,14 +338,16 @@ type attemptRec struct {
 	attempt    int
 }
 
-// records reads every process's records: job ID -> its attempts, and the
-// number of finished attempts.
-func (fl *faultFleet) records() (map[string][]attemptRec, int) {
+// records reads every process's records: job ID -> its attempts, the
+// number of finished attempts, and the processes (by index) with an
+// attempt started and not finished.
+func (fl *faultFleet) records() (map[string][]attemptRec, int, map[int]bool) {
 	fl.mu.Lock()
 	procs := slices.Clone(fl.procs)
 	fl.mu.Unlock()
 	out := map[string][]attemptRec{}
 	ends := 0
+	busy := map[int]bool{}
 	for i, p := range procs {
 		f, err := os.Open(p.log)
 		if errors.Is(err, os.ErrNotExist) {
@@ -411,14 +376,34 @@ func (fl *faultFleet) records() (map[string][]attemptRec, int) {
 			}
 		}
 		f.Close()
+		busy[i] = len(open) > 0
 	}
-	return out, ends
+	return out, ends, busy
 }
 
-// finished counts the end records written so far.
-func (fl *faultFleet) finished() int {
-	_, n := fl.records()
-	return n
+// victim picks a live process to kill: one running a job when there is
+// one, so the kill leaves a started job to run again; any live one once
+// every job has finished.
+func (fl *faultFleet) victim(busy map[int]bool, allDone bool) *faultProc {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	var running, live []*faultProc
+	for i, p := range fl.procs {
+		if !p.diedAt.IsZero() || !p.killedAt.IsZero() {
+			continue
+		}
+		live = append(live, p)
+		if busy[i] {
+			running = append(running, p)
+		}
+	}
+	switch {
+	case len(running) > 0:
+		return running[rand.IntN(len(running))]
+	case allDone && len(live) > 0:
+		return live[rand.IntN(len(live))]
+	}
+	return nil
 }
 
 // TestFaults is the fault suite: see the comment at the top of this file.
@@ -506,7 +491,7 @@ func faultRun(t *testing.T, srv *faultServer, bin string, size faultSize) {
 			n, _ := q.Len(ctx, "")
 			t.Fatalf("the run did not finish within %v: %d jobs pending, %d kills, %d restarts", size.deadline, n, kills, restarts)
 		}
-		done := fl.finished()
+		_, done, busy := fl.records()
 		if restarts < size.restarts && done >= restartAt[restarts] {
 			from := time.Now()
 			srv.restart(t)
@@ -514,15 +499,8 @@ func faultRun(t *testing.T, srv *faultServer, bin string, size faultSize) {
 			restarts++
 		}
 		if kills < size.kills && done >= next {
-			// The victim is a process running a job at this moment, so
-			// that the kill interrupts work; only when none is found for
-			// half a step of progress is any live process taken.
-			victims := fl.busy()
-			if len(victims) == 0 && done >= next+step/2 {
-				victims = fl.live()
-			}
-			if len(victims) > 0 {
-				fl.kill(victims[rand.IntN(len(victims))])
+			if p := fl.victim(busy, done >= size.jobs); p != nil {
+				fl.kill(p)
 				kills++
 				next += step
 			}
@@ -538,7 +516,7 @@ func faultRun(t *testing.T, srv *faultServer, bin string, size faultSize) {
 	fl.stop()
 	elapsed := time.Since(began)
 
-	recs, _ := fl.records()
+	recs, _, _ := fl.records()
 	fl.mu.Lock()
 	procs := slices.Clone(fl.procs)
 	fl.mu.Unlock()

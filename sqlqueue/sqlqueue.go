@@ -153,6 +153,11 @@ type Queue struct {
 	log *slog.Logger
 
 	queries sync.Map // template -> final SQL
+	// leaseRows holds the names of lease rows known to exist (they are
+	// never deleted), up to maxKnownLeaseRows, so AcquireLease skips its
+	// insert for them: limiters acquire slot leases for every job.
+	leaseRows     sync.Map
+	leaseRowCount atomic.Int64
 
 	readyMu sync.Mutex
 	ready   bool

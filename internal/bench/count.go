@@ -24,6 +24,13 @@ type Calls struct {
 	Extend            atomic.Int64
 	ReserveNanos      atomic.Int64 // time spent in Reserve
 	AckNanos          atomic.Int64 // time spent in AckMany and Ack
+	// Unstarted, Prefetched and UnstartedNanos are ReserveUnstarted's
+	// calls, jobs and time; Start, Started and StartNanos Start's calls,
+	// leases and time (queue.Starter).
+	Unstarted, Prefetched atomic.Int64
+	UnstartedNanos        atomic.Int64
+	Start, Started        atomic.Int64
+	StartNanos            atomic.Int64
 }
 
 // String summarises the calls on one line, leaving out those never made.
@@ -43,6 +50,8 @@ func (c *Calls) String() string {
 	if n := c.EmptyReserve.Load(); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d of them empty", n))
 	}
+	per("ReserveUnstarted", c.Unstarted.Load(), c.Prefetched.Load(), c.UnstartedNanos.Load())
+	per("Start", c.Start.Load(), c.Started.Load(), c.StartNanos.Load())
 	per("AckMany", c.AckMany.Load(), c.Acked.Load(), c.AckNanos.Load())
 	per("PushMany", c.PushMany.Load(), c.Pushed.Load(), 0)
 	for _, v := range []struct {
@@ -67,16 +76,49 @@ type counted struct {
 
 // unwrap returns the queue a counted wraps, or q itself.
 func unwrap(q queue.Queue) queue.Queue {
-	if c, ok := q.(*counted); ok {
+	switch c := q.(type) {
+	case *counted:
+		return c.Queue
+	case *countedStarter:
 		return c.Queue
 	}
 	return q
 }
 
-// count wraps q; the Calls it returns fill as the queue is used.
-func count(q queue.Queue) (*counted, *Calls) {
+// count wraps q; the Calls it returns fill as the queue is used. A
+// queue.Starter stays one (countedStarter), so the Worker prefetches as it
+// would on q.
+func count(q queue.Queue) (queue.Queue, *Calls) {
 	c := &Calls{}
-	return &counted{Queue: q, c: c}, c
+	cq := &counted{Queue: q, c: c}
+	if s, ok := q.(queue.Starter); ok {
+		return &countedStarter{counted: cq, s: s}, c
+	}
+	return cq, c
+}
+
+// countedStarter is a counted over a queue.Starter.
+type countedStarter struct {
+	*counted
+	s queue.Starter
+}
+
+func (q *countedStarter) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	start := time.Now()
+	jobs, err := q.s.ReserveUnstarted(ctx, queues, max, lease)
+	q.c.UnstartedNanos.Add(int64(time.Since(start)))
+	q.c.Unstarted.Add(1)
+	q.c.Prefetched.Add(int64(len(jobs)))
+	return jobs, err
+}
+
+func (q *countedStarter) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	start := time.Now()
+	lost, err := q.s.Start(ctx, leases)
+	q.c.StartNanos.Add(int64(time.Since(start)))
+	q.c.Start.Add(1)
+	q.c.Started.Add(int64(len(leases)))
+	return lost, err
 }
 
 func (q *counted) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
@@ -197,4 +239,5 @@ var (
 	_ queue.RunObserver    = (*counted)(nil)
 	_ queue.LeaseDefaulter = (*counted)(nil)
 	_ queue.WorkerRegistry = (*counted)(nil)
+	_ queue.Starter        = (*countedStarter)(nil)
 )

@@ -1,0 +1,46 @@
+package memqueue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// AckPush acks the job under l and pushes jobs in one critical section
+// (see queue.Chainer). Jobs that are duplicates are skipped.
+func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) error {
+	return q.finishPush(ctx, "acking", l, jobs, func(e *entry) {
+		q.finishLocked(e, q.now())
+	})
+}
+
+// FailPush dead-letters the job under l with reason and pushes jobs in one
+// critical section (see queue.Chainer).
+func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
+	return q.finishPush(ctx, "failing", l, jobs, func(e *entry) {
+		q.failLocked(e, reason, q.now())
+	})
+}
+
+func (q *Queue) finishPush(ctx context.Context, doing string, l queue.Lease, jobs []queue.Job, finish func(e *entry)) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: %s job %s: %w", doing, l.JobID, err)
+	}
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	e := q.leasedLocked(l, now.UnixNano())
+	if e == nil {
+		return fmt.Errorf("memqueue: %s job %s: %w", doing, l.JobID, queue.ErrLeaseLost)
+	}
+	finish(e)
+	for _, j := range jobs {
+		// pushLocked fails only for a duplicate, which is skipped.
+		_ = q.pushLocked(j, now)
+	}
+	return nil
+}
