@@ -108,6 +108,10 @@ type dialect interface {
 	// isConfig reports whether err is one no retry can fix: a missing
 	// table or database, bad credentials.
 	isConfig(err error) bool
+	// isConflict reports whether err says the server rolled the whole
+	// transaction back to break a deadlock or a serialization conflict,
+	// so that running it again from the start is safe.
+	isConflict(err error) bool
 
 	// inspectRead runs the reads of one inspection call (listing: a
 	// ListJobs of done, dead or ready jobs) on one statements, bounded by

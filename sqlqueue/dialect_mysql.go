@@ -18,6 +18,7 @@ import (
 // *mysql.MySQLError.Number; see the server's error reference).
 const (
 	mysqlErDupEntry          = 1062 // ER_DUP_ENTRY
+	mysqlErLockDeadlock      = 1213 // ER_LOCK_DEADLOCK
 	mysqlErNoSuchTable       = 1146 // ER_NO_SUCH_TABLE
 	mysqlErBadDB             = 1049 // ER_BAD_DB_ERROR
 	mysqlErAccessDenied      = 1045 // ER_ACCESS_DENIED_ERROR
@@ -307,6 +308,14 @@ func (mysqlDialect) isConfig(err error) bool {
 		return true
 	}
 	return false
+}
+
+// isConflict is a deadlock: InnoDB rolls back the victim's whole
+// transaction (a lock wait timeout rolls back only the statement, so it is
+// not one).
+func (mysqlDialect) isConflict(err error) bool {
+	n, _ := mysqlErrNumber(err)
+	return n == mysqlErLockDeadlock
 }
 
 // mysqlErrNumber reads the server error number of go-sql-driver/mysql's

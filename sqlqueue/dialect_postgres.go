@@ -272,6 +272,13 @@ func (pgDialect) isConfig(err error) bool {
 
 // pgState is the SQLSTATE of err from a driver whose errors report one
 // (pgx's *pgconn.PgError, lib/pq's *pq.Error).
+// isConflict is a deadlock or a serialization failure, each of which
+// aborts the whole transaction.
+func (pgDialect) isConflict(err error) bool {
+	code, _ := pgState(err)
+	return code == pgerrcode.DeadlockDetected || code == pgerrcode.SerializationFailure
+}
+
 func pgState(err error) (string, bool) {
 	var s interface{ SQLState() string }
 	if errors.As(err, &s) {

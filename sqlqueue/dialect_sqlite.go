@@ -232,6 +232,10 @@ func (sqliteDialect) isUniqueViolation(err error) bool {
 
 // isConfig matches a file that cannot be opened or is no database, refused
 // access, and a missing table (a generic SQLITE_ERROR told by its message).
+// isConflict is never true: SQLite has one writer, and a busy file is
+// waited for (busy_timeout), not a deadlock.
+func (sqliteDialect) isConflict(error) bool { return false }
+
 func (sqliteDialect) isConfig(err error) bool {
 	code, ok := sqliteCode(err)
 	switch {

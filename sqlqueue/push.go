@@ -68,12 +68,12 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	var err error
-	if holdsInTx([]queue.Job{j}) {
-		err = q.d.writeTx(ctx, q, func(ex execer) error { return q.pushOne(ctx, stmts(ex), true, j) })
-	} else {
-		err = q.pushOne(ctx, stmts(q.db), false, j)
-	}
+	err := q.againOnConflict(ctx, func() error {
+		if holdsInTx([]queue.Job{j}) {
+			return q.d.writeTx(ctx, q, func(ex execer) error { return q.pushOne(ctx, stmts(ex), true, j) })
+		}
+		return q.pushOne(ctx, stmts(q.db), false, j)
+	})
 	if err != nil {
 		return err
 	}
@@ -102,10 +102,12 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	if holdsInTx(jobs) {
 		chunks = max(chunks, 2) // pushBatch's "needs a transaction"
 	}
-	err := q.d.pushBatch(ctx, q, len(jobs), chunks, func(ex statements, inTx bool) error {
-		var err error
-		stored, err = q.pushMany(ctx, ex, inTx, jobs)
-		return err
+	err := q.againOnConflict(ctx, func() error {
+		return q.d.pushBatch(ctx, q, len(jobs), chunks, func(ex statements, inTx bool) error {
+			var err error
+			stored, err = q.pushMany(ctx, ex, inTx, jobs)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, q.wrap(ctx, err, "pushing %d jobs", len(jobs))
@@ -113,6 +115,24 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	q.wakeFor(jobs, stored)
 	q.announce(jobs, stored)
 	return stored, nil
+}
+
+// conflictTries is how many times a push the server rolled back to break a
+// deadlock is run in all.
+const conflictTries = 3
+
+// againOnConflict runs push, a push in a transaction of q's own (never a
+// caller's), again when the server rolled it back whole to break a
+// deadlock: MariaDB's row triggers on the counts table can meet another
+// transaction's in lock order. Nothing of a rolled-back try was stored, so
+// a new try cannot store a job twice.
+func (q *Queue) againOnConflict(ctx context.Context, push func() error) error {
+	for try := 1; ; try++ {
+		err := push()
+		if err == nil || try == conflictTries || ctx.Err() != nil || !q.d.isConflict(err) {
+			return err
+		}
+	}
 }
 
 // wakeFor wakes this process's waiters (Wait) for the stored jobs: now for
