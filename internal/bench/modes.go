@@ -135,6 +135,7 @@ func burnDown(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
 
 	o.progress("  burn-down: working %d jobs (%d worker(s) x %d)", o.Jobs, o.Workers, o.Concurrency)
 	var handled atomic.Int64
+	cpu0, cpuOK := processCPU()
 	start = time.Now()
 	p := startWorkers(q, o, func(job) { handled.Add(1) })
 	werr := waitCount(ctx, &handled, int64(o.Jobs))
@@ -144,6 +145,13 @@ func burnDown(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
 	}
 	rate := float64(o.Jobs) / time.Since(start).Seconds()
 	figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: work %d (end to end)", o.Jobs), Value: rate, Unit: PerSecond})
+	// The client's CPU per 1,000 jobs worked (this process: workers and,
+	// for SQLite, the database too), which a loaded machine changes far
+	// less than the rate.
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: work %d, client CPU per 1,000 jobs", o.Jobs),
+			Value: float64(cpu1-cpu0) / float64(time.Millisecond) / float64(o.Jobs) * 1000, Unit: Milliseconds})
+	}
 	return figs, nil
 }
 
