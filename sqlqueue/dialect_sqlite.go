@@ -184,10 +184,36 @@ func (sqliteDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool
 	return q.reviveInPlace(ctx, ex, "(SELECT MAX(seq) + 1 FROM {jobs})", j, keepCreated, now)
 }
 
-// finishLeases takes the leases as two text-array literals (IDs, tokens;
-// see pgArray), turned into JSON arrays. Each token ends in its row's seq
-// (reserve's token), so every lease is one rowid lookup.
-func (sqliteDialect) finishLeases(ctx context.Context, q *Queue, leases []queue.Lease, now int64, set string, args []any) (map[queue.Lease]bool, error) {
+// finishLeases runs one statement per part, several in one BEGIN
+// IMMEDIATE transaction (one commit).
+func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
+	out := make([]map[queue.Lease]bool, len(parts))
+	run := func(st statements) error {
+		for i, p := range parts {
+			var err error
+			if out[i], err = q.finishByArrays(ctx, st, d.finishStmt(p.set), p.leases, now, p.args); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if len(parts) == 1 {
+		err = run(stmts(q.db))
+	} else {
+		err = d.writeTx(ctx, q, func(ex execer) error { return run(stmts(ex)) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// finishStmt is the statement of one finishLeases part. It takes the
+// leases as two text-array literals (IDs, tokens; see pgArray), turned
+// into JSON arrays. Each token ends in its row's seq (reserve's token), so
+// every lease is one rowid lookup.
+func (sqliteDialect) finishStmt(set string) string {
 	// Parameters: set's (numbered here), then ids, tokens, now.
 	var b strings.Builder
 	n := 0
@@ -210,7 +236,7 @@ func (sqliteDialect) finishLeases(ctx context.Context, q *Queue, leases []queue.
 		head + " WHERE seq IN (SELECT CAST(substr(value, instr(value, '-') + 1) AS INTEGER) FROM json_each(" + js(toks) + "))" +
 		" AND (id, lease_token) IN (SELECT a.id, b.value FROM json_each(" + js(toks) + ") b JOIN a ON a.k = b.key)" +
 		" AND +state = 'pending' AND +lease_expires_at > " + at + " RETURNING id, lease_token"
-	return q.finishByArrays(ctx, stmt, leases, now, args)
+	return stmt
 }
 
 // sqliteCode is the (extended) result code of a driver error that reports
