@@ -240,11 +240,7 @@ var errSomeLost = errors.New("sqlqueue: some leases were lost")
 // lease held; otherwise the transaction is rolled back and redone locking
 // the rows still held first, to learn which leases were lost.
 func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
-	type prepared struct {
-		ids, pairs []any
-		where      string
-	}
-	ps := make([]prepared, len(parts))
+	ps := make([]mysqlLeases, len(parts))
 	for i, p := range parts {
 		ids := make([]any, len(p.leases))
 		pairs := make([]any, 0, 2*len(p.leases))
@@ -252,18 +248,17 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 			ids[k] = l.JobID
 			pairs = append(pairs, l.JobID, l.Token)
 		}
-		ps[i] = prepared{ids, pairs, " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(p.leases), 2) + ") AND state = 'pending' AND lease_expires_at > ?"}
-	}
-	change := func(set string) string {
-		if set == "" {
-			return "DELETE FROM {jobs}"
-		}
-		return "UPDATE {jobs} SET " + set
+		ps[i] = mysqlLeases{ids, pairs, " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(p.leases), 2) + ") AND state = 'pending' AND lease_expires_at > ?"}
 	}
 	out := make([]map[queue.Lease]bool, len(parts))
+	for _, p := range parts {
+		if p.finish {
+			return out, d.finishCounted(ctx, q, parts, ps, now, out)
+		}
+	}
 	err := d.writeTx(ctx, q, func(ex execer) error {
 		for i, p := range parts {
-			res, err := ex.ExecContext(ctx, q.sql(change(p.set)+ps[i].where), append(append(append(slices.Clip(p.args), ps[i].ids...), ps[i].pairs...), now)...)
+			res, err := ex.ExecContext(ctx, q.sql(mysqlChange(p.set)+ps[i].where), append(append(append(slices.Clip(p.args), ps[i].ids...), ps[i].pairs...), now)...)
 			if err != nil {
 				return err
 			}
@@ -299,7 +294,7 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 			for l := range out[i] {
 				in = append(in, l.JobID)
 			}
-			stmt := change(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
+			stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
 			if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
 				return err
 			}
@@ -310,6 +305,97 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 		return nil, err // rolled back: nothing is known to be finished
 	}
 	return out, nil
+}
+
+// mysqlLeases are one finishLeases part's leases as arguments: the IDs,
+// the (id, token) pairs, and the WHERE clause that takes them and now.
+type mysqlLeases struct {
+	ids, pairs []any
+	where      string
+}
+
+// mysqlChange is the head of a part's statement: an UPDATE with its SET
+// clause, or a DELETE when set is "".
+func mysqlChange(set string) string {
+	if set == "" {
+		return "DELETE FROM {jobs}"
+	}
+	return "UPDATE {jobs} SET " + set
+}
+
+// mysqlCountedVar is the session variable the counting triggers test
+// (migration 0006_counts_by_statement): while it is set, they skip the
+// rows the session changes.
+const mysqlCountedVar = "@meridian_counted_by_statement"
+
+// finishCounted is finishLeases for parts that ack (finish), whose jobs
+// are counted here rather than by the row triggers: in one READ COMMITTED
+// transaction on a connection of its own it sets mysqlCountedVar, locks
+// and reads each part's rows still under its leases (with their queues),
+// changes those by primary key, adds the finished jobs to the counts of
+// this connection's shard, and clears the variable before the commit. A
+// connection on which the variable may still be set (clearing it failed)
+// is discarded, so no later statement on it goes uncounted.
+func (d mysqlDialect) finishCounted(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return err
+	}
+	err = func(ex execer) error {
+		if _, err := ex.ExecContext(ctx, "SET "+mysqlCountedVar+" = 1"); err != nil {
+			return err
+		}
+		fcs := make([]finishedCounts, len(parts))
+		for i, p := range parts {
+			fcs[i] = finishedCounts{}
+			sel := q.sql("SELECT id, lease_token, queue FROM {jobs}" + ps[i].where + " FOR UPDATE")
+			done, err := scanFinished(ctx, stmts(ex), sel, append(append(slices.Clip(ps[i].ids), ps[i].pairs...), now), fcs[i])
+			if err != nil {
+				return err
+			}
+			out[i] = done
+			if len(done) == 0 {
+				continue
+			}
+			in := make([]any, 0, len(done))
+			for l := range done {
+				in = append(in, l.JobID)
+			}
+			stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
+			if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
+				return err
+			}
+		}
+		for i, p := range parts {
+			if !p.finish {
+				continue
+			}
+			if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "CONNECTION_ID()", "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"); err != nil {
+				return err
+			}
+		}
+		_, err := ex.ExecContext(ctx, "SET "+mysqlCountedVar+" = NULL")
+		return err
+	}(tx)
+	if err == nil {
+		err = tx.Commit()
+	} else {
+		_ = tx.Rollback()
+	}
+	if err != nil {
+		// The variable belongs to the session, not the transaction.
+		if _, cerr := conn.ExecContext(context.Background(), "SET "+mysqlCountedVar+" = NULL"); cerr != nil {
+			_ = conn.Raw(func(any) error { return errBadConn })
+		}
+		clear(out)
+		return err
+	}
+	return nil
 }
 
 func (mysqlDialect) isUniqueViolation(err error) bool {

@@ -184,12 +184,12 @@ func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
 // error means nothing is known to be acked. Buffered run metrics are
 // written with it when due.
 func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	lost, err := q.leaseBatch(ctx, "acking", leases, q.ackSet)
+	lost, err := q.changeLeases(ctx, "acking", leaseChange{leases, q.ackSet, true})
 	if err != nil {
 		return nil, err
 	}
 	q.flushMetricsIfDue(ctx)
-	return lost, nil
+	return lost[0], nil
 }
 
 // ExtendMany moves the expiry of every lease it can to now plus d, in one
@@ -212,8 +212,8 @@ func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Dur
 // counted or acked. Buffered run metrics are written with it when due.
 func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) (lostStarts, lostAcks []queue.Lease, err error) {
 	lost, err := q.changeLeases(ctx, "starting and acking",
-		leaseChange{starts, q.startSet},
-		leaseChange{acks, q.ackSet})
+		leaseChange{starts, q.startSet, false},
+		leaseChange{acks, q.ackSet, true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,7 +242,7 @@ func (q *Queue) ackSet(now int64) (string, []any) {
 // clause deletes the jobs). Only jobs whose lease is current are changed;
 // the others are returned as lost.
 func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Lease, set func(now int64) (string, []any)) ([]queue.Lease, error) {
-	lost, err := q.changeLeases(ctx, what, leaseChange{leases, set})
+	lost, err := q.changeLeases(ctx, what, leaseChange{leases, set, false})
 	if err != nil {
 		return nil, err
 	}
@@ -251,10 +251,12 @@ func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Leas
 
 // leaseChange is one change to the jobs under leases: set gives the SET
 // clause and its arguments at the time of the chunk (an empty clause
-// deletes the jobs).
+// deletes the jobs). finish is set when the change acks the jobs (moves
+// them from pending to done, or deletes them), which changes the counts.
 type leaseChange struct {
 	leases []queue.Lease
 	set    func(now int64) (string, []any)
+	finish bool
 }
 
 // leaseStmt is one chunk of a leaseChange, for the dialect.
@@ -262,6 +264,7 @@ type leaseStmt struct {
 	leases []queue.Lease
 	set    string
 	args   []any
+	finish bool
 }
 
 // changeLeases applies changes to the jobs under their leases whose lease
@@ -287,7 +290,7 @@ func (q *Queue) changeLeases(ctx context.Context, what string, changes ...leaseC
 				continue
 			}
 			set, args := c.set(now)
-			parts = append(parts, leaseStmt{c.leases[start:min(start+maxChunkRows, len(c.leases))], set, args})
+			parts = append(parts, leaseStmt{c.leases[start:min(start+maxChunkRows, len(c.leases))], set, args, c.finish})
 			of = append(of, i)
 		}
 		done, err := q.d.finishLeases(ctx, q, parts, now)
@@ -339,6 +342,27 @@ func scanLeases(ctx context.Context, st statements, set map[queue.Lease]bool, qu
 		set[l] = true
 	}
 	return rows.Err()
+}
+
+// scanFinished runs a query returning (id, lease_token, queue) rows: the
+// leases it finished, returned, and their jobs counted by queue into fc.
+func scanFinished(ctx context.Context, st statements, query string, args []any, fc finishedCounts) (map[queue.Lease]bool, error) {
+	rows, err := st.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[queue.Lease]bool{}
+	for rows.Next() {
+		var l queue.Lease
+		var name string
+		if err := rows.Scan(&l.JobID, &l.Token, &name); err != nil {
+			return nil, err
+		}
+		done[l] = true
+		fc[name]++
+	}
+	return done, rows.Err()
 }
 
 // Nack releases the job under l for another attempt at retryAt (now if
