@@ -392,5 +392,6 @@ func (pgDialect) foldCounts(ctx context.Context, q *Queue) error {
 }
 
 func (pgDialect) dropCountFunctions(vars map[string]string) []string {
-	return []string{"DROP FUNCTION IF EXISTS " + vars["count_ins_fn"] + "(), " + vars["count_del_fn"] + "(), " + vars["count_upd_fn"] + "()"}
+	return []string{"DROP FUNCTION IF EXISTS " + vars["count_ins_fn"] + "(), " + vars["count_del_fn"] + "(), " + vars["count_upd_fn"] + "(), " +
+		vars["sched_ins_fn"] + "(), " + vars["sched_del_fn"] + "(), " + vars["sched_upd_fn"] + "()"}
 }

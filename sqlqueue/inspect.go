@@ -161,6 +161,10 @@ func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
+	later, err := q.readScheduled(ctx, st, micros(now))
+	if err != nil {
+		return nil, err
+	}
 	byName := make(map[string]*queue.QueueCounts, len(counts))
 	var names []string
 	for i := range counts {
@@ -209,7 +213,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 		// on the claim index (see splitPending).
 		s := queue.QueueStats{Queue: name, Paused: slices.Contains(paused, name), Window: statsWindow}
 		if c := byName[name]; c != nil {
-			if err := q.splitPending(ctx, st, c, micros(now)); err != nil {
+			if err := q.splitPending(ctx, st, c, micros(now), later[name]); err != nil {
 				return nil, err
 			}
 			s.Ready, s.Scheduled, s.Running = c.Ready, c.Scheduled, c.Running
