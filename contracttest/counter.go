@@ -216,6 +216,45 @@ func (s *suite) testCounterScheduled(t *testing.T) {
 	})
 }
 
+// testDeadSince checks queue.RecentDeadCounter: dead letters are counted
+// from the time they were dead-lettered, a retried one no longer counts.
+func (s *suite) testDeadSince(t *testing.T) {
+	checkAs(s, t, "ByFailureTime", func(t *testing.T, q queue.Queue, c queue.RecentDeadCounter) {
+		count := func(since time.Time) queue.Count {
+			t.Helper()
+			n, err := c.DeadSince(t.Context(), since)
+			if err != nil {
+				t.Fatalf("DeadSince: %v", err)
+			}
+			return n
+		}
+		before := time.Now().Add(-s.tol)
+		killJob(t, q, "since-a", "old")
+		between := time.Now().Add(s.tol)
+		for !time.Now().After(between.Add(s.tol)) {
+			time.Sleep(time.Millisecond) // the later failures must be dated after between
+		}
+		killJob(t, q, "since-a", "new")
+		retried := killJob(t, q, "since-b", "new, retried")
+		pushN(t, q, "since-b", 2) // waiting jobs are not dead letters
+		if got := count(before); got != (queue.Count{N: 3}) {
+			t.Errorf("DeadSince(before every failure) = %+v, want 3", got)
+		}
+		if got := count(between); got != (queue.Count{N: 2}) {
+			t.Errorf("DeadSince(between the failures) = %+v, want 2", got)
+		}
+		if err := q.RetryDead(t.Context(), retried.ID); err != nil {
+			t.Fatalf("RetryDead: %v", err)
+		}
+		if got := count(between); got != (queue.Count{N: 1}) {
+			t.Errorf("DeadSince after a retry = %+v, want 1", got)
+		}
+		if got := count(time.Now().Add(time.Hour)); got != (queue.Count{}) {
+			t.Errorf("DeadSince(an hour ahead) = %+v, want 0", got)
+		}
+	})
+}
+
 // wantCounts compares c's counts with the jobs listed in each state.
 func wantCounts(t *testing.T, c queue.Counter, in queue.Inspector) {
 	t.Helper()
