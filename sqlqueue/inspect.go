@@ -526,14 +526,37 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 	if err := q.use(ctx); err != nil {
 		return queue.JobInfo{}, err
 	}
-	rows, err := q.queryRows(ctx, q.sql("SELECT "+jobCols+" FROM {jobs} WHERE id = ?"), id)
+	var (
+		r       row
+		started int64
+		worker  string
+		history sql.NullString
+		found   bool
+	)
+	err := func() error {
+		rs, err := q.db.QueryContext(ctx, q.sql("SELECT "+jobCols+attemptCols+" FROM {jobs} WHERE id = ?"), id)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		if rs.Next() {
+			if r, err = q.d.scan(rs, &started, &worker, &history); err != nil {
+				return err
+			}
+			q.logDecode(r)
+			found = true
+		}
+		return rs.Err()
+	}()
 	if err != nil {
 		return queue.JobInfo{}, q.wrap(ctx, err, "reading job %s", id)
 	}
-	if len(rows) == 0 {
+	if !found {
 		return queue.JobInfo{}, fmt.Errorf("sqlqueue: reading job %s: %w", id, queue.ErrNotFound)
 	}
-	return rows[0].info(micros(time.Now())), nil
+	info := r.info(micros(time.Now()))
+	withAttempts(&info, started, worker, history)
+	return info, nil
 }
 
 // Pause makes Reserve skip the jobs of queueName, in every process that
