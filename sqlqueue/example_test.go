@@ -129,4 +129,9 @@ func ExampleSchema() {
 	// DELETE FROM "jobs_counts" WHERE state LIKE 'at:%'
 	// INSERT INTO "jobs_counts" (queue, state, shard, n) SELECT queue, 'at:' || (run_at / 300000000), 0, COUNT(*) FROM "jobs"
 	// UPDATE "jobs_meta" SET value = '5' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs" ADD COLUMN IF NOT EXISTS started_at BIGINT NOT NULL DEFAULT 0
+	// UPDATE "jobs_meta" SET value = '6' WHERE name = 'schema_version'
+	// CREATE INDEX IF NOT EXISTS "jobs_list" ON "jobs" (state, queue, finished_at, seq)
+	// DROP INDEX IF EXISTS "jobs_state"
+	// UPDATE "jobs_meta" SET value = '7' WHERE name = 'schema_version'
 }

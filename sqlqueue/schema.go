@@ -104,7 +104,7 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars
