@@ -119,8 +119,12 @@ type Options struct {
 	// Progress, when set, receives one line per step.
 	Progress func(format string, args ...any)
 
-	// analyze is Analyze bound to the target, set by Run.
-	analyze func(ctx context.Context, q queue.Queue) error
+	// analyze is Analyze bound to the target and the mode's queue, set by
+	// Run.
+	analyze func(ctx context.Context) error
+	// serverCPU reads the database server's CPU time, set by Run when the
+	// target can (ServerCPU).
+	serverCPU func() (time.Duration, bool)
 }
 
 // DefaultOptions are the sizes of a full `meridian bench` run: a few
@@ -312,8 +316,8 @@ func thousands(v float64) string {
 // the first error, with the figures measured so far in the report.
 func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	o := opts.withDefaults()
-	if a, ok := t.(Analyzer); ok && o.Analyze {
-		o.analyze = a.Analyze
+	if s, ok := t.(ServerCPU); ok {
+		o.serverCPU = s.ServerCPU
 	}
 	rep := Report{Driver: t.Name(), BaselineConns: o.BaselineConns}
 	o.progress("%s: starting", t.Name())
@@ -329,24 +333,30 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 		if !slices.Contains(o.Modes, m) {
 			continue
 		}
-		measure := func(name string, fn func(q queue.Queue) ([]Figure, error)) error {
-			figs, calls, err := withQueue(ctx, t, fn)
+		measure := func(name string, fn func(e Engine, o Options) ([]Figure, error)) error {
+			figs, calls, err := withQueue(ctx, t, func(q queue.Queue) ([]Figure, error) {
+				o := o
+				if a, ok := t.(Analyzer); ok && o.Analyze {
+					o.analyze = func(ctx context.Context) error { return a.Analyze(ctx, q) }
+				}
+				return fn(QueueEngine(q), o)
+			})
 			rep.Figures = append(rep.Figures, figs...)
 			rep.Calls = append(rep.Calls, ModeCalls{Mode: name, Calls: calls.String()})
 			return err
 		}
 		switch m {
 		case ModeBurnDown:
-			err = measure("burn-down", func(q queue.Queue) ([]Figure, error) { return burnDown(ctx, q, o) })
+			err = measure("burn-down", func(e Engine, o Options) ([]Figure, error) { return burnDown(ctx, e, o) })
 		case ModeContinuous:
-			err = measure("continuous", func(q queue.Queue) ([]Figure, error) { return continuous(ctx, q, o) })
+			err = measure("continuous", func(e Engine, o Options) ([]Figure, error) { return continuous(ctx, e, o) })
 		case ModeDispatch:
-			err = measure("Dispatch", func(q queue.Queue) ([]Figure, error) { return dispatchOne(ctx, q, o) })
+			err = measure("Dispatch", func(e Engine, o Options) ([]Figure, error) { return dispatchOne(ctx, e, o) })
 			if err == nil {
-				err = measure("DispatchMany", func(q queue.Queue) ([]Figure, error) { return dispatchMany(ctx, q, o) })
+				err = measure("DispatchMany", func(e Engine, o Options) ([]Figure, error) { return dispatchMany(ctx, e, o) })
 			}
 		case ModeLatency:
-			err = measure("latency", func(q queue.Queue) ([]Figure, error) { return latency(ctx, q, o) })
+			err = measure("latency", func(e Engine, o Options) ([]Figure, error) { return latency(ctx, e, o) })
 		}
 		if err != nil {
 			return rep, fmt.Errorf("bench: %s %s: %w", t.Name(), m, err)
