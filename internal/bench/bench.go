@@ -116,15 +116,17 @@ type Options struct {
 	// that are not Analyzers ignore it.
 	Analyze bool
 
+	// ReadServerCPU, when set, reads the database server's CPU time (see
+	// ServerCPU), for the burn-down's server CPU figures. Run sets it from
+	// a target that is a ServerCPU.
+	ReadServerCPU func() (time.Duration, bool)
+
 	// Progress, when set, receives one line per step.
 	Progress func(format string, args ...any)
 
 	// analyze is Analyze bound to the target and the mode's queue, set by
 	// Run.
 	analyze func(ctx context.Context) error
-	// serverCPU reads the database server's CPU time, set by Run when the
-	// target can (ServerCPU).
-	serverCPU func() (time.Duration, bool)
 }
 
 // DefaultOptions are the sizes of a full `meridian bench` run: a few
@@ -316,8 +318,8 @@ func thousands(v float64) string {
 // the first error, with the figures measured so far in the report.
 func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	o := opts.withDefaults()
-	if s, ok := t.(ServerCPU); ok {
-		o.serverCPU = s.ServerCPU
+	if s, ok := t.(ServerCPU); ok && o.ReadServerCPU == nil {
+		o.ReadServerCPU = s.ServerCPU
 	}
 	rep := Report{Driver: t.Name(), BaselineConns: o.BaselineConns}
 	o.progress("%s: starting", t.Name())

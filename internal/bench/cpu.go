@@ -28,10 +28,10 @@ type cpuMark struct {
 
 // startCPU marks the CPU time used so far.
 func (o Options) startCPU() cpuMark {
-	m := cpuMark{serverCPU: o.serverCPU}
+	m := cpuMark{serverCPU: o.ReadServerCPU}
 	m.client, m.hasClient = ProcessCPU()
-	if o.serverCPU != nil {
-		m.server, m.hasServer = o.serverCPU()
+	if o.ReadServerCPU != nil {
+		m.server, m.hasServer = o.ReadServerCPU()
 	}
 	return m
 }
