@@ -175,6 +175,10 @@ type Queue struct {
 	holder    string
 
 	closeDB func() error
+	// direct, when set, runs the hottest reads (the PostgreSQL claim) on
+	// the same database through the driver's own client rather than
+	// database/sql (hook.Queue.Direct).
+	direct statements
 }
 
 var (
