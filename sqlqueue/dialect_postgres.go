@@ -144,7 +144,7 @@ RETURNING ` + pgClaimCols)
 // carries it, less what the claim itself set or knows (the lease token is
 // the claim's token and the row's seq, the lease expiry and updated_at
 // are the claim's, the state is pending), and the run_at the row was
-// claimed at, to sort by. unique_key is read as ” when NULL, so that no
+// claimed at, to sort by. unique_key is read as empty when NULL, so that no
 // column needs a nullable scan target.
 const pgClaimCols = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, " +
 	"COALESCE(t.unique_key, ''), t.tags, t.meta, t.available_at, t.created_at, t.last_error, t.snoozes, t.retry_until, c.claimed_run_at"
