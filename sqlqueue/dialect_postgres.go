@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"slices"
 	"strconv"
@@ -420,12 +421,32 @@ ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues 
 // index until a vacuum removes them.
 func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue) error {
 	var due bool
-	err := queryRow(ctx, stmts(q.db), q.sql("SELECT COALESCE((SELECT n_dead_tup >= "+strconv.Itoa(vacuumDeadRows)+
-		" FROM pg_stat_user_tables WHERE relid = to_regclass(?)), false)"), []any{q.t.jobs}, &due)
+	err := queryRow(ctx, stmts(q.db), q.sql("SELECT COALESCE((SELECT n_dead_tup >= ? FROM pg_stat_user_tables WHERE relid = to_regclass(?)), false)"),
+		[]any{q.vac.minDeadRows(), q.t.jobs}, &due)
 	if err != nil || !due {
 		return err
 	}
-	_, err = q.db.ExecContext(ctx, q.sql("VACUUM (ANALYZE) {jobs}"))
+	// One process at a time: the others' checks (after their own acks, or
+	// their maintenance passes) skip while one vacuums, rather than queue
+	// behind its lock.
+	c, err := q.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var locked bool
+	key := "meridian vacuum " + q.t.raw
+	if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", key).Scan(&locked); err != nil || !locked {
+		return err
+	}
+	_, err = c.ExecContext(ctx, q.sql("VACUUM (ANALYZE) {jobs}"))
+	// A session lock outlives a failed statement; unlock on a context of
+	// its own so a cancelled vacuum does not keep it.
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, uerr := c.ExecContext(uctx, "SELECT pg_advisory_unlock(hashtext($1))", key); uerr != nil {
+		err = errors.Join(err, uerr, c.Raw(func(any) error { return driver.ErrBadConn }))
+	}
 	return err
 }
 

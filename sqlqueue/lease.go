@@ -197,6 +197,7 @@ func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Leas
 	if err != nil {
 		return nil, err
 	}
+	q.countAcked(len(leases) - len(lost))
 	q.flushMetricsIfDue(ctx)
 	return lost, nil
 }
