@@ -86,6 +86,12 @@ type Options struct {
 	Workers     int
 	Concurrency int
 	Poll        time.Duration
+	// Prefetch caps the jobs each Worker reserves ahead of its free
+	// handlers (queue.Worker.Prefetch): zero keeps the Worker's default
+	// (1000), a negative value turns prefetch off. A Reserve asks for the
+	// free handlers' jobs plus this buffer's room, so a claim can carry
+	// more jobs than Concurrency.
+	Prefetch int
 
 	// Producers is how many goroutines dispatch batches with DispatchMany
 	// (burn-down fill, continuous, dispatch-only); BatchSize is the batch

@@ -61,6 +61,9 @@ func (e queueEngine) StartWorkers(o Options, handle func(t int64)) (func() error
 	errs := make(chan error, o.Workers)
 	for range o.Workers {
 		w := queue.NewWorker(e.q).Slog(quiet).Concurrency(o.Concurrency).Poll(o.Poll).ShutdownTimeout(10 * time.Second)
+		if o.Prefetch != 0 {
+			w.Prefetch(max(o.Prefetch, 0))
+		}
 		queue.Handle(w, func(_ context.Context, v job) error {
 			handle(v.T)
 			return nil
