@@ -105,11 +105,7 @@ RETURNING ` + pgClaimCols)
 	args := append(queueArgs(queues), readyArgs...)
 	args = append(args, queueArgs(queues)...)
 	args = append(args, max, inc, token, micros(expires), micros(now))
-	st := q.direct
-	if st == nil {
-		st = stmts(q.db)
-	}
-	rs, err := st.Query(ctx, query, args...)
+	rs, err := q.reads().Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
