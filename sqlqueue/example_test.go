@@ -117,4 +117,8 @@ func ExampleSchema() {
 	// DELETE FROM "jobs_counts"
 	// INSERT INTO "jobs_counts" (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM "jobs" GROUP BY queue, state
 	// UPDATE "jobs_meta" SET value = '4' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_batches"
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_batches_seq" ON "jobs_batches" (seq)
+	// CREATE TABLE IF NOT EXISTS "jobs_batch_jobs"
+	// UPDATE "jobs_meta" SET value = '5' WHERE name = 'schema_version'
 }
