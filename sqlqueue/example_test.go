@@ -119,6 +119,7 @@ func ExampleSchema() {
 	// UPDATE "jobs_meta" SET value = '4' WHERE name = 'schema_version'
 	// CREATE TABLE IF NOT EXISTS "jobs_batches"
 	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_batches_seq" ON "jobs_batches" (seq)
+	// CREATE INDEX IF NOT EXISTS "jobs_batches_finished" ON "jobs_batches" (finished_at) WHERE finished_at > 0
 	// CREATE TABLE IF NOT EXISTS "jobs_batch_jobs"
 	// UPDATE "jobs_meta" SET value = '5' WHERE name = 'schema_version'
 }

@@ -108,7 +108,7 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "batches_seq"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "batches_seq", "batches_finished"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars

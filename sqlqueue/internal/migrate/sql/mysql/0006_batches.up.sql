@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS {batches} (
   catch_at BIGINT NOT NULL,
   finished_at BIGINT NOT NULL,
   PRIMARY KEY (id),
-  UNIQUE KEY {batches_seq_idx} (seq)
+  UNIQUE KEY {batches_seq_idx} (seq),
+  KEY {batches_finished_idx} (finished_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE IF NOT EXISTS {batch_jobs} (

@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS {batches} (
 
 CREATE UNIQUE INDEX IF NOT EXISTS {batches_seq_idx} ON {batches} (seq);
 
+CREATE INDEX IF NOT EXISTS {batches_finished_idx} ON {batches} (finished_at) WHERE finished_at > 0;
+
 CREATE TABLE IF NOT EXISTS {batch_jobs} (
   batch_id TEXT NOT NULL,
   job_id TEXT NOT NULL,
