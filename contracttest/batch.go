@@ -292,16 +292,23 @@ func (s *suite) testBatches(t *testing.T) {
 		if _, err := b.CancelBatch(t.Context(), "no such batch"); !errors.Is(err, queue.ErrNotFound) {
 			t.Errorf("CancelBatch of an unknown batch: %v, want ErrNotFound", err)
 		}
-		members, next, err := b.BatchMembers(t.Context(), id, "", 3)
-		if err != nil || len(members) != 3 || next == "" {
-			t.Fatalf("BatchMembers(limit 3) = %v, %q, %v; want 3 members and a next page", members, next, err)
+		first, err := b.BatchMembers(t.Context(), id, queue.MemberFilter{Limit: 3})
+		if err != nil || len(first.Members) != 3 || first.Next == "" {
+			t.Fatalf("BatchMembers(limit 3) = %+v, %v; want 3 members and a next page", first, err)
 		}
-		rest, next2, err := b.BatchMembers(t.Context(), id, next, 3)
-		if err != nil || len(rest) != 1 || next2 != "" {
-			t.Fatalf("BatchMembers(after %s) = %v, %q, %v; want the last member", next, rest, next2, err)
+		rest, err := b.BatchMembers(t.Context(), id, queue.MemberFilter{Limit: 3, After: first.Next})
+		if err != nil || len(rest.Members) != 1 || rest.Next != "" {
+			t.Fatalf("BatchMembers(after %s) = %+v, %v; want the last member", first.Next, rest, err)
+		}
+		members := append(first.Members, rest.Members...)
+		if dn, err := b.BatchMembers(t.Context(), id, queue.MemberFilter{State: queue.MemberDone}); err != nil || len(dn.Members) != 1 || dn.Members[0].JobID != done.ID {
+			t.Errorf("BatchMembers(state done) = %+v, %v; want member %s alone", dn, err, done.ID)
+		}
+		if _, err := b.BatchMembers(t.Context(), "no such batch", queue.MemberFilter{}); !errors.Is(err, queue.ErrNotFound) {
+			t.Errorf("BatchMembers of an unknown batch: %v, want ErrNotFound", err)
 		}
 		states := map[queue.BatchMemberState]int{}
-		for _, mb := range append(members, rest...) {
+		for _, mb := range members {
 			states[mb.State]++
 			if mb.JobID == done.ID && mb.State != queue.MemberDone {
 				t.Errorf("member %s is %s, want done", mb.JobID, mb.State)

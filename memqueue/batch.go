@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -244,39 +245,31 @@ func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.Bat
 
 // BatchMembers pages through batch id's members in job ID order (see
 // queue.Batcher).
-func (q *Queue) BatchMembers(ctx context.Context, id, after string, limit int) ([]queue.BatchMember, string, error) {
+func (q *Queue) BatchMembers(ctx context.Context, id string, f queue.MemberFilter) (queue.MemberPage, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, "", fmt.Errorf("memqueue: listing members of batch %s: %w", id, err)
+		return queue.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, err)
 	}
-	limit, err := queue.BatchLimit(limit)
+	limit, err := queue.BatchLimit(f.Limit)
 	if err != nil {
-		return nil, "", err
+		return queue.MemberPage{}, err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.batches[id]
 	if b == nil {
-		return nil, "", fmt.Errorf("memqueue: listing members of batch %s: %w", id, queue.ErrNotFound)
+		return queue.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, queue.ErrNotFound)
 	}
 	var out []queue.BatchMember
 	for jid, s := range b.members {
-		if jid > after {
+		if jid > f.After && (f.State == "" || s == f.State) {
 			out = append(out, queue.BatchMember{JobID: jid, State: s})
 		}
 	}
-	slices.SortFunc(out, func(a, b queue.BatchMember) int {
-		switch {
-		case a.JobID < b.JobID:
-			return -1
-		case a.JobID > b.JobID:
-			return 1
-		}
-		return 0
-	})
-	next := ""
+	slices.SortFunc(out, func(a, b queue.BatchMember) int { return strings.Compare(a.JobID, b.JobID) })
+	page := queue.MemberPage{Members: out}
 	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].JobID
+		page.Members = out[:limit]
+		page.Next = out[limit-1].JobID
 	}
-	return out, next, nil
+	return page, nil
 }

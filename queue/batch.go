@@ -167,6 +167,22 @@ type BatchPage struct {
 	Next    string
 }
 
+// MemberFilter selects a page of a batch's members, in job ID order.
+type MemberFilter struct {
+	// State keeps the members in that state; "" keeps all.
+	State BatchMemberState
+	// Limit caps the page (1 to 500; 0 means 50).
+	Limit int
+	// After is the Next of the previous page, "" for the first.
+	After string
+}
+
+// MemberPage is one page of members; Next continues it ("" at the end).
+type MemberPage struct {
+	Members []BatchMember
+	Next    string
+}
+
 // BatchDispatcher stores a batch's record and its members in one step: all
 // or nothing. Every Batcher is one; so is sqlqueue's TxPusher, which stores
 // them in the caller's transaction.
@@ -207,10 +223,9 @@ type Batcher interface {
 	GetBatch(ctx context.Context, id string) (BatchInfo, error)
 	// ListBatches pages through the batches, newest first.
 	ListBatches(ctx context.Context, f BatchFilter) (BatchPage, error)
-	// BatchMembers pages through batch id's members in job ID order:
-	// up to limit (1 to 500) after the job ID after. next is "" at the
-	// end.
-	BatchMembers(ctx context.Context, id, after string, limit int) (members []BatchMember, next string, err error)
+	// BatchMembers pages through batch id's members that f selects, in
+	// job ID order, or returns ErrNotFound.
+	BatchMembers(ctx context.Context, id string, f MemberFilter) (MemberPage, error)
 }
 
 // batchCallbacks is the value of BatchRecord.Callbacks.

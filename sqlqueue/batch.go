@@ -517,24 +517,35 @@ func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.Bat
 
 // BatchMembers pages through batch id's members in job ID order (see
 // queue.Batcher): a range of the member table's primary key.
-func (q *Queue) BatchMembers(ctx context.Context, id, after string, limit int) ([]queue.BatchMember, string, error) {
-	limit, err := queue.BatchLimit(limit)
+func (q *Queue) BatchMembers(ctx context.Context, id string, f queue.MemberFilter) (queue.MemberPage, error) {
+	limit, err := queue.BatchLimit(f.Limit)
 	if err != nil {
-		return nil, "", err
+		return queue.MemberPage{}, err
 	}
 	if err := q.use(ctx); err != nil {
-		return nil, "", err
+		return queue.MemberPage{}, err
 	}
-	st := stmts(q.db)
-	if _, err := q.readBatch(ctx, st, id); err != nil {
-		if errors.Is(err, errBatchGone) {
-			return nil, "", fmt.Errorf("sqlqueue: listing members of batch %s: %w", id, queue.ErrNotFound)
-		}
-		return nil, "", q.wrap(ctx, err, "listing members of batch %s", id)
+	page, err := q.batchMembers(ctx, stmts(q.db), id, f, limit)
+	if errors.Is(err, errBatchGone) {
+		return page, fmt.Errorf("sqlqueue: listing members of batch %s: %w", id, queue.ErrNotFound)
 	}
-	rows, err := st.Query(ctx, q.sql("SELECT job_id, state FROM {batch_jobs} WHERE batch_id = ? AND job_id > ? ORDER BY job_id LIMIT ?"), id, after, limit+1)
 	if err != nil {
-		return nil, "", q.wrap(ctx, err, "listing members of batch %s", id)
+		return page, q.wrap(ctx, err, "listing members of batch %s", id)
+	}
+	return page, nil
+}
+
+func (q *Queue) batchMembers(ctx context.Context, st statements, id string, f queue.MemberFilter, limit int) (queue.MemberPage, error) {
+	if _, err := q.readBatch(ctx, st, id); err != nil {
+		return queue.MemberPage{}, err
+	}
+	query, args := "SELECT job_id, state FROM {batch_jobs} WHERE batch_id = ? AND job_id > ? ORDER BY job_id LIMIT ?", []any{id, f.After, limit + 1}
+	if f.State != "" {
+		query, args = "SELECT job_id, state FROM {batch_jobs} WHERE batch_id = ? AND job_id > ? AND state = ? ORDER BY job_id LIMIT ?", []any{id, f.After, string(f.State), limit + 1}
+	}
+	rows, err := st.Query(ctx, q.sql(query), args...)
+	if err != nil {
+		return queue.MemberPage{}, err
 	}
 	defer rows.Close()
 	var out []queue.BatchMember
@@ -542,20 +553,20 @@ func (q *Queue) BatchMembers(ctx context.Context, id, after string, limit int) (
 		var m queue.BatchMember
 		var s string
 		if err := rows.Scan(&m.JobID, &s); err != nil {
-			return nil, "", q.wrap(ctx, err, "listing members of batch %s", id)
+			return queue.MemberPage{}, err
 		}
 		m.State = queue.BatchMemberState(s)
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", q.wrap(ctx, err, "listing members of batch %s", id)
+		return queue.MemberPage{}, err
 	}
-	next := ""
+	page := queue.MemberPage{Members: out}
 	if len(out) > limit {
-		out = out[:limit]
-		next = out[limit-1].JobID
+		page.Members = out[:limit]
+		page.Next = out[limit-1].JobID
 	}
-	return out, next, nil
+	return page, nil
 }
 
 // allStored marks every job of js stored, for wakeFor.

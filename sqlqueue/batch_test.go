@@ -47,8 +47,8 @@ func TestMaintainPrunesBatches(t *testing.T) {
 		if info, err := q.GetBatch(ctx, running); err != nil || info.Pending != 1 {
 			t.Errorf("GetBatch of a running batch after pruning = %+v, %v; want it kept", info, err)
 		}
-		if ms, _, err := q.BatchMembers(ctx, running, "", 10); err != nil || len(ms) != 1 {
-			t.Errorf("members of a running batch after pruning = %v, %v; want its member", ms, err)
+		if ms, err := q.BatchMembers(ctx, running, queue.MemberFilter{}); err != nil || len(ms.Members) != 1 {
+			t.Errorf("members of a running batch after pruning = %+v, %v; want its member", ms, err)
 		}
 	})
 }
