@@ -197,13 +197,13 @@ type memberRow struct {
 }
 
 type batchData struct {
-	Batch             batchRow
-	State             queue.BatchMemberState // the members tab shown, "" for all
-	Tabs              []memberTab
-	Members           []memberRow
+	Batch   batchRow
+	State   queue.BatchMemberState // the members tab shown, "" for all
+	Tabs    []memberTab
+	Members []memberRow
 	pager
-	CancelURL         string // "" when the batch can no longer be cancelled
-	RetryURL          string // "" when no member failed
+	CancelURL string // "" when the batch can no longer be cancelled
+	RetryURL  string // "" when no member failed
 }
 
 type memberTab struct {

@@ -69,7 +69,9 @@ func TestBatchesPages(t *testing.T) {
 	if got := rowsOf(list.Doc, "data-batch"); len(got) != 2 || got[0] != small || got[1] != big {
 		t.Fatalf("the batches page lists %v, want [%s %s] (newest first)", got, small, big)
 	}
-	if find(list.Doc, func(n *html.Node) bool { return n.Data == "a" && strings.HasSuffix(attr(n, "href"), "batches") && strings.Contains(attr(n, "class"), "active") }) == nil {
+	if find(list.Doc, func(n *html.Node) bool {
+		return n.Data == "a" && strings.HasSuffix(attr(n, "href"), "batches") && strings.Contains(attr(n, "class"), "active")
+	}) == nil {
 		t.Errorf("the sidebar has no active Batches entry:\n%s", list.Body)
 	}
 	if bars := findAll(list.Doc, func(n *html.Node) bool { return n.Data == "svg" && strings.Contains(attr(n, "class"), "batch-bar") }); len(bars) != 2 {
