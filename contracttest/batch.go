@@ -428,7 +428,7 @@ func (s *suite) testBatches(t *testing.T) {
 	})
 	checkAs(s, t, "Workers", func(t *testing.T, q queue.Queue, _ queue.Batcher) {
 		// Three Workers (on three processes where the store is shared)
-		// run a batch of 200 members; each callback runs once.
+		// run a batch of 50 members; each callback runs once.
 		var mu sync.Mutex
 		ran := map[int]int{}
 		cbs := map[queue.BatchEvent]int{}
@@ -453,7 +453,7 @@ func (s *suite) testBatches(t *testing.T) {
 			})
 			runWorker(t, w)
 		}
-		const n = 200
+		const n = 50
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, n, false))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)

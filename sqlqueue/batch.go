@@ -2,6 +2,7 @@ package sqlqueue
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,14 +15,18 @@ import (
 // batch with its counters and the moments its callbacks came due, and
 // <table>_batch_jobs, one row per member with where it stands.
 //
-// Every transaction that changes a batch first updates its row (lock
-// order: the batch row, then job rows, then member rows), so the
-// transactions of one batch run one after another and never deadlock one
-// another. A callback is pushed by the transaction whose conditional
-// UPDATE of its *_at column (from 0, when the counters make it due) changes
-// the row: a second transaction, serialized behind the first on the row,
-// finds the column set and pushes nothing. The statements are the same in
-// every dialect.
+// A transaction that records a member's outcome (or cancels a batch) takes
+// its locks in one order: member rows, then job rows, then the batch row,
+// whose counters it updates last and holds only until its commit. Having
+// changed the row it reads it, and a callback the counters make due is
+// pushed by the transaction whose conditional UPDATE of the callback's
+// *_at column (from 0) changes the row: a second transaction, serialized
+// behind the first on the row, finds the column set and pushes nothing.
+// Two failures of one batch at once without AllowFailures may each wait
+// for the other's member row while cancelling the rest; the server breaks
+// that deadlock and the loser runs again (againOnConflict). AddToBatch
+// locks the batch row first and then inserts rows no one else holds. The
+// statements are the same in every dialect.
 
 var _ queue.Batcher = (*Queue)(nil)
 
@@ -162,13 +167,12 @@ func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (in
 
 // batchRow is what a transaction reads of a batch row it has locked.
 type batchRow struct {
-	allowFailures int
-	cancelledAt   int64
-	finishedAt    int64
+	cancelledAt, finishedAt int64
 }
 
-// lockBatch updates batch id's row (taking its lock first, see the lock
-// order above) and reads it; errBatchGone if there is none.
+// lockBatch updates batch id's row, taking its lock, and reads it;
+// errBatchGone if there is none. Only AddToBatch takes the batch row
+// first (see the lock order above).
 func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int64) (batchRow, error) {
 	n, err := st.Exec(ctx, q.sql("UPDATE {batches} SET updated_at = ? WHERE id = ?"), now, id)
 	if err != nil {
@@ -178,8 +182,7 @@ func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int
 		return batchRow{}, errBatchGone
 	}
 	var b batchRow
-	err = queryRow(ctx, st, q.sql("SELECT allow_failures, cancelled_at, finished_at FROM {batches} WHERE id = ?"), []any{id},
-		&b.allowFailures, &b.cancelledAt, &b.finishedAt)
+	err = queryRow(ctx, st, q.sql("SELECT cancelled_at, finished_at FROM {batches} WHERE id = ?"), []any{id}, &b.cancelledAt, &b.finishedAt)
 	return b, err
 }
 
@@ -212,14 +215,11 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 }
 
 // finishMember is FinishMember's transaction; it returns the callback jobs
-// it pushed.
+// it pushed. It takes its locks in the order every batch transaction does
+// (member rows, job rows, the batch row), so the batch row is held only
+// from the counters' update to the commit.
 func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, error) {
 	now := micros(time.Now())
-	b, err := q.lockBatch(ctx, st, batchID, now)
-	known := err == nil
-	if err != nil && !errors.Is(err, errBatchGone) {
-		return nil, err
-	}
 	var stmt string
 	var args []any
 	switch o {
@@ -237,16 +237,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 	default:
 		return nil, fmt.Errorf("outcome %s does not finish a job", o)
 	}
-	n, err := st.Exec(ctx, q.sql(stmt), append(args, l.JobID, l.Token, now)...)
-	if err != nil {
-		return nil, err
-	}
-	if n == 0 {
-		return nil, errLeaseGone
-	}
-	if !known {
-		return nil, nil
-	}
+	// The member's row: where it goes, if it moves at all.
 	var from, to queue.BatchMemberState
 	for _, f := range []queue.BatchMemberState{queue.MemberPending, queue.MemberFailed} {
 		t, ok := queue.MemberTransition(f, o)
@@ -262,11 +253,38 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 			break
 		}
 	}
-	if to == "" {
-		return nil, nil // not a member, or counted already
+	// The job, under its lease: nothing happened if the lease is gone.
+	n, err := st.Exec(ctx, q.sql(stmt), append(args, l.JobID, l.Token, now)...)
+	if err != nil {
+		return nil, err
 	}
-	var d [3]int // done, failed, cancelled
-	for s, k := range map[queue.BatchMemberState]int{from: -1, to: 1} {
+	if n == 0 {
+		return nil, errLeaseGone
+	}
+	if to == "" {
+		return nil, nil // not a member (or of a batch pruned), or counted already
+	}
+	// A failure without AllowFailures cancels the members not yet finished.
+	cancelling, cancelled := false, int64(0)
+	if to == queue.MemberFailed {
+		var allow int
+		var cancelledAt, finishedAt int64
+		err := queryRow(ctx, st, q.sql("SELECT allow_failures, cancelled_at, finished_at FROM {batches} WHERE id = ?"), []any{batchID}, &allow, &cancelledAt, &finishedAt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if allow == 0 && cancelledAt == 0 && finishedAt == 0 {
+			cancelling = true
+			if cancelled, err = q.cancelMemberJobs(ctx, st, batchID, now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var d [3]int64 // done, failed, cancelled
+	for s, k := range map[queue.BatchMemberState]int64{from: -1, to: 1} {
 		switch s {
 		case queue.MemberDone:
 			d[0] += k
@@ -276,32 +294,44 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 			d[2] += k
 		}
 	}
-	if _, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ? WHERE id = ?"), d[0], d[1], d[2], batchID); err != nil {
+	d[2] += cancelled
+	if err := q.countBatch(ctx, st, batchID, d, cancelling, now); err != nil {
 		return nil, err
-	}
-	if to == queue.MemberFailed && b.allowFailures == 0 {
-		if err := q.cancelMembers(ctx, st, batchID, now); err != nil {
-			return nil, err
-		}
 	}
 	failed := ""
 	if to == queue.MemberFailed {
 		failed = l.JobID
 	}
-	return q.fireCallbacks(ctx, st, batchID, now, failed, reason)
+	return q.fireDue(ctx, st, batchID, now, failed, reason)
 }
 
-// cancelMembers marks batch id cancelled, unless it is or has finished,
-// and cancels its pending members' jobs (a running one keeps its lease
-// token, so its Worker learns of the cancel as from Cancel).
-func (q *Queue) cancelMembers(ctx context.Context, st statements, id string, now int64) error {
-	n, err := st.Exec(ctx, q.sql("UPDATE {batches} SET cancelled_at = ? WHERE id = ? AND cancelled_at = 0 AND finished_at = 0"), now, id)
-	if err != nil || n == 0 {
+// countBatch adds d (done, failed, cancelled) to batch id's counters and,
+// with cancel, marks it cancelled unless it is or has finished: the
+// transaction's first change of the batch row, which it then holds.
+func (q *Queue) countBatch(ctx context.Context, st statements, id string, d [3]int64, cancel bool, now int64) error {
+	if cancel {
+		_, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ?, updated_at = ?, "+
+			"cancelled_at = CASE WHEN cancelled_at = 0 AND finished_at = 0 THEN ? ELSE cancelled_at END WHERE id = ?"), d[0], d[1], d[2], now, now, id)
 		return err
 	}
-	ids, err := queryStrings(ctx, st, q.sql("SELECT job_id FROM {batch_jobs} WHERE batch_id = ? AND state = 'pending'"), id)
+	_, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ?, updated_at = ? WHERE id = ?"), d[0], d[1], d[2], now, id)
+	return err
+}
+
+// cancelMemberJobs marks batch id's pending members cancelled and cancels
+// their jobs (a running one keeps its lease token, so its Worker learns of
+// the cancel as from Cancel), and reports how many members it marked. The
+// batch's counters are the caller's to update.
+func (q *Queue) cancelMemberJobs(ctx context.Context, st statements, id string, now int64) (int64, error) {
+	k, err := st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = 'cancelled' WHERE batch_id = ? AND state = 'pending'"), id)
+	if err != nil || k == 0 {
+		return 0, err
+	}
+	// Every cancelled member's job: those cancelled before (by their
+	// handlers) are no longer pending and stay as they are.
+	ids, err := queryStrings(ctx, st, q.sql("SELECT job_id FROM {batch_jobs} WHERE batch_id = ? AND state = 'cancelled'"), id)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), memberChunk)]
@@ -309,42 +339,42 @@ func (q *Queue) cancelMembers(ctx context.Context, st statements, id string, now
 		query, args, err := q.sqlIn("UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE state = 'pending' AND id IN (?)",
 			now, now, queue.ErrCancelled.Error(), chunk)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if _, err := st.Exec(ctx, query, args...); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	// Every pending member's job is now cancelled (or was gone).
-	k, err := st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = 'cancelled' WHERE batch_id = ? AND state = 'pending'"), id)
-	if err != nil {
-		return err
-	}
-	_, err = st.Exec(ctx, q.sql("UPDATE {batches} SET cancelled = cancelled + ? WHERE id = ?"), k, id)
-	return err
+	return k, nil
 }
 
-// batchEvents are the callbacks in the order fireCallbacks considers them,
-// each with the column that records it and the condition that makes it
-// due (queue.BatchDue, in SQL).
-var batchEvents = []struct {
-	ev   queue.BatchEvent
-	stmt string
-}{
-	{queue.BatchCatch, "UPDATE {batches} SET catch_at = ? WHERE id = ? AND catch_at = 0 AND failed > 0"},
-	{queue.BatchThen, "UPDATE {batches} SET then_at = ? WHERE id = ? AND then_at = 0 AND total > 0 AND done = total"},
-	{queue.BatchFinally, "UPDATE {batches} SET finished_at = ? WHERE id = ? AND finished_at = 0 AND total > 0 AND done + failed + cancelled = total"},
+// batchEvents are the statements that mark each callback as come: each
+// changes the batch row only if the callback has not come yet and the
+// counters make it due (queue.BatchDue, in SQL), so of two transactions
+// only the first to change the row pushes the callback.
+var batchEvents = map[queue.BatchEvent]string{
+	queue.BatchCatch:   "UPDATE {batches} SET catch_at = ? WHERE id = ? AND catch_at = 0 AND failed > 0",
+	queue.BatchThen:    "UPDATE {batches} SET then_at = ? WHERE id = ? AND then_at = 0 AND total > 0 AND done = total",
+	queue.BatchFinally: "UPDATE {batches} SET finished_at = ? WHERE id = ? AND finished_at = 0 AND total > 0 AND done + failed + cancelled = total",
 }
 
-// fireCallbacks pushes, in st's transaction, each callback of batch id that
-// its counters make due and that no transaction has pushed yet, and
-// returns those stored. failed and reason name the member whose failure is being
+// fireDue reads batch id (whose row the transaction holds, having just
+// changed it) and pushes, in st's transaction, each callback its counters
+// make due whose marking statement changes the row, and returns those
+// stored. failed and reason name the member whose failure is being
 // recorded, for the catch job.
-func (q *Queue) fireCallbacks(ctx context.Context, st statements, id string, now int64, failed, reason string) ([]queue.Job, error) {
+func (q *Queue) fireDue(ctx context.Context, st statements, id string, now int64, failed, reason string) ([]queue.Job, error) {
+	info, err := q.readBatch(ctx, st, id)
+	if errors.Is(err, errBatchGone) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	var rec *queue.BatchRecord
 	var out []queue.Job
-	for _, e := range batchEvents {
-		n, err := st.Exec(ctx, q.sql(e.stmt), now, id)
+	for _, ev := range queue.BatchDue(info) {
+		n, err := st.Exec(ctx, q.sql(batchEvents[ev]), now, id)
 		if err != nil {
 			return nil, err
 		}
@@ -357,7 +387,7 @@ func (q *Queue) fireCallbacks(ctx context.Context, st statements, id string, now
 				return nil, err
 			}
 		}
-		j, err := rec.Callback(e.ev, failed, reason)
+		j, err := rec.Callback(ev, failed, reason)
 		if err != nil {
 			return nil, err
 		}
@@ -393,14 +423,14 @@ func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, er
 		return q.d.writeTx(ctx, q, func(ex execer) error {
 			st := stmts(ex)
 			now := micros(time.Now())
-			if _, err := q.lockBatch(ctx, st, id, now); err != nil {
+			k, err := q.cancelMemberJobs(ctx, st, id, now)
+			if err != nil {
 				return err
 			}
-			if err := q.cancelMembers(ctx, st, id, now); err != nil {
+			if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, true, now); err != nil {
 				return err
 			}
-			var err error
-			if pushed, err = q.fireCallbacks(ctx, st, id, now, "", ""); err != nil {
+			if pushed, err = q.fireDue(ctx, st, id, now, "", ""); err != nil {
 				return err
 			}
 			info, err = q.readBatch(ctx, st, id)
