@@ -1,9 +1,11 @@
 package sqlqueue_test
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -185,5 +187,106 @@ func TestBatchAcrossProcesses(t *testing.T) {
 			per[i] = fl.handledBy(i)
 		}
 		t.Logf("members and callbacks handled per process: %v", per)
+	})
+}
+
+// starts returns the start times of every handling the fleet logged, in
+// Unix nanoseconds, sorted.
+func (fl *fleet) starts() []int64 {
+	var out []int64
+	for _, hs := range fl.handled() {
+		for _, h := range hs {
+			out = append(out, h.start)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLimitsAcrossProcesses checks queue.Limiter's limits across three
+// worker processes (the suite's Limiters and RateAcrossProcesses use three
+// handles in one process): a rate of 50 a second never starts more than 50
+// in a second, and a concurrency limit of 2 never has 3 handlers running,
+// judged from the handlers' own start and end times.
+func TestLimitsAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes; skipped with -short")
+	}
+	eachDialect(t, func(t *testing.T, b backend) {
+		t.Run("Rate", func(t *testing.T) {
+			s := newStore(t, b)
+			q := s.queue(t)
+			const n, per, run = 50, time.Second, 10 * time.Second
+			// A handler logs its start after the store granted the slot;
+			// on a loaded machine one process's record can lag another's,
+			// so windows are judged that much shorter. Without the limit
+			// the 700 jobs start within a second or two.
+			const slack = 250 * time.Millisecond
+			pushJobs(t, q, 700)
+			fl := startFleetEnv(t, b, s, 3, time.Minute, 0, []string{"WORKER_RATE=50"})
+			deadline := time.Now().Add(time.Minute)
+			for len(fl.starts()) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no job started within a minute")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(run) // the measured period itself, not a synchronisation
+			fl.stop()
+			starts := fl.starts()
+			for i := 0; i+n < len(starts); i++ {
+				if d := time.Duration(starts[i+n] - starts[i]); d < per-slack {
+					t.Fatalf("%d jobs started within %s: more than %d per %s across 3 processes", n+1, d, n, per)
+				}
+			}
+			within := 0
+			for _, at := range starts {
+				if time.Duration(at-starts[0]) < run {
+					within++
+				}
+			}
+			if within <= 2*n {
+				t.Errorf("%d jobs started in %s, want more than %d (slots freed after their second)", within, run, 2*n)
+			}
+			t.Logf("%d starts in the first %s across 3 processes (the issue's figure: at least 400)", within, run)
+		})
+		t.Run("Concurrency", func(t *testing.T) {
+			s := newStore(t, b)
+			q := s.queue(t)
+			const limit = 2
+			ids := pushJobs(t, q, 40)
+			fl := startFleetEnv(t, b, s, 3, time.Minute, 50*time.Millisecond, []string{"WORKER_CONCURRENCY_LIMIT=2"})
+			waitDrained(t, q, 2*time.Minute)
+			fl.stop()
+			got := fl.handled()
+			checkHandled(t, ids, got)
+			// A handler's logged run lies within the time it held its
+			// slot, so three overlapping runs prove three slots held.
+			type edge struct {
+				at   int64
+				step int
+			}
+			var edges []edge
+			for _, hs := range got {
+				for _, h := range hs {
+					edges = append(edges, edge{h.start, 1}, edge{h.end, -1})
+				}
+			}
+			slices.SortFunc(edges, func(a, b edge) int {
+				if a.at != b.at {
+					return cmp.Compare(a.at, b.at)
+				}
+				return cmp.Compare(a.step, b.step) // an end before a start at the same instant
+			})
+			running, most := 0, 0
+			for _, e := range edges {
+				running += e.step
+				most = max(most, running)
+			}
+			if most > limit {
+				t.Errorf("%d handlers ran at once across 3 processes, want at most %d", most, limit)
+			}
+			t.Logf("at most %d handlers ran at once", most)
+		})
 	})
 }

@@ -19,6 +19,10 @@
 // does; with WORKER_KILL_AFTER_STEP=N the process sends itself SIGKILL as
 // soon as step N is acked (and the next step stored): a crash between two
 // steps.
+//
+// WORKER_RATE=N puts a limit of N starts a second across every process
+// (queue.Limiter.Rate, one key per job name) in front of the handlers;
+// WORKER_CONCURRENCY_LIMIT=N one of N jobs running at once across them.
 package main
 
 import (
@@ -87,6 +91,35 @@ func run() error {
 	w := queue.NewWorker(q).
 		Slog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))).
 		Concurrency(8).Poll(20 * time.Millisecond).Lease(lease).ShutdownTimeout(5 * time.Second)
+	for _, lim := range []struct {
+		env  string
+		make func(l *queue.Limiter, n int) (queue.Middleware, error)
+	}{
+		{"WORKER_RATE", func(l *queue.Limiter, n int) (queue.Middleware, error) {
+			return l.Rate(queue.KeyByName, n, time.Second)
+		}},
+		{"WORKER_CONCURRENCY_LIMIT", func(l *queue.Limiter, n int) (queue.Middleware, error) {
+			return l.Concurrency(queue.KeyByName, n, 10*time.Second, 20*time.Millisecond)
+		}},
+	} {
+		v := os.Getenv(lim.env)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", lim.env, err)
+		}
+		l, err := queue.NewLimiter(q, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		mw, err := lim.make(l, n)
+		if err != nil {
+			return err
+		}
+		w.Use(mw)
+	}
 	holdAfter := int64(-1)
 	if v := os.Getenv("WORKER_HOLD_AFTER"); v != "" {
 		if holdAfter, err = strconv.ParseInt(v, 10, 64); err != nil {
