@@ -144,7 +144,7 @@
 //	   "max_wait_ms": 5400, "oldest_ready_at": "2026-11-21T14:39:54.6Z",
 //	   "done": {"n": 8100}, "cancelled": {"n": 0}, "unserved": true}],
 //	 "totals": {"queue": "all", ...the same fields, summed},
-//	 "processes": 4, "stale": true}
+//	 "processes": 4, "failed_past_7_days": {"n": 113}, "stale": true}
 //
 // max_wait_ms is how long the oldest ready job has waited (Horizon's max
 // wait; 0 with none ready, and oldest_ready_at left out); in totals, the
@@ -152,7 +152,9 @@
 // that no live worker in the registry serves. done and cancelled are the
 // finished jobs the store keeps, where it counts them (queue.Counter).
 // processes is the number of live worker processes, -1 when the Source
-// keeps no registry. stale (left out when false) says the store did not
+// keeps no registry. failed_past_7_days counts the jobs dead-lettered in
+// the last seven days that are still kept (left out when the driver cannot
+// tell, queue.RecentDeadCounter; every bundled driver can). stale (left out when false) says the store did not
 // answer and the figures are the last ones read, at "at".
 //
 // pending is ready plus scheduled in driver mode, pushed minus processed

@@ -225,8 +225,12 @@ func (qi *QueueInspector) stats(ctx context.Context) (StatsView, error) {
 	return sv, nil
 }
 
+// failedWindow is how far back StatsView.FailedPastWeek counts.
+const failedWindow = 7 * 24 * time.Hour
+
 // addWaits adds the figures beside the counts: each queue's oldest ready
-// job (queue.OldestReadyReader), the number of live processes and the
+// job (queue.OldestReadyReader), the dead letters of the past week
+// (queue.RecentDeadCounter), the number of live processes and the
 // queues with ready jobs that none of them serves (queue.WorkerRegistry).
 // They are extras: a failed read leaves them out rather than failing the
 // figures.
@@ -237,6 +241,11 @@ func (qi *QueueInspector) addWaits(ctx context.Context, sv *StatsView) {
 			for i := range sv.Queues {
 				sv.Queues[i].OldestReady = oldest[sv.Queues[i].Queue]
 			}
+		}
+	}
+	if r, ok := qi.insp.(queue.RecentDeadCounter); ok {
+		if n, err := r.DeadSince(ctx, sv.At.Add(-failedWindow)); err == nil {
+			sv.FailedPastWeek = &n
 		}
 	}
 	if qi.registry == nil {

@@ -84,6 +84,9 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	if err := q.foldCounts(ctx); err != nil {
 		return true, pruned, q.wrap(ctx, err, "folding the job counts")
 	}
+	if err := q.pruneScheduledCounts(ctx); err != nil {
+		return true, pruned, q.wrap(ctx, err, "pruning the scheduled job counts")
+	}
 	if err := q.d.vacuumIfDue(ctx, q); err != nil {
 		return true, pruned, q.wrap(ctx, err, "vacuuming the jobs table")
 	}

@@ -103,12 +103,13 @@ func migrationVars(d dialect, table string) map[string]string {
 	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs"} {
 		vars[s] = d.quote(table + "_" + s)
 	}
-	// The counting triggers and their functions (see the counts migration).
-	for _, s := range []string{"count_ins", "count_del", "count_upd"} {
+	// The counting triggers and their functions (see the counts migration),
+	// and those of the scheduled buckets (the scheduled migration).
+	for _, s := range []string{"count_ins", "count_del", "count_upd", "sched_ins", "sched_del", "sched_upd"} {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "batches_seq", "batches_finished"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars

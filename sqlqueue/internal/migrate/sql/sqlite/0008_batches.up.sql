@@ -1,4 +1,4 @@
--- 0005_batches: batches (queue.Batch). One row per batch with its
+-- 0008_batches: batches (queue.Batch). One row per batch with its
 -- counters, its callback jobs (encoded) and the moments its callbacks
 -- came due; one row per member with where it stands. A member's outcome,
 -- the batch's counters and a callback's push are one transaction, and a
@@ -31,4 +31,4 @@ CREATE TABLE IF NOT EXISTS {batch_jobs} (
   PRIMARY KEY (batch_id, job_id)
 );
 
-UPDATE {meta} SET value = '5' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '8' WHERE name = 'schema_version';

@@ -1,4 +1,4 @@
--- 0006_batches: batches (queue.Batch). One row per batch with its
+-- 0009_batches: batches (queue.Batch). One row per batch with its
 -- counters, its callback jobs (encoded) and the moments its callbacks
 -- came due; one row per member with where it stands. A member's outcome,
 -- the batch's counters and a callback's push are one transaction, and a
@@ -33,4 +33,4 @@ CREATE TABLE IF NOT EXISTS {batch_jobs} (
   PRIMARY KEY (batch_id, job_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-UPDATE {meta} SET value = '6' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '9' WHERE name = 'schema_version';
