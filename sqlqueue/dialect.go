@@ -102,6 +102,11 @@ type dialect interface {
 	// current at now, and returns per part the leases it finished. No
 	// lease is in two parts. On error none is known finished.
 	finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error)
+	// historyAppend is the expression of the history column with the
+	// attempt under way appended as it ends (two bind parameters: the end
+	// time, then the error) and only the last queue.MaxHistory kept: a
+	// JSON array of historyEntry.
+	historyAppend() string
 	// touch is the expression that moves updated_at forward to the bind
 	// parameter and always changes it (MySQL counts changed rows).
 	touch() string

@@ -42,6 +42,13 @@ func (sqliteDialect) rebind(query string) string { return query }
 func (sqliteDialect) maxParams() int             { return 32766 }
 func (sqliteDialect) touch() string              { return "MAX(updated_at + 1, ?)" }
 
+// historyAppend drops the oldest entry (json_remove of $[0]) once the
+// array holds queue.MaxHistory, then appends.
+func (sqliteDialect) historyAppend() string {
+	return `json_insert(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN json_array_length(history) >= ` + maxHistoryLit +
+		` THEN json_remove(history, '$[0]') ELSE history END, '$[#]', json_object('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
+}
+
 func (sqliteDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
 
 func (sqliteDialect) scan(sc scanner, extra ...any) (row, error) { return scanExpiry(sc, extra...) }
@@ -188,7 +195,7 @@ func (sqliteDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool
 // IMMEDIATE transaction (one commit). A part that acks (finish) is counted
 // here, not by the row triggers: inside the transaction the flag row that
 // the triggers test for is inserted first (see migration
-// 0005_counts_by_statement), the part returns each job's queue, and the
+// 0009_counts_by_statement), the part returns each job's queue, and the
 // flag is deleted and the counts added before the commit. One writer: no
 // other connection sees the flag.
 func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
@@ -245,7 +252,7 @@ func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []lease
 
 // sqliteCountFlag fills the three placeholders of stmt with the key of the
 // flag row the counting triggers test for (migration
-// 0005_counts_by_statement).
+// 0009_counts_by_statement).
 func sqliteCountFlag(stmt string) string {
 	return strings.Replace(strings.Replace(strings.Replace(stmt, "?", "''", 1), "?", "'by-statement'", 1), "?", "-1", 1)
 }

@@ -112,12 +112,14 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 		return nil, err
 	}
 	args := []any{inc, token, micros(expires), micros(now)}
+	var keys []any
 	for _, r := range got {
-		args = append(args, c.keyOf(r))
+		keys = append(keys, c.keyOf(r))
 	}
+	args = append(args, micros(now), queue.WorkerOf(ctx))
 	update := q.sql("UPDATE {jobs} SET attempts = attempts + ?, lease_token = " + c.token +
-		", {expiry} = ?, updated_at = ? WHERE " + c.key + " IN (" + placeholders(len(got)) + ")")
-	if _, err := ex.ExecContext(ctx, update, args...); err != nil {
+		", {expiry} = ?, updated_at = ?, started_at = ?, worker = ? WHERE " + c.key + " IN (" + placeholders(len(got)) + ")")
+	if _, err := ex.ExecContext(ctx, update, append(args, keys...)...); err != nil {
 		return nil, err
 	}
 	for i := range got {
@@ -188,6 +190,7 @@ func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Leas
 	if err != nil {
 		return nil, err
 	}
+	q.countAcked(len(leases) - len(lost))
 	q.flushMetricsIfDue(ctx)
 	return lost[0], nil
 }
@@ -218,15 +221,17 @@ func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) (lostS
 		return nil, nil, err
 	}
 	if len(acks) > 0 {
+		q.countAcked(len(acks) - len(lost[1]))
 		q.flushMetricsIfDue(ctx)
 	}
 	return lost[0], lost[1], nil
 }
 
-// startSet is Start's SET clause. updated_at always changes, so MySQL's
+// startSet is Start's SET clause: the attempt counted and dated (its
+// start, for the attempt history). updated_at always changes, so MySQL's
 // count of changed rows is the count of leases that held.
 func (q *Queue) startSet(now int64) (string, []any) {
-	return "attempts = attempts + 1, updated_at = " + q.d.touch(), []any{now}
+	return "attempts = attempts + 1, updated_at = " + q.d.touch() + ", started_at = ?", []any{now, now}
 }
 
 // ackSet is an ack's SET clause ("": the rows are deleted).
@@ -327,6 +332,16 @@ func (q *Queue) finishByArrays(ctx context.Context, st statements, stmt string, 
 	return done, err
 }
 
+// reads returns the statements for a read of many rows in one statement
+// (a claim, a batch ack's returned leases): the driver's own client when
+// the registration package gave one (hook.Queue.Direct), else the DB.
+func (q *Queue) reads() statements {
+	if q.direct != nil {
+		return q.direct
+	}
+	return stmts(q.db)
+}
+
 // scanLeases runs a query returning (id, lease_token) rows into set.
 func scanLeases(ctx context.Context, st statements, set map[queue.Lease]bool, query string, args ...any) error {
 	rows, err := st.Query(ctx, query, args...)
@@ -373,8 +388,9 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 		retryAt = now
 	}
 	at := micros(retryAt)
-	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE "+leaseGuard,
-		at, at, reason, micros(now))
+	hist, hargs := q.historySet(micros(now), reason)
+	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET "+hist+", lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE "+leaseGuard,
+		append(hargs, at, at, reason, micros(now))...)
 	if err != nil {
 		return err
 	}
@@ -387,8 +403,9 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 // ErrLeaseLost if l is not current.
 func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	now := micros(time.Now())
-	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
-		reason, now, now)
+	hist, hargs := q.historySet(now, reason)
+	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET "+hist+", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
+		append(hargs, reason, now, now)...)
 	if err != nil {
 		return err
 	}

@@ -4,5 +4,5 @@ package bench
 
 import "time"
 
-// processCPU returns false: this platform's CPU time is not read.
-func processCPU() (time.Duration, bool) { return 0, false }
+// ProcessCPU reports false: this platform's CPU time is not read.
+func ProcessCPU() (time.Duration, bool) { return 0, false }

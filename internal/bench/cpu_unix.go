@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// processCPU returns the CPU time (user and system) this process has used,
-// and false where it cannot tell.
-func processCPU() (time.Duration, bool) {
+// ProcessCPU returns the CPU time (user and system) this process has used
+// so far, from getrusage; false where it cannot be read.
+func ProcessCPU() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

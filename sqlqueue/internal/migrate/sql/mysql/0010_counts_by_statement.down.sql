@@ -1,4 +1,4 @@
--- 0006_counts_by_statement down: the triggers count every row again.
+-- 0010_counts_by_statement down: the triggers count every row again.
 DROP TRIGGER IF EXISTS {count_del_trg};
 
 CREATE TRIGGER {count_del_trg} AFTER DELETE ON {jobs} FOR EACH ROW
@@ -10,4 +10,4 @@ CREATE TRIGGER {count_upd_trg} AFTER UPDATE ON {jobs} FOR EACH ROW BEGIN IF OLD.
   INSERT INTO {counts} (queue, state, shard, n) VALUES (OLD.queue, OLD.state, CONNECTION_ID(), -1), (NEW.queue, NEW.state, CONNECTION_ID(), 1)
   ON DUPLICATE KEY UPDATE n = n + VALUES(n); END IF; END;
 
-UPDATE {meta} SET value = '5' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '9' WHERE name = 'schema_version';

@@ -1,4 +1,4 @@
--- 0006_counts_by_statement: the batch acks count their own jobs, one
+-- 0010_counts_by_statement: the batch acks count their own jobs, one
 -- counter upsert per queue and transaction instead of one per row (each
 -- of which took the counter row's lock and the gap before it, the
 -- deadlocks between acks and pushes). The delete and update triggers skip
@@ -19,4 +19,4 @@ CREATE TRIGGER {count_upd_trg} AFTER UPDATE ON {jobs} FOR EACH ROW BEGIN IF (OLD
   INSERT INTO {counts} (queue, state, shard, n) VALUES (OLD.queue, OLD.state, CONNECTION_ID(), -1), (NEW.queue, NEW.state, CONNECTION_ID(), 1)
   ON DUPLICATE KEY UPDATE n = n + VALUES(n); END IF; END;
 
-UPDATE {meta} SET value = '6' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '10' WHERE name = 'schema_version';

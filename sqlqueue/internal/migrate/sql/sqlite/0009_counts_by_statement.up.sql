@@ -1,4 +1,4 @@
--- 0005_counts_by_statement: the batch acks count their own jobs, one
+-- 0009_counts_by_statement: the batch acks count their own jobs, one
 -- counter upsert per queue and statement instead of one per row. The
 -- delete and update triggers skip the rows of a statement made while the
 -- flag row (state 'by-statement', shard -1) is in the counts table: sqlqueue
@@ -20,4 +20,4 @@ CREATE TRIGGER IF NOT EXISTS {count_upd_trg} AFTER UPDATE OF state, queue ON {jo
   AND NOT EXISTS (SELECT 1 FROM {counts} WHERE queue = '' AND state = 'by-statement' AND shard = -1) BEGIN
   INSERT INTO {counts} (queue, state, shard, n) VALUES (OLD.queue, OLD.state, 0, -1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n - 1; INSERT INTO {counts} (queue, state, shard, n) VALUES (NEW.queue, NEW.state, 0, 1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n + 1; END;
 
-UPDATE {meta} SET value = '5' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '9' WHERE name = 'schema_version';
