@@ -122,6 +122,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("PeriodicStore", s.testPeriodicStore)
 	t.Run("Processes", s.testProcesses)
 	t.Run("Chains", s.testChains)
+	t.Run("Batches", s.testBatches)
 	t.Run("Limiters", s.testLimiters)
 	t.Run("RateLimit", s.testRateLimit)
 }

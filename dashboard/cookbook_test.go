@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridianjobs/meridian/dashboard"
@@ -192,36 +193,37 @@ func (c *countingInspector) Stats() (dashboard.StatsView, error) {
 	return dashboard.StatsView{Queues: []dashboard.QueueStats{qs}}, nil
 }
 
+// TestSampler runs in a synctest bubble: the ticker and the sleeps are the
+// bubble's fake clock, so a loaded machine cannot reorder or skip samples.
 func TestSampler(t *testing.T) {
 	t.Parallel()
-	insp := &countingInspector{mu: make(chan struct{}, 1)}
-	s := dashboard.NewSampler(insp, 5*time.Millisecond, time.Minute).Start()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.Window("default")) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("sampler took no samples")
+	synctest.Test(t, func(t *testing.T) {
+		insp := &countingInspector{mu: make(chan struct{}, 1)}
+		s := dashboard.NewSampler(insp, 5*time.Millisecond, time.Minute).Start()
+		time.Sleep(12 * time.Millisecond) // the first sample and ticks at 5 and 10 ms
+		synctest.Wait()
+		s.Stop()
+		w := s.Window("default")
+		if len(w) != 3 {
+			t.Fatalf("%d samples after 12 ms at a 5 ms interval, want 3: %+v", len(w), w)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	s.Stop()
-	w := s.Window("default")
-	if s.Rate("default") <= 0 {
-		t.Errorf("Rate = %v, want > 0", s.Rate("default"))
-	}
-	for i := 1; i < len(w); i++ {
-		if w[i].At.Before(w[i-1].At) || w[i].Processed <= w[i-1].Processed {
-			t.Errorf("samples out of order: %+v", w)
+		if s.Rate("default") <= 0 {
+			t.Errorf("Rate = %v, want > 0", s.Rate("default"))
 		}
-	}
-	n := len(s.Window("default"))
-	time.Sleep(20 * time.Millisecond)
-	if len(s.Window("default")) != n {
-		t.Error("sampler kept sampling after Stop")
-	}
-	if s.Rate("other") != 0 || s.Window("other") != nil {
-		t.Error("unknown queue has samples")
-	}
-	s.Stop() // a second Stop does nothing
+		for i := 1; i < len(w); i++ {
+			if !w[i].At.After(w[i-1].At) || w[i].Processed <= w[i-1].Processed {
+				t.Errorf("samples out of order: %+v", w)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		if len(s.Window("default")) != len(w) {
+			t.Error("sampler kept sampling after Stop")
+		}
+		if s.Rate("other") != 0 || s.Window("other") != nil {
+			t.Error("unknown queue has samples")
+		}
+		s.Stop() // a second Stop does nothing
+	})
 }
 
 // The cookbook's wiring: counters and a failed-job store fed by the

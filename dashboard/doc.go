@@ -40,12 +40,20 @@
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
 //	GET  /queues/workers              worker registry
+//	GET  /queues/batches              batches, newest first, with progress bars (a BatchSource)
+//	GET  /queues/batches/{id}         a batch: progress, callbacks, members by state
+//	POST /queues/batches/{id}/cancel  cancel a batch's members not yet finished
+//	POST /queues/batches/{id}/retry   retry a batch's failed members (up to 500 a click)
 //	GET  /queues/api/stats            JSON: the figures of every queue
 //	GET  /queues/api/jobs             JSON: one page of jobs by state
 //	GET  /queues/api/jobs/{id}        JSON: one job
 //	GET  /queues/api/metrics          JSON: per-minute points of the last hour
 //	GET  /queues/api/workers          JSON: the worker registry
 //	GET  /queues/api/periodic         JSON: the periodic jobs
+//	GET  /queues/api/batches          JSON: one page of batches
+//	GET  /queues/api/batches/{id}     JSON: a batch and a page of its members (?state=, ?after=)
+//	POST /queues/api/batches/{id}/cancel  JSON: cancel a batch; the batch afterwards
+//	POST /queues/api/batches/{id}/retry   JSON: retry failed members; {"retried": n, "more": bool}
 //
 // An unknown address gets the dashboard's own 404 page (a JSON error under
 // api/); a known one asked with the wrong method gets 405; jobs?state= with
@@ -213,6 +221,19 @@
 //
 //	{"periodic": [{"name": "nightly-report", "schedule": "0 3 * * * (Europe/Paris)",
 //	  "last_tick": "...", "next_tick": "...", "last_job_id": "..."}]}
+//
+// GET api/batches lists the batches (a BatchSource: ForQueue's over a
+// queue.Batcher), newest first, a page of 50 with next as the cursor for
+// ?after=; api/batches/{id} adds a page of the batch's members:
+//
+//	{"batches": [{"id": "...", "name": "import contacts.csv", "allow_failures": true,
+//	  "total": 1000, "pending": 12, "done": 987, "failed": 1, "cancelled": 0,
+//	  "progress": 98, "created_at": "...", "catch_at": "..."}], "next": "..."}
+//
+// Its POSTs (cancel, retry) need what every action needs: a caller that
+// may act, a same-origin request and the double-submit token (the
+// X-Csrf-Token header or the csrf_token field, equal to the
+// meridian_csrf cookie a page set).
 //
 // # Access control
 //

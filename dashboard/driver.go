@@ -63,13 +63,14 @@ func ForQueue(q queue.Queue) *QueueInspector {
 // Abilities follow the driver's optional interfaces: queue.Inspector gives
 // browsing, figures by state, charts and job detail; queue.Pauser pause and
 // resume; queue.WorkerRegistry the workers page; queue.Canceller the
-// cancel buttons; queue.PeriodicStore the periodic page.
+// cancel buttons; queue.PeriodicStore the periodic page; queue.Batcher the
+// batches pages.
 func (qi *QueueInspector) Abilities() Abilities {
 	ok := qi.insp != nil
 	return Abilities{
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
 		Pause: qi.pauser != nil, Workers: qi.registry != nil,
-		Cancel: qi.canceler != nil, Periodic: qi.periodic != nil,
+		Cancel: qi.canceler != nil, Periodic: qi.periodic != nil, Batches: isBatcher(qi.q),
 	}
 }
 

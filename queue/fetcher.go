@@ -72,8 +72,8 @@ func (f *fetcher) run(stopCtx context.Context) {
 			}
 		}
 		jobs, err := f.reserve(want, f.concurrency-outstanding)
+		f.leases.addAll(jobs, f.lease)
 		for _, j := range jobs {
-			f.leases.add(j, f.lease)
 			outstanding++
 			f.out <- j
 		}

@@ -33,13 +33,27 @@ func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)}
 
 // add holds j's lease, expiring at j.LeaseExpiresAt or, when the driver
 // left it unset, lease from now.
-func (s *heldLeases) add(j *Job, lease time.Duration) {
-	exp := j.LeaseExpiresAt
-	if exp.IsZero() {
-		exp = time.Now().Add(lease)
+func (s *heldLeases) add(j *Job, lease time.Duration) { s.addAll([]*Job{j}, lease) }
+
+// addAll holds the leases of jobs as add does, under one lock and in one
+// allocation for the batch (a claim's hundreds of jobs).
+func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
+	hs := make([]held, len(jobs))
+	var now time.Time
+	for i, j := range jobs {
+		exp := j.LeaseExpiresAt
+		if exp.IsZero() {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			exp = now.Add(lease)
+		}
+		hs[i] = held{lease: j.Lease(), expires: exp}
 	}
 	s.mu.Lock()
-	s.m[j.ID] = &held{lease: j.Lease(), expires: exp}
+	for i, j := range jobs {
+		s.m[j.ID] = &hs[i]
+	}
 	s.mu.Unlock()
 }
 

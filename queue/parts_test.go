@@ -164,6 +164,41 @@ func TestPacerHoldsAheadWhatCompletesInTheHorizon(t *testing.T) {
 	}
 }
 
+// TestHeldLeasesAddAll checks that a claim's batch is held as add holds
+// each job: the driver's expiry when set, else the lease from now, and
+// every entry apart (one job's handler start marks only its own).
+func TestHeldLeasesAddAll(t *testing.T) {
+	t.Parallel()
+	s := newHeldLeases()
+	now := time.Now()
+	a, b, c := job("a"), job("b"), job("c")
+	a.LeaseExpiresAt = now.Add(10 * time.Second)
+	c.LeaseExpiresAt = now.Add(50 * time.Second)
+	s.addAll([]*Job{a, b, c}, time.Minute) // b: no expiry from the driver
+	if n := s.len(); n != 3 {
+		t.Fatalf("held %d leases, want 3", n)
+	}
+	due := s.due(now, time.Minute) // less than 30s left
+	if len(due) != 1 || due[0] != a.Lease() {
+		t.Fatalf("due = %v, want only a's lease (b expires a minute from now, c in 50 s)", due)
+	}
+	if due := s.due(now.Add(45*time.Second), time.Minute); len(due) != 3 {
+		t.Fatalf("45 s later due = %v, want all three", due)
+	}
+	var cause error
+	hd := s.start("b", func(err error) { cause = err })
+	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
+		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", cause)
+	}
+	if lost, _, _ := s.stop(hd); !lost {
+		t.Fatal("b's lease not reported lost")
+	}
+	if !s.anyHold([]Lease{a.Lease()}, now) || !s.anyHold([]Lease{c.Lease()}, now) {
+		t.Fatal("b's lost lease changed a's or c's")
+	}
+	s.addAll(nil, time.Minute)
+}
+
 func TestHeldLeases(t *testing.T) {
 	t.Parallel()
 	s := newHeldLeases()

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"slices"
 	"strconv"
@@ -85,6 +86,11 @@ func (pgDialect) readyCond(alias string, now int64) (string, []any) {
 // A claim over several queues reads the pauses first and claims only from
 // the queues not paused then; the statement checks those again, so a
 // queue paused in between makes this one claim return nothing.
+//
+// The claim returns only what it does not know (pgClaimCols) and runs
+// through the Queue's direct statements when sqlqueue/postgres gave it
+// some (pgx without database/sql's per-column conversions), else through
+// the *sql.DB.
 func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	if len(queues) > 1 {
 		var err error
@@ -103,39 +109,72 @@ func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max i
 UPDATE {jobs} t SET attempts = t.attempts + CAST(? AS INTEGER), lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?,
   started_at = CAST(? AS BIGINT), worker = CAST(? AS TEXT)
 FROM c WHERE t.id = c.id
-RETURNING ` + jobColsT + `, t.lease_expires_at, c.claimed_run_at`)
+RETURNING ` + pgClaimCols)
 	args := append(queueArgs(queues), readyArgs...)
 	args = append(args, queueArgs(queues)...)
 	args = append(args, max, inc, token, micros(expires), micros(now), micros(now), queue.WorkerOf(ctx))
-	rs, err := q.db.QueryContext(ctx, query, args...)
+	rs, err := q.reads().Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rs.Close()
-	type claimed struct {
-		r     row
-		runAt int64
-	}
-	var got []claimed
+	got := make([]row, 0, max)
+	var cs claimScanner
+	cs.init()
 	for rs.Next() {
-		var c claimed
-		if c.r, err = d.scan(rs, &c.runAt); err != nil {
+		r, err := cs.scan(rs)
+		if err != nil {
 			return nil, err
 		}
-		q.logDecode(c.r)
-		got = append(got, c)
+		q.logDecode(r)
+		got = append(got, r)
 	}
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(got, func(a, b claimed) int {
-		return cmp.Or(cmp.Compare(b.r.job.Priority, a.r.job.Priority), cmp.Compare(a.runAt, b.runAt), cmp.Compare(a.r.seq, b.r.seq))
+	slices.SortFunc(got, func(a, b row) int {
+		return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), cmp.Compare(a.runAt, b.runAt), cmp.Compare(a.seq, b.seq))
 	})
-	out := make([]row, len(got))
-	for i, c := range got {
-		out[i] = c.r
+	exp, upd := micros(expires), micros(now)
+	for i := range got {
+		r := &got[i]
+		r.job.LeaseToken = token + "-" + strconv.FormatInt(r.seq, 10)
+		r.job.LeaseExpiresAt = fromMicros(exp)
+		r.runAt, r.updatedAt, r.state = exp, upd, statePending
 	}
-	return out, nil
+	return got, nil
+}
+
+// pgClaimCols are the columns a claim returns: the job as the Job type
+// carries it, less what the claim itself set or knows (the lease token is
+// the claim's token and the row's seq, the lease expiry and updated_at
+// are the claim's, the state is pending), and the run_at the row was
+// claimed at, to sort by. unique_key is read as empty when NULL, so that no
+// column needs a nullable scan target.
+const pgClaimCols = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, " +
+	"COALESCE(t.unique_key, ''), t.tags, t.meta, t.available_at, t.created_at, t.last_error, t.snoozes, t.retry_until, c.claimed_run_at"
+
+// claimScanner reads pgClaimCols rows, reusing its scan targets for every
+// row; runAt is set to the claimed run_at.
+type claimScanner struct {
+	f    jobFields
+	dest []any
+}
+
+func (s *claimScanner) init() {
+	f := &s.f
+	s.dest = []any{&f.r.job.ID, &f.r.seq, &f.r.job.Queue, &f.r.job.Name, &f.r.job.Payload, &f.priority, &f.attempts, &f.maxAttempt,
+		&f.timeoutUS, &f.r.job.UniqueKey, &f.tags, &f.meta, &f.avail, &f.created, &f.r.job.LastError, &f.snoozes, &f.retryUntil, &f.r.runAt}
+}
+
+func (s *claimScanner) scan(sc scanner) (row, error) {
+	s.f.r = row{}
+	if err := sc.Scan(s.dest...); err != nil {
+		return row{}, err
+	}
+	r := s.f.r
+	s.f.decode(&r)
+	return r, nil
 }
 
 // insertJobs inserts with ON CONFLICT DO NOTHING RETURNING id. With notify
@@ -389,12 +428,32 @@ ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues 
 // index until a vacuum removes them.
 func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue) error {
 	var due bool
-	err := queryRow(ctx, stmts(q.db), q.sql("SELECT COALESCE((SELECT n_dead_tup >= "+strconv.Itoa(vacuumDeadRows)+
-		" FROM pg_stat_user_tables WHERE relid = to_regclass(?)), false)"), []any{q.t.jobs}, &due)
+	err := queryRow(ctx, stmts(q.db), q.sql("SELECT COALESCE((SELECT n_dead_tup >= ? FROM pg_stat_user_tables WHERE relid = to_regclass(?)), false)"),
+		[]any{q.vac.minDeadRows(), q.t.jobs}, &due)
 	if err != nil || !due {
 		return err
 	}
-	_, err = q.db.ExecContext(ctx, q.sql("VACUUM (ANALYZE) {jobs}"))
+	// One process at a time: the others' checks (after their own acks, or
+	// their maintenance passes) skip while one vacuums, rather than queue
+	// behind its lock.
+	c, err := q.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var locked bool
+	key := "meridian vacuum " + q.t.raw
+	if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", key).Scan(&locked); err != nil || !locked {
+		return err
+	}
+	_, err = c.ExecContext(ctx, q.sql("VACUUM (ANALYZE) {jobs}"))
+	// A session lock outlives a failed statement; unlock on a context of
+	// its own so a cancelled vacuum does not keep it.
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, uerr := c.ExecContext(uctx, "SELECT pg_advisory_unlock(hashtext($1))", key); uerr != nil {
+		err = errors.Join(err, uerr, c.Raw(func(any) error { return driver.ErrBadConn }))
+	}
 	return err
 }
 

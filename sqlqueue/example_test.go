@@ -134,4 +134,9 @@ func ExampleSchema() {
 	// CREATE INDEX IF NOT EXISTS "jobs_list" ON "jobs" (state, queue, finished_at, seq)
 	// DROP INDEX IF EXISTS "jobs_state"
 	// UPDATE "jobs_meta" SET value = '7' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_batches"
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_batches_seq" ON "jobs_batches" (seq)
+	// CREATE INDEX IF NOT EXISTS "jobs_batches_finished" ON "jobs_batches" (finished_at) WHERE finished_at > 0
+	// CREATE TABLE IF NOT EXISTS "jobs_batch_jobs"
+	// UPDATE "jobs_meta" SET value = '8' WHERE name = 'schema_version'
 }

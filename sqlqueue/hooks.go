@@ -27,3 +27,5 @@ func (h hooks) Tx(s hook.Statements) hook.TxPusher { return h.q.txStatements(s) 
 func (h hooks) Own(closeDB func() error) { h.q.closeDB = closeDB }
 
 func (h hooks) Logger() *slog.Logger { return h.q.log }
+
+func (h hooks) Direct(s hook.Statements) { h.q.direct = s }

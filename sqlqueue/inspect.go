@@ -668,8 +668,9 @@ func (q *Queue) scanRows(ctx context.Context, st statements, query string, args 
 	}
 	defer rs.Close()
 	var out []row
+	js := newJobScanner() // every dialect's scan is scanExpiry
 	for rs.Next() {
-		r, err := q.d.scan(rs)
+		r, err := js.scan(rs)
 		if err != nil {
 			return nil, err
 		}

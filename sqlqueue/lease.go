@@ -199,6 +199,7 @@ func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Leas
 	if err != nil {
 		return nil, err
 	}
+	q.countAcked(len(leases) - len(lost))
 	q.flushMetricsIfDue(ctx)
 	return lost, nil
 }
@@ -253,8 +254,18 @@ func (q *Queue) finishByArrays(ctx context.Context, stmt string, leases []queue.
 		ids[i], toks[i] = l.JobID, l.Token
 	}
 	done := make(map[queue.Lease]bool, len(leases))
-	err := scanLeases(ctx, stmts(q.db), done, q.sql(stmt), append(args, pgArray(ids), pgArray(toks), now)...)
+	err := scanLeases(ctx, q.reads(), done, q.sql(stmt), append(args, pgArray(ids), pgArray(toks), now)...)
 	return done, err
+}
+
+// reads returns the statements for a read of many rows in one statement
+// (a claim, a batch ack's returned leases): the driver's own client when
+// the registration package gave one (hook.Queue.Direct), else the DB.
+func (q *Queue) reads() statements {
+	if q.direct != nil {
+		return q.direct
+	}
+	return stmts(q.db)
 }
 
 // scanLeases runs a query returning (id, lease_token) rows into set.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -74,5 +75,56 @@ func TestPostgresMaintainVacuums(t *testing.T) {
 	}
 	if _, n := vacuums(); n == 0 {
 		t.Fatal("Maintain did not vacuum a jobs table with 10,000 dead rows")
+	}
+}
+
+// TestPostgresVacuumsAfterAcks checks that a Queue that has acked enough
+// jobs vacuums the jobs table in the background, without a maintenance
+// pass, and that Close waits for it. The thresholds are lowered so that
+// the test acks 150 jobs instead of 100,000.
+func TestPostgresVacuumsAfterAcks(t *testing.T) {
+	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
+	s := newStore(t, b)
+	q, db := s.open(t)
+	ctx := t.Context()
+	sqlqueue.SetVacuumThresholds(q, 100, -1)
+
+	vacuums := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.QueryRowContext(ctx, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)", s.table).Scan(&n); err != nil {
+			t.Fatalf("reading the table's statistics: %v", err)
+		}
+		return n
+	}
+	jobs := make([]queue.Job, 150)
+	for i := range jobs {
+		jobs[i] = queue.Job{Name: "n"}
+	}
+	if _, err := q.PushMany(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	ack := func(n int) {
+		t.Helper()
+		got, err := q.Reserve(ctx, nil, n, time.Minute)
+		if err != nil || len(got) != n {
+			t.Fatalf("Reserve = %d jobs, %v; want %d", len(got), err, n)
+		}
+		leases := make([]queue.Lease, len(got))
+		for i, j := range got {
+			leases[i] = j.Lease()
+		}
+		if lost, err := q.AckMany(ctx, leases); err != nil || len(lost) > 0 {
+			t.Fatalf("AckMany lost %d, %v", len(lost), err)
+		}
+	}
+	ack(50)
+	if n := vacuums(); n != 0 {
+		t.Fatalf("vacuumed %d times after 50 acks, below the threshold of 100", n)
+	}
+	ack(100)
+	testutil.Eventually(t, 30*time.Second, func() bool { return vacuums() > 0 }, "no vacuum within 30 s of the 100th ack")
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

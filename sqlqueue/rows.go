@@ -49,47 +49,78 @@ type row struct {
 
 type scanner interface{ Scan(dest ...any) error }
 
-// scanJob reads jobCols without {xcol}, then extra, from sc. A tags or
-// meta column that is not valid JSON leaves the field empty and is
-// reported in row.decodeErr, not failed: one bad row must not stop a claim
-// or a listing.
-func scanJob(sc scanner, extra ...any) (row, error) {
-	var (
-		r                              row
-		uniqueKey, leaseToken          sql.NullString
-		tags, meta                     string
-		timeoutUS, avail, created      int64
-		priority, attempts, maxAttempt int64
-		snoozes, retryUntil            int64
-	)
-	dest := []any{&r.job.ID, &r.seq, &r.job.Queue, &r.job.Name, &r.job.Payload, &priority, &attempts, &maxAttempt,
-		&timeoutUS, &uniqueKey, &tags, &meta, &avail, &r.runAt, &created, &r.updatedAt, &r.finishedAt,
-		&r.job.LastError, &leaseToken, &snoozes, &retryUntil, &r.state}
-	if err := sc.Scan(append(dest, extra...)...); err != nil {
+// jobScanner reads rows of jobCols, with lease_expires_at as {xcol}, into
+// row values. Its scan destinations are made once and reused for every
+// row: a claim of 1,000 rows scans 1,000 times into the same 23 targets
+// instead of allocating each row's targets and its destination list.
+type jobScanner struct {
+	f    jobFields
+	dest []any
+}
+
+// jobFields are the scan targets of the columns a row does not hold in
+// its own type.
+type jobFields struct {
+	r                              row
+	uniqueKey, leaseToken          sql.NullString
+	tags, meta                     string
+	timeoutUS, avail, created      int64
+	priority, attempts, maxAttempt int64
+	snoozes, retryUntil, expiry    int64
+}
+
+// newJobScanner returns a scanner of jobCols rows followed by the columns
+// extra point to.
+func newJobScanner(extra ...any) *jobScanner {
+	s := &jobScanner{}
+	f := &s.f
+	s.dest = append([]any{&f.r.job.ID, &f.r.seq, &f.r.job.Queue, &f.r.job.Name, &f.r.job.Payload, &f.priority, &f.attempts, &f.maxAttempt,
+		&f.timeoutUS, &f.uniqueKey, &f.tags, &f.meta, &f.avail, &f.r.runAt, &f.created, &f.r.updatedAt, &f.r.finishedAt,
+		&f.r.job.LastError, &f.leaseToken, &f.snoozes, &f.retryUntil, &f.r.state, &f.expiry}, extra...)
+	return s
+}
+
+// scan reads one row from sc. A tags or meta column that is not valid
+// JSON leaves the field empty and is reported in row.decodeErr, not
+// failed: one bad row must not stop a claim or a listing.
+func (s *jobScanner) scan(sc scanner) (row, error) {
+	f := &s.f
+	f.r = row{}
+	if err := sc.Scan(s.dest...); err != nil {
 		return row{}, err
 	}
+	r := f.r
+	r.job.UniqueKey = f.uniqueKey.String
+	r.job.LeaseToken = f.leaseToken.String
+	r.runAt = max(r.runAt, f.expiry)
+	f.decode(&r)
+	r.setLease()
+	return r, nil
+}
+
+// decode fills the job's fields that are stored in another form than the
+// Job type's: numbers as int64, times as microseconds, tags and meta as
+// JSON text.
+func (f *jobFields) decode(r *row) {
 	if r.job.Payload == nil {
 		r.job.Payload = []byte{}
 	}
-	r.job.Priority, r.job.Attempts, r.job.MaxAttempts = int(priority), int(attempts), int(maxAttempt)
-	r.job.Timeout = time.Duration(timeoutUS) * time.Microsecond
-	r.job.Snoozes = int(snoozes)
-	r.job.RetryUntil = fromMicros(retryUntil)
-	r.job.UniqueKey = uniqueKey.String
-	r.job.LeaseToken = leaseToken.String
-	r.job.AvailableAt = fromMicros(avail)
-	r.job.CreatedAt = fromMicros(created)
-	if tags != "" {
-		if err := json.Unmarshal([]byte(tags), &r.job.Tags); err != nil {
+	r.job.Priority, r.job.Attempts, r.job.MaxAttempts = int(f.priority), int(f.attempts), int(f.maxAttempt)
+	r.job.Timeout = time.Duration(f.timeoutUS) * time.Microsecond
+	r.job.Snoozes = int(f.snoozes)
+	r.job.RetryUntil = fromMicros(f.retryUntil)
+	r.job.AvailableAt = fromMicros(f.avail)
+	r.job.CreatedAt = fromMicros(f.created)
+	if f.tags != "" {
+		if err := json.Unmarshal([]byte(f.tags), &r.job.Tags); err != nil {
 			r.decodeErr = fmt.Errorf("decoding the tags of job %s: %w", r.job.ID, err)
 		}
 	}
-	if meta != "" {
-		if err := json.Unmarshal([]byte(meta), &r.job.Meta); err != nil {
+	if f.meta != "" {
+		if err := json.Unmarshal([]byte(f.meta), &r.job.Meta); err != nil {
 			r.decodeErr = errors.Join(r.decodeErr, fmt.Errorf("decoding the meta of job %s: %w", r.job.ID, err))
 		}
 	}
-	return r, nil
 }
 
 // logDecode logs the tags or meta of r that could not be decoded.
@@ -105,13 +136,10 @@ func expiryColumns() (expiry, unlease, xcol string) {
 	return "lease_expires_at", ", lease_expires_at = 0", ", lease_expires_at"
 }
 
-// scanExpiry is dialect.scan of jobCols with lease_expires_at as {xcol}.
+// scanExpiry is dialect.scan of jobCols with lease_expires_at as {xcol}
+// (every dialect), for one row; read many with one jobScanner.
 func scanExpiry(sc scanner, extra ...any) (row, error) {
-	var expiry int64
-	r, err := scanJob(sc, append([]any{&expiry}, extra...)...)
-	r.runAt = max(r.runAt, expiry)
-	r.setLease()
-	return r, err
+	return newJobScanner(extra...).scan(sc)
 }
 
 // expiryReadyCond is readyCond where the lease expiry is in

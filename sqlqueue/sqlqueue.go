@@ -175,6 +175,12 @@ type Queue struct {
 	holder    string
 
 	closeDB func() error
+	// direct, when set, runs the hottest reads (the PostgreSQL claim) on
+	// the same database through the driver's own client rather than
+	// database/sql (hook.Queue.Direct).
+	direct statements
+
+	vac vacuumer // background vacuum checks after many acks
 }
 
 var (
@@ -257,6 +263,7 @@ func (q *Queue) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	q.waitAnnounced()
+	q.closeVacuum()
 	err := q.FlushMetrics(ctx)
 	if q.closeDB != nil {
 		err = errors.Join(err, q.closeDB())

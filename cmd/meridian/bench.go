@@ -47,7 +47,8 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		duration    = fs.Duration("duration", 0, "length of the continuous mode and of each dispatch figure (default 8s)")
 		warmup      = fs.Duration("warmup", 0, "start of the continuous mode left uncounted (default 2s)")
 		workers     = fs.Int("workers", 0, "Worker values running at once (default 1)")
-		concurrency = fs.Int("concurrency", 0, "handler goroutines per worker; the Worker reserves at most this many jobs per call (default 1000)")
+		concurrency = fs.Int("concurrency", 0, "handler goroutines per worker (default 1000); a Reserve asks for the free handlers' jobs plus room in the prefetch buffer, so it can carry more than this")
+		prefetch    = fs.Int("prefetch", -1, "jobs each worker reserves ahead of its free handlers, at most (default: the Worker's, 1000; 0 turns prefetch off)")
 		poll        = fs.Duration("poll", 0, "workers' idle poll interval (default 50ms)")
 		producers   = fs.Int("producers", 0, "goroutines dispatching with DispatchMany (default 2)")
 		batch       = fs.Int("batch", 0, "jobs per DispatchMany of a continuous producer (default 1000)")
@@ -136,6 +137,16 @@ flags:`)
 			*v.dst = v.val
 		}
 	}
+	if set["prefetch"] {
+		switch {
+		case *prefetch < 0:
+			return usagef("--prefetch must be at least 0, not %d", *prefetch)
+		case *prefetch == 0:
+			o.Prefetch = -1
+		default:
+			o.Prefetch = *prefetch
+		}
+	}
 	if *pool < 0 {
 		return usagef("--pool must be at least 0, not %d", *pool)
 	}
@@ -194,8 +205,8 @@ flags:`)
 
 	fmt.Fprintf(out, "meridian bench: %s %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %d worker(s) x %d, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s\n\n",
-		o.Jobs, o.Duration, o.Warmup, o.Workers, o.Concurrency, o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
+	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s\n\n",
+		o.Jobs, o.Duration, o.Warmup, o.Workers, o.Concurrency, prefetchText(o.Prefetch), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
 		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration)
 	var errs []error
 	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}
@@ -239,6 +250,17 @@ flags:`)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// prefetchText describes Options.Prefetch.
+func prefetchText(n int) string {
+	switch {
+	case n < 0:
+		return "off"
+	case n == 0:
+		return "default"
+	}
+	return fmt.Sprint(n)
 }
 
 // writeResults writes res as JSON to path.

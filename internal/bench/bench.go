@@ -86,6 +86,12 @@ type Options struct {
 	Workers     int
 	Concurrency int
 	Poll        time.Duration
+	// Prefetch caps the jobs each Worker reserves ahead of its free
+	// handlers (queue.Worker.Prefetch): zero keeps the Worker's default
+	// (1000), a negative value turns prefetch off. A Reserve asks for the
+	// free handlers' jobs plus this buffer's room, so a claim can carry
+	// more jobs than Concurrency.
+	Prefetch int
 
 	// Producers is how many goroutines dispatch batches with DispatchMany
 	// (burn-down fill, continuous, dispatch-only); BatchSize is the batch
@@ -116,11 +122,17 @@ type Options struct {
 	// that are not Analyzers ignore it.
 	Analyze bool
 
+	// ReadServerCPU, when set, reads the database server's CPU time (see
+	// ServerCPU), for the burn-down's server CPU figures. Run sets it from
+	// a target that is a ServerCPU.
+	ReadServerCPU func() (time.Duration, bool)
+
 	// Progress, when set, receives one line per step.
 	Progress func(format string, args ...any)
 
-	// analyze is Analyze bound to the target, set by Run.
-	analyze func(ctx context.Context, q queue.Queue) error
+	// analyze is Analyze bound to the target and the mode's queue, set by
+	// Run.
+	analyze func(ctx context.Context) error
 }
 
 // DefaultOptions are the sizes of a full `meridian bench` run: a few
@@ -312,8 +324,8 @@ func thousands(v float64) string {
 // the first error, with the figures measured so far in the report.
 func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	o := opts.withDefaults()
-	if a, ok := t.(Analyzer); ok && o.Analyze {
-		o.analyze = a.Analyze
+	if s, ok := t.(ServerCPU); ok && o.ReadServerCPU == nil {
+		o.ReadServerCPU = s.ServerCPU
 	}
 	rep := Report{Driver: t.Name(), BaselineConns: o.BaselineConns}
 	o.progress("%s: starting", t.Name())
@@ -329,24 +341,30 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 		if !slices.Contains(o.Modes, m) {
 			continue
 		}
-		measure := func(name string, fn func(q queue.Queue) ([]Figure, error)) error {
-			figs, calls, err := withQueue(ctx, t, fn)
+		measure := func(name string, fn func(e Engine, o Options) ([]Figure, error)) error {
+			figs, calls, err := withQueue(ctx, t, func(q queue.Queue) ([]Figure, error) {
+				o := o
+				if a, ok := t.(Analyzer); ok && o.Analyze {
+					o.analyze = func(ctx context.Context) error { return a.Analyze(ctx, q) }
+				}
+				return fn(QueueEngine(q), o)
+			})
 			rep.Figures = append(rep.Figures, figs...)
 			rep.Calls = append(rep.Calls, ModeCalls{Mode: name, Calls: calls.String()})
 			return err
 		}
 		switch m {
 		case ModeBurnDown:
-			err = measure("burn-down", func(q queue.Queue) ([]Figure, error) { return burnDown(ctx, q, o) })
+			err = measure("burn-down", func(e Engine, o Options) ([]Figure, error) { return burnDown(ctx, e, o) })
 		case ModeContinuous:
-			err = measure("continuous", func(q queue.Queue) ([]Figure, error) { return continuous(ctx, q, o) })
+			err = measure("continuous", func(e Engine, o Options) ([]Figure, error) { return continuous(ctx, e, o) })
 		case ModeDispatch:
-			err = measure("Dispatch", func(q queue.Queue) ([]Figure, error) { return dispatchOne(ctx, q, o) })
+			err = measure("Dispatch", func(e Engine, o Options) ([]Figure, error) { return dispatchOne(ctx, e, o) })
 			if err == nil {
-				err = measure("DispatchMany", func(q queue.Queue) ([]Figure, error) { return dispatchMany(ctx, q, o) })
+				err = measure("DispatchMany", func(e Engine, o Options) ([]Figure, error) { return dispatchMany(ctx, e, o) })
 			}
 		case ModeLatency:
-			err = measure("latency", func(q queue.Queue) ([]Figure, error) { return latency(ctx, q, o) })
+			err = measure("latency", func(e Engine, o Options) ([]Figure, error) { return latency(ctx, e, o) })
 		}
 		if err != nil {
 			return rep, fmt.Errorf("bench: %s %s: %w", t.Name(), m, err)

@@ -41,14 +41,19 @@ var benchOptions = Options{Concurrency: 1000, Poll: 20 * time.Millisecond, Produ
 func BenchmarkBurnDown(b *testing.B) {
 	for _, t := range benchTargets(b) {
 		eachTarget(b, t, func(b *testing.B, ctx context.Context, q queue.Queue) {
-			if err := fill(ctx, q, b.N, benchOptions); err != nil {
+			e := QueueEngine(q)
+			if err := fill(ctx, e, b.N, benchOptions); err != nil {
 				b.Fatal(err)
 			}
 			var handled atomic.Int64
+			b.ReportAllocs()
 			b.ResetTimer()
-			p := startWorkers(q, benchOptions, func(job) { handled.Add(1) })
+			stop, err := e.StartWorkers(benchOptions, func(int64) { handled.Add(1) })
+			if err != nil {
+				b.Fatal(err)
+			}
 			werr := waitCount(ctx, &handled, int64(b.N))
-			if err := p.stop(); err != nil || werr != nil {
+			if err := stop(); err != nil || werr != nil {
 				b.Fatal(werr, err)
 			}
 			b.StopTimer()
@@ -62,8 +67,9 @@ func BenchmarkBurnDown(b *testing.B) {
 func BenchmarkDispatchMany(b *testing.B) {
 	for _, t := range benchTargets(b) {
 		eachTarget(b, t, func(b *testing.B, ctx context.Context, q queue.Queue) {
+			b.ReportAllocs()
 			b.ResetTimer()
-			if err := fill(ctx, q, b.N, benchOptions); err != nil {
+			if err := fill(ctx, QueueEngine(q), b.N, benchOptions); err != nil {
 				b.Fatal(err)
 			}
 			b.StopTimer()
@@ -81,7 +87,7 @@ func BenchmarkDispatch(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if err := dispatchJob(ctx, q); err != nil {
+					if err := QueueEngine(q).Dispatch(ctx, 0); err != nil {
 						b.Error(err)
 						return
 					}

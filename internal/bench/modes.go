@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/meridianjobs/meridian/queue"
 )
 
 // job is the benchmark's job: T is when it was dispatched (Unix
@@ -26,41 +24,6 @@ func (job) JobName() string { return "meridian_bench" }
 // stallAfter is how long a mode waits without any progress before it
 // gives up: a stuck driver fails the run instead of hanging it.
 const stallAfter = 30 * time.Second
-
-// workers is a set of running Workers over one queue.
-type workers struct {
-	ws   []*queue.Worker
-	errs chan error
-}
-
-// startWorkers runs o.Workers Workers over q, each calling handle for every
-// job with o.Concurrency handler goroutines.
-func startWorkers(q queue.Queue, o Options, handle func(v job)) *workers {
-	p := &workers{errs: make(chan error, o.Workers)}
-	for range o.Workers {
-		w := queue.NewWorker(q).Slog(quiet).Concurrency(o.Concurrency).Poll(o.Poll).ShutdownTimeout(10 * time.Second)
-		queue.Handle(w, func(_ context.Context, v job) error {
-			handle(v)
-			return nil
-		})
-		p.ws = append(p.ws, w)
-		go func() { p.errs <- w.Run(context.Background()) }()
-	}
-	return p
-}
-
-// stop stops the workers and waits until every Run has returned, so every
-// handled job's ack has been flushed.
-func (p *workers) stop() error {
-	for _, w := range p.ws {
-		w.Stop()
-	}
-	var err error
-	for range p.ws {
-		err = errors.Join(err, <-p.errs)
-	}
-	return err
-}
 
 // waitCount waits until n reaches want, failing when ctx is done or when
 // n stays still for stallAfter.
@@ -88,21 +51,20 @@ func waitCount(ctx context.Context, n *atomic.Int64, want int64) error {
 
 // fill queues n jobs with DispatchMany in chunks of o.ChunkSize from
 // o.Producers goroutines.
-func fill(ctx context.Context, q queue.Queue, n int, o Options) error {
+func fill(ctx context.Context, e Engine, n int, o Options) error {
 	var next atomic.Int64
 	chunks := int64((n + o.ChunkSize - 1) / o.ChunkSize)
 	var wg sync.WaitGroup
 	errs := make([]error, o.Producers)
 	for g := range o.Producers {
 		wg.Go(func() {
-			batch := make([]job, o.ChunkSize)
 			for {
 				c := next.Add(1) - 1
 				if c >= chunks || ctx.Err() != nil {
 					return
 				}
 				size := min(o.ChunkSize, n-int(c)*o.ChunkSize)
-				if _, err := queue.DispatchMany(ctx, q, batch[:size]); err != nil {
+				if _, err := e.DispatchMany(ctx, size); err != nil {
 					errs[g] = fmt.Errorf("queueing jobs: %w", err)
 					return
 				}
@@ -117,42 +79,52 @@ func fill(ctx context.Context, q queue.Queue, n int, o Options) error {
 }
 
 // burnDown queues o.Jobs jobs, then measures how fast the workers empty the
-// queue.
-func burnDown(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+// queue, and the client's (and, where the target can read it, the
+// database server's) CPU time per 1,000 jobs in each phase.
+func burnDown(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	o.progress("  burn-down: queueing %d jobs (DispatchMany x%d, %d goroutines)", o.Jobs, o.ChunkSize, o.Producers)
+	cpu := o.startCPU()
 	start := time.Now()
-	if err := fill(ctx, q, o.Jobs, o); err != nil {
+	if err := fill(ctx, e, o.Jobs, o); err != nil {
 		return nil, err
 	}
 	fillRate := float64(o.Jobs) / time.Since(start).Seconds()
 	figs := []Figure{{Name: fmt.Sprintf("burn-down: queue %d (DispatchMany x%d)", o.Jobs, o.ChunkSize), Value: fillRate, Unit: PerSecond}}
+	figs = append(figs, cpu.figures(fmt.Sprintf("burn-down: queue %d", o.Jobs), o.Jobs)...)
 	if o.analyze != nil {
 		o.progress("  burn-down: refreshing the table's statistics (ANALYZE)")
-		if err := o.analyze(ctx, q); err != nil {
+		if err := o.analyze(ctx); err != nil {
 			return figs, fmt.Errorf("analyzing the jobs table: %w", err)
 		}
 	}
 
 	o.progress("  burn-down: working %d jobs (%d worker(s) x %d)", o.Jobs, o.Workers, o.Concurrency)
 	var handled atomic.Int64
+	cpu = o.startCPU()
 	start = time.Now()
-	p := startWorkers(q, o, func(job) { handled.Add(1) })
-	werr := waitCount(ctx, &handled, int64(o.Jobs))
-	err := errors.Join(werr, p.stop())
+	stop, err := e.StartWorkers(o, func(int64) { handled.Add(1) })
 	if err != nil {
+		return figs, fmt.Errorf("starting the workers: %w", err)
+	}
+	werr := waitCount(ctx, &handled, int64(o.Jobs))
+	if err := errors.Join(werr, stop()); err != nil {
 		return figs, err
 	}
 	rate := float64(o.Jobs) / time.Since(start).Seconds()
 	figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: work %d (end to end)", o.Jobs), Value: rate, Unit: PerSecond})
+	figs = append(figs, cpu.figures(fmt.Sprintf("burn-down: work %d", o.Jobs), o.Jobs)...)
 	return figs, nil
 }
 
 // continuous runs producers and workers together for o.Duration and
 // measures the jobs handled per second after the warm-up.
-func continuous(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+func continuous(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	o.progress("  continuous: %d producer(s) x%d, %d worker(s) x %d, %s", o.Producers, o.BatchSize, o.Workers, o.Concurrency, o.Duration)
 	var handled, dispatched atomic.Int64
-	p := startWorkers(q, o, func(job) { handled.Add(1) })
+	stop, err := e.StartWorkers(o, func(int64) { handled.Add(1) })
+	if err != nil {
+		return nil, fmt.Errorf("starting the workers: %w", err)
+	}
 
 	pctx, stopProducers := context.WithCancel(ctx)
 	defer stopProducers()
@@ -160,13 +132,12 @@ func continuous(ctx context.Context, q queue.Queue, o Options) ([]Figure, error)
 	errs := make([]error, o.Producers)
 	for g := range o.Producers {
 		wg.Go(func() {
-			batch := make([]job, o.BatchSize)
 			for pctx.Err() == nil {
 				if dispatched.Load()-handled.Load() > int64(o.MaxBacklog) {
 					time.Sleep(time.Millisecond)
 					continue
 				}
-				n, err := queue.DispatchMany(pctx, q, batch)
+				n, err := e.DispatchMany(pctx, o.BatchSize)
 				if err != nil {
 					if pctx.Err() == nil {
 						errs[g] = fmt.Errorf("dispatching: %w", err)
@@ -189,8 +160,7 @@ func continuous(ctx context.Context, q queue.Queue, o Options) ([]Figure, error)
 	h1, el := handled.Load(), time.Since(t0)
 	stopProducers()
 	wg.Wait()
-	err := errors.Join(append(errs, p.stop(), ctx.Err())...)
-	if err != nil {
+	if err := errors.Join(append(errs, stop(), ctx.Err())...); err != nil {
 		return nil, err
 	}
 	if h1 == h0 {
@@ -204,10 +174,10 @@ func continuous(ctx context.Context, q queue.Queue, o Options) ([]Figure, error)
 
 // dispatchOne measures Dispatch of one job at a time from o.Dispatchers
 // goroutines, with no workers.
-func dispatchOne(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+func dispatchOne(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	o.progress("  dispatch: Dispatch from %d goroutines, %s", o.Dispatchers, o.Duration)
 	n, el, err := forDuration(ctx, o.Dispatchers, o.Duration, func(ctx context.Context) (int, error) {
-		return 1, dispatchJob(ctx, q)
+		return 1, e.Dispatch(ctx, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -215,26 +185,15 @@ func dispatchOne(ctx context.Context, q queue.Queue, o Options) ([]Figure, error
 	return []Figure{{Name: fmt.Sprintf("dispatch: Dispatch, %d goroutines", o.Dispatchers), Value: float64(n) / el.Seconds(), Unit: PerSecond}}, nil
 }
 
-// dispatchJob dispatches one bench job.
-func dispatchJob(ctx context.Context, q queue.Queue) error {
-	return queue.Dispatch(ctx, q, job{})
-}
-
 // dispatchMany measures DispatchMany of o.ChunkSize jobs per call from
 // o.Producers goroutines, with no workers, and the mean time of one call.
-func dispatchMany(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+func dispatchMany(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	o.progress("  dispatch: DispatchMany x%d from %d goroutines, %s", o.ChunkSize, o.Producers, o.Duration)
 	var calls atomic.Int64
 	var busy atomic.Int64 // summed call time, nanoseconds
-	batches := make(chan []job, o.Producers)
-	for range o.Producers {
-		batches <- make([]job, o.ChunkSize)
-	}
 	n, el, err := forDuration(ctx, o.Producers, o.Duration, func(ctx context.Context) (int, error) {
-		b := <-batches
-		defer func() { batches <- b }()
 		start := time.Now()
-		n, err := queue.DispatchMany(ctx, q, b)
+		n, err := e.DispatchMany(ctx, o.ChunkSize)
 		busy.Add(int64(time.Since(start)))
 		calls.Add(1)
 		return n, err
@@ -281,7 +240,7 @@ func forDuration(ctx context.Context, g int, d time.Duration, fn func(ctx contex
 // latency dispatches single jobs at o.Rate per second for
 // o.LatencyDuration while the workers run, and reports percentiles of the
 // time from the Dispatch call to the handler's start.
-func latency(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
+func latency(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	total := int(float64(o.Rate) * o.LatencyDuration.Seconds())
 	if total < 1 {
 		total = 1
@@ -290,13 +249,16 @@ func latency(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
 	var mu sync.Mutex
 	samples := make([]time.Duration, 0, total)
 	var handled atomic.Int64
-	p := startWorkers(q, o, func(v job) {
-		d := time.Duration(time.Now().UnixNano() - v.T)
+	stop, err := e.StartWorkers(o, func(t int64) {
+		d := time.Duration(time.Now().UnixNano() - t)
 		mu.Lock()
 		samples = append(samples, d)
 		mu.Unlock()
 		handled.Add(1)
 	})
+	if err != nil {
+		return nil, fmt.Errorf("starting the workers: %w", err)
+	}
 	// Let the workers reach their idle wait before the first job.
 	sleepCtx(ctx, 200*time.Millisecond)
 
@@ -308,7 +270,7 @@ func latency(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
 		wg.Go(func() {
 			for range ticks {
 				start := time.Now()
-				if err := queue.Dispatch(ctx, q, job{T: start.UnixNano()}); err != nil {
+				if err := e.Dispatch(ctx, start.UnixNano()); err != nil {
 					errs[g] = fmt.Errorf("dispatching: %w", err)
 					return
 				}
@@ -329,11 +291,11 @@ func latency(ctx context.Context, q queue.Queue, o Options) ([]Figure, error) {
 	close(ticks)
 	wg.Wait()
 	el := time.Since(start)
-	err := errors.Join(errs...)
+	err = errors.Join(errs...)
 	if err == nil {
 		err = waitCount(ctx, &handled, int64(total))
 	}
-	if err = errors.Join(err, p.stop()); err != nil {
+	if err = errors.Join(err, stop()); err != nil {
 		return nil, err
 	}
 	if achieved := float64(total) / el.Seconds(); achieved < 0.9*float64(o.Rate) {

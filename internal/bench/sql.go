@@ -315,3 +315,48 @@ func (s *SQL) Baseline(ctx context.Context, conns int, d time.Duration) (float64
 	}
 	return float64(n.Load()) / el.Seconds(), true, nil
 }
+
+// ServerCPU returns the CPU time the database server's processes
+// (postgres, or mariadbd and mysqld) on this machine have used, when the
+// DSN names this machine; SQLite runs inside the client and has none.
+func (s *SQL) ServerCPU() (time.Duration, bool) {
+	if !localDSN(s.dsn) {
+		return 0, false
+	}
+	switch s.name {
+	case "postgres":
+		return ProcessesCPU("postgres")
+	case "mysql":
+		return ProcessesCPU("mariadbd", "mysqld")
+	}
+	return 0, false
+}
+
+// localDSN reports whether a PostgreSQL or MySQL DSN names a server on
+// this machine (loopback, localhost or a Unix socket).
+func localDSN(dsn string) bool {
+	host := ""
+	switch {
+	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return false
+		}
+		host = u.Hostname()
+		if host == "" {
+			host = u.Query().Get("host")
+		}
+	case strings.Contains(dsn, "@tcp("):
+		rest := dsn[strings.Index(dsn, "@tcp(")+len("@tcp("):]
+		host = rest[:max(strings.IndexAny(rest, ":)"), 0)]
+	case strings.Contains(dsn, "@unix("):
+		return true
+	default: // key=value
+		for f := range strings.FieldsSeq(dsn) {
+			if v, ok := strings.CutPrefix(f, "host="); ok {
+				host = v
+			}
+		}
+	}
+	return host == "" || host == "localhost" || strings.HasPrefix(host, "127.") || host == "::1" || strings.HasPrefix(host, "/")
+}

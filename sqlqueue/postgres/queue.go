@@ -130,6 +130,7 @@ func NewWithConfig(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts ...
 	if cfg.Logger == nil {
 		cfg.Logger = hook.Of(sq).Logger()
 	}
+	hook.Of(sq).Direct(poolStatements{pool})
 	q := &Queue{
 		Queue:  sq,
 		pool:   pool,

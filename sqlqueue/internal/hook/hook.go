@@ -64,6 +64,11 @@ type Queue interface {
 	Own(closeDB func() error)
 	// Logger is the Queue's logger (sqlqueue.WithLogger).
 	Logger() *slog.Logger
+	// Direct gives the Queue statements on its own database through the
+	// driver's client (pgx without database/sql), for the reads whose
+	// per-column conversions through database/sql cost most (the
+	// PostgreSQL claim). Call it before the Queue is used.
+	Direct(s Statements)
 }
 
 // Of returns the hooks of q, a *sqlqueue.Queue. Set by sqlqueue.

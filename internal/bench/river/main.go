@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/meridianjobs/meridian/internal/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "river bench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is a comparison's settings.
+type config struct {
+	dsn    string
+	rounds int
+	pool   int
+	modes  []bench.Mode
+	opts   bench.Options
+	river  riverSettings
+}
+
+// parse reads the command line.
+func parse(args []string, errOut io.Writer) (config, error) {
+	fs := flag.NewFlagSet("river bench", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	d := bench.DefaultOptions
+	var (
+		dsn         = fs.String("postgres-dsn", os.Getenv("MERIDIAN_POSTGRES_DSN"), "PostgreSQL DSN, a postgres:// URL (default $MERIDIAN_POSTGRES_DSN)")
+		rounds      = fs.Int("rounds", 3, "interleaved rounds; each runs every mode for both systems")
+		modes       = fs.String("modes", "burndown,continuous,latency", "comma-separated modes: burndown, continuous, dispatch, latency")
+		jobs        = fs.Int("jobs", 200_000, "jobs queued before each burn-down")
+		duration    = fs.Duration("duration", 60*time.Second, "length of the continuous mode")
+		warmup      = fs.Duration("warmup", d.Warmup, "start of the continuous mode left uncounted")
+		concurrency = fs.Int("concurrency", d.Concurrency, "handler goroutines: Meridian's Concurrency, River's MaxWorkers")
+		poll        = fs.Duration("poll", d.Poll, "Meridian workers' idle poll interval")
+		rate        = fs.Int("rate", d.Rate, "latency mode's dispatch rate in jobs/s")
+		latencyDur  = fs.Duration("latency-duration", 60*time.Second, "length of the latency mode")
+		pool        = fs.Int("pool", 16, "connections in each system's pgxpool (sqlqueue/postgres opens 16)")
+		cooldown    = fs.Duration("river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its own bench's setting)")
+		fetchPoll   = fs.Duration("river-fetch-poll", 20*time.Millisecond, "River's FetchPollInterval (its own bench's setting)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *dsn == "" {
+		return config{}, errors.New("no PostgreSQL: set --postgres-dsn or MERIDIAN_POSTGRES_DSN")
+	}
+	ms, err := bench.ParseModes(*modes)
+	if err != nil {
+		return config{}, err
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"rounds", *rounds}, {"jobs", *jobs}, {"concurrency", *concurrency}, {"rate", *rate}, {"pool", *pool}} {
+		if v.n < 1 {
+			return config{}, fmt.Errorf("--%s must be at least 1, not %d", v.name, v.n)
+		}
+	}
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{{"duration", *duration}, {"poll", *poll}, {"latency-duration", *latencyDur}, {"river-fetch-cooldown", *cooldown}, {"river-fetch-poll", *fetchPoll}} {
+		if v.d <= 0 {
+			return config{}, fmt.Errorf("--%s must be positive, not %s", v.name, v.d)
+		}
+	}
+	if *warmup < 0 || *warmup >= *duration {
+		return config{}, fmt.Errorf("--warmup must be at least 0 and shorter than --duration (%s), not %s", *duration, *warmup)
+	}
+	o := d
+	o.Modes = ms
+	o.Jobs, o.Duration, o.Warmup = *jobs, *duration, *warmup
+	o.Concurrency, o.Poll, o.Rate, o.LatencyDuration = *concurrency, *poll, *rate, *latencyDur
+	return config{dsn: *dsn, rounds: *rounds, pool: *pool, modes: ms, opts: o,
+		river: riverSettings{fetchCooldown: *cooldown, fetchPoll: *fetchPoll}}, nil
+}
+
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
+	c, err := parse(args, errOut)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.opts.Progress = func(format string, args ...any) {
+		fmt.Fprintf(errOut, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+	fmt.Fprintf(out, "river bench: River v0.51.1 against Meridian, %s %s/%s, %d CPUs, %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(out, "%d round(s); jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d, pool %d; Meridian poll %s; River FetchCooldown %s, FetchPollInterval %s\n\n",
+		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency, c.pool,
+		c.opts.Poll, c.river.fetchCooldown, c.river.fetchPoll)
+	res, err := compare(ctx, c)
+	if werr := res.write(out); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// systems are the two sides of the comparison, in the order of odd rounds.
+var systems = []string{"River", "Meridian"}
+
+// results holds every round's figures, by system, then by figure name.
+type results struct {
+	names  []string // figure names in first-seen order
+	units  map[string]bench.Unit
+	values map[string]map[string][]float64 // system -> name -> one value per round
+}
+
+func (r *results) add(system string, figs []bench.Figure) {
+	for _, f := range figs {
+		if !slices.Contains(r.names, f.Name) {
+			r.names = append(r.names, f.Name)
+		}
+		r.units[f.Name] = f.Unit
+		r.values[system][f.Name] = append(r.values[system][f.Name], f.Value)
+	}
+}
+
+// compare runs c.rounds interleaved rounds and returns their figures, with
+// those measured before an error.
+func compare(ctx context.Context, c config) (*results, error) {
+	res := &results{units: map[string]bench.Unit{}, values: map[string]map[string][]float64{}}
+	for _, s := range systems {
+		res.values[s] = map[string][]float64{}
+	}
+	cfg, err := pgxpool.ParseConfig(c.dsn)
+	if err != nil {
+		return res, fmt.Errorf("parsing the PostgreSQL DSN: %w", err)
+	}
+	cfg.MaxConns = int32(c.pool)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return res, fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	defer pool.Close()
+	target := bench.Postgres(c.dsn)
+	target.Pool = c.pool
+	o := c.opts
+	o.ReadServerCPU = target.ServerCPU
+	for round := 1; round <= c.rounds; round++ {
+		order := slices.Clone(systems)
+		if round%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, m := range c.modes {
+			for _, s := range order {
+				o.Progress("round %d, %s, %s", round, m, s)
+				var figs []bench.Figure
+				if s == "River" {
+					figs, err = measureRiver(ctx, pool, c, m, o)
+				} else {
+					figs, err = measureMeridian(ctx, target, m, o)
+				}
+				res.add(s, figs)
+				if err != nil {
+					return res, fmt.Errorf("round %d, %s, %s: %w", round, m, s, err)
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// measureRiver measures mode m of River on a fresh schema.
+func measureRiver(ctx context.Context, pool *pgxpool.Pool, c config, m bench.Mode, o bench.Options) ([]bench.Figure, error) {
+	e, drop, err := newRiver(ctx, pool, c.river, max(o.ChunkSize, o.BatchSize))
+	if err != nil {
+		return nil, err
+	}
+	figs, err := bench.Measure(ctx, e, m, o)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return figs, errors.Join(err, drop(dctx))
+}
+
+// measureMeridian measures mode m of Meridian on fresh tables, opened as
+// `meridian bench` opens them.
+func measureMeridian(ctx context.Context, t *bench.SQL, m bench.Mode, o bench.Options) ([]bench.Figure, error) {
+	q, drop, err := t.NewQueue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	figs, err := bench.Measure(ctx, bench.QueueEngine(q), m, o)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return figs, errors.Join(err, drop(dctx))
+}
+
+// write prints one Markdown table row per figure: each system's rounds,
+// then the ratio of Meridian's median to River's. For throughput a ratio
+// above 1 favours Meridian; for times (latency, CPU) one below 1 does.
+func (r *results) write(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("| figure | River | Meridian | Meridian / River (medians) |\n|---|---|---|---|\n")
+	for _, name := range r.names {
+		unit := r.units[name]
+		cell := func(vs []float64) string {
+			parts := make([]string, len(vs))
+			for i, v := range vs {
+				parts[i] = format(v, unit)
+			}
+			return strings.Join(parts, " / ")
+		}
+		rv, mv := r.values["River"][name], r.values["Meridian"][name]
+		ratio := ""
+		if len(rv) > 0 && len(mv) > 0 && median(rv) > 0 {
+			ratio = fmt.Sprintf("%.2fx", median(mv)/median(rv))
+		}
+		fmt.Fprintf(&b, "| %s, %s | %s | %s | %s |\n", name, unit, cell(rv), cell(mv), ratio)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// format prints throughputs in thousands (18.1k) and times in ms.
+func format(v float64, u bench.Unit) string {
+	if u == bench.PerSecond {
+		return fmt.Sprintf("%.1fk", v/1000)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// median returns the median of vs (the mean of the middle two for an
+// even count).
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -1,0 +1,8 @@
+package sqlqueue
+
+// SetVacuumThresholds makes q check for a vacuum after every acked jobs
+// and vacuum from deadRows dead rows (tests: the defaults take 100,000
+// acks and 10,000 dead rows).
+func SetVacuumThresholds(q *Queue, acked, deadRows int64) {
+	q.vac.after, q.vac.deadRows = acked, deadRows
+}
