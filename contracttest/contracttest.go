@@ -110,6 +110,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("AttemptHistory", s.testAttemptHistory)
 	t.Run("Counter", s.testCounter)
 	t.Run("CounterPastCap", s.testCounterPastCap)
+	t.Run("CounterScheduled", s.testCounterScheduled)
+	t.Run("DeadSince", s.testDeadSince)
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
 	t.Run("Limits", s.testLimits)
@@ -120,6 +122,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("PeriodicStore", s.testPeriodicStore)
 	t.Run("Processes", s.testProcesses)
 	t.Run("Chains", s.testChains)
+	t.Run("Batches", s.testBatches)
 	t.Run("Limiters", s.testLimiters)
 	t.Run("RateLimit", s.testRateLimit)
 }

@@ -158,6 +158,103 @@ func (s *suite) testCounterPastCap(t *testing.T) {
 	})
 }
 
+// testCounterScheduled is testCounter's check that the split of pending
+// jobs by time is exact however many are scheduled: more than the 10,000
+// up to which inspection counts rows, hours ahead, beside jobs due in
+// minutes, ready ones, a running one and retries whose time has passed.
+func (s *suite) testCounterScheduled(t *testing.T) {
+	checkAs(s, t, "ManyAhead", func(t *testing.T, q queue.Queue, c queue.Counter) {
+		bp, ok := q.(queue.BatchPusher)
+		if !ok {
+			t.Skip("driver does not implement queue.BatchPusher: 10,050 single pushes are too slow for the suite")
+		}
+		const name, ahead, soon, ready = "count-ahead", 10050, 6, 20
+		now := time.Now()
+		jobs := make([]queue.Job, 0, ahead+soon+ready)
+		for i := range ahead { // one every second from an hour ahead: about 35 five-minute spans
+			j := newJob(name)
+			j.AvailableAt = now.Add(time.Hour + time.Duration(i)*time.Second)
+			jobs = append(jobs, j)
+		}
+		for i := range soon { // due in 2 to 4.5 minutes: within the current five minutes or the next
+			j := newJob(name)
+			j.AvailableAt = now.Add(2*time.Minute + time.Duration(i)*30*time.Second)
+			jobs = append(jobs, j)
+		}
+		for range ready {
+			jobs = append(jobs, newJob(name))
+		}
+		for chunk := range slices.Chunk(jobs, 1000) {
+			if _, err := bp.PushMany(t.Context(), chunk); err != nil {
+				t.Fatalf("PushMany: %v", err)
+			}
+		}
+		// Three claimed: one keeps running, two are retried a moment
+		// later (scheduled when written, ready once their time passed).
+		got := reserve(t, q, []string{name}, 3, longLease)
+		if len(got) != 3 {
+			t.Fatalf("reserved %d jobs, want 3", len(got))
+		}
+		retryAt := time.Now().Add(50 * time.Millisecond)
+		nack(t, q, got[1], retryAt, "retry soon")
+		nack(t, q, got[2], retryAt, "retry soon")
+		for time.Now().Before(retryAt.Add(s.tol)) {
+			time.Sleep(10 * time.Millisecond) // until the retries are due by the clock
+		}
+		counts, err := c.Counts(t.Context())
+		if err != nil {
+			t.Fatalf("Counts: %v", err)
+		}
+		want := []queue.QueueCounts{{Queue: name, Pending: ahead + soon + ready,
+			Ready: queue.Count{N: ready - 1}, Scheduled: queue.Count{N: ahead + soon}, Running: queue.Count{N: 1}}}
+		if time.Since(now) > 2*time.Minute {
+			t.Skipf("the check took %v: jobs due in 2 minutes may have come due", time.Since(now))
+		}
+		if fmt.Sprint(counts) != fmt.Sprint(want) {
+			t.Fatalf("Counts = %v, want %v", counts, want)
+		}
+	})
+}
+
+// testDeadSince checks queue.RecentDeadCounter: dead letters are counted
+// from the time they were dead-lettered, a retried one no longer counts.
+func (s *suite) testDeadSince(t *testing.T) {
+	checkAs(s, t, "ByFailureTime", func(t *testing.T, q queue.Queue, c queue.RecentDeadCounter) {
+		count := func(since time.Time) queue.Count {
+			t.Helper()
+			n, err := c.DeadSince(t.Context(), since)
+			if err != nil {
+				t.Fatalf("DeadSince: %v", err)
+			}
+			return n
+		}
+		before := time.Now().Add(-s.tol)
+		killJob(t, q, "since-a", "old")
+		between := time.Now().Add(s.tol)
+		for !time.Now().After(between.Add(s.tol)) {
+			time.Sleep(time.Millisecond) // the later failures must be dated after between
+		}
+		killJob(t, q, "since-a", "new")
+		retried := killJob(t, q, "since-b", "new, retried")
+		pushN(t, q, "since-b", 2) // waiting jobs are not dead letters
+		if got := count(before); got != (queue.Count{N: 3}) {
+			t.Errorf("DeadSince(before every failure) = %+v, want 3", got)
+		}
+		if got := count(between); got != (queue.Count{N: 2}) {
+			t.Errorf("DeadSince(between the failures) = %+v, want 2", got)
+		}
+		if err := q.RetryDead(t.Context(), retried.ID); err != nil {
+			t.Fatalf("RetryDead: %v", err)
+		}
+		if got := count(between); got != (queue.Count{N: 1}) {
+			t.Errorf("DeadSince after a retry = %+v, want 1", got)
+		}
+		if got := count(time.Now().Add(time.Hour)); got != (queue.Count{}) {
+			t.Errorf("DeadSince(an hour ahead) = %+v, want 0", got)
+		}
+	})
+}
+
 // wantCounts compares c's counts with the jobs listed in each state.
 func wantCounts(t *testing.T, c queue.Counter, in queue.Inspector) {
 	t.Helper()

@@ -530,6 +530,72 @@ func (s *suite) testInspector(t *testing.T) {
 		wantErr(t, "ListJobs after a foreign cursor", err, queue.ErrBadCursor)
 	})
 
+	checkAs(s, t, "ListJobsOrder", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		// Waiting jobs are listed in claim order, by keyset pages of 2:
+		// priority, then AvailableAt, then insertion.
+		now := time.Now().Truncate(time.Millisecond)
+		mk := func(prio int, avail time.Duration) string {
+			j := newJob("lo")
+			j.Priority, j.AvailableAt = prio, now.Add(avail)
+			push(t, q, j)
+			return j.ID
+		}
+		late := mk(0, -time.Minute)
+		early := mk(0, -time.Hour)
+		urgent := mk(5, -time.Second)
+		plain := mk(0, -time.Hour) // after early: same time, inserted later
+		soon := mk(0, time.Hour)
+		sooner := mk(0, 30*time.Minute)
+		urgentLater := mk(5, 2*time.Hour)
+		list := func(st queue.JobState, queueName string) []string {
+			t.Helper()
+			var got []string
+			f := queue.JobFilter{State: st, Queue: queueName, Limit: 2}
+			for range 10 {
+				page, err := in.ListJobs(t.Context(), f)
+				if err != nil {
+					t.Fatalf("ListJobs(%+v): %v", f, err)
+				}
+				for _, j := range page.Jobs {
+					got = append(got, j.ID)
+				}
+				if page.Next == "" {
+					break
+				}
+				f.After = page.Next
+			}
+			return got
+		}
+		if got, want := list(queue.StateReady, "lo"), []string{urgent, early, plain, late}; !slices.Equal(got, want) {
+			t.Errorf("ready jobs listed %v, want claim order %v", got, want)
+		}
+		if got, want := list(queue.StateScheduled, ""), []string{urgentLater, sooner, soon}; !slices.Equal(got, want) {
+			t.Errorf("scheduled jobs listed %v, want claim order %v", got, want)
+		}
+		// Dead letters are listed by failure time, newest first, whatever
+		// their insertion order.
+		claimed := map[string]queue.Job{}
+		for _, j := range reserve(t, q, []string{"lo"}, 10, longLease) {
+			claimed[j.ID] = j
+		}
+		var failed []string
+		for _, id := range []string{plain, early, late} {
+			stamp := time.Now().Add(s.tol)
+			for !time.Now().After(stamp) {
+				time.Sleep(time.Millisecond) // each failure dated after the one before
+			}
+			j, ok := claimed[id]
+			if !ok {
+				t.Fatalf("job %s was not reserved with the other ready ones", id)
+			}
+			fail(t, q, j, "order")
+			failed = append([]string{id}, failed...)
+		}
+		if got := list(queue.StateDead, ""); !slices.Equal(got, failed) {
+			t.Errorf("dead letters listed %v, want newest failure first %v", got, failed)
+		}
+	})
+
 	checkAs(s, t, "QueueStats", func(t *testing.T, q queue.Queue, in queue.Inspector) {
 		states(t, q)
 		pushN(t, q, "st2", 2)

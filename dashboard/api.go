@@ -24,6 +24,9 @@ type apiStats struct {
 	Totals apiQueue   `json:"totals"`
 	// Processes is the number of live worker processes, -1 when unknown.
 	Processes int `json:"processes"`
+	// FailedPastWeek counts the jobs dead-lettered in the last seven
+	// days; absent when the driver cannot tell.
+	FailedPastWeek *queue.Count `json:"failed_past_7_days,omitempty"`
 	// Stale is set when the store did not answer and these figures are
 	// the last ones read, at At.
 	Stale bool `json:"stale,omitempty"`
@@ -90,7 +93,7 @@ func toAPIQueue(q QueueStats, at time.Time) apiQueue {
 
 func toAPIStats(sv StatsView) apiStats {
 	a := apiStats{At: utc(sv.At), Queues: make([]apiQueue, 0, len(sv.Queues)), Totals: toAPIQueue(sv.Totals, sv.At),
-		Processes: sv.Processes, Stale: sv.Stale}
+		Processes: sv.Processes, FailedPastWeek: sv.FailedPastWeek, Stale: sv.Stale}
 	for _, q := range sv.Queues {
 		a.Queues = append(a.Queues, toAPIQueue(q, sv.At))
 	}

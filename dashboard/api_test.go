@@ -87,7 +87,7 @@ func TestAPIFieldNames(t *testing.T) {
 	s := serve(t, dashboard.ForQueue(q))
 
 	st := decode(t, s.page("api/stats").Body)
-	sameKeys(t, "stats", st, "at", "queues", "totals", "processes")
+	sameKeys(t, "stats", st, "at", "queues", "totals", "processes", "failed_past_7_days")
 	if st["processes"] != 1.0 {
 		t.Errorf("stats.processes = %v, want 1 (the worker that heartbeat)", st["processes"])
 	}

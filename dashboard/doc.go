@@ -40,12 +40,20 @@
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
 //	GET  /queues/workers              worker registry
+//	GET  /queues/batches              batches, newest first, with progress bars (a BatchSource)
+//	GET  /queues/batches/{id}         a batch: progress, callbacks, members by state
+//	POST /queues/batches/{id}/cancel  cancel a batch's members not yet finished
+//	POST /queues/batches/{id}/retry   retry a batch's failed members (up to 500 a click)
 //	GET  /queues/api/stats            JSON: the figures of every queue
 //	GET  /queues/api/jobs             JSON: one page of jobs by state
 //	GET  /queues/api/jobs/{id}        JSON: one job
 //	GET  /queues/api/metrics          JSON: per-minute points of the last hour
 //	GET  /queues/api/workers          JSON: the worker registry
 //	GET  /queues/api/periodic         JSON: the periodic jobs
+//	GET  /queues/api/batches          JSON: one page of batches
+//	GET  /queues/api/batches/{id}     JSON: a batch and a page of its members (?state=, ?after=)
+//	POST /queues/api/batches/{id}/cancel  JSON: cancel a batch; the batch afterwards
+//	POST /queues/api/batches/{id}/retry   JSON: retry failed members; {"retried": n, "more": bool}
 //
 // An unknown address gets the dashboard's own 404 page (a JSON error under
 // api/); a known one asked with the wrong method gets 405; jobs?state= with
@@ -136,7 +144,7 @@
 //	   "max_wait_ms": 5400, "oldest_ready_at": "2026-11-21T14:39:54.6Z",
 //	   "done": {"n": 8100}, "cancelled": {"n": 0}, "unserved": true}],
 //	 "totals": {"queue": "all", ...the same fields, summed},
-//	 "processes": 4, "stale": true}
+//	 "processes": 4, "failed_past_7_days": {"n": 113}, "stale": true}
 //
 // max_wait_ms is how long the oldest ready job has waited (Horizon's max
 // wait; 0 with none ready, and oldest_ready_at left out); in totals, the
@@ -144,7 +152,9 @@
 // that no live worker in the registry serves. done and cancelled are the
 // finished jobs the store keeps, where it counts them (queue.Counter).
 // processes is the number of live worker processes, -1 when the Source
-// keeps no registry. stale (left out when false) says the store did not
+// keeps no registry. failed_past_7_days counts the jobs dead-lettered in
+// the last seven days that are still kept (left out when the driver cannot
+// tell, queue.RecentDeadCounter; every bundled driver can). stale (left out when false) says the store did not
 // answer and the figures are the last ones read, at "at".
 //
 // pending is ready plus scheduled in driver mode, pushed minus processed
@@ -211,6 +221,19 @@
 //
 //	{"periodic": [{"name": "nightly-report", "schedule": "0 3 * * * (Europe/Paris)",
 //	  "last_tick": "...", "next_tick": "...", "last_job_id": "..."}]}
+//
+// GET api/batches lists the batches (a BatchSource: ForQueue's over a
+// queue.Batcher), newest first, a page of 50 with next as the cursor for
+// ?after=; api/batches/{id} adds a page of the batch's members:
+//
+//	{"batches": [{"id": "...", "name": "import contacts.csv", "allow_failures": true,
+//	  "total": 1000, "pending": 12, "done": 987, "failed": 1, "cancelled": 0,
+//	  "progress": 98, "created_at": "...", "catch_at": "..."}], "next": "..."}
+//
+// Its POSTs (cancel, retry) need what every action needs: a caller that
+// may act, a same-origin request and the double-submit token (the
+// X-Csrf-Token header or the csrf_token field, equal to the
+// meridian_csrf cookie a page set).
 //
 // # Access control
 //

@@ -63,13 +63,14 @@ func ForQueue(q queue.Queue) *QueueInspector {
 // Abilities follow the driver's optional interfaces: queue.Inspector gives
 // browsing, figures by state, charts and job detail; queue.Pauser pause and
 // resume; queue.WorkerRegistry the workers page; queue.Canceller the
-// cancel buttons; queue.PeriodicStore the periodic page.
+// cancel buttons; queue.PeriodicStore the periodic page; queue.Batcher the
+// batches pages.
 func (qi *QueueInspector) Abilities() Abilities {
 	ok := qi.insp != nil
 	return Abilities{
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
 		Pause: qi.pauser != nil, Workers: qi.registry != nil,
-		Cancel: qi.canceler != nil, Periodic: qi.periodic != nil,
+		Cancel: qi.canceler != nil, Periodic: qi.periodic != nil, Batches: isBatcher(qi.q),
 	}
 }
 
@@ -224,8 +225,12 @@ func (qi *QueueInspector) stats(ctx context.Context) (StatsView, error) {
 	return sv, nil
 }
 
+// failedWindow is how far back StatsView.FailedPastWeek counts.
+const failedWindow = 7 * 24 * time.Hour
+
 // addWaits adds the figures beside the counts: each queue's oldest ready
-// job (queue.OldestReadyReader), the number of live processes and the
+// job (queue.OldestReadyReader), the dead letters of the past week
+// (queue.RecentDeadCounter), the number of live processes and the
 // queues with ready jobs that none of them serves (queue.WorkerRegistry).
 // They are extras: a failed read leaves them out rather than failing the
 // figures.
@@ -236,6 +241,11 @@ func (qi *QueueInspector) addWaits(ctx context.Context, sv *StatsView) {
 			for i := range sv.Queues {
 				sv.Queues[i].OldestReady = oldest[sv.Queues[i].Queue]
 			}
+		}
+	}
+	if r, ok := qi.insp.(queue.RecentDeadCounter); ok {
+		if n, err := r.DeadSince(ctx, sv.At.Add(-failedWindow)); err == nil {
+			sv.FailedPastWeek = &n
 		}
 	}
 	if qi.registry == nil {

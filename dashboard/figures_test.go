@@ -85,6 +85,36 @@ func TestWaitsAndUnservedQueues(t *testing.T) {
 	}
 }
 
+// TestFailedPastWeek checks the overview's and api/stats' count of the
+// jobs dead-lettered in the last seven days (queue.RecentDeadCounter).
+func TestFailedPastWeek(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := memqueue.New()
+	for i := range 3 {
+		if err := q.Push(ctx, queue.Job{Queue: "emails", Name: "e"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.Reserve(ctx, []string{"emails"}, 1, time.Minute)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Reserve %d: %d jobs, %v", i, len(got), err)
+		}
+		if i < 2 {
+			if err := q.Fail(ctx, got[0].Lease(), "broken"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := serve(t, dashboard.ForQueue(q))
+	st := decode(t, s.page("api/stats").Body)
+	if got, _ := st["failed_past_7_days"].(map[string]any); got["n"] != 2.0 {
+		t.Errorf("failed_past_7_days = %v, want {n: 2}", st["failed_past_7_days"])
+	}
+	if body := s.page("").Body; !strings.Contains(body, `data-stat="failed-week">2<`) {
+		t.Error("overview lacks the failed-in-the-past-7-days card with 2")
+	}
+}
+
 // flaky is a memqueue whose QueueStats fails while fail is set.
 type flaky struct {
 	*memqueue.Queue

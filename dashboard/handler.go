@@ -152,6 +152,7 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /queues/api/jobs/{id}", h.apiJob)
 	m.HandleFunc("GET /queues/api/metrics", h.apiMetrics)
 	m.HandleFunc("GET /queues/api/workers", h.apiWorkers)
+	h.batchRoutes(m)
 	m.HandleFunc("GET /queues", func(w http.ResponseWriter, r *http.Request) {
 		// Relative to /prefix/queues, "queues/" is the dashboard root.
 		seeOther(w, "queues/")

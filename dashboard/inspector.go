@@ -46,6 +46,10 @@ type StatsView struct {
 	// registry, -1 when the Source has none (cookbook mode, or a driver
 	// without queue.WorkerRegistry).
 	Processes int
+	// FailedPastWeek counts the dead letters dead-lettered in the last
+	// seven days (Horizon's "failed jobs past 7 days"); nil when the
+	// Source cannot tell (queue.RecentDeadCounter).
+	FailedPastWeek *queue.Count
 	// Stale is set when reading the figures failed or timed out and these
 	// are the last ones read, at At.
 	Stale bool

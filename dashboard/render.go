@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error", "confirm"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error", "confirm", "batches", "batch"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -38,7 +38,11 @@ var funcs = template.FuncMap{
 func parseTemplates() map[string]*template.Template {
 	m := make(map[string]*template.Template)
 	for _, name := range pageNames {
-		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+		files := []string{"templates/layout.html", "templates/" + name + ".html"}
+		if name == "batch" || name == "batches" {
+			files = append(files, "templates/batchbar.html")
+		}
+		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, files...))
 	}
 	m["denied"] = template.Must(template.New("denied").Funcs(funcs).ParseFS(templateFS, "templates/denied.html"))
 	return m

@@ -77,6 +77,7 @@ type Abilities struct {
 	Detail   bool // Job finds a job by id: job pages
 	Cancel   bool // CancelJob works: cancel buttons on waiting and running jobs
 	Periodic bool // Periodics lists periodic jobs: the periodic page
+	Batches  bool // the Source is a BatchSource that serves batches: the batches pages
 }
 
 // ListQuery selects a page of a job list.

@@ -65,14 +65,23 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now := q.now()
 	e := q.jobs[id]
 	if e == nil {
 		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrNotFound)
 	}
+	was, ok := q.cancelLocked(e, q.now())
+	if !ok {
+		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrFinished)
+	}
+	return was, nil
+}
+
+// cancelLocked cancels e if it is active and reports where it was; ok is
+// false (and nothing changes) when it had finished.
+func (q *Queue) cancelLocked(e *entry, now time.Time) (was queue.JobState, ok bool) {
 	nq := e.nq
 	nq.promote(now.UnixNano(), now)
-	was := e.state
+	was = e.state
 	switch was {
 	case queue.StateReady:
 		nq.ready.remove(e)
@@ -85,11 +94,11 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 			q.cancels = append(q.cancels[:0], q.cancels[len(q.cancels)-maxCancelLog/2:]...)
 		}
 	default:
-		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrFinished)
+		return "", false
 	}
 	e.job.LastError = queue.ErrCancelled.Error()
 	q.retireLocked(e, queue.StateCancelled, now)
-	return was, nil
+	return was, true
 }
 
 // CancelledSince returns the leases of running jobs cancelled at or after

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -148,21 +147,23 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoi
 	return out, nil
 }
 
-// ListJobs returns one page of jobs in f.State matching f, in insertion
-// order. Done jobs are the last WithRetention acked ones. Limit defaults to
+// ListJobs returns one page of jobs in f.State matching f, in the order
+// the SQL drivers list them: waiting and running jobs in claim order
+// (priority, then AvailableAt, then insertion), dead, done and cancelled
+// jobs by the time they finished, newest first. Done jobs are the last WithRetention acked ones. Limit defaults to
 // 50 and is capped at 500. A search examines every candidate unless
 // f.Scan bounds it. The cursor is opaque; a malformed one is an error.
 func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: %w", err)
 	}
-	var after uint64
+	var after *listKey
 	if f.After != "" {
-		n, err := strconv.ParseUint(f.After, 36, 64)
+		k, err := parseListKey(f.After)
 		if err != nil {
 			return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
 		}
-		after = n
+		after = &k
 	}
 	switch f.State {
 	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone, queue.StateCancelled:
@@ -181,7 +182,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	now := q.now()
 	var match []*entry
 	keep := func(e *entry) {
-		if e.seq <= after || e.state != f.State ||
+		if (after != nil && listKeyOf(e).compare(*after) <= 0) || e.state != f.State ||
 			(f.Queue != "" && e.job.Queue != f.Queue) ||
 			(f.Name != "" && e.job.Name != f.Name) ||
 			(f.Tag != "" && !slices.Contains(e.job.Tags, f.Tag)) {
@@ -214,7 +215,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 			}
 		}
 	}
-	slices.SortFunc(match, func(a, b *entry) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(match, func(a, b *entry) int { return listKeyOf(a).compare(listKeyOf(b)) })
 	var page queue.JobPage
 	if len(search) > 0 {
 		// The search examines the candidates in order, up to f.Scan of
@@ -232,13 +233,13 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		}
 		if len(hits) <= limit && examined < len(match) {
 			page.Scanned = examined
-			page.Next = strconv.FormatUint(match[examined-1].seq, 36)
+			page.Next = listKeyOf(match[examined-1]).String()
 		}
 		match = hits
 	}
 	if len(match) > limit {
 		match = match[:limit]
-		page.Next = strconv.FormatUint(match[limit-1].seq, 36)
+		page.Next = listKeyOf(match[limit-1]).String()
 	}
 	page.Jobs = make([]queue.JobInfo, len(match))
 	for i, e := range match {

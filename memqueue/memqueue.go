@@ -72,6 +72,9 @@ type Queue struct {
 	leases    map[string]lease         // named leases (Leaser)
 	cancels   []cancelRecord           // cancels of running jobs, oldest first
 	periodics map[string]*periodicMark // periodic jobs' marks (PeriodicStore)
+
+	batches   map[string]*batch // batches by ID (Batcher)
+	batchList []*batch          // batches in the order they were created
 }
 
 // entry is one stored job.

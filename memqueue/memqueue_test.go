@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -85,9 +86,11 @@ func TestRetentionKeepsLastAcked(t *testing.T) {
 	for _, j := range page.Jobs {
 		got = append(got, j.ID)
 	}
-	if fmt.Sprint(got) != fmt.Sprint(acked[2:]) {
-		t.Fatalf("done jobs %v, want the last three acked %v", got, acked[2:])
+	slices.Reverse(acked) // listed newest first
+	if fmt.Sprint(got) != fmt.Sprint(acked[:3]) {
+		t.Fatalf("done jobs %v, want the last three acked, newest first, %v", got, acked[:3])
 	}
+	slices.Reverse(acked)
 	if _, err := q.GetJob(t.Context(), acked[0]); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("GetJob of an acked job past retention: %v, want ErrNotFound", err)
 	}

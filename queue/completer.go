@@ -39,6 +39,9 @@ type completer struct {
 	// chainer records a chain step's outcome and pushes what follows in
 	// one step; nil when the queue lacks it.
 	chainer Chainer
+	// batcher records a batch member's outcome in its batch; nil when
+	// the queue lacks it.
+	batcher Batcher
 	log     *slog.Logger
 
 	mu     sync.RWMutex
@@ -81,6 +84,12 @@ func (c *completer) close() {
 }
 
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
+	if b := j.Meta[MetaBatch]; b != "" && c.batcher != nil {
+		if c.settled(j, c.batcher.FinishMember(c.ctx, j.Lease(), b, OutcomeDone, ""), "acking a batch member", rt) {
+			c.finished(j, OutcomeDone, nil, start, rt)
+		}
+		return
+	}
 	if _, ok := j.Meta[MetaChain]; ok {
 		c.ackChain(j, start, rt)
 		return
@@ -124,8 +133,12 @@ func (c *completer) ackChain(j *Job, start time.Time, rt time.Duration) {
 }
 
 // dead dead-letters j with text as its error, pushing the chain's catch job
-// with it when j is a chain step that has one.
+// with it when j is a chain step that has one, and recording the failure in
+// its batch when j is a batch member.
 func (c *completer) dead(j *Job, text string) error {
+	if b := j.Meta[MetaBatch]; b != "" && c.batcher != nil {
+		return c.batcher.FinishMember(c.ctx, j.Lease(), b, OutcomeFailed, text)
+	}
 	rest, ok, err := chainOf(j)
 	if !ok || err != nil || rest.Catch == nil {
 		return c.q.Fail(c.ctx, j.Lease(), text)
@@ -168,6 +181,12 @@ func (c *completer) snooze(j *Job, result error, start time.Time, rt time.Durati
 // cancel ends j as cancelled at its handler's request (a Cancel result):
 // through the driver's Cancel, or as a dead letter where it has none.
 func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duration) {
+	if b := j.Meta[MetaBatch]; b != "" && c.batcher != nil {
+		if c.settled(j, c.batcher.FinishMember(c.ctx, j.Lease(), b, OutcomeCancelled, ""), "cancelling a batch member", rt) {
+			c.cancelled(j, cause, start, rt)
+		}
+		return
+	}
 	if c.canceller == nil {
 		c.fail(j, cause, start, rt)
 		return

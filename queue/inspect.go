@@ -232,3 +232,12 @@ type Counter interface {
 	// sorted by name.
 	Counts(ctx context.Context) ([]QueueCounts, error)
 }
+
+// RecentDeadCounter is an Inspector that counts the dead letters
+// dead-lettered since a time: the dashboard's "failed in the past 7 days".
+type RecentDeadCounter interface {
+	// DeadSince counts the dead letters of every queue whose FinishedAt
+	// (when they were dead-lettered) is at or after since. It is one
+	// bounded read: a driver may count up to a cap and set Count.More.
+	DeadSince(ctx context.Context, since time.Time) (Count, error)
+}

@@ -426,6 +426,7 @@ func newRun(w *Worker) *run {
 	r.completer.snoozer, _ = w.q.(Snoozer)
 	r.completer.canceller, _ = w.q.(Canceller)
 	r.completer.chainer, _ = w.q.(Chainer)
+	r.completer.batcher, _ = w.q.(Batcher)
 
 	handlers := make(map[string]Handler, len(w.handlers))
 	for name, h := range w.handlers {

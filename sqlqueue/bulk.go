@@ -124,7 +124,7 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 	}
 	now := micros(time.Now())
 	f.After = ""
-	cond, args, order, _, err := q.filterCond(f, now)
+	cond, args, err := q.filterCond(f, now)
 	if err != nil {
 		return queue.Count{}, err
 	}
@@ -138,11 +138,11 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
 		// seq alone, or with the payload to search: MariaDB materializes
 		// a derived table's every column.
-		cols := "seq"
+		cols := orderOf(f.State).keyCols()
 		if f.Search != "" {
-			cols = "seq, payload"
+			cols += ", payload"
 		}
-		query, args, err := q.listQuery(ctx, st, f, now, cond, args, order, inner, cols)
+		query, args, err := q.listQuery(ctx, st, f, now, cond, args, nil, inner, cols)
 		if err != nil || query == "" {
 			return err
 		}

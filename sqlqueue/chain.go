@@ -31,9 +31,10 @@ func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) er
 // write transaction (see queue.Chainer).
 func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
 	now := micros(time.Now())
+	hist, hargs := q.historySet(now, reason)
 	return q.finishPush(ctx, "dead-lettering", l,
-		"UPDATE {jobs} SET state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
-		[]any{reason, now, now}, now, jobs)
+		"UPDATE {jobs} SET "+hist+", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
+		append(hargs, reason, now, now), now, jobs)
 }
 
 // finishPush runs the lease-guarded stmt (args, then the lease and now)

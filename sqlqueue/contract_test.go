@@ -26,8 +26,7 @@ func harness(b backend, opts ...sqlqueue.Option) contracttest.Harness {
 		defer mu.Unlock()
 		return handles[q]
 	}
-	caps := contracttest.Capabilities{TimePrecision: time.Microsecond,
-		NoAttemptHistory: "the SQL drivers do not record attempts yet: their columns come with migrations postgres/sqlite 0005 and mysql 0006 ([dashboard] 6)"}
+	caps := contracttest.Capabilities{TimePrecision: time.Microsecond}
 	return contracttest.Harness{
 		New: func(t *testing.T) queue.Queue {
 			s := newStore(t, b)

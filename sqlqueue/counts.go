@@ -13,10 +13,13 @@ import (
 // queue name. Pending, Dead, Done and Cancelled are read from the counts
 // table that the database's triggers keep as jobs are inserted, change
 // state or are deleted (see the counts migration of each dialect), so
-// they are exact and cost one row per queue and state. Pending is split
-// into Scheduled and Running by counts up to 10,000 over the claim index
-// (scheduled and running jobs only; ready ones are never read); past that
-// cap they carry More and Ready, the rest of Pending, carries Estimate.
+// they are exact and cost one row per queue and state. Scheduled is exact
+// too: the triggers also count the jobs written to run later by
+// five-minute bucket of their run time (the scheduled migration), and the
+// jobs due within the current bucket are counted on the claim index (up
+// to 10,000). Running is counted up to 10,000 at the head of the claim
+// order; past either cap the count carries More and Ready, the rest of
+// Pending, carries Estimate.
 func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
@@ -28,8 +31,12 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 		if err != nil {
 			return err
 		}
+		later, err := q.readScheduled(ctx, st, micros(now))
+		if err != nil {
+			return err
+		}
 		for i := range cs {
-			if err := q.splitPending(ctx, st, &cs[i], micros(now)); err != nil {
+			if err := q.splitPending(ctx, st, &cs[i], micros(now), later[cs[i].Queue]); err != nil {
 				return err
 			}
 		}
@@ -79,10 +86,12 @@ func (q *Queue) readCounts(ctx context.Context, st statements) ([]queue.QueueCou
 	return out, nil
 }
 
-// splitPending fills c's Ready, Scheduled and Running from c.Pending: it
-// counts the queue's scheduled and running jobs, each up to countCap, by
-// ranges of the claim index, and gives Ready the rest.
-func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueCounts, now int64) error {
+// splitPending fills c's Ready, Scheduled and Running from c.Pending:
+// Scheduled is later, the jobs of the queue's buckets after the current
+// one (readScheduled), plus those due within the current bucket, counted
+// up to countCap by ranges of the claim index; Running is counted up to
+// countCap at the head of the claim order; Ready is the rest.
+func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueCounts, now, later int64) error {
 	if c.Pending <= 0 {
 		return nil
 	}
@@ -92,6 +101,7 @@ func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueC
 	}
 	lim := " LIMIT " + strconv.Itoa(countCap+1) + ") "
 	cond, args := q.d.pendingCond(queue.StateScheduled, now)
+	cond, args = cond+" AND run_at < ?", append(args, schedBucketEnd(now))
 	args = append(append([]any{c.Queue}, prios...), args...)
 	runningCount, rargs := q.d.runningCount(c.Queue, prios, now, lim)
 	args = append(args, rargs...)
@@ -103,6 +113,7 @@ func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueC
 		return q.wrap(ctx, err, "counting jobs of queue %s", c.Queue)
 	}
 	c.Scheduled, c.Running = capped(scheduled), capped(running)
+	c.Scheduled.N += later
 	ready := c.Pending - c.Scheduled.N - c.Running.N
 	c.Ready = queue.Count{N: max(ready, 0), Estimate: c.Scheduled.More || c.Running.More}
 	return nil

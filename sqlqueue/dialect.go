@@ -100,6 +100,11 @@ type dialect interface {
 	// (set "") the jobs whose lease in leases is current at now, and
 	// returns the leases it finished. On error none is known finished.
 	finishLeases(ctx context.Context, q *Queue, leases []queue.Lease, now int64, set string, args []any) (map[queue.Lease]bool, error)
+	// historyAppend is the expression of the history column with the
+	// attempt under way appended as it ends (two bind parameters: the end
+	// time, then the error) and only the last queue.MaxHistory kept: a
+	// JSON array of historyEntry.
+	historyAppend() string
 	// touch is the expression that moves updated_at forward to the bind
 	// parameter and always changes it (MySQL counts changed rows).
 	touch() string

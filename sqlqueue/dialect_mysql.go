@@ -44,11 +44,18 @@ type mysqlDialect struct {
 	poolPush
 }
 
-func (mysqlDialect) name() Dialect                         { return MySQL }
-func (mysqlDialect) quote(s string) string                 { return "`" + s + "`" }
-func (mysqlDialect) rebind(query string) string            { return query }
-func (mysqlDialect) maxParams() int                        { return 65535 }
-func (mysqlDialect) touch() string                         { return "GREATEST(updated_at + 1, ?)" }
+func (mysqlDialect) name() Dialect              { return MySQL }
+func (mysqlDialect) quote(s string) string      { return "`" + s + "`" }
+func (mysqlDialect) rebind(query string) string { return query }
+func (mysqlDialect) maxParams() int             { return 65535 }
+func (mysqlDialect) touch() string              { return "GREATEST(updated_at + 1, ?)" }
+
+// historyAppend drops the oldest entry (JSON_REMOVE of $[0]) once the
+// array holds queue.MaxHistory, then appends.
+func (mysqlDialect) historyAppend() string {
+	return `JSON_ARRAY_APPEND(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN JSON_LENGTH(history) >= ` + maxHistoryLit +
+		` THEN JSON_REMOVE(history, '$[0]') ELSE history END, '$', JSON_OBJECT('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
+}
 func (mysqlDialect) configure(DB)                          {}
 func (mysqlDialect) prepare(context.Context, *Queue) error { return nil }
 

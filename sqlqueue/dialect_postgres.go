@@ -42,6 +42,13 @@ func (pgDialect) touch() string         { return "GREATEST(updated_at + 1, ?)" }
 
 // rebind turns ? placeholders into $1, $2 ... The SQL this package writes
 // has no ? outside placeholders.
+// historyAppend drops the oldest entry (jsonb "- 0") once the array
+// holds queue.MaxHistory, then appends.
+func (pgDialect) historyAppend() string {
+	return `(CASE WHEN history IS NULL OR history = '' THEN '[]'::jsonb WHEN jsonb_array_length(history::jsonb) >= ` + maxHistoryLit +
+		` THEN history::jsonb - 0 ELSE history::jsonb END || jsonb_build_object('a', attempts, 's', started_at, 'f', CAST(? AS BIGINT), 'e', CAST(? AS TEXT), 'w', worker))::text`
+}
+
 func (pgDialect) rebind(query string) string { return sqlx.Rebind(sqlx.DOLLAR, query) }
 
 func (pgDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
@@ -99,12 +106,13 @@ func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max i
   ORDER BY priority DESC, run_at, seq
   LIMIT ?
   FOR UPDATE OF j SKIP LOCKED)
-UPDATE {jobs} t SET attempts = t.attempts + CAST(? AS INTEGER), lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?
+UPDATE {jobs} t SET attempts = t.attempts + CAST(? AS INTEGER), lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?,
+  started_at = CAST(? AS BIGINT), worker = CAST(? AS TEXT)
 FROM c WHERE t.id = c.id
 RETURNING ` + pgClaimCols)
 	args := append(queueArgs(queues), readyArgs...)
 	args = append(args, queueArgs(queues)...)
-	args = append(args, max, inc, token, micros(expires), micros(now))
+	args = append(args, max, inc, token, micros(expires), micros(now), micros(now), queue.WorkerOf(ctx))
 	rs, err := q.reads().Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -451,5 +459,6 @@ func (pgDialect) foldCounts(ctx context.Context, q *Queue) error {
 }
 
 func (pgDialect) dropCountFunctions(vars map[string]string) []string {
-	return []string{"DROP FUNCTION IF EXISTS " + vars["count_ins_fn"] + "(), " + vars["count_del_fn"] + "(), " + vars["count_upd_fn"] + "()"}
+	return []string{"DROP FUNCTION IF EXISTS " + vars["count_ins_fn"] + "(), " + vars["count_del_fn"] + "(), " + vars["count_upd_fn"] + "(), " +
+		vars["sched_ins_fn"] + "(), " + vars["sched_del_fn"] + "(), " + vars["sched_upd_fn"] + "()"}
 }

@@ -42,6 +42,13 @@ func (sqliteDialect) rebind(query string) string { return query }
 func (sqliteDialect) maxParams() int             { return 32766 }
 func (sqliteDialect) touch() string              { return "MAX(updated_at + 1, ?)" }
 
+// historyAppend drops the oldest entry (json_remove of $[0]) once the
+// array holds queue.MaxHistory, then appends.
+func (sqliteDialect) historyAppend() string {
+	return `json_insert(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN json_array_length(history) >= ` + maxHistoryLit +
+		` THEN json_remove(history, '$[0]') ELSE history END, '$[#]', json_object('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
+}
+
 func (sqliteDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
 
 func (sqliteDialect) scan(sc scanner, extra ...any) (row, error) { return scanExpiry(sc, extra...) }

@@ -117,4 +117,26 @@ func ExampleSchema() {
 	// DELETE FROM "jobs_counts"
 	// INSERT INTO "jobs_counts" (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM "jobs" GROUP BY queue, state
 	// UPDATE "jobs_meta" SET value = '4' WHERE name = 'schema_version'
+	// CREATE OR REPLACE FUNCTION "jobs_sched_ins_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_sched_del_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_sched_upd_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// DROP TRIGGER IF EXISTS "jobs_sched_ins" ON "jobs"
+	// CREATE TRIGGER "jobs_sched_ins" AFTER INSERT ON "jobs" REFERENCING NEW TABLE AS new_rows
+	// DROP TRIGGER IF EXISTS "jobs_sched_del" ON "jobs"
+	// CREATE TRIGGER "jobs_sched_del" AFTER DELETE ON "jobs" REFERENCING OLD TABLE AS old_rows
+	// DROP TRIGGER IF EXISTS "jobs_sched_upd" ON "jobs"
+	// CREATE TRIGGER "jobs_sched_upd" AFTER UPDATE ON "jobs" REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+	// DELETE FROM "jobs_counts" WHERE state LIKE 'at:%'
+	// INSERT INTO "jobs_counts" (queue, state, shard, n) SELECT queue, 'at:' || (run_at / 300000000), 0, COUNT(*) FROM "jobs"
+	// UPDATE "jobs_meta" SET value = '5' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs" ADD COLUMN IF NOT EXISTS started_at BIGINT NOT NULL DEFAULT 0
+	// UPDATE "jobs_meta" SET value = '6' WHERE name = 'schema_version'
+	// CREATE INDEX IF NOT EXISTS "jobs_list" ON "jobs" (state, queue, finished_at, seq)
+	// DROP INDEX IF EXISTS "jobs_state"
+	// UPDATE "jobs_meta" SET value = '7' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_batches"
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_batches_seq" ON "jobs_batches" (seq)
+	// CREATE INDEX IF NOT EXISTS "jobs_batches_finished" ON "jobs_batches" (finished_at) WHERE finished_at > 0
+	// CREATE TABLE IF NOT EXISTS "jobs_batch_jobs"
+	// UPDATE "jobs_meta" SET value = '8' WHERE name = 'schema_version'
 }

@@ -85,7 +85,7 @@ type store struct {
 }
 
 // tableSuffixes name a queue's tables after its jobs table's name.
-var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_meta", "_periodic", "_uniques", "_counts"}
+var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_meta", "_periodic", "_uniques", "_counts", "_batches", "_batch_jobs"}
 
 func newStore(t testing.TB, b backend) store {
 	t.Helper()
@@ -123,7 +123,7 @@ func (s store) open(t testing.TB, opts ...sqlqueue.Option) (*sqlqueue.Queue, *sq
 				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.table+suffix)
 			}
 			if s.b.dialect == sqlqueue.Postgres {
-				_, _ = db.ExecContext(context.Background(), "DROP FUNCTION IF EXISTS "+s.table+"_count_ins_fn(), "+s.table+"_count_del_fn(), "+s.table+"_count_upd_fn()")
+				_, _ = db.ExecContext(context.Background(), "DROP FUNCTION IF EXISTS "+s.table+"_count_ins_fn(), "+s.table+"_count_del_fn(), "+s.table+"_count_upd_fn(), "+s.table+"_sched_ins_fn(), "+s.table+"_sched_del_fn(), "+s.table+"_sched_upd_fn()")
 			}
 		})
 	}

@@ -161,6 +161,10 @@ func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([
 	if err != nil {
 		return nil, err
 	}
+	later, err := q.readScheduled(ctx, st, micros(now))
+	if err != nil {
+		return nil, err
+	}
 	byName := make(map[string]*queue.QueueCounts, len(counts))
 	var names []string
 	for i := range counts {
@@ -209,7 +213,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 		// on the claim index (see splitPending).
 		s := queue.QueueStats{Queue: name, Paused: slices.Contains(paused, name), Window: statsWindow}
 		if c := byName[name]; c != nil {
-			if err := q.splitPending(ctx, st, c, micros(now)); err != nil {
+			if err := q.splitPending(ctx, st, c, micros(now), later[name]); err != nil {
 				return nil, err
 			}
 			s.Ready, s.Scheduled, s.Running = c.Ready, c.Scheduled, c.Running
@@ -291,14 +295,16 @@ func coveredRunningList(queueName string, now int64, cond string, args []any, or
 		append(append([]any{queueName, now, runningScan, now}, args...), n), nil
 }
 
-// ListJobs returns one page of jobs in f.State, by keyset on insertion
-// order: oldest first for waiting and running jobs, newest first for done
-// and dead ones. Limit defaults to 50 and is capped at 500. A payload
-// search examines at most 10,000 jobs (f.Scan, if smaller) after the
-// cursor and runs at most two seconds (on PostgreSQL a statement timeout,
-// elsewhere the context); when it stops at that row bound before filling
-// the page, JobPage.Scanned says how many it examined and Next continues
-// after the last of them.
+// ListJobs returns one page of jobs in f.State, by keyset in the order of
+// the index that orders the state (listOrder): waiting and running jobs
+// in claim order (priority, then run time, then insertion), from the
+// claim index; dead letters (by failure time), done and cancelled jobs
+// by the time they finished, newest first, from the list index. Limit defaults to 50 and is capped at 500.
+// A payload search examines at most 10,000 jobs (f.Scan, if smaller)
+// after the cursor and runs at most two seconds (on PostgreSQL a
+// statement timeout, elsewhere the context); when it stops at that row
+// bound before filling the page, JobPage.Scanned says how many it
+// examined and Next continues after the last of them.
 //
 // Without a queue filter the page merges one ordered index scan per queue
 // (up to 64 queues), so its cost follows the page size, not the table's.
@@ -307,9 +313,18 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		return queue.JobPage{}, err
 	}
 	now := micros(time.Now())
-	cond, args, order, desc, err := q.filterCond(f, now)
+	cond, args, err := q.filterCond(f, now)
 	if err != nil {
 		return queue.JobPage{}, err
+	}
+	o := orderOf(f.State)
+	var after *listCursor
+	if f.After != "" {
+		c, err := o.decode(f.After)
+		if err != nil {
+			return queue.JobPage{}, fmt.Errorf("sqlqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
+		}
+		after = &c
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -329,10 +344,9 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	}
 	var rows []row
 	var scanned int
-	var edge sql.NullInt64
-	listing := f.State != queue.StateScheduled && f.State != queue.StateRunning
-	err = q.inspectRead(ctx, timeout, listing, func(st statements) error {
-		query, qargs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), order, inner, jobCols)
+	var edge *listCursor
+	err = q.inspectRead(ctx, timeout, true, func(st statements) error {
+		query, qargs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), after, inner, jobCols)
 		if err != nil || query == "" {
 			return err
 		}
@@ -340,23 +354,28 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 			rows, err = q.scanRows(ctx, st, q.sqlOnce(query), qargs)
 			return err
 		}
-		search := "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + order + " LIMIT ?"
+		search := "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + o.sql() + " LIMIT ?"
 		if rows, err = q.scanRows(ctx, st, q.sqlOnce(search), append(slices.Clip(qargs), []byte(f.Search), limit+1)); err != nil || len(rows) > limit {
 			return err
 		}
 		// A short page: did the search stop at its row bound? Count the
 		// rows it examined and find the last of them, so the caller can
-		// continue after it: the same bounded index scans, reading seq
-		// only (MariaDB materializes a derived table's every column).
-		lean, largs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), order, inner, "seq")
+		// continue after it: the same bounded index scans, reading the
+		// order's key only (MariaDB materializes a derived table's every
+		// column).
+		lean, largs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), after, inner, o.keyCols())
 		if err != nil {
 			return err
 		}
-		edgeOf := "MAX(seq)"
-		if desc {
-			edgeOf = "MIN(seq)"
+		if err := queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*) FROM ("+lean+") s"), largs, &scanned); err != nil || scanned < inner {
+			return err
 		}
-		return queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*), "+edgeOf+" FROM ("+lean+") s"), largs, &scanned, &edge)
+		var c listCursor
+		if err := queryRow(ctx, st, q.sqlOnce("SELECT "+o.keyCols()+" FROM ("+lean+") s ORDER BY "+o.reverse()+" LIMIT 1"), largs, o.dest(&c)...); err != nil {
+			return err
+		}
+		edge = &c
+		return nil
 	})
 	if err != nil {
 		return queue.JobPage{}, q.wrap(ctx, err, "listing %s jobs", f.State)
@@ -364,10 +383,10 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	var page queue.JobPage
 	if len(rows) > limit {
 		rows = rows[:limit]
-		page.Next = strconv.FormatInt(rows[limit-1].seq, 10)
-	} else if scanned >= inner && edge.Valid {
+		page.Next = o.encode(o.cursorOf(rows[limit-1]))
+	} else if scanned >= inner && edge != nil {
 		page.Scanned = scanned
-		page.Next = strconv.FormatInt(edge.Int64, 10)
+		page.Next = o.encode(*edge)
 	}
 	page.Jobs = make([]queue.JobInfo, len(rows))
 	for i, r := range rows {
@@ -376,18 +395,12 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	return page, nil
 }
 
-// filterCond turns f's state, name, tag and cursor into a condition on
-// {jobs} with its arguments, and gives the list order: oldest first for
-// waiting and running jobs, newest first (desc) for finished ones.
-func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []any, order string, desc bool, err error) {
+// filterCond turns f's state, name and tag into a condition on {jobs}
+// with its arguments (the cursor is listQuery's: see listOrder.after).
+func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []any, err error) {
 	cond, args, err = q.stateCond(f.State, now)
 	if err != nil {
-		return "", nil, "", false, err
-	}
-	desc = f.State == queue.StateDone || f.State == queue.StateDead || f.State == queue.StateCancelled
-	order, after := "seq", "seq > ?"
-	if desc {
-		order, after = "seq DESC", "seq < ?"
+		return "", nil, err
 	}
 	if f.Name != "" {
 		cond, args = cond+" AND name = ?", append(args, f.Name)
@@ -396,25 +409,21 @@ func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []an
 		tag, _ := json.Marshal(f.Tag)
 		cond, args = cond+" AND "+q.d.contains("tags", false), append(args, string(tag))
 	}
-	if f.After != "" {
-		seq, err := strconv.ParseInt(f.After, 10, 64)
-		if err != nil {
-			return "", nil, "", false, fmt.Errorf("sqlqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
-		}
-		cond, args = cond+" AND "+after, append(args, seq)
-	}
-	return cond, args, order, desc, nil
+	return cond, args, nil
 }
 
 // listQuery returns the query template (and its arguments) of the first n
-// jobs matching cond in order: one index scan per queue, merged. The
-// (state, queue, seq) index gives each queue's jobs in insertion order;
-// scheduled and running jobs (run_at in the future) are found per
-// priority on the claim index instead, so the ready jobs before them are
-// not read. Without a queue filter the queues come from a loose index
-// scan; with more than maxUnionQueues the query is one scan sorted over
-// the whole state. It returns "" when no queue has jobs in the state.
-func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, order string, n int, cols string) (string, []any, error) {
+// jobs matching cond after the cursor (nil: from the start), in the
+// state's order (listOrder), selecting cols, which must hold the order's
+// key columns: one index scan per queue, merged. Waiting jobs are read
+// per priority on the claim index (see queueList), running ones from the
+// head of the claim order (dialect.runningList), dead and finished ones
+// on the list index (state, queue, finished_at, seq). Without a queue filter the
+// queues come from a loose index scan; with more than maxUnionQueues the
+// query is one scan sorted over the whole state. It returns "" when no
+// queue has jobs in the state.
+func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after *listCursor, n int, cols string) (string, []any, error) {
+	o := orderOf(f.State)
 	queues := []string{f.Queue}
 	if f.Queue == "" {
 		state := statePending
@@ -434,57 +443,206 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 			return "", nil, nil
 		}
 		if len(queues) > maxUnionQueues {
-			return "SELECT " + cols + " FROM {jobs} WHERE " + cond + " ORDER BY " + order + " LIMIT ?", append(args, n), nil
+			c, a := cond, args
+			if after != nil {
+				ac, aa := o.after(*after)
+				c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
+			}
+			return "SELECT " + cols + " FROM {jobs} WHERE " + c + " ORDER BY " + o.sql() + " LIMIT ?", append(a, n), nil
 		}
 	}
-	var b strings.Builder
+	var parts []string
 	var all []any
-	for i, name := range queues {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		var sub string
+	for _, name := range queues {
+		i := len(parts)
+		var sub []string
 		var subArgs []any
 		var err error
-		if f.State == queue.StateRunning {
-			sub, subArgs, err = q.d.runningList(ctx, q, st, name, now, cond, args, order, n, i)
-		} else {
-			sub, subArgs, err = q.queueList(ctx, st, name, f.State == queue.StateScheduled, cond, args, order, n, i, cols)
+		switch f.State {
+		case queue.StateRunning:
+			c, a := cond, args
+			if after != nil {
+				ac, aa := o.after(*after)
+				c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
+			}
+			var one string
+			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, c, a, o.sql(), n, i)
+			sub = []string{one}
+		case queue.StateReady, queue.StateScheduled:
+			sub, subArgs, err = q.queueList(ctx, st, name, cond, args, after, n, i, cols)
+		default:
+			c, a := cond, args
+			if after != nil {
+				ac, aa := o.after(*after)
+				c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
+			}
+			sub = []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, c, o.sql(), i)}
+			subArgs = append(append([]any{name}, a...), n)
 		}
 		if err != nil {
 			return "", nil, err
 		}
-		b.WriteString(sub)
+		parts = append(parts, sub...)
 		all = append(all, subArgs...)
 	}
-	if len(queues) == 1 {
-		return b.String(), all, nil
+	if len(parts) == 0 {
+		return "", nil, nil
 	}
-	return "SELECT " + cols + " FROM (" + b.String() + ") u ORDER BY " + order + " LIMIT ?", append(all, n), nil
+	if len(parts) == 1 {
+		return parts[0], all, nil
+	}
+	return "SELECT " + cols + " FROM (" + strings.Join(parts, " UNION ALL ") + ") u ORDER BY " + o.sql() + " LIMIT ?", append(all, n), nil
 }
 
-// queueList is listQuery's part for one queue (the i-th): its first n
-// jobs matching cond in order, from the (state, queue, seq) index, or, for
-// future jobs (scheduled or running), per priority on the claim index, so
-// the ready jobs before them are not read.
-func (q *Queue) queueList(ctx context.Context, st statements, name string, future bool, cond string, args []any, order string, n, i int, cols string) (string, []any, error) {
-	var prios []any
-	if future {
-		var err error
-		if prios, err = q.priorities(ctx, st, name); err != nil {
-			return "", nil, err
+// queueList is listQuery's part for the waiting (ready or scheduled) jobs
+// of one queue (the i-th): one subquery per priority of its pending jobs
+// (see priorities), each a range of the claim index read in its order
+// (run_at, seq), so a page of ready jobs never reads the scheduled ones
+// after them, nor the reverse. Priorities before the cursor's are left
+// out. With more priorities than maxPriorities, one query filters and
+// sorts the queue's pending jobs.
+func (q *Queue) queueList(ctx context.Context, st statements, name, cond string, args []any, after *listCursor, n, i int, cols string) ([]string, []any, error) {
+	prios, err := q.priorities(ctx, st, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := byClaim
+	if prios == nil {
+		c, a := cond, args
+		if after != nil {
+			ac, aa := o.after(*after)
+			c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
 		}
+		return []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, c, o.sql(), i)},
+			append(append([]any{name}, a...), n), nil
 	}
-	by := order
-	if prios != nil {
-		// Sorting by an expression keeps the planner off the (state,
-		// queue, seq) index, whose order it would otherwise walk through
-		// every ready job looking for the few future ones (measured: 158
-		// ms instead of 2 ms per queue of 330,000).
-		by = "seq + 0"
+	var parts []string
+	var all []any
+	for k, p := range prios {
+		prio := p.(int64)
+		c, a := cond, args
+		if after != nil {
+			if prio > after.prio {
+				continue // wholly before the cursor
+			}
+			if prio == after.prio {
+				c, a = c+" AND run_at >= ? AND (run_at > ? OR seq > ?)", append(slices.Clip(a), after.at, after.at, after.seq)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND priority = ? AND %s ORDER BY run_at, seq LIMIT ?) b%d_%d", cols, c, i, k))
+		all = append(append(append(all, name, prio), a...), n)
 	}
-	sub := fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ?%s AND %s ORDER BY %s LIMIT ?) b%d", cols, byPriority(prios), cond, by, i)
-	return sub, append(append(append([]any{name}, prios...), args...), n), nil
+	return parts, all, nil
+}
+
+// listOrder is the order of a list of jobs, the order of the index that
+// serves it, and the form of its keyset cursor.
+type listOrder int
+
+const (
+	// byClaim: priority (highest first), run time, insertion: the claim
+	// index's order, for ready, scheduled and running jobs. The cursor's
+	// run time is the job's AvailableAt, which every statement that
+	// writes run_at sets to the same value.
+	byClaim listOrder = iota
+	// byFinish: when the job finished (finished_at: dead-lettered,
+	// acked, cancelled), newest first, then insertion, newest first: the
+	// list index's order (state, queue, finished_at, seq), for dead,
+	// done and cancelled jobs.
+	byFinish
+)
+
+// listCursor is the key of the last job of a page, in its order: prio
+// and at (run_at) for byClaim, at (finished_at) for byFinish, and seq.
+type listCursor struct{ prio, at, seq int64 }
+
+func orderOf(s queue.JobState) listOrder {
+	switch s {
+	case queue.StateDead, queue.StateDone, queue.StateCancelled:
+		return byFinish
+	}
+	return byClaim
+}
+
+// sql is the ORDER BY list.
+func (o listOrder) sql() string {
+	if o == byFinish {
+		return "finished_at DESC, seq DESC"
+	}
+	return "priority DESC, run_at, seq"
+}
+
+// reverse is the ORDER BY list that puts the last job first.
+func (o listOrder) reverse() string {
+	if o == byFinish {
+		return "finished_at, seq"
+	}
+	return "priority, run_at DESC, seq DESC"
+}
+
+// keyCols are the columns of the order's key, as dest scans them.
+func (o listOrder) keyCols() string {
+	if o == byFinish {
+		return "finished_at, seq"
+	}
+	return "priority, run_at, seq"
+}
+
+// dest is the scan destinations of keyCols into c.
+func (o listOrder) dest(c *listCursor) []any {
+	if o == byFinish {
+		return []any{&c.at, &c.seq}
+	}
+	return []any{&c.prio, &c.at, &c.seq}
+}
+
+// cursorOf is the key of r in the order.
+func (o listOrder) cursorOf(r row) listCursor {
+	if o == byFinish {
+		return listCursor{at: r.finishedAt, seq: r.seq}
+	}
+	return listCursor{prio: int64(r.job.Priority), at: micros(r.job.AvailableAt), seq: r.seq}
+}
+
+// encode writes c as the page's Next: the key's numbers after a letter
+// naming the order.
+func (o listOrder) encode(c listCursor) string {
+	if o == byFinish {
+		return "f" + strconv.FormatInt(c.at, 10) + "." + strconv.FormatInt(c.seq, 10)
+	}
+	return "c" + strconv.FormatInt(c.prio, 10) + "." + strconv.FormatInt(c.at, 10) + "." + strconv.FormatInt(c.seq, 10)
+}
+
+// decode reads a cursor encode wrote for this order.
+func (o listOrder) decode(s string) (listCursor, error) {
+	var c listCursor
+	prefix, n := "c", 3
+	if o == byFinish {
+		prefix, n = "f", 2
+	}
+	rest, ok := strings.CutPrefix(s, prefix)
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) != n {
+		return c, queue.ErrBadCursor
+	}
+	dest := o.dest(&c)
+	for k, p := range parts {
+		v, err := strconv.ParseInt(p, 10, 64)
+		if err != nil {
+			return c, queue.ErrBadCursor
+		}
+		*dest[k].(*int64) = v
+	}
+	return c, nil
+}
+
+// after is the condition that a job comes after c in the order, written
+// so that its first term bounds the index range.
+func (o listOrder) after(c listCursor) (string, []any) {
+	if o == byFinish {
+		return "finished_at <= ? AND (finished_at < ? OR seq < ?)", []any{c.at, c.at, c.seq}
+	}
+	return "priority <= ? AND (priority < ? OR (run_at >= ? AND (run_at > ? OR seq > ?)))", []any{c.prio, c.prio, c.at, c.at, c.seq}
 }
 
 // inspectRead runs the reads of one inspection call through the dialect
@@ -523,14 +681,37 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 	if err := q.use(ctx); err != nil {
 		return queue.JobInfo{}, err
 	}
-	rows, err := q.queryRows(ctx, q.sql("SELECT "+jobCols+" FROM {jobs} WHERE id = ?"), id)
+	var (
+		r       row
+		started int64
+		worker  string
+		history sql.NullString
+		found   bool
+	)
+	err := func() error {
+		rs, err := q.db.QueryContext(ctx, q.sql("SELECT "+jobCols+attemptCols+" FROM {jobs} WHERE id = ?"), id)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		if rs.Next() {
+			if r, err = q.d.scan(rs, &started, &worker, &history); err != nil {
+				return err
+			}
+			q.logDecode(r)
+			found = true
+		}
+		return rs.Err()
+	}()
 	if err != nil {
 		return queue.JobInfo{}, q.wrap(ctx, err, "reading job %s", id)
 	}
-	if len(rows) == 0 {
+	if !found {
 		return queue.JobInfo{}, fmt.Errorf("sqlqueue: reading job %s: %w", id, queue.ErrNotFound)
 	}
-	return rows[0].info(micros(time.Now())), nil
+	info := r.info(micros(time.Now()))
+	withAttempts(&info, started, worker, history)
+	return info, nil
 }
 
 // Pause makes Reserve skip the jobs of queueName, in every process that

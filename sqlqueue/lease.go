@@ -41,7 +41,7 @@ func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease,
 	return q.leaseBatch(ctx, "starting", leases, func(now int64) (string, []any) {
 		// updated_at always changes, so MySQL's count of changed rows is
 		// the count of leases that held.
-		return "attempts = attempts + 1, updated_at = " + q.d.touch(), []any{now}
+		return "attempts = attempts + 1, updated_at = " + q.d.touch() + ", started_at = ?", []any{now, now}
 	})
 }
 
@@ -116,12 +116,14 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 		return nil, err
 	}
 	args := []any{inc, token, micros(expires), micros(now)}
+	var keys []any
 	for _, r := range got {
-		args = append(args, c.keyOf(r))
+		keys = append(keys, c.keyOf(r))
 	}
+	args = append(args, micros(now), queue.WorkerOf(ctx))
 	update := q.sql("UPDATE {jobs} SET attempts = attempts + ?, lease_token = " + c.token +
-		", {expiry} = ?, updated_at = ? WHERE " + c.key + " IN (" + placeholders(len(got)) + ")")
-	if _, err := ex.ExecContext(ctx, update, args...); err != nil {
+		", {expiry} = ?, updated_at = ?, started_at = ?, worker = ? WHERE " + c.key + " IN (" + placeholders(len(got)) + ")")
+	if _, err := ex.ExecContext(ctx, update, append(args, keys...)...); err != nil {
 		return nil, err
 	}
 	for i := range got {
@@ -291,8 +293,9 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 		retryAt = now
 	}
 	at := micros(retryAt)
-	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE "+leaseGuard,
-		at, at, reason, micros(now))
+	hist, hargs := q.historySet(micros(now), reason)
+	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET "+hist+", lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE "+leaseGuard,
+		append(hargs, at, at, reason, micros(now))...)
 	if err != nil {
 		return err
 	}
@@ -305,8 +308,9 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 // ErrLeaseLost if l is not current.
 func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	now := micros(time.Now())
-	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
-		reason, now, now)
+	hist, hargs := q.historySet(now, reason)
+	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET "+hist+", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
+		append(hargs, reason, now, now)...)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,8 @@ const maxPruneBatches = 20
 // many share the database. The leader deletes, in batches by primary key,
 // finished (done and cancelled) jobs older than their retention, expired
 // UniqueFor holds, dead letters older than theirs
-// (WithRetention), workers not seen within the worker TTL and metrics older
+// (WithRetention) and batches that finished as long ago, with their
+// members' records, workers not seen within the worker TTL and metrics older
 // than seven days. On PostgreSQL it then vacuums and analyzes the jobs
 // table when the server's statistics count at least 10,000 dead rows in
 // it (the table's own autovacuum settings, from Setup, make autovacuum do
@@ -56,6 +57,11 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 		n, err = q.pruneJobs(ctx, stateDead, now.Add(-q.cfg.keepDead))
 		pruned += n
 	}
+	if err == nil && q.cfg.keepDead > 0 {
+		var n int
+		n, err = q.pruneBatches(ctx, now.Add(-q.cfg.keepDead))
+		pruned += n
+	}
 	if err == nil {
 		var res2 interface{ RowsAffected() (int64, error) }
 		res2, err = q.db.ExecContext(ctx, q.sql("DELETE FROM {workers} WHERE last_seen < ?"), micros(now.Add(-q.cfg.workerTTL)))
@@ -77,6 +83,9 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	}
 	if err := q.foldCounts(ctx); err != nil {
 		return true, pruned, q.wrap(ctx, err, "folding the job counts")
+	}
+	if err := q.pruneScheduledCounts(ctx); err != nil {
+		return true, pruned, q.wrap(ctx, err, "pruning the scheduled job counts")
 	}
 	if err := q.d.vacuumIfDue(ctx, q); err != nil {
 		return true, pruned, q.wrap(ctx, err, "vacuuming the jobs table")
@@ -125,4 +134,36 @@ func (q *Queue) maintainIfDue(ctx context.Context) {
 			q.log.Warn("sqlqueue: maintenance pass failed; the next one retries", "table", q.t.raw, "err", err)
 		}
 	}
+}
+
+// pruneBatches deletes up to maxPruneBatches rounds of 100 batches that
+// finished before cutoff, each with its member rows in one transaction.
+func (q *Queue) pruneBatches(ctx context.Context, cutoff time.Time) (int, error) {
+	total := 0
+	sel := q.sql("SELECT id FROM {batches} WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT 100")
+	for range maxPruneBatches {
+		ids, err := queryStrings(ctx, stmts(q.db), sel, micros(cutoff))
+		if err != nil || len(ids) == 0 {
+			return total, err
+		}
+		err = q.d.writeTx(ctx, q, func(ex execer) error {
+			st := stmts(ex)
+			for _, stmt := range []string{"DELETE FROM {batch_jobs} WHERE batch_id IN (?)", "DELETE FROM {batches} WHERE id IN (?)"} {
+				del, args, err := q.sqlIn(stmt, ids)
+				if err != nil {
+					return err
+				}
+				n, err := st.Exec(ctx, del, args...)
+				if err != nil {
+					return err
+				}
+				total += int(n)
+			}
+			return nil
+		})
+		if err != nil || len(ids) < 100 {
+			return total, err
+		}
+	}
+	return total, nil
 }

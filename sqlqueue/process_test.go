@@ -74,6 +74,13 @@ type fleet struct {
 // and handler sleep; env0 is added to the environment of process 0 only.
 func startFleet(t *testing.T, b backend, s store, n int, lease, sleep time.Duration, env0 ...string) *fleet {
 	t.Helper()
+	return startFleetEnv(t, b, s, n, lease, sleep, nil, env0...)
+}
+
+// startFleetEnv is startFleet with env added to every process's
+// environment.
+func startFleetEnv(t *testing.T, b backend, s store, n int, lease, sleep time.Duration, env []string, env0 ...string) *fleet {
+	t.Helper()
 	source := s.path
 	driver := "sqlite"
 	switch b.dialect {
@@ -90,6 +97,7 @@ func startFleet(t *testing.T, b backend, s store, n int, lease, sleep time.Durat
 		cmd := exec.Command(bin)
 		cmd.Env = append(os.Environ(), "WORKER_LOG="+logPath, "WORKER_DRIVER="+driver, "WORKER_SOURCE="+source,
 			"WORKER_TABLE="+s.table, "WORKER_LEASE="+lease.String(), "WORKER_SLEEP="+sleep.String(), "WORKER_HOLD_LOG="+fl.holdLog)
+		cmd.Env = append(cmd.Env, env...)
 		if i == 0 {
 			cmd.Env = append(cmd.Env, env0...)
 		}

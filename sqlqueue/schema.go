@@ -35,6 +35,7 @@ type tableNames struct {
 	raw                                  string
 	jobs, pauses, workers, metrics, meta string
 	periodic, uniques, counts            string
+	batches, batchJobs                   string
 	replacer                             *strings.Replacer
 }
 
@@ -53,6 +54,10 @@ func names(d dialect, table string) tableNames {
 		// counts holds the per-queue job counts by state that the
 		// database's triggers keep (see Counts).
 		counts: d.quote(table + "_counts"),
+		// batches and batch_jobs hold batches and their members (see
+		// batch.go).
+		batches:   d.quote(table + "_batches"),
+		batchJobs: d.quote(table + "_batch_jobs"),
 	}
 	// {expiry} is the column holding the lease expiry; {unlease} is the
 	// SET fragment that clears it with the lease token; {xcol} adds it to
@@ -60,7 +65,7 @@ func names(d dialect, table string) tableNames {
 	expiry, unlease, xcol := d.leaseColumns()
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
-		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{expiry}", expiry, "{unlease}", unlease,
+		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{expiry}", expiry, "{unlease}", unlease,
 		"{xcol}", xcol,
 	)
 	return t
@@ -95,15 +100,16 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 // tables and indexes, quoted (the table prefix is validated by WithTable).
 func migrationVars(d dialect, table string) map[string]string {
 	vars := map[string]string{"jobs": d.quote(table)}
-	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques", "counts"} {
+	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs"} {
 		vars[s] = d.quote(table + "_" + s)
 	}
-	// The counting triggers and their functions (see the counts migration).
-	for _, s := range []string{"count_ins", "count_del", "count_upd"} {
+	// The counting triggers and their functions (see the counts migration),
+	// and those of the scheduled buckets (the scheduled migration).
+	for _, s := range []string{"count_ins", "count_del", "count_upd", "sched_ins", "sched_del", "sched_upd"} {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars
@@ -270,7 +276,7 @@ func dbTx(ctx context.Context, db DB, opts *sql.TxOptions, fn func(ex execer) er
 // again.
 func (q *Queue) DropTables(ctx context.Context) error {
 	q.resetReady()
-	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta, q.t.periodic, q.t.uniques, q.t.counts} {
+	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta, q.t.periodic, q.t.uniques, q.t.counts, q.t.batches, q.t.batchJobs} {
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
 			return q.wrap(ctx, err, "dropping table %s", table)
 		}

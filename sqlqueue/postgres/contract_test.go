@@ -32,6 +32,6 @@ func TestContract(t *testing.T) {
 			t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 			return pq.Tx(tx), func() error { return tx.Commit(t.Context()) }, func() error { return tx.Rollback(t.Context()) }
 		},
-		Caps: contracttest.Capabilities{TimePrecision: time.Microsecond, NoAttemptHistory: "the SQL drivers do not record attempts yet: their columns come with migrations postgres/sqlite 0005 and mysql 0006 ([dashboard] 6)"},
+		Caps: contracttest.Capabilities{TimePrecision: time.Microsecond},
 	})
 }

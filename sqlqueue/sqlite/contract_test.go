@@ -46,8 +46,7 @@ func TestContract(t *testing.T) {
 			return open(t, path)
 		},
 		Caps: contracttest.Capabilities{
-			TimePrecision:    time.Microsecond,
-			NoAttemptHistory: "the SQL drivers do not record attempts yet: their columns come with migrations postgres/sqlite 0005 and mysql 0006 ([dashboard] 6)",
+			TimePrecision: time.Microsecond,
 		},
 	})
 }

@@ -11,11 +11,24 @@
 // its handler writes "held id" to the log file named by WORKER_HOLD_LOG and
 // waits until the process is stopped, so a test that kills the process
 // then knows it holds a job.
+//
+// The workflow tests' jobs are logged under a key instead of the job's ID:
+// "step-N" for wfStep{N} (a chain's step), "item-N" for wfItem{N} (a
+// batch's member) and "cb-EVENT" for wfCallback (a batch's callback). With
+// WORKER_HOLD_STEP=N the handler of step N holds it as WORKER_HOLD_AFTER
+// does; with WORKER_KILL_AFTER_STEP=N the process sends itself SIGKILL as
+// soon as step N is acked (and the next step stored): a crash between two
+// steps.
+//
+// WORKER_RATE=N puts a limit of N starts a second across every process
+// (queue.Limiter.Rate, one key per job name) in front of the handlers;
+// WORKER_CONCURRENCY_LIMIT=N one of N jobs running at once across them.
 package main
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +48,13 @@ import (
 )
 
 type procJob struct{ N int }
+
+// The workflow tests' jobs.
+type (
+	wfStep     struct{ N int }
+	wfItem     struct{ N int }
+	wfCallback struct{}
+)
 
 func main() {
 	if err := run(); err != nil {
@@ -71,6 +91,35 @@ func run() error {
 	w := queue.NewWorker(q).
 		Slog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))).
 		Concurrency(8).Poll(20 * time.Millisecond).Lease(lease).ShutdownTimeout(5 * time.Second)
+	for _, lim := range []struct {
+		env  string
+		make func(l *queue.Limiter, n int) (queue.Middleware, error)
+	}{
+		{"WORKER_RATE", func(l *queue.Limiter, n int) (queue.Middleware, error) {
+			return l.Rate(queue.KeyByName, n, time.Second)
+		}},
+		{"WORKER_CONCURRENCY_LIMIT", func(l *queue.Limiter, n int) (queue.Middleware, error) {
+			return l.Concurrency(queue.KeyByName, n, 10*time.Second, 20*time.Millisecond)
+		}},
+	} {
+		v := os.Getenv(lim.env)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", lim.env, err)
+		}
+		l, err := queue.NewLimiter(q, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		mw, err := lim.make(l, n)
+		if err != nil {
+			return err
+		}
+		w.Use(mw)
+	}
 	holdAfter := int64(-1)
 	if v := os.Getenv("WORKER_HOLD_AFTER"); v != "" {
 		if holdAfter, err = strconv.ParseInt(v, 10, 64); err != nil {
@@ -92,6 +141,42 @@ func run() error {
 		_, err := fmt.Fprintf(f, "%s %d %d %d\n", j.ID, start.UnixNano(), time.Now().UnixNano(), j.Attempts)
 		return err
 	})
+	logDone := func(key string, start time.Time, attempt int) error {
+		_, err := fmt.Fprintf(f, "%s %d %d %d\n", key, start.UnixNano(), time.Now().UnixNano(), attempt)
+		return err
+	}
+	holdStep, _ := strconv.Atoi(os.Getenv("WORKER_HOLD_STEP"))
+	queue.Handle(w, func(ctx context.Context, s wfStep) error {
+		j, _ := queue.JobFromContext(ctx)
+		if s.N == holdStep {
+			if err := appendLine(os.Getenv("WORKER_HOLD_LOG"), "held "+j.ID); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return logDone(fmt.Sprintf("step-%d", s.N), time.Now(), j.Attempts)
+	})
+	queue.Handle(w, func(ctx context.Context, it wfItem) error {
+		j, _ := queue.JobFromContext(ctx)
+		return logDone(fmt.Sprintf("item-%d", it.N), time.Now(), j.Attempts)
+	})
+	queue.Handle(w, func(ctx context.Context, _ wfCallback) error {
+		j, _ := queue.JobFromContext(ctx)
+		return logDone("cb-"+j.Meta[queue.MetaBatchEvent], time.Now(), j.Attempts)
+	})
+	if v := os.Getenv("WORKER_KILL_AFTER_STEP"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("WORKER_KILL_AFTER_STEP: %w", err)
+		}
+		w.Observer(queue.ObserverFunc(func(e queue.Event) {
+			var s wfStep
+			if e.Kind == queue.EventDone && e.Job.Name == "wfStep" && json.Unmarshal(e.Job.Payload, &s) == nil && s.N == n {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
+	}
 	return w.Run(ctx)
 }
 

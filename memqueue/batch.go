@@ -1,0 +1,275 @@
+package memqueue
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// batch is one batch's record, counters and members (see queue.Batcher).
+// Batches are kept for the Queue's life.
+type batch struct {
+	rec     queue.BatchRecord
+	info    queue.BatchInfo // Pending is derived when read
+	pos     int             // index in Queue.batchList
+	members map[string]queue.BatchMemberState
+}
+
+// infoLocked returns b's info with Pending filled in.
+func (b *batch) infoLocked() queue.BatchInfo {
+	in := b.info
+	in.Pending = in.Total - in.Done - in.Failed - in.Cancelled
+	return in
+}
+
+var _ queue.Batcher = (*Queue)(nil)
+
+// PushBatch stores rec and pushes its members in one critical section
+// (see queue.BatchDispatcher).
+func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queue.Job) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memqueue: pushing batch %s: %w", rec.ID, err)
+	}
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return 0, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.batches[rec.ID] != nil {
+		return 0, fmt.Errorf("memqueue: pushing batch %s: %w", rec.ID, queue.ErrDuplicate)
+	}
+	now := q.now()
+	b := &batch{rec: rec, pos: len(q.batchList), members: make(map[string]queue.BatchMemberState, len(jobs)),
+		info: queue.BatchInfo{ID: rec.ID, Name: rec.Name, AllowFailures: rec.AllowFailures, CreatedAt: now}}
+	if q.batches == nil {
+		q.batches = make(map[string]*batch)
+	}
+	q.batches[rec.ID] = b
+	q.batchList = append(q.batchList, b)
+	return q.addMembersLocked(b, jobs, now), nil
+}
+
+// AddToBatch pushes jobs as new members of batch id (see queue.Batcher).
+func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("memqueue: adding to batch %s: %w", id, err)
+	}
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return 0, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.batches[id]
+	switch {
+	case b == nil:
+		return 0, fmt.Errorf("memqueue: adding to batch %s: %w", id, queue.ErrNotFound)
+	case !b.info.CancelledAt.IsZero() || !b.info.FinishedAt.IsZero():
+		return 0, fmt.Errorf("memqueue: adding to batch %s: %w", id, queue.ErrBatchClosed)
+	}
+	return q.addMembersLocked(b, jobs, q.now()), nil
+}
+
+// addMembersLocked pushes jobs as members of b, skipping duplicates.
+func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int {
+	n := 0
+	for _, j := range jobs {
+		if q.pushLocked(j, now) != nil {
+			continue // a duplicate: not a member
+		}
+		if _, ok := b.members[j.ID]; !ok {
+			b.info.Total++
+		}
+		b.members[j.ID] = queue.MemberPending
+		n++
+	}
+	return n
+}
+
+// FinishMember records the outcome of the member under l in its batch
+// (see queue.Batcher) in one critical section.
+func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	e := q.leasedLocked(l, now.UnixNano())
+	if e == nil {
+		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	switch o {
+	case queue.OutcomeDone:
+		q.finishLocked(e, now)
+	case queue.OutcomeFailed:
+		q.failLocked(e, reason, now)
+	case queue.OutcomeCancelled:
+		q.cancelLocked(e, now)
+	default:
+		return fmt.Errorf("memqueue: finishing batch member %s: outcome %s does not finish a job", l.JobID, o)
+	}
+	b := q.batches[batchID]
+	if b == nil {
+		return nil
+	}
+	from, ok := b.members[l.JobID]
+	if !ok {
+		return nil
+	}
+	to, ok := queue.MemberTransition(from, o)
+	if !ok {
+		return nil
+	}
+	b.members[l.JobID] = to
+	b.count(from, -1)
+	b.count(to, 1)
+	if to == queue.MemberFailed && !b.rec.AllowFailures {
+		q.cancelMembersLocked(b, now)
+	}
+	q.fireLocked(b, now, l.JobID, reason)
+	return nil
+}
+
+// count adds d to the counter of members in state s.
+func (b *batch) count(s queue.BatchMemberState, d int) {
+	switch s {
+	case queue.MemberDone:
+		b.info.Done += d
+	case queue.MemberFailed:
+		b.info.Failed += d
+	case queue.MemberCancelled:
+		b.info.Cancelled += d
+	}
+}
+
+// cancelMembersLocked marks b cancelled and cancels its pending members.
+func (q *Queue) cancelMembersLocked(b *batch, now time.Time) {
+	if !b.info.CancelledAt.IsZero() || !b.info.FinishedAt.IsZero() {
+		return
+	}
+	b.info.CancelledAt = now
+	for id, s := range b.members {
+		if s != queue.MemberPending {
+			continue
+		}
+		if e := q.jobs[id]; e != nil {
+			q.cancelLocked(e, now)
+		}
+		b.members[id] = queue.MemberCancelled
+		b.info.Cancelled++
+	}
+}
+
+// fireLocked pushes the callbacks b's counters make due, each once.
+func (q *Queue) fireLocked(b *batch, now time.Time, failedID, reason string) {
+	for _, ev := range queue.BatchDue(b.infoLocked()) {
+		switch ev {
+		case queue.BatchThen:
+			b.info.ThenAt = now
+		case queue.BatchCatch:
+			b.info.CatchAt = now
+		case queue.BatchFinally:
+			b.info.FinishedAt = now
+		}
+		j, err := b.rec.Callback(ev, failedID, reason)
+		if err != nil || j == nil {
+			continue // encoded by DispatchBatch: unreadable only if corrupted
+		}
+		_ = q.pushLocked(*j, now) // a duplicate of its ID was pushed already
+	}
+}
+
+// CancelBatch cancels batch id (see queue.Batcher).
+func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.BatchInfo{}, fmt.Errorf("memqueue: cancelling batch %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.batches[id]
+	if b == nil {
+		return queue.BatchInfo{}, fmt.Errorf("memqueue: cancelling batch %s: %w", id, queue.ErrNotFound)
+	}
+	now := q.now()
+	q.cancelMembersLocked(b, now)
+	q.fireLocked(b, now, "", "")
+	return b.infoLocked(), nil
+}
+
+// GetBatch reads batch id (see queue.Batcher).
+func (q *Queue) GetBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.BatchInfo{}, fmt.Errorf("memqueue: reading batch %s: %w", id, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.batches[id]
+	if b == nil {
+		return queue.BatchInfo{}, fmt.Errorf("memqueue: reading batch %s: %w", id, queue.ErrNotFound)
+	}
+	return b.infoLocked(), nil
+}
+
+// ListBatches pages through the batches, newest first (see queue.Batcher).
+func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.BatchPage, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.BatchPage{}, fmt.Errorf("memqueue: listing batches: %w", err)
+	}
+	limit, err := queue.BatchLimit(f.Limit)
+	if err != nil {
+		return queue.BatchPage{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := len(q.batchList) - 1
+	if f.After != "" {
+		b := q.batches[f.After]
+		if b == nil {
+			return queue.BatchPage{}, nil
+		}
+		i = b.pos - 1
+	}
+	var page queue.BatchPage
+	for ; i >= 0 && len(page.Batches) < limit; i-- {
+		page.Batches = append(page.Batches, q.batchList[i].infoLocked())
+	}
+	if i >= 0 && len(page.Batches) > 0 {
+		page.Next = page.Batches[len(page.Batches)-1].ID
+	}
+	return page, nil
+}
+
+// BatchMembers pages through batch id's members in job ID order (see
+// queue.Batcher).
+func (q *Queue) BatchMembers(ctx context.Context, id string, f queue.MemberFilter) (queue.MemberPage, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, err)
+	}
+	limit, err := queue.BatchLimit(f.Limit)
+	if err != nil {
+		return queue.MemberPage{}, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	b := q.batches[id]
+	if b == nil {
+		return queue.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, queue.ErrNotFound)
+	}
+	var out []queue.BatchMember
+	for jid, s := range b.members {
+		if jid > f.After && (f.State == "" || s == f.State) {
+			out = append(out, queue.BatchMember{JobID: jid, State: s})
+		}
+	}
+	slices.SortFunc(out, func(a, b queue.BatchMember) int { return strings.Compare(a.JobID, b.JobID) })
+	page := queue.MemberPage{Members: out}
+	if len(out) > limit {
+		page.Members = out[:limit]
+		page.Next = out[limit-1].JobID
+	}
+	return page, nil
+}

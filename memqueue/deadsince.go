@@ -1,0 +1,30 @@
+package memqueue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// DeadSince counts the dead letters of every queue dead-lettered at or
+// after since (queue.RecentDeadCounter). The count is exact.
+func (q *Queue) DeadSince(ctx context.Context, since time.Time) (queue.Count, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Count{}, fmt.Errorf("memqueue: counting recent dead letters: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var n int64
+	for _, nq := range q.queues {
+		for _, e := range nq.dead {
+			if !e.finishedAt.Before(since) {
+				n++
+			}
+		}
+	}
+	return queue.Count{N: n}, nil
+}
+
+var _ queue.RecentDeadCounter = (*Queue)(nil)

@@ -1,0 +1,159 @@
+package queue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/meridianjobs/meridian/memqueue"
+	"github.com/meridianjobs/meridian/queue"
+)
+
+type (
+	Row      struct{ N int }
+	RowsDone struct{}
+)
+
+func TestMemberTransition(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		from queue.BatchMemberState
+		o    queue.Outcome
+		to   queue.BatchMemberState
+		ok   bool
+	}{
+		{queue.MemberPending, queue.OutcomeDone, queue.MemberDone, true},
+		{queue.MemberPending, queue.OutcomeFailed, queue.MemberFailed, true},
+		{queue.MemberPending, queue.OutcomeCancelled, queue.MemberCancelled, true},
+		{queue.MemberFailed, queue.OutcomeDone, queue.MemberDone, true}, // retried from the dead letters
+		{queue.MemberFailed, queue.OutcomeFailed, queue.MemberFailed, false},
+		{queue.MemberDone, queue.OutcomeDone, queue.MemberDone, false},
+		{queue.MemberCancelled, queue.OutcomeDone, queue.MemberCancelled, false},
+		{queue.MemberPending, queue.OutcomeRetried, queue.MemberPending, false},
+		{queue.MemberPending, queue.OutcomeSnoozed, queue.MemberPending, false},
+	}
+	for _, tc := range tests {
+		to, ok := queue.MemberTransition(tc.from, tc.o)
+		if to != tc.to || ok != tc.ok {
+			t.Errorf("MemberTransition(%s, %s) = %s, %v; want %s, %v", tc.from, tc.o, to, ok, tc.to, tc.ok)
+		}
+	}
+}
+
+func TestBatchDue(t *testing.T) {
+	t.Parallel()
+	type b = queue.BatchInfo
+	var when = b{}.CreatedAt.AddDate(2026, 0, 0)
+	tests := []struct {
+		name string
+		info b
+		want string
+	}{
+		{"running", b{Total: 3, Pending: 2, Done: 1}, ""},
+		{"all done", b{Total: 3, Done: 3}, "then finally"},
+		{"first failure", b{Total: 3, Pending: 2, Failed: 1}, "catch"},
+		{"catch came", b{Total: 3, Pending: 1, Failed: 2, CatchAt: when}, ""},
+		{"finished with a failure", b{Total: 3, Done: 2, Failed: 1, CatchAt: when}, "finally"},
+		{"cancelled", b{Total: 3, Done: 1, Cancelled: 2}, "finally"},
+		{"retried to success after finally", b{Total: 3, Done: 3, CatchAt: when, FinishedAt: when}, "then"},
+		{"all came", b{Total: 3, Done: 3, ThenAt: when, FinishedAt: when}, ""},
+		{"empty", b{}, ""},
+	}
+	for _, tc := range tests {
+		var got []string
+		for _, ev := range queue.BatchDue(tc.info) {
+			got = append(got, string(ev))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: BatchDue = %v, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDispatchBatchInvalid(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := memqueue.New()
+	row := func(n int) queue.Job {
+		j, err := queue.NewJob(Row{n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	unique := row(2)
+	unique.UniqueKey = "k"
+	chain, err := queue.Chain{Steps: []queue.Job{row(3), row(4)}}.First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := row(5)
+	tests := []struct {
+		name string
+		b    queue.Batch
+	}{
+		{"no jobs", queue.Batch{}},
+		{"a job without a name", queue.Batch{Jobs: []queue.Job{{Payload: []byte("{}")}}}},
+		{"a unique key", queue.Batch{Jobs: []queue.Job{row(1), unique}}},
+		{"a chain", queue.Batch{Jobs: []queue.Job{chain}}},
+		{"a repeated ID", queue.Batch{Jobs: []queue.Job{dup, dup}}},
+		{"a long name", queue.Batch{Name: strings.Repeat("x", queue.MaxBatchName+1), Jobs: []queue.Job{row(6)}}},
+		{"a callback without a name", queue.Batch{Jobs: []queue.Job{row(7)}, Then: &queue.Job{}}},
+	}
+	for _, tc := range tests {
+		if _, err := queue.DispatchBatch(ctx, q, tc.b); !errors.Is(err, queue.ErrBatch) {
+			t.Errorf("%s: DispatchBatch = %v, want ErrBatch", tc.name, err)
+		}
+	}
+	if n, _ := q.Len(ctx, ""); n != 0 {
+		t.Errorf("invalid batches stored %d jobs", n)
+	}
+	if _, err := queue.DispatchBatch(ctx, plainQueue{q}, queue.Batch{Jobs: []queue.Job{row(8)}}); !errors.Is(err, queue.ErrNoBatches) {
+		t.Errorf("DispatchBatch on a queue without batches = %v, want ErrNoBatches", err)
+	}
+	if _, err := queue.AddToBatch(ctx, plainQueue{q}, "b", row(9)); !errors.Is(err, queue.ErrNoBatches) {
+		t.Errorf("AddToBatch on a queue without batches = %v, want ErrNoBatches", err)
+	}
+	if _, err := queue.BatchLimit(queue.MaxBatchPage + 1); !errors.Is(err, queue.ErrBatch) {
+		t.Errorf("BatchLimit over the cap = %v, want ErrBatch", err)
+	}
+}
+
+// A batch of rows with a then callback, run by a Worker on memqueue.
+func ExampleDispatchBatch() {
+	ctx := context.Background()
+	q := memqueue.New()
+	w := queue.NewWorker(q)
+	done := make(chan struct{})
+	queue.Handle(w, func(ctx context.Context, r Row) error { return nil })
+	queue.Handle(w, func(ctx context.Context, _ RowsDone) error {
+		job, _ := queue.JobFromContext(ctx)
+		b, err := q.GetBatch(ctx, job.Meta[queue.MetaBatchOf])
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d of %d rows done\n", job.Meta[queue.MetaBatchEvent], b.Done, b.Total)
+		close(done)
+		return nil
+	})
+	var b queue.Batch
+	for n := range 3 {
+		j, _ := queue.NewJob(Row{n})
+		b.Jobs = append(b.Jobs, j)
+	}
+	then, _ := queue.NewJob(RowsDone{})
+	b.Then = &then
+	if _, err := queue.DispatchBatch(ctx, q, b); err != nil {
+		fmt.Println(err)
+		return
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error)
+	go func() { ran <- w.Run(runCtx) }()
+	<-done
+	stop()
+	<-ran
+	// Output: then: 3 of 3 rows done
+}
