@@ -27,7 +27,7 @@
 // and Purge. Optional abilities are optional interfaces the Worker and the
 // helpers detect by type assertion: BatchPusher, BatchAcker,
 // BatchExtender, Starter, StartAcker, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry,
-// Canceller, Snoozer, Leaser and PeriodicStore. memqueue keeps jobs in
+// Canceller, Snoozer, Leaser, PeriodicStore, Chainer and Batcher. memqueue keeps jobs in
 // memory; sqlqueue keeps them in SQLite, PostgreSQL or MySQL/MariaDB. The
 // conformance suite in contracttest holds every driver to the same rules.
 //

@@ -122,14 +122,15 @@ func (e *executor) execute(j *Job) {
 	if j.Timeout > 0 {
 		timeout = j.Timeout
 	}
-	jctx, cancel := context.WithCancelCause(context.WithValue(e.base, jobKey{}, j))
-	defer cancel(nil)
+	jc := newJobContext(e.base, j)
+	defer jc.release()
+	var jctx context.Context = jc
 	if timeout > 0 {
 		var cancelT context.CancelFunc
 		jctx, cancelT = context.WithTimeoutCause(jctx, timeout, ErrTimeout)
 		defer cancelT()
 	}
-	hd := e.leases.start(j.ID, cancel)
+	hd := e.leases.start(j.ID, jc.cancel)
 
 	e.observe(EventStarted, j, nil, 0)
 	start := time.Now()
