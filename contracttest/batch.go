@@ -199,6 +199,14 @@ func (s *suite) testBatches(t *testing.T) {
 		if dead := deadLetters(t, q, "bm", 10); len(dead) != 1 || dead[0].ID != first.ID {
 			t.Errorf("dead letters %v, want the failed member %s", ids(dead), first.ID)
 		}
+		if in, ok := q.(queue.Inspector); ok && s.h.Caps.NoAttemptHistory == "" {
+			// The member's failed attempt is in its history, as Fail
+			// records it.
+			info, err := in.GetJob(t.Context(), first.ID)
+			if err != nil || len(info.History) != 1 || info.History[0].Error != "boom" {
+				t.Errorf("the failed member's history = %+v, %v; want its attempt with error boom", info.History, err)
+			}
+		}
 		if _, err := queue.AddToBatch(t.Context(), q, id, newBatch(t, 1, false).Jobs...); !errors.Is(err, queue.ErrBatchClosed) {
 			t.Errorf("AddToBatch to a cancelled batch: %v, want ErrBatchClosed", err)
 		}
