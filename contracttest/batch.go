@@ -457,6 +457,53 @@ func (s *suite) testBatches(t *testing.T) {
 			wantCallbacks(t, callbacks(t, q), id, queue.BatchThen, queue.BatchFinally)
 		}
 	})
+	checkAs(s, t, "ConcurrentFailures", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+		// Two running members of each batch are dead-lettered at the same
+		// instant through two handles, without AllowFailures. The first
+		// failure cancels every member not yet finished, the other running
+		// one included, whose own failure then finds its lease lost: one
+		// failure, three cancelled, catch and finally once per batch.
+		peer := q
+		if s.h.Peer != nil {
+			peer = s.h.Peer(t, q)
+		}
+		pb := peer.(queue.Batcher)
+		for range 10 {
+			id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 4, false))
+			if err != nil {
+				t.Fatalf("DispatchBatch: %v", err)
+			}
+			var js []queue.Job
+			for _, j := range reserveMembers(t, q, 2) {
+				js = append(js, j)
+			}
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			errs := make([]error, 2)
+			for i, h := range []queue.Batcher{b, pb} {
+				wg.Go(func() {
+					<-start
+					errs[i] = h.FinishMember(context.WithoutCancel(t.Context()), js[i].Lease(), id, queue.OutcomeFailed, fmt.Sprint("failure ", i))
+				})
+			}
+			close(start)
+			wg.Wait()
+			lost := 0
+			for _, err := range errs {
+				switch {
+				case errors.Is(err, queue.ErrLeaseLost):
+					lost++
+				case err != nil:
+					t.Fatalf("FinishMember(failed) at once: %v", err)
+				}
+			}
+			if lost != 1 {
+				t.Fatalf("of two failures at once %d found their lease lost (%v), want the second, its member cancelled by the first", lost, errs)
+			}
+			wantBatch(t, fmt.Sprintf("batch %s", id), getBatch(t, b, id), 4, 0, 0, 1, 3)
+			wantCallbacks(t, callbacks(t, q), id, queue.BatchCatch, queue.BatchFinally)
+		}
+	})
 	checkAs(s, t, "Workers", func(t *testing.T, q queue.Queue, _ queue.Batcher) {
 		// Three Workers (on three processes where the store is shared)
 		// run a batch of 50 members; each callback runs once.
