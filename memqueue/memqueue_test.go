@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -261,82 +260,5 @@ func TestOpen(t *testing.T) {
 		if _, err := queue.Open(ctx, bad); err == nil {
 			t.Errorf("Open(%q) succeeded, want an error", bad)
 		}
-	}
-}
-
-type thousandItem struct{ N int }
-type thousandDone struct{}
-
-// TestBatchOfAThousandOnThreeWorkers is the memory driver's version of the
-// SQL stores' multi-process batch test: three Workers in one process finish
-// a batch of 1,000 members, and then and finally run once each.
-func TestBatchOfAThousandOnThreeWorkers(t *testing.T) {
-	t.Parallel()
-	q := memqueue.New()
-	var mu sync.Mutex
-	ran := map[int]int{}
-	cbs := map[string]int{}
-	finished := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for range 3 {
-		w := queue.NewWorker(q).Concurrency(4).Slog(slog.New(slog.DiscardHandler))
-		queue.Handle(w, func(ctx context.Context, it thousandItem) error {
-			mu.Lock()
-			ran[it.N]++
-			mu.Unlock()
-			return nil
-		})
-		queue.Handle(w, func(ctx context.Context, _ thousandDone) error {
-			j, _ := queue.JobFromContext(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			cbs[j.Meta[queue.MetaBatchEvent]]++
-			if cbs["then"] > 0 && cbs["finally"] > 0 && len(ran) == 1000 {
-				select {
-				case <-finished:
-				default:
-					close(finished)
-				}
-			}
-			return nil
-		})
-		wg.Go(func() { _ = w.Run(ctx) })
-	}
-	var b queue.Batch
-	for i := range 1000 {
-		j, err := queue.NewJob(thousandItem{i})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Jobs = append(b.Jobs, j)
-	}
-	for _, cb := range []**queue.Job{&b.Then, &b.Catch, &b.Finally} {
-		j, _ := queue.NewJob(thousandDone{})
-		*cb = &j
-	}
-	id, err := queue.DispatchBatch(ctx, q, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-finished:
-	case <-time.After(time.Minute):
-		t.Fatal("the batch's callbacks did not run within a minute")
-	}
-	cancel()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	for i := range 1000 {
-		if ran[i] != 1 {
-			t.Errorf("member %d ran %d times, want once", i, ran[i])
-		}
-	}
-	if cbs["then"] != 1 || cbs["finally"] != 1 || cbs["catch"] != 0 {
-		t.Errorf("callbacks ran %v, want then and finally once each", cbs)
-	}
-	if info, err := q.GetBatch(context.Background(), id); err != nil || info.Done != 1000 {
-		t.Errorf("GetBatch = %+v, %v; want 1000 done", info, err)
 	}
 }

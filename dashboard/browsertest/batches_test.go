@@ -23,11 +23,8 @@ func TestBrowserBatches(t *testing.T) {
 	bg := context.Background()
 	q := memqueue.New()
 	b := queue.Batch{Name: "nightly import", AllowFailures: true}
-	for i := range 4 {
-		j, err := queue.NewJob(importRow{i}, queue.OnQueue("import"))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range []importRow{{1}, {2}, {3}, {4}} {
+		j, _ := queue.NewJob(r, queue.OnQueue("import")) // a struct: it encodes
 		b.Jobs = append(b.Jobs, j)
 	}
 	id, err := queue.DispatchBatch(bg, q, b)
@@ -38,45 +35,33 @@ func TestBrowserBatches(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("Reserve = %d, %v", len(got), err)
 	}
-	if err := q.FinishMember(bg, got[0].Lease(), id, queue.OutcomeFailed, "bad row"); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.FinishMember(bg, got[1].Lease(), id, queue.OutcomeDone, ""); err != nil {
-		t.Fatal(err)
+	for i, o := range []queue.Outcome{queue.OutcomeFailed, queue.OutcomeDone} { // one row fails, one imports
+		if err := q.FinishMember(bg, got[i].Lease(), id, o, "bad row"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := serve(t, dashboard.ForQueue(q), dashboard.RefreshInterval(200*time.Millisecond))
 
-	eval := func(js string) bool {
+	// check runs a script that must return true, failing with what it
+	// checks when it does not; text reads an element's text.
+	check := func(what, js string) {
 		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		if err != nil {
-			t.Fatal(err)
+		if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil || !ok {
+			t.Errorf("%s: %v, %v", what, ok, err)
 		}
-		return v
 	}
-	text := func(sel string) string {
+	text := func(sel string) (s string) {
 		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
+		s, _ = chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		return s
 	}
 	// confirmed answers the page's next confirm dialog yes and keeps its
 	// question in sessionStorage, which outlives the form's navigation.
 	confirmed := func() {
-		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.confirm = m => (sessionStorage.setItem("asked", m), true), true`)); err != nil {
-			t.Fatal(err)
-		}
+		check("answering the next confirm dialog", `window.confirm = m => (sessionStorage.setItem("asked", m), true), true`)
 	}
-	asked := func() string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`sessionStorage.getItem("asked") || ""`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
+	asked := func(want string) {
+		check("the dialog asked "+want, `(sessionStorage.getItem("asked") || "").includes(`+"`"+want+"`"+`)`)
 	}
 	row := `tr[data-batch="` + id + `"]`
 	err = chromedp.Do(ctx,
@@ -89,9 +74,8 @@ func TestBrowserBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A quarter done and a quarter failed, drawn side by side.
-	if !eval(`(() => { const r = document.querySelector('` + row + `'); const d = r.querySelector('.bar-done').getBoundingClientRect(), f = r.querySelector('.bar-failed').getBoundingClientRect(), g = r.querySelector('.bar-ground').getBoundingClientRect(); return d.width > 0 && Math.abs(d.width - g.width / 4) < 2 && Math.abs(f.left - d.right) < 1 && Math.abs(f.width - d.width) < 1 })()`) {
-		t.Error("the progress bar does not show a quarter done and a quarter failed")
-	}
+	check("the progress bar shows a quarter done and a quarter failed, side by side",
+		`(() => { const r = document.querySelector('`+row+`'); const d = r.querySelector('.bar-done').getBoundingClientRect(), f = r.querySelector('.bar-failed').getBoundingClientRect(), g = r.querySelector('.bar-ground').getBoundingClientRect(); return d.width > 0 && Math.abs(d.width - g.width / 4) < 2 && Math.abs(f.left - d.right) < 1 && Math.abs(f.width - d.width) < 1 })()`)
 	err = chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(row+` a.batch-link`)),
 		chromedp.WaitVisible(chromedp.CSS(`#members`)),
@@ -110,9 +94,7 @@ func TestBrowserBatches(t *testing.T) {
 	if f := text(`p.flash`); !strings.Contains(f, "Retried 1 job") {
 		t.Errorf("after retrying the failed members the page says %q", f)
 	}
-	if a := asked(); !strings.Contains(a, "Retry this batch's 1 failed member") {
-		t.Errorf("the retry asked %q first", a)
-	}
+	asked("Retry this batch's 1 failed member")
 	if info, err := q.GetJob(bg, got[0].ID); err != nil || info.State != queue.StateReady {
 		t.Errorf("the retried member is %v, %v; want ready", info.State, err)
 	}
@@ -130,7 +112,5 @@ func TestBrowserBatches(t *testing.T) {
 	if f := text(`p.flash`); !strings.Contains(f, "Cancelled 2 job") {
 		t.Errorf("after the cancel the page says %q", f)
 	}
-	if a := asked(); !strings.Contains(a, "Cancel this batch?") {
-		t.Errorf("the cancel asked %q first", a)
-	}
+	asked("Cancel this batch?")
 }
