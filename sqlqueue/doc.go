@@ -17,7 +17,7 @@
 // one database: leases, unique keys, pauses, the worker registry, metrics
 // and the maintenance leader all live in the database. Besides queue.Queue
 // it implements queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
-// queue.Starter,
+// queue.Starter, queue.StartAcker,
 // queue.Inspector, queue.OldestReadyReader, queue.Pauser,
 // queue.WorkerRegistry, queue.RunObserver
 // and queue.Waiter.

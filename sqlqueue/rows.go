@@ -30,9 +30,6 @@ const (
 // lease-expiry column (see dialect.leaseColumns).
 const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, snoozes, retry_until, state{xcol}"
 
-// jobColsT is jobCols without {xcol}, qualified by the alias t.
-const jobColsT = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, t.unique_key, t.tags, t.meta, t.available_at, t.run_at, t.created_at, t.updated_at, t.finished_at, t.last_error, t.lease_token, t.snoozes, t.retry_until, t.state"
-
 // row is one stored job with the columns the Job type does not carry.
 type row struct {
 	job queue.Job

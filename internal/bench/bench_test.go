@@ -247,3 +247,54 @@ func TestRunSQL(t *testing.T) {
 		})
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, line string
+		ticks      int64
+		comm       string
+		bad        bool
+	}{
+		{"postgres backend", "4242 (postgres) S 1 4242 4242 0 -1 4194560 1234 0 0 0 150 25 7 3 20 0 1 0 100 200000 300 18446744073709551615", 185, "postgres", false},
+		{"a name with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 1 2 3 4 20 0 1 0", 10, "a (b) c", false},
+		{"short", "7 (x) R 1 2 3", 0, "", true},
+		{"no name", "7 x R 1", 0, "", true},
+		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 a 2 3 4 20", 0, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ticks, comm, err := parseStat(tt.line)
+			if (err != nil) != tt.bad {
+				t.Fatalf("parseStat error = %v, want error %v", err, tt.bad)
+			}
+			if !tt.bad && (ticks != tt.ticks || comm != tt.comm) {
+				t.Errorf("parseStat = %d, %q; want %d, %q", ticks, comm, tt.ticks, tt.comm)
+			}
+		})
+	}
+}
+
+func TestLocalDSN(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		dsn  string
+		want bool
+	}{
+		{"postgres://postgres@127.0.0.1:5432/test?sslmode=disable", true},
+		{"postgres://u@localhost/db", true},
+		{"postgres://u@db.example.com/db", false},
+		{"postgres:///db?host=/var/run/postgresql", true},
+		{"host=10.0.0.5 user=u dbname=d", false},
+		{"user=u dbname=d", true},
+		{"root@tcp(127.0.0.1:3306)/test", true},
+		{"root@tcp(db.internal:3306)/test", false},
+		{"root@unix(/run/mysqld/mysqld.sock)/test", true},
+	}
+	for _, tt := range tests {
+		if got := localDSN(tt.dsn); got != tt.want {
+			t.Errorf("localDSN(%q) = %v, want %v", tt.dsn, got, tt.want)
+		}
+	}
+}

@@ -53,11 +53,13 @@ func (m cpuMark) figures(phase string, jobs int) []Figure {
 	return out
 }
 
-// ProcessesCPU returns the CPU time (user and system, of the processes
-// themselves, not their children) used so far by every process on this
-// machine whose command name is one of names, read from /proc; false
-// when /proc cannot be read or no such process runs. Other users of the
-// same server are counted too.
+// ProcessesCPU returns the CPU time (user and system) used so far by
+// every process on this machine whose command name is one of names, with
+// the time of their children that ended, read from /proc; false when
+// /proc cannot be read or no such process runs. The children's time keeps
+// the sum from falling when a server's backend exits: its time moves to
+// the server's main process, which reaped it. Other users of the same
+// server are counted too.
 func ProcessesCPU(names ...string) (time.Duration, bool) {
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil || len(stats) == 0 {
@@ -88,23 +90,27 @@ func ProcessesCPU(names ...string) (time.Duration, bool) {
 // times: 100 on every Linux architecture Go supports.
 const clockTicks = 100
 
-// parseStat returns utime+stime (in clock ticks) and the command name of
-// one /proc/<pid>/stat line.
+// parseStat returns utime+stime+cutime+cstime (in clock ticks) and the
+// command name of one /proc/<pid>/stat line.
 func parseStat(s string) (int64, string, error) {
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open {
 		return 0, "", fmt.Errorf("bench: malformed /proc stat %q", s)
 	}
 	name := s[open+1 : end]
-	// After the name: state (field 3) ... utime is field 14, stime 15.
+	// After the name: state (field 3) ... utime is field 14, stime 15,
+	// cutime 16, cstime 17.
 	f := strings.Fields(s[end+1:])
-	if len(f) < 13 {
+	if len(f) < 15 {
 		return 0, "", fmt.Errorf("bench: short /proc stat %q", s)
 	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, "", fmt.Errorf("bench: malformed /proc stat times in %q", s)
+	var sum int64
+	for _, v := range f[11:15] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, "", fmt.Errorf("bench: malformed /proc stat times in %q", s)
+		}
+		sum += n
 	}
-	return ut + st, name, nil
+	return sum, name, nil
 }

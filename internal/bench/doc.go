@@ -23,6 +23,18 @@
 //     50th, 95th and 99th percentiles of the time from the Dispatch call to
 //     the handler's start.
 //
+// Each mode drives an Engine: Meridian over a queue.Queue (QueueEngine),
+// or another job system measured by the same code through Measure (the
+// River comparison, the nested module internal/bench/river).
+//
+// # CPU
+//
+// The burn-down also reports the CPU time per 1,000 jobs of each phase:
+// the client's (this process, from getrusage: producers and workers) and,
+// for a database server on this machine, the server's (its processes'
+// times from /proc, other users of the server included). On a shared
+// machine these move far less than throughput does.
+//
 // # Baseline
 //
 // A Target backed by a database also measures the database's own pace:
