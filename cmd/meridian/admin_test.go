@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,8 +152,8 @@ func TestMigrateCommand(t *testing.T) {
 					t.Fatalf("migrate %v = %q, %v; want %q", step.args, out, err, step.want)
 				}
 			}
-			if _, err := run("--to", "7"); !errors.Is(err, queue.ErrConfig) {
-				t.Errorf("migrate --to 7 = %v, want ErrConfig", err)
+			if _, err := run("--to", strconv.Itoa(n+1)); !errors.Is(err, queue.ErrConfig) {
+				t.Errorf("migrate --to %d (past the latest) = %v, want ErrConfig", n+1, err)
 			}
 			if _, err := run("--to", "1", "--down", "1"); err == nil {
 				t.Error("migrate with both --to and --down succeeded")
