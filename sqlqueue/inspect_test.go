@@ -9,8 +9,8 @@ import (
 )
 
 // TestInspectAcrossQueuesAndPriorities checks the index-driven inspection
-// paths: lists without a queue filter merge the queues in insertion order
-// and page through them, and counts of scheduled and running jobs are
+// paths: lists without a queue filter merge the queues in claim order
+// (priority, then run time, then insertion) and page through them, and counts of scheduled and running jobs are
 // exact over several priorities.
 func TestInspectAcrossQueuesAndPriorities(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
@@ -59,12 +59,23 @@ func TestInspectAcrossQueuesAndPriorities(t *testing.T) {
 				after = page.Next
 			}
 		}
+		// Claim order: the ready jobs share one run time and the scheduled
+		// ones another, so within a state it is priority, then push order.
+		prio := map[string]int{}
+		for _, j := range jobs {
+			prio[j.ID] = j.Priority
+		}
+		claimOrder := func(ids []string) []string {
+			ids = slices.Clone(ids)
+			slices.SortStableFunc(ids, func(a, b string) int { return prio[b] - prio[a] })
+			return ids
+		}
 		for _, c := range []struct {
 			state queue.JobState
 			want  []string
-		}{{queue.StateReady, ready}, {queue.StateScheduled, scheduled}} {
+		}{{queue.StateReady, claimOrder(ready)}, {queue.StateScheduled, claimOrder(scheduled)}} {
 			if got := list(c.state, ""); !slices.Equal(got, c.want) {
-				t.Errorf("%s jobs listed as %v, want in push order %v", c.state, got, c.want)
+				t.Errorf("%s jobs listed as %v, want in claim order %v", c.state, got, c.want)
 			}
 		}
 		if got := list(queue.StateRunning, ""); len(got) != 2 || !slices.Contains(got, running[0]) || !slices.Contains(got, running[1]) {
@@ -76,7 +87,7 @@ func TestInspectAcrossQueuesAndPriorities(t *testing.T) {
 				wantB = append(wantB, j.ID)
 			}
 		}
-		if got := list(queue.StateReady, "b"); !slices.Equal(got, wantB) {
+		if got := list(queue.StateReady, "b"); !slices.Equal(got, claimOrder(wantB)) {
 			t.Errorf("ready jobs of b listed as %v, want %v", got, wantB)
 		}
 

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,7 +151,7 @@ func TestMigrateCommand(t *testing.T) {
 					t.Fatalf("migrate %v = %q, %v; want %q", step.args, out, err, step.want)
 				}
 			}
-			if _, err := run("--to", strconv.Itoa(n+1)); !errors.Is(err, queue.ErrConfig) {
+			if _, err := run("--to", fmt.Sprint(n+1)); !errors.Is(err, queue.ErrConfig) {
 				t.Errorf("migrate --to %d (past the latest) = %v, want ErrConfig", n+1, err)
 			}
 			if _, err := run("--to", "1", "--down", "1"); err == nil {
