@@ -318,6 +318,29 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("member states %v, want 1 done and 3 cancelled", states)
 		}
 	})
+	checkAs(s, t, "CancelJobCounts", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+		// A member cancelled on its own (the dashboard's cancel button)
+		// counts as cancelled: the batch still finishes.
+		if _, ok := q.(queue.Canceller); !ok {
+			t.Skip("driver does not implement queue.Canceller")
+		}
+		bt := newBatch(t, 2, false)
+		id, err := queue.DispatchBatch(t.Context(), q, bt)
+		if err != nil {
+			t.Fatalf("DispatchBatch: %v", err)
+		}
+		if _, err := queue.CancelJob(t.Context(), q, bt.Jobs[0].ID); err != nil {
+			t.Fatalf("CancelJob of a member: %v", err)
+		}
+		wantBatch(t, "after cancelling a member", getBatch(t, b, id), 2, 1, 0, 0, 1)
+		finish(t, b, reserveOne(t, q, "bm", bt.Jobs[1].ID, longLease), queue.OutcomeDone, "")
+		info := getBatch(t, b, id)
+		wantBatch(t, "after the other member", info, 2, 0, 1, 0, 1)
+		if !info.Finished() || !info.ThenAt.IsZero() {
+			t.Errorf("the batch is %+v, want finished without then", info)
+		}
+		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
+	})
 	checkAs(s, t, "List", func(t *testing.T, q queue.Queue, b queue.Batcher) {
 		var want []string
 		for range 5 {

@@ -10,7 +10,7 @@ import (
 
 // testStarter checks queue.Starter: an attempt counts only once its handler
 // started, so a job that waited leased in a process that died keeps its
-// attempts.
+// attempts; and queue.StartAcker, which counts starts and acks together.
 func (s *suite) testStarter(t *testing.T) {
 	checkAs(s, t, "UnstartedKeepsAttempts", func(t *testing.T, q queue.Queue, st queue.Starter) {
 		j := newJob("unst")
@@ -87,6 +87,48 @@ func (s *suite) testStarter(t *testing.T) {
 		if lost, err := st.Start(t.Context(), nil); err != nil || len(lost) != 0 {
 			t.Fatalf("Start(nil) = %v, %v; want none, nil", lost, err)
 		}
+	})
+
+	checkAs(s, t, "StartAck", func(t *testing.T, q queue.Queue, sa queue.StartAcker) {
+		// The acks: one already acked, two current, a wrong token, an
+		// unknown job.
+		jobs, acks, staleAcks := staleBatch(t, q, "sa", longLease)
+		// The starts: two prefetched jobs, a wrong token, an unknown job.
+		pushN(t, q, "sa2", 2)
+		pre, err := sa.ReserveUnstarted(t.Context(), []string{"sa2"}, 2, longLease)
+		if err != nil || len(pre) != 2 {
+			t.Fatalf("ReserveUnstarted = %v, %v; want 2 jobs", ids(pre), err)
+		}
+		wrong := queue.Lease{JobID: pre[1].ID, Token: pre[1].LeaseToken + "x"}
+		unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
+		starts := []queue.Lease{pre[0].Lease(), wrong, pre[1].Lease(), unknown}
+		lostStarts, lostAcks, err := sa.StartAck(t.Context(), starts, acks)
+		if err != nil {
+			t.Fatalf("StartAck: %v", err)
+		}
+		wantLost(t, "StartAck's starts", lostStarts, []queue.Lease{wrong, unknown})
+		wantLost(t, "StartAck's acks", lostAcks, staleAcks)
+		// The acked jobs are gone; jobs[3] (wrong token) is still leased.
+		expectNone(t, q, "sa")
+		ack(t, q, jobs[3])
+		// Each started job counted one attempt: nacked, Reserve counts a
+		// second.
+		for _, j := range pre {
+			nack(t, q, j, time.Now(), "retry")
+		}
+		for range 2 {
+			if r := awaitReserve(t, q, "sa2", longLease); r.Attempts != 2 {
+				t.Errorf("job %s started by StartAck then reserved has %d attempts, want 2", r.ID, r.Attempts)
+			} else {
+				ack(t, q, r)
+			}
+		}
+		// Either list may be empty.
+		if ls, la, err := sa.StartAck(t.Context(), nil, nil); err != nil || len(ls)+len(la) != 0 {
+			t.Fatalf("StartAck(nil, nil) = %v, %v, %v; want none, nil", ls, la, err)
+		}
+		_, _, err = sa.StartAck(cancelled(t), []queue.Lease{unknown}, []queue.Lease{unknown})
+		wantErr(t, "StartAck with a cancelled context", err, context.Canceled)
 	})
 
 	checkAs(s, t, "Context", func(t *testing.T, q queue.Queue, st queue.Starter) {

@@ -91,10 +91,15 @@
 // pause and resume; queue.WorkerRegistry gives the workers page;
 // queue.Canceller gives the cancel buttons (a running job's handler is
 // stopped within the workers' cancel poll, half a second by default);
-// queue.PeriodicStore gives the periodic page. Every read
-// is one of the Inspector's bounded calls: counts are exact up to the
-// driver's cap and shown as "10,000+" beyond it, lists page by keyset
-// cursor, payload search is limited by the driver. The figures and chart
+// queue.PeriodicStore gives the periodic page; queue.RecentDeadCounter
+// gives the "failed (past 7 days)" card. Every read is one of the
+// Inspector's bounded calls: counts are exact where the driver keeps them
+// (the SQL drivers and memqueue count every state, scheduled jobs
+// included; a running count past 10,000 is shown as "10,000+"), lists
+// page by keyset cursor in the order of the index that serves them
+// (waiting and running jobs in claim order: priority, then run time, then
+// insertion; failed, done and cancelled jobs by the time they finished,
+// newest first), payload search is limited by the driver. The figures and chart
 // points are shared between concurrent requests for two seconds, so the
 // store answers one QueueStats and one Metrics call per interval however
 // many dashboards are open; an action clears them.
@@ -172,9 +177,9 @@
 // 500; the driver's default page otherwise) and after, the cursor of the
 // previous answer's next:
 //
-//	{"state": "dead", "jobs": [JOB, ...], "next": "8123"}
+//	{"state": "dead", "jobs": [JOB, ...], "next": "f1795593573392417.8123"}
 //
-// next is left out on the last page. In cookbook mode pages are numbered:
+// next is an opaque cursor, left out on the last page. In cookbook mode pages are numbered:
 // next_page gives the following page= instead. A payload search that
 // stopped at its row bound before filling the page adds "scanned": the
 // number of jobs it examined; next then continues the search after them. A JOB, also the body of GET
@@ -198,8 +203,8 @@
 // lease token is never shown. started_at and worker are the latest
 // attempt's start and the worker that reserved it; history lists the
 // failed attempts, oldest first (the last 20), in api/jobs/{id} only. They
-// are left out where the driver does not record them (the SQL drivers, for
-// now).
+// are left out where the driver does not record them (every bundled driver
+// does).
 //
 // GET api/metrics gives the chart data, one point per queue and minute
 // with runs, oldest first:

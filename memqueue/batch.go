@@ -134,6 +134,18 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 	return nil
 }
 
+// memberCancelledLocked counts e, just cancelled by Cancel, as cancelled
+// in its batch if it is a pending member of one.
+func (q *Queue) memberCancelledLocked(e *entry, now time.Time) {
+	b := q.batches[e.job.Meta[queue.MetaBatch]]
+	if b == nil || b.members[e.job.ID] != queue.MemberPending {
+		return
+	}
+	b.members[e.job.ID] = queue.MemberCancelled
+	b.info.Cancelled++
+	q.fireLocked(b, now, "", "")
+}
+
 // count adds d to the counter of members in state s.
 func (b *batch) count(s queue.BatchMemberState, d int) {
 	switch s {

@@ -58,7 +58,8 @@ func (q *Queue) ReleaseLease(ctx context.Context, name, holder string) error {
 
 // Cancel cancels the active job id (see queue.Canceller). The cancelled job
 // is kept among the retained finished jobs (WithRetention), as an acked one
-// is.
+// is. A batch member counts as cancelled in its batch, which pushes the
+// callbacks that this makes due.
 func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, err)
@@ -69,10 +70,12 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	if e == nil {
 		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrNotFound)
 	}
-	was, ok := q.cancelLocked(e, q.now())
+	now := q.now()
+	was, ok := q.cancelLocked(e, now)
 	if !ok {
 		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrFinished)
 	}
+	q.memberCancelledLocked(e, now)
 	return was, nil
 }
 

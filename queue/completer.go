@@ -42,7 +42,13 @@ type completer struct {
 	// batcher records a batch member's outcome in its batch; nil when
 	// the queue lacks it.
 	batcher Batcher
-	log     *slog.Logger
+	// starter counts the attempts of prefetched jobs, in the ack flushes
+	// when acks are batched; startAcker is the same queue when it can
+	// count and ack in one transaction. Both nil when the queue is no
+	// Starter.
+	starter    Starter
+	startAcker StartAcker
+	log        *slog.Logger
 
 	mu     sync.RWMutex
 	closed bool
@@ -50,10 +56,14 @@ type completer struct {
 	done   chan struct{} // closed when the flushers have finished
 }
 
+// ackItem is one job waiting for an ack flush: its ack, or, when mark is
+// set, the start mark of its attempt (the flush counts the attempt and
+// answers in mark before the handler runs).
 type ackItem struct {
 	j     *Job
 	start time.Time
 	rt    time.Duration
+	mark  *startReq
 }
 
 // start starts the ack flushers; buffer is how many acks may wait.
@@ -81,6 +91,27 @@ func (c *completer) close() {
 	close(c.acks)
 	c.mu.Unlock()
 	<-c.done
+}
+
+// markStart counts the attempt of the prefetched job j in the next ack
+// flush and waits for it, reporting whether the lease was lost or the call
+// failed (then no attempt is known to be counted). queued is false when
+// the completer sends no flushes (acks one by one, or closed, or the queue
+// is no Starter): the caller counts the attempt itself.
+func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
+	if c.acker == nil || c.starter == nil {
+		return false, nil, false
+	}
+	r := &startReq{l: j.Lease(), done: make(chan struct{})}
+	c.mu.RLock()
+	if c.closed {
+		c.mu.RUnlock()
+		return false, nil, false
+	}
+	c.acks <- ackItem{j: j, mark: r}
+	c.mu.RUnlock()
+	<-r.done
+	return r.lost, r.err, true
 }
 
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
@@ -295,10 +326,21 @@ func (c *completer) ackLoop() {
 	}
 }
 
-// flush acks a batch, retrying a failed flush while the leases hold. The
-// extender keeps the leases alive meanwhile, since the jobs stay held until
-// flushed.
-func (c *completer) flush(batch []ackItem) {
+// flush writes a batch: the start marks in it, then its acks, retrying a
+// failed ack call while the leases hold. With a StartAcker the marks and
+// the acks go in one call (one transaction); the marks are not retried, so
+// that a call whose outcome is unknown never counts an attempt twice (a
+// failed mark releases its job uncounted, see executor.start). The extender
+// keeps the leases alive meanwhile, since the jobs stay held until flushed.
+func (c *completer) flush(all []ackItem) {
+	var marks, batch []ackItem
+	for _, it := range all {
+		if it.mark != nil {
+			marks = append(marks, it)
+		} else {
+			batch = append(batch, it)
+		}
+	}
 	leases := make([]Lease, len(batch))
 	for i, it := range batch {
 		leases[i] = it.j.Lease()
@@ -309,19 +351,34 @@ func (c *completer) flush(batch []ackItem) {
 	// that call already acked and report them lost.
 	unknown := false
 	fails := streak{log: c.log, doing: "flushing acks", level: slog.LevelWarn}
-	err := retry.Call(c.ctx, retry.Backoff{Initial: 10 * time.Millisecond, Max: time.Second},
-		func(err error) bool {
-			return !errors.Is(err, ErrConfig) && c.leases.anyHold(leases, time.Now())
-		},
-		func(ctx context.Context) error {
-			var err error
-			lost, err = c.acker.AckMany(ctx, leases)
-			if err != nil {
-				unknown = unknown || !errors.Is(err, ErrLeaseLost)
-				fails.failed(err, "jobs", len(leases))
-			}
-			return err
-		})
+	acked := false // the marks' call acked the batch too
+	if len(marks) > 0 {
+		var err error
+		acked, lost, err = c.flushMarks(marks, leases)
+		if err != nil && len(leases) > 0 && c.startAcker != nil {
+			unknown = !errors.Is(err, ErrLeaseLost)
+			fails.failed(err, "jobs", len(leases))
+		}
+	}
+	if len(batch) == 0 {
+		return
+	}
+	var err error
+	if !acked {
+		err = retry.Call(c.ctx, retry.Backoff{Initial: 10 * time.Millisecond, Max: time.Second},
+			func(err error) bool {
+				return !errors.Is(err, ErrConfig) && c.leases.anyHold(leases, time.Now())
+			},
+			func(ctx context.Context) error {
+				var err error
+				lost, err = c.acker.AckMany(ctx, leases)
+				if err != nil {
+					unknown = unknown || !errors.Is(err, ErrLeaseLost)
+					fails.failed(err, "jobs", len(leases))
+				}
+				return err
+			})
+	}
 	if err != nil {
 		c.halt.check("acking jobs", err)
 		c.log.Error("queue: flushing acks failed and the leases ran out; these jobs will run again", "jobs", len(leases), "err", err)
@@ -344,6 +401,32 @@ func (c *completer) flush(batch []ackItem) {
 		}
 		c.finished(it.j, OutcomeDone, nil, it.start, it.rt)
 	}
+}
+
+// flushMarks counts the attempts of the jobs of marks in one call, with
+// the acks of leases when the queue is a StartAcker (acked: that call
+// succeeded, and lost lists the acks that were not current), and answers
+// every mark.
+func (c *completer) flushMarks(marks []ackItem, leases []Lease) (acked bool, lost []Lease, err error) {
+	ml := make([]Lease, len(marks))
+	for i, it := range marks {
+		ml[i] = it.mark.l
+	}
+	var lostStarts []Lease
+	if c.startAcker != nil && len(leases) > 0 {
+		lostStarts, lost, err = c.startAcker.StartAck(c.ctx, ml, leases)
+	} else {
+		lostStarts, err = c.starter.Start(c.ctx, ml)
+	}
+	gone := make(map[Lease]bool, len(lostStarts))
+	for _, l := range lostStarts {
+		gone[l] = true
+	}
+	for _, it := range marks {
+		it.mark.lost, it.mark.err = gone[it.mark.l], err
+		close(it.mark.done)
+	}
+	return err == nil && c.startAcker != nil && len(leases) > 0, lost, err
 }
 
 // finishedInStore reports whether the store holds job id as done, or no

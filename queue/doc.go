@@ -26,8 +26,8 @@
 // lease-guarded Ack, Nack, Fail and Extend, plus dead-letter handling, Len
 // and Purge. Optional abilities are optional interfaces the Worker and the
 // helpers detect by type assertion: BatchPusher, BatchAcker,
-// BatchExtender, Starter, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry,
-// Canceller, Snoozer, Leaser and PeriodicStore. memqueue keeps jobs in
+// BatchExtender, Starter, StartAcker, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry,
+// Canceller, Snoozer, Leaser, PeriodicStore, Chainer and Batcher. memqueue keeps jobs in
 // memory; sqlqueue keeps them in SQLite, PostgreSQL or MySQL/MariaDB. The
 // conformance suite in contracttest holds every driver to the same rules.
 //
@@ -67,7 +67,9 @@
 // one round trip per batch while slow jobs are never hoarded by one process.
 // With a Starter the buffered jobs are reserved without counting an attempt,
 // and the attempts of the jobs that start while one such write is in flight
-// are counted together in the next, just before their handlers run.
+// are counted together in the next, just before their handlers run. Where
+// the queue also acks in batches, those counts ride in the ack flushes
+// (one StartAck transaction per flush when the driver is a StartAcker).
 // Acks are collected and flushed together through the driver's BatchAcker;
 // a failed flush is retried while the leases hold, and leases are extended
 // until their acks are flushed, every due lease in one call when the driver

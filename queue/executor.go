@@ -39,19 +39,24 @@ type executor struct {
 	leases    *heldLeases
 	completer *completer
 	abandoned *abandoned
-	// starts counts the attempts of prefetched jobs as they start; nil
-	// when the queue is no Starter (every reservation counted one).
+	// starts counts the attempts of prefetched jobs as they start when the
+	// completer does not (acks not batched, or after it closed); nil when
+	// the queue is no Starter (every reservation counted one).
 	starts  *starts
 	observe func(EventKind, *Job, error, time.Duration)
 	log     *slog.Logger
 }
 
 // start counts the attempt of the prefetched job j before its handler
-// runs, and reports whether it may run. A lost lease drops the job (another
+// runs (in the next ack flush when acks are batched, else in a start call
+// of its own), and reports whether it may run. A lost lease drops the job (another
 // consumer has it, or will); a failed call releases it uncounted for a
 // later attempt.
 func (e *executor) start(j *Job) bool {
-	lost, err := e.starts.start(j.Lease())
+	lost, err, queued := e.completer.markStart(j)
+	if !queued {
+		lost, err = e.starts.start(j.Lease())
+	}
 	switch {
 	case err != nil:
 		e.log.Warn("queue: recording that a prefetched job starts failed; releasing it", "job", j.ID, "name", j.Name, "err", err)

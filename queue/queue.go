@@ -175,6 +175,23 @@ type Starter interface {
 	Start(ctx context.Context, leases []Lease) (lost []Lease, err error)
 }
 
+// StartAcker is a Starter that writes start marks and acks in one
+// transaction. The Worker then writes the start marks of prefetched jobs in
+// its ack flushes, so a mark costs no commit of its own: one flush counts
+// the attempts of the jobs about to start and acks the jobs that finished.
+type StartAcker interface {
+	Starter
+	// StartAck counts one attempt for the job under each lease of starts
+	// that is current, as Start does, and acks the job under each lease of
+	// acks that is current, as BatchAcker.AckMany does, in one
+	// transaction. lostStarts and lostAcks list the leases that were not
+	// current (nothing done for those). A non-nil err means the call as a
+	// whole failed and nothing is known to be counted or acked: the caller
+	// may retry the acks while their leases hold. No lease may be in both
+	// lists.
+	StartAck(ctx context.Context, starts, acks []Lease) (lostStarts, lostAcks []Lease, err error)
+}
+
 // Waiter is a Queue that can block until a job may be ready, so the Worker
 // does not poll. memqueue wakes waiters on Push; the PostgreSQL extras wake
 // them with LISTEN/NOTIFY.

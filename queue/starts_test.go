@@ -201,3 +201,138 @@ func TestStartsBatchesTheStartsThatWaitForACall(t *testing.T) {
 		}
 	})
 }
+
+// stubStartAcker is a stubStarter that is a StartAcker.
+type stubStartAcker struct {
+	*stubStarter
+	startAcks [][2][]Lease // each StartAck call's starts and acks
+	startAck  func(starts, acks []Lease) ([]Lease, []Lease, error)
+}
+
+func (s *stubStartAcker) AckMany(_ context.Context, leases []Lease) ([]Lease, error) {
+	return s.ackMany(leases)
+}
+
+func (s *stubStartAcker) StartAck(_ context.Context, starts, acks []Lease) ([]Lease, []Lease, error) {
+	s.mu.Lock()
+	s.startAcks = append(s.startAcks, [2][]Lease{starts, acks})
+	s.mu.Unlock()
+	if s.startAck != nil {
+		return s.startAck(starts, acks)
+	}
+	return nil, nil, nil
+}
+
+func TestCompleterWritesStartMarksInItsAckFlush(t *testing.T) {
+	t.Parallel()
+	mark := func(id string) ackItem {
+		return ackItem{j: &Job{ID: id, LeaseToken: "t"}, mark: &startReq{l: Lease{JobID: id, Token: "t"}, done: make(chan struct{})}}
+	}
+	lease := func(id string) Lease { return Lease{JobID: id, Token: "t"} }
+	boom := errors.New("connection reset")
+	for _, tc := range []struct {
+		name      string
+		acks      []string
+		startAck  func(starts, acks []Lease) ([]Lease, []Lease, error)
+		startAcks int // StartAck calls
+		starts    int // Start calls
+		ackManys  int // AckMany calls
+		markErr   error
+		lostMark  string
+	}{
+		{name: "one call", acks: []string{"a1", "a2"}, startAcks: 1},
+		{name: "lost start", acks: []string{"a1"}, startAcks: 1, lostMark: "m2",
+			startAck: func([]Lease, []Lease) ([]Lease, []Lease, error) { return []Lease{lease("m2")}, nil, nil }},
+		// A failed call's marks are not retried (they might have counted):
+		// they fail, and the acks are retried alone.
+		{name: "call fails", acks: []string{"a1"}, startAcks: 1, ackManys: 1, markErr: boom,
+			startAck: func([]Lease, []Lease) ([]Lease, []Lease, error) { return nil, nil, boom }},
+		{name: "no acks", starts: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sq := &stubQueue{t: t}
+			sq.ackMany = func(ls []Lease) ([]Lease, error) { sq.acked = append(sq.acked, ls...); return nil, nil }
+			sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}, startAck: tc.startAck}
+			c := newCompleter(sa)
+			c.starter, c.startAcker = sa, sa
+			batch := []ackItem{mark("m1")}
+			for _, id := range tc.acks {
+				j := &Job{ID: id, LeaseToken: "t"}
+				c.leases.add(j, time.Minute)
+				batch = append(batch, ackItem{j: j})
+			}
+			batch = append(batch, mark("m2"))
+			c.flush(batch)
+			if len(sa.startAcks) != tc.startAcks || len(sa.starts) != tc.starts || len(sa.acked) != tc.ackManys*len(tc.acks) {
+				t.Fatalf("StartAck calls %v, Start calls %v, acked one by one or in AckMany %v; want %d, %d and %d calls",
+					sa.startAcks, sa.starts, sa.acked, tc.startAcks, tc.starts, tc.ackManys)
+			}
+			if tc.startAcks == 1 && (len(sa.startAcks[0][0]) != 2 || len(sa.startAcks[0][1]) != len(tc.acks)) {
+				t.Fatalf("StartAck got %v; want the 2 marks and the %d acks", sa.startAcks[0], len(tc.acks))
+			}
+			for _, it := range []ackItem{batch[0], batch[len(batch)-1]} {
+				select {
+				case <-it.mark.done:
+				default:
+					t.Fatalf("mark %s not answered", it.j.ID)
+				}
+				if !errors.Is(it.mark.err, tc.markErr) && it.mark.err != tc.markErr {
+					t.Errorf("mark %s: err %v, want %v", it.j.ID, it.mark.err, tc.markErr)
+				}
+				if it.mark.lost != (it.j.ID == tc.lostMark) {
+					t.Errorf("mark %s: lost %v", it.j.ID, it.mark.lost)
+				}
+			}
+			if c.leases.len() != 0 {
+				t.Errorf("%d leases still held after the flush", c.leases.len())
+			}
+		})
+	}
+}
+
+// TestExecutorWaitsForItsMarkInTheAckFlush runs prefetched jobs through a
+// completer whose flushes carry the marks: each handler runs once its
+// attempt is counted, and the acks and marks share StartAck calls.
+func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		sq := &stubQueue{t: t}
+		sq.ackMany = func(ls []Lease) ([]Lease, error) {
+			sq.mu.Lock()
+			sq.acked = append(sq.acked, ls...)
+			sq.mu.Unlock()
+			return nil, nil
+		}
+		sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}}
+		var seen []int
+		var mu sync.Mutex
+		e := newStartExecutor(sa.stubStarter, &seen, &mu)
+		e.completer = newCompleter(sa)
+		e.completer.leases = e.leases
+		e.completer.starter, e.completer.startAcker = sa, sa
+		e.completer.start(8)
+		var wg sync.WaitGroup
+		for _, id := range []string{"p", "q", "r"} {
+			j := &Job{ID: id, Name: "greet", Queue: DefaultQueue, LeaseToken: "t", unstarted: true}
+			e.leases.add(j, time.Minute)
+			wg.Go(func() { e.execute(j) })
+		}
+		wg.Wait()
+		e.completer.close()
+		if len(seen) != 3 || seen[0] != 1 || seen[1] != 1 || seen[2] != 1 {
+			t.Fatalf("handlers saw attempts %v, want three runs of attempt 1", seen)
+		}
+		marks, acks := 0, 0
+		for _, c := range sa.startAcks {
+			marks += len(c[0])
+			acks += len(c[1])
+		}
+		for _, ls := range sa.starts {
+			marks += len(ls)
+		}
+		acks += len(sa.acked)
+		if marks != 3 || acks != 3 {
+			t.Fatalf("%d marks and %d acks written (StartAck %v, Start %v, acked %v); want 3 of each", marks, acks, sa.startAcks, sa.starts, sa.acked)
+		}
+	})
+}

@@ -448,6 +448,8 @@ func newRun(w *Worker) *run {
 	if st, ok := w.q.(Starter); ok {
 		r.fetcher.starter = st
 		r.executor.starts = &starts{s: st, ctx: r.bgCtx}
+		r.completer.starter = st
+		r.completer.startAcker, _ = w.q.(StartAcker)
 	}
 
 	r.extender = &extender{q: w.q, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}

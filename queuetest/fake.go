@@ -14,15 +14,17 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// Fake is a queue.Pusher (and queue.BatchPusher) that records every job
-// pushed to it instead of storing it. Unique keys are honoured as a real
+// Fake is a queue.Pusher (and queue.BatchPusher and
+// queue.BatchDispatcher) that records every job pushed to it instead of
+// storing it. Unique keys are honoured as a real
 // queue would: a second push with a key an earlier recorded job of the
 // same queue holds returns queue.ErrDuplicate and is not recorded. Safe for
 // concurrent use. The zero value is ready to use.
 type Fake struct {
-	mu   sync.Mutex
-	jobs []queue.Job
-	err  error
+	mu      sync.Mutex
+	jobs    []queue.Job
+	batches []queue.BatchRecord
+	err     error
 }
 
 // NewFake returns an empty Fake.
@@ -88,6 +90,35 @@ func (f *Fake) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
 	return stored, nil
 }
 
+// PushBatch records a batch (queue.DispatchBatch): its record, and its
+// members as PushMany records jobs, each carrying queue.MetaBatch. Its
+// callbacks are in the record (BatchRecord.Callback builds them).
+func (f *Fake) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queue.Job) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return 0, f.err
+	}
+	n := 0
+	for _, j := range jobs {
+		if f.pushLocked(j) == nil {
+			n++
+		}
+	}
+	f.batches = append(f.batches, rec)
+	return n, nil
+}
+
+// Batches returns the recorded batches in dispatch order.
+func (f *Fake) Batches() []queue.BatchRecord {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.batches)
+}
+
 // Jobs returns the recorded jobs in push order.
 func (f *Fake) Jobs() []queue.Job {
 	f.mu.Lock()
@@ -95,11 +126,11 @@ func (f *Fake) Jobs() []queue.Job {
 	return slices.Clone(f.jobs)
 }
 
-// Reset forgets the recorded jobs.
+// Reset forgets the recorded jobs and batches.
 func (f *Fake) Reset() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.jobs = nil
+	f.jobs, f.batches = nil, nil
 }
 
 var _ queue.BatchPusher = (*Fake)(nil)

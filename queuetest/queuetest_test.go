@@ -232,3 +232,40 @@ func (printTB) Helper() {}
 func (printTB) Errorf(format string, args ...any) {
 	fmt.Printf(format+"\n", args...)
 }
+
+func TestFakeRecordsBatches(t *testing.T) {
+	t.Parallel()
+	type Row struct{ N int }
+	type Done struct{}
+	f := queuetest.NewFake()
+	var b queue.Batch
+	for n := range 2 {
+		j, err := queue.NewJob(Row{n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Jobs = append(b.Jobs, j)
+	}
+	then, _ := queue.NewJob(Done{})
+	b.Then = &then
+	id, err := queue.DispatchBatch(context.Background(), f, b)
+	if err != nil {
+		t.Fatalf("DispatchBatch on a Fake: %v", err)
+	}
+	jobs := f.Jobs()
+	if len(jobs) != 2 || queue.BatchOf(&jobs[0]) != id || queue.BatchOf(&jobs[1]) != id {
+		t.Fatalf("recorded %v, want the 2 members of batch %s", jobs, id)
+	}
+	recs := f.Batches()
+	if len(recs) != 1 || recs[0].ID != id {
+		t.Fatalf("recorded batches %v, want %s", recs, id)
+	}
+	cb, err := recs[0].Callback(queue.BatchThen, "", "")
+	if err != nil || cb == nil || cb.Name != "Done" || cb.Meta[queue.MetaBatchOf] != id {
+		t.Errorf("the recorded then callback = %+v, %v", cb, err)
+	}
+	f.Reset()
+	if len(f.Jobs()) != 0 || len(f.Batches()) != 0 {
+		t.Error("Reset kept jobs or batches")
+	}
+}

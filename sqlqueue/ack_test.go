@@ -8,9 +8,10 @@ import (
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
-// TestAckManyAwkwardIDs checks that a batch ack finds jobs whose IDs hold
-// the characters of SQL and array literals (PostgreSQL passes the batch as
-// two text arrays), both when acked jobs are deleted and when they are kept.
+// TestAckManyAwkwardIDs checks that a batch ack and StartAck find jobs
+// whose IDs hold the characters of SQL and array literals (PostgreSQL and
+// SQLite pass the batch as two text arrays), both when acked jobs are
+// deleted and when they are kept.
 func TestAckManyAwkwardIDs(t *testing.T) {
 	ids := []string{`a"b`, `c\d`, `e,f`, `{g}`, `NULL`, `h i`, `j'k`, `é`, `""`}
 	for _, tc := range []struct {
@@ -39,7 +40,18 @@ func TestAckManyAwkwardIDs(t *testing.T) {
 				for i, j := range got {
 					leases[i] = j.Lease()
 				}
-				lost, err := q.AckMany(ctx, leases)
+				// StartAck counts the first four (one statement or
+				// transaction with the acks of the others), AckMany acks them.
+				lostS, lostA, err := q.StartAck(ctx, leases[:4], leases[4:])
+				if err != nil || len(lostS)+len(lostA) != 0 {
+					t.Fatalf("StartAck = lost %v and %v, %v; want none lost", lostS, lostA, err)
+				}
+				for _, l := range leases[:4] {
+					if info, err := q.GetJob(ctx, l.JobID); err != nil || info.Attempts != 2 {
+						t.Fatalf("GetJob(%q) after Reserve and StartAck = %d attempts, %v; want 2", l.JobID, info.Attempts, err)
+					}
+				}
+				lost, err := q.AckMany(ctx, leases[:4])
 				if err != nil || len(lost) != 0 {
 					t.Fatalf("AckMany = lost %v, %v; want none lost", lost, err)
 				}

@@ -1,11 +1,18 @@
 package sqlqueue_test
 
 import (
+	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
 // eachDialectB runs fn as a sub-benchmark per dialect whose server is
@@ -85,4 +92,166 @@ func BenchmarkReserveAckMany(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "jobs/s")
 	})
+}
+
+// BenchmarkAckManyCounts measures what the counts cost a batch ack of
+// 1,000 jobs (the burn-down's hot statement), on SQLite and MySQL/MariaDB,
+// whose triggers are row triggers: as shipped (the ack counts its jobs
+// with one upsert per queue, the triggers skip its rows), with the triggers
+// dropped (the lower bound: no counting but the ack's own), and with the
+// per-row triggers of the first counts migration back (one upsert per
+// job). Reserve and the fill are outside the timer.
+func BenchmarkAckManyCounts(b *testing.B) {
+	rowTriggers := map[sqlqueue.Dialect][]string{
+		sqlqueue.SQLite: {
+			`DROP TRIGGER IF EXISTS %[1]s_count_del`,
+			`CREATE TRIGGER %[1]s_count_del AFTER DELETE ON %[1]s BEGIN
+  INSERT INTO %[1]s_counts (queue, state, shard, n) VALUES (OLD.queue, OLD.state, 0, -1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n - 1; END`,
+		},
+		sqlqueue.MySQL: {
+			`DROP TRIGGER IF EXISTS %[1]s_count_del`,
+			`CREATE TRIGGER %[1]s_count_del AFTER DELETE ON %[1]s FOR EACH ROW
+  INSERT INTO %[1]s_counts (queue, state, shard, n) VALUES (OLD.queue, OLD.state, CONNECTION_ID(), -1) ON DUPLICATE KEY UPDATE n = n - 1`,
+		},
+	}
+	for _, variant := range []string{"shipped", "no-triggers", "row-triggers"} {
+		b.Run(variant, func(b *testing.B) {
+			// Not PostgreSQL: its triggers are statement triggers.
+			for _, d := range []sqlqueue.Dialect{sqlqueue.SQLite, sqlqueue.MySQL} {
+				b.Run(string(d), func(b *testing.B) {
+					be := sqliteBackend()
+					if d == sqlqueue.MySQL {
+						be = serverBackend(b, sqlqueue.MySQL, "mysql", "MERIDIAN_MYSQL_DSN")
+					}
+					s := newStore(b, be)
+					q, db := s.open(b)
+					var setup []string
+					switch variant {
+					case "no-triggers":
+						setup = []string{`DROP TRIGGER %[1]s_count_del`, `DROP TRIGGER %[1]s_count_upd`, `DROP TRIGGER %[1]s_count_ins`}
+					case "row-triggers":
+						setup = rowTriggers[d]
+					}
+					for _, stmt := range setup {
+						if _, err := db.ExecContext(b.Context(), fmt.Sprintf(stmt, s.table)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if d == sqlqueue.MySQL {
+						// One connection, so that its session counters
+						// (handlerOps) see every statement.
+						db.SetMaxOpenConns(1)
+					}
+					const batch = 1000
+					jobs := make([]queue.Job, batch)
+					var cpu, srv time.Duration
+					var ops int64
+					srvRead := false
+					for b.Loop() {
+						b.StopTimer()
+						for i := range jobs {
+							jobs[i] = queue.Job{ID: queue.NewID(), Name: "bench", Payload: []byte(`{"n":1}`)}
+						}
+						if _, err := q.PushMany(b.Context(), jobs); err != nil {
+							b.Fatal(err)
+						}
+						got, err := q.Reserve(b.Context(), nil, batch, time.Minute)
+						if err != nil || len(got) != batch {
+							b.Fatalf("Reserve = %d, %v", len(got), err)
+						}
+						leases := make([]queue.Lease, len(got))
+						for i, j := range got {
+							leases[i] = j.Lease()
+						}
+						ops0 := handlerOps(b, db, d)
+						srv0, srvOK := serverThreadCPU(b, db, d)
+						cpu0 := processCPU(b)
+						b.StartTimer()
+						if lost, err := q.AckMany(b.Context(), leases); err != nil || len(lost) != 0 {
+							b.Fatalf("AckMany = %v, %v", lost, err)
+						}
+						b.StopTimer()
+						cpu += processCPU(b) - cpu0
+						if srv1, ok := serverThreadCPU(b, db, d); ok && srvOK {
+							srv += srv1 - srv0
+							srvRead = true
+						}
+						ops += handlerOps(b, db, d) - ops0
+						b.StartTimer()
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "us/job")
+					b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*batch), "client-cpu-us/job")
+					if d == sqlqueue.MySQL {
+						b.ReportMetric(float64(ops)/float64(b.N*batch), "handler-ops/job")
+					}
+					if srvRead {
+						b.ReportMetric(float64(srv.Microseconds())/float64(b.N*batch), "server-cpu-us/job")
+					}
+				})
+			}
+		})
+	}
+}
+
+// processCPU is this process's CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// handlerOps is the sum of the storage-engine row operations
+// (Handler_* session counters) of db's one connection on MySQL/MariaDB:
+// how much row work the statements did, whatever the load.
+func handlerOps(b *testing.B, db *sql.DB, d sqlqueue.Dialect) int64 {
+	if d != sqlqueue.MySQL {
+		return 0
+	}
+	rows, err := db.QueryContext(b.Context(), "SHOW SESSION STATUS LIKE 'Handler%'")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var sum int64
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			b.Fatal(err)
+		}
+		sum += n
+	}
+	return sum
+}
+
+// serverThreadCPU is the CPU time of the MariaDB server thread that serves
+// db's one connection (information_schema.PROCESSLIST's TID, read from
+// /proc: the server must run on this machine), in clock ticks of 10 ms, so
+// only a sum over many calls means anything. false when it cannot be read.
+func serverThreadCPU(b *testing.B, db *sql.DB, d sqlqueue.Dialect) (time.Duration, bool) {
+	if d != sqlqueue.MySQL {
+		return 0, false
+	}
+	var tid int64
+	if err := db.QueryRowContext(b.Context(), "SELECT TID FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()").Scan(&tid); err != nil {
+		return 0, false
+	}
+	matches, _ := filepath.Glob("/proc/[0-9]*/task/" + strconv.FormatInt(tid, 10) + "/stat")
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		if !strings.Contains(s, "(mariadbd)") && !strings.Contains(s, "(mysqld)") {
+			continue
+		}
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(ut+st) * 10 * time.Millisecond, true
+	}
+	return 0, false
 }

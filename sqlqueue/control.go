@@ -15,40 +15,63 @@ import (
 // key. A running job keeps its lease token, so the worker that holds it
 // finds it through CancelledSince; its lease is lost at once, since every
 // lease-guarded statement requires state 'pending'. The cancelled job is
-// kept, and pruned, like a done one (WithRetention).
+// kept, and pruned, like a done one (WithRetention). A batch member is
+// counted as cancelled in its batch in the same transaction, which pushes
+// the batch's callbacks that this makes due.
 func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	if err := q.use(ctx); err != nil {
 		return "", err
 	}
 	now := time.Now()
 	var was queue.JobState
-	err := q.d.writeTx(ctx, q, func(ex execer) error {
-		st := stmts(ex)
-		n, err := st.Exec(ctx, q.sql("UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND state = 'pending'"),
-			micros(now), micros(now), queue.ErrCancelled.Error(), id)
-		if err != nil {
+	var pushed []queue.Job
+	err := q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error {
+			st := stmts(ex)
+			rows, err := q.scanRows(ctx, st, q.sql("SELECT "+jobCols+" FROM {jobs} WHERE id = ?"), []any{id})
+			switch {
+			case err != nil:
+				return err
+			case len(rows) == 0:
+				return queue.ErrNotFound
+			case rows[0].state != statePending:
+				return queue.ErrFinished
+			}
+			was = rows[0].info(micros(now)).State
+			// A member's row before the job's (the lock order of batch.go).
+			batch := rows[0].job.Meta[queue.MetaBatch]
+			var member int64
+			if batch != "" {
+				if member, err = st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = 'cancelled' WHERE batch_id = ? AND job_id = ? AND state = 'pending'"), batch, id); err != nil {
+					return err
+				}
+			}
+			n, err := st.Exec(ctx, q.sql("UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND state = 'pending'"),
+				micros(now), micros(now), queue.ErrCancelled.Error(), id)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return queue.ErrFinished
+			}
+			if member == 0 {
+				return nil
+			}
+			if err := q.countBatch(ctx, st, batch, [3]int64{0, 0, 1}, false, micros(now)); err != nil {
+				return err
+			}
+			pushed, err = q.fireDue(ctx, st, batch, micros(now), "", "")
 			return err
-		}
-		rows, err := q.scanRows(ctx, st, q.sql("SELECT "+jobCols+" FROM {jobs} WHERE id = ?"), []any{id})
-		switch {
-		case err != nil:
-			return err
-		case len(rows) == 0:
-			return queue.ErrNotFound
-		case n == 0:
-			return queue.ErrFinished
-		}
-		// The columns the cancel left alone tell where the job was.
-		r := rows[0]
-		r.state = statePending
-		was = r.info(micros(now)).State
-		return nil
+		})
 	})
 	if errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrFinished) {
 		return "", fmt.Errorf("sqlqueue: cancelling job %s: %w", id, err)
 	}
 	if err != nil {
 		return "", q.wrap(ctx, err, "cancelling job %s", id)
+	}
+	if len(pushed) > 0 {
+		q.wakeFor(pushed, allStored(pushed))
 	}
 	return was, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -180,6 +181,41 @@ func (q *Queue) foldCountsTx(ctx context.Context, lockFree, upsert string) error
 		}
 		return nil
 	})
+}
+
+// finishedCounts are the jobs a batch ack finished, by queue: counted by
+// the statement that finished them where the dialect's row triggers skip
+// them (see the counts_by_statement migrations).
+type finishedCounts map[string]int64
+
+// add counts the finished jobs into the counts table on ex, in one
+// statement: each queue's pending count goes down, and its done count up
+// when the jobs are kept (done). shard is the counter rows' shard
+// expression and upsert the dialect's "add on conflict" clause.
+func (q *Queue) addFinished(ctx context.Context, ex execer, fc finishedCounts, done bool, shard, upsert string) error {
+	if len(fc) == 0 {
+		return nil
+	}
+	var args []any
+	n := 0
+	for name, c := range fc {
+		args = append(args, name, statePending, -c)
+		n++
+		if done {
+			args = append(args, name, stateDone, c)
+			n++
+		}
+	}
+	row := "(?, ?, " + shard + ", ?)"
+	values := strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
+	stmt := "INSERT INTO {counts} (queue, state, shard, n) VALUES " + values + " " + upsert
+	if n <= 8 {
+		stmt = q.sql(stmt) // a few queues: cached
+	} else {
+		stmt = q.sqlOnce(stmt)
+	}
+	_, err := ex.ExecContext(ctx, stmt, args...)
+	return err
 }
 
 var _ queue.Counter = (*Queue)(nil)

@@ -75,3 +75,94 @@ func TestCountsDoNotSerialiseWriters(t *testing.T) {
 		}
 	})
 }
+
+// TestCountsOfBatchAcks checks the counts of jobs that batch acks finish
+// (AckMany and StartAck count them per statement; the row triggers skip
+// them) and of everything around them (the triggers, which must still
+// count on every connection afterwards), deleted or kept, against the jobs
+// table itself, including a batch with a lost lease.
+func TestCountsOfBatchAcks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep time.Duration
+	}{{"delete", 0}, {"keep", time.Hour}} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachDialect(t, func(t *testing.T, b backend) {
+				s := newStore(t, b)
+				q, db := s.open(t, sqlqueue.WithRetention(tc.keep, 0))
+				ctx := t.Context()
+				for _, name := range []string{"a", "b", "a", "b", "a", "b", "a", "b", "a", "c"} {
+					if err := q.Push(ctx, queue.Job{Queue: name, Name: "n"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				held, err := q.Reserve(ctx, []string{"a", "b"}, 6, time.Minute)
+				if err != nil || len(held) != 6 {
+					t.Fatalf("Reserve = %d jobs, %v", len(held), err)
+				}
+				pre, err := q.ReserveUnstarted(ctx, []string{"a", "b"}, 2, time.Minute)
+				if err != nil || len(pre) != 2 {
+					t.Fatalf("ReserveUnstarted = %d jobs, %v", len(pre), err)
+				}
+				stale := queue.Lease{JobID: held[3].ID, Token: held[3].LeaseToken + "x"}
+				if _, _, err := q.StartAck(ctx, []queue.Lease{pre[0].Lease(), pre[1].Lease()}, []queue.Lease{held[0].Lease(), held[1].Lease(), stale}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.AckMany(ctx, []queue.Lease{held[2].Lease(), pre[0].Lease()}); err != nil {
+					t.Fatal(err)
+				}
+				// Statements the triggers count, on whichever connections.
+				for range 3 {
+					if err := q.Push(ctx, queue.Job{Queue: "c", Name: "n"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := q.Ack(ctx, held[3].Lease()); err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Fail(ctx, held[4].Lease(), "boom"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := q.Purge(ctx, "c"); err != nil {
+					t.Fatal(err)
+				}
+
+				got, err := q.Counts(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				have := map[string]int64{}
+				for _, c := range got {
+					have[c.Queue+"/pending"], have[c.Queue+"/done"], have[c.Queue+"/dead"] = c.Pending, c.Done, c.Dead
+				}
+				rows, err := db.QueryContext(ctx, "SELECT queue, state, COUNT(*) FROM "+s.table+" GROUP BY queue, state")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				want := map[string]int64{}
+				for rows.Next() {
+					var name, state string
+					var n int64
+					if err := rows.Scan(&name, &state, &n); err != nil {
+						t.Fatal(err)
+					}
+					want[name+"/"+state] = n
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				for k, n := range want {
+					if have[k] != n {
+						t.Errorf("count %s = %d, the table holds %d (all counts %v)", k, have[k], n, got)
+					}
+				}
+				for k, n := range have {
+					if want[k] != n {
+						t.Errorf("count %s = %d, the table holds %d (all counts %v)", k, n, want[k], got)
+					}
+				}
+			})
+		})
+	}
+}

@@ -96,10 +96,12 @@ type dialect interface {
 	notifyTx(ctx context.Context, q *Queue, ex statements, js []queue.Job, stored []bool) error
 	announce(q *Queue, js []queue.Job, stored []bool)
 
-	// finishLeases changes (set, with args before the leases') or deletes
-	// (set "") the jobs whose lease in leases is current at now, and
-	// returns the leases it finished. On error none is known finished.
-	finishLeases(ctx context.Context, q *Queue, leases []queue.Lease, now int64, set string, args []any) (map[queue.Lease]bool, error)
+	// finishLeases applies each of parts, in one statement or one
+	// transaction: it changes (set, with args before the leases') or
+	// deletes (set "") the jobs whose lease in the part's leases is
+	// current at now, and returns per part the leases it finished. No
+	// lease is in two parts. On error none is known finished.
+	finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error)
 	// historyAppend is the expression of the history column with the
 	// attempt under way appended as it ends (two bind parameters: the end
 	// time, then the error) and only the last queue.MaxHistory kept: a

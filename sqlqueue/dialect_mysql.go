@@ -241,63 +241,168 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 // leases.
 var errSomeLost = errors.New("sqlqueue: some leases were lost")
 
-// finishLeases finishes the rows still under the leases in one statement
-// (by primary key: the id list leads). When it finished as many rows as
-// there are leases, every lease held; otherwise it is rolled back and the
-// rows still held are locked first, to learn which leases were lost.
-func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, leases []queue.Lease, now int64, set string, args []any) (map[queue.Lease]bool, error) {
-	done := make(map[queue.Lease]bool, len(leases))
-	ids := make([]any, len(leases))
-	pairs := make([]any, 0, 2*len(leases))
-	for i, l := range leases {
-		ids[i] = l.JobID
-		pairs = append(pairs, l.JobID, l.Token)
+// finishLeases finishes the rows still under the leases of every part in
+// one transaction, one statement per part (by primary key: the id list
+// leads). When each finished as many rows as its part has leases, every
+// lease held; otherwise the transaction is rolled back and redone locking
+// the rows still held first, to learn which leases were lost.
+func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
+	ps := make([]mysqlLeases, len(parts))
+	for i, p := range parts {
+		ids := make([]any, len(p.leases))
+		pairs := make([]any, 0, 2*len(p.leases))
+		for k, l := range p.leases {
+			ids[k] = l.JobID
+			pairs = append(pairs, l.JobID, l.Token)
+		}
+		ps[i] = mysqlLeases{ids, pairs, " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(p.leases), 2) + ") AND state = 'pending' AND lease_expires_at > ?"}
 	}
-	where := " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(leases), 2) + ") AND state = 'pending' AND lease_expires_at > ?"
-	finish := "DELETE FROM {jobs}" + where
-	if set != "" {
-		finish = "UPDATE {jobs} SET " + set + where
+	out := make([]map[queue.Lease]bool, len(parts))
+	for _, p := range parts {
+		if p.finish {
+			return out, d.finishCounted(ctx, q, parts, ps, now, out)
+		}
 	}
 	err := d.writeTx(ctx, q, func(ex execer) error {
-		res, err := ex.ExecContext(ctx, q.sql(finish), append(append(append(slices.Clip(args), ids...), pairs...), now)...)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(len(leases)) {
-			return cmp.Or(err, errSomeLost)
+		for i, p := range parts {
+			res, err := ex.ExecContext(ctx, q.sql(mysqlChange(p.set)+ps[i].where), append(append(append(slices.Clip(p.args), ps[i].ids...), ps[i].pairs...), now)...)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil || n != int64(len(p.leases)) {
+				return cmp.Or(err, errSomeLost)
+			}
 		}
 		return nil
 	})
 	if err == nil {
-		for _, l := range leases {
-			done[l] = true
+		for i, p := range parts {
+			out[i] = make(map[queue.Lease]bool, len(p.leases))
+			for _, l := range p.leases {
+				out[i][l] = true
+			}
 		}
-		return done, nil
+		return out, nil
 	}
 	if !errors.Is(err, errSomeLost) {
-		return done, err
+		return nil, err
 	}
 	err = d.writeTx(ctx, q, func(ex execer) error {
-		sel := q.sql("SELECT id, lease_token FROM {jobs} WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" +
-			tuples(len(leases), 2) + ") AND state = 'pending' AND lease_expires_at > ? FOR UPDATE")
-		if err := scanLeases(ctx, stmts(ex), done, sel, append(append(ids, pairs...), now)...); err != nil || len(done) == 0 {
-			return err
+		for i, p := range parts {
+			out[i] = make(map[queue.Lease]bool, len(p.leases))
+			sel := q.sql("SELECT id, lease_token FROM {jobs}" + ps[i].where + " FOR UPDATE")
+			if err := scanLeases(ctx, stmts(ex), out[i], sel, append(append(slices.Clip(ps[i].ids), ps[i].pairs...), now)...); err != nil {
+				return err
+			}
+			if len(out[i]) == 0 {
+				continue
+			}
+			in := make([]any, 0, len(out[i]))
+			for l := range out[i] {
+				in = append(in, l.JobID)
+			}
+			stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
+			if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
+				return err
+			}
 		}
-		in := make([]any, 0, len(done))
-		for l := range done {
-			in = append(in, l.JobID)
-		}
-		stmt := "DELETE FROM {jobs} WHERE id IN (" + placeholders(len(in)) + ")"
-		if set != "" {
-			stmt = "UPDATE {jobs} SET " + set + " WHERE id IN (" + placeholders(len(in)) + ")"
-		}
-		_, err := ex.ExecContext(ctx, q.sql(stmt), append(args, in...)...)
-		return err
+		return nil
 	})
 	if err != nil {
-		clear(done) // rolled back: nothing is known to be acked
+		return nil, err // rolled back: nothing is known to be finished
 	}
-	return done, err
+	return out, nil
+}
+
+// mysqlLeases are one finishLeases part's leases as arguments: the IDs,
+// the (id, token) pairs, and the WHERE clause that takes them and now.
+type mysqlLeases struct {
+	ids, pairs []any
+	where      string
+}
+
+// mysqlChange is the head of a part's statement: an UPDATE with its SET
+// clause, or a DELETE when set is "".
+func mysqlChange(set string) string {
+	if set == "" {
+		return "DELETE FROM {jobs}"
+	}
+	return "UPDATE {jobs} SET " + set
+}
+
+// mysqlCountedVar is the session variable the counting triggers test
+// (migration 0010_counts_by_statement): while it is set, they skip the
+// rows the session changes.
+const mysqlCountedVar = "@meridian_counted_by_statement"
+
+// finishCounted is finishLeases for parts that ack (finish), whose jobs
+// are counted here rather than by the row triggers: in one READ COMMITTED
+// transaction on a connection of its own it sets mysqlCountedVar, locks
+// and reads each part's rows still under its leases (with their queues),
+// changes those by primary key, adds the finished jobs to the counts of
+// this connection's shard, and clears the variable before the commit. A
+// connection on which the variable may still be set (clearing it failed)
+// is discarded, so no later statement on it goes uncounted.
+func (d mysqlDialect) finishCounted(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return err
+	}
+	err = func(ex execer) error {
+		if _, err := ex.ExecContext(ctx, "SET "+mysqlCountedVar+" = 1"); err != nil {
+			return err
+		}
+		fcs := make([]finishedCounts, len(parts))
+		for i, p := range parts {
+			fcs[i] = finishedCounts{}
+			sel := q.sql("SELECT id, lease_token, queue FROM {jobs}" + ps[i].where + " FOR UPDATE")
+			done, err := scanFinished(ctx, stmts(ex), sel, append(append(slices.Clip(ps[i].ids), ps[i].pairs...), now), fcs[i])
+			if err != nil {
+				return err
+			}
+			out[i] = done
+			if len(done) == 0 {
+				continue
+			}
+			in := make([]any, 0, len(done))
+			for l := range done {
+				in = append(in, l.JobID)
+			}
+			stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
+			if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
+				return err
+			}
+		}
+		for i, p := range parts {
+			if !p.finish {
+				continue
+			}
+			if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "CONNECTION_ID()", "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"); err != nil {
+				return err
+			}
+		}
+		_, err := ex.ExecContext(ctx, "SET "+mysqlCountedVar+" = NULL")
+		return err
+	}(tx)
+	if err == nil {
+		err = tx.Commit()
+	} else {
+		_ = tx.Rollback()
+	}
+	if err != nil {
+		// The variable belongs to the session, not the transaction.
+		if _, cerr := conn.ExecContext(context.Background(), "SET "+mysqlCountedVar+" = NULL"); cerr != nil {
+			_ = conn.Raw(func(any) error { return errBadConn })
+		}
+		clear(out)
+		return err
+	}
+	return nil
 }
 
 func (mysqlDialect) isUniqueViolation(err error) bool {

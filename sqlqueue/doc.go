@@ -17,7 +17,7 @@
 // one database: leases, unique keys, pauses, the worker registry, metrics
 // and the maintenance leader all live in the database. Besides queue.Queue
 // it implements queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
-// queue.Starter,
+// queue.Starter, queue.StartAcker,
 // queue.Inspector, queue.OldestReadyReader, queue.Pauser,
 // queue.WorkerRegistry, queue.RunObserver
 // and queue.Waiter.
@@ -143,9 +143,13 @@
 // minute; the next ack, nack, fail or heartbeat at least a second later
 // (or FlushMetrics, Close) adds them to the _metrics rows with one upsert
 // per queue and minute, so every replica reads the same sums. Inspection
-// is bounded: counts are exact up to 10,000 then reported as 10,000+,
-// lists page by keyset on the insertion order, and payload search
-// examines at most 10,000 rows per page for at most two seconds.
+// is bounded: counts are exact (kept by triggers, see Counts) except
+// running jobs, counted up to 10,000 then reported as 10,000+; lists page
+// by keyset in the order of the index that serves them (waiting and
+// running jobs in claim order on the claim index, finished ones by
+// finish time, newest first, on (state, queue, finished_at, seq)); and
+// payload search examines at most 10,000 rows per page for at most two
+// seconds.
 //
 // Inspection reads use the existing indexes and stay fast on large tables
 // (measured in docs/benchmarks.md, BenchmarkInspect): the queues are found
@@ -153,11 +157,10 @@
 // each count reads one capped index range per priority of the queue (the
 // claim index keeps scheduled jobs, whose run_at is in the future, apart
 // from the ready ones), and a list
-// without a queue filter merges one ordered index scan per queue. Queues
-// with more than 32 distinct priorities, or lists over more than 64
-// queues, fall back to filtering. Listing scheduled or running jobs sorts
-// those of each queue, so its cost grows with their number, not with the
-// ready jobs'. Running jobs are in no index range of their own
+// without a queue filter merges one ordered index scan per queue (and
+// per priority, for waiting jobs). Queues with more than 32 distinct
+// priorities, or lists over more than 64 queues, fall back to filtering.
+// Running jobs are in no index range of their own
 // (see above), so they are counted and listed among the first 20,000 due
 // jobs of each queue in claim order: jobs are claimed from that head, so
 // every running job is there unless more than 20,000 jobs of a higher
@@ -166,9 +169,11 @@
 // (docs/benchmarks.md compares this with reading every pending job). On
 // PostgreSQL the reads run in one read-only transaction with
 // plan_cache_mode = force_custom_plan, so a driver that caches prepared
-// statements (pgx) does not get a generic plan that scans the table, and
-// lists of ready, dead and done jobs with enable_sort = off, so a table
-// not analyzed yet (after a bulk load) is still read in index order.
+// statements (pgx) does not get a generic plan that scans the table,
+// lists with enable_sort = off, so a table not analyzed yet (after a bulk
+// load) is still read in index order, and jit = off (a plan that must
+// sort under enable_sort = off costs past jit_above_cost, and compiling
+// it took seconds).
 //
 // # Errors and logs
 //

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,145 +104,25 @@ func buildFaultWorker(t *testing.T) string {
 	return faultBin
 }
 
-// needProgram skips the test when a server program is missing, and fails
-// it under CI=true, as testutil.DSN does for a server variable.
-func needProgram(t *testing.T, names ...string) {
-	t.Helper()
-	for _, name := range names {
-		if _, err := exec.LookPath(name); err != nil {
-			if testutil.CI() {
-				t.Fatalf("the fault suite needs %s under CI: %v", name, err)
-			}
-			t.Skipf("the fault suite needs %s to run a server of its own: %v", name, err)
-		}
-	}
-}
-
-// freePort returns a TCP port nothing listens on at the moment.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // faultServer is the database one fault run works on.
 type faultServer struct {
 	dialect        sqlqueue.Dialect
 	driver, source string
-	restart        func(t *testing.T) // nil: nothing to restart (SQLite)
+	restart        func(t testing.TB) // nil: nothing to restart (SQLite)
 }
 
-// run runs cmd and fails the test with its output if it fails.
-func runCmd(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-}
+const faultsWhy = "the fault suite"
 
-// waitServer waits until the server at driver/source answers a ping.
-func waitServer(t *testing.T, driver, source string, within time.Duration) {
-	t.Helper()
-	db, err := sql.Open(driver, source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	deadline := time.Now().Add(within)
-	for {
-		err := db.PingContext(t.Context())
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not come up within %v: %v", within, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// postgresServer makes a PostgreSQL 15 cluster of the test's own on a free
-// port, trusting local connections, and drops it at cleanup.
+// postgresServer is the fault run's own PostgreSQL (testutil.PostgresServer).
 func postgresServer(t *testing.T) *faultServer {
-	needProgram(t, "pg_createcluster", "pg_ctlcluster", "pg_dropcluster")
-	version := "15"
-	if v := os.Getenv("MERIDIAN_FAULT_PG_VERSION"); v != "" {
-		version = v
-	}
-	name := fmt.Sprintf("faults_%d_%d", os.Getpid(), rand.IntN(1e6))
-	port := freePort(t)
-	runCmd(t, "pg_createcluster", version, name, "--port", strconv.Itoa(port), "--", "--auth=trust")
-	t.Cleanup(func() {
-		if out, err := exec.Command("pg_dropcluster", version, name, "--stop").CombinedOutput(); err != nil {
-			t.Errorf("pg_dropcluster %s %s: %v\n%s", version, name, err, out)
-		}
-	})
-	runCmd(t, "pg_ctlcluster", "--skip-systemctl-redirect", version, name, "start")
-	s := &faultServer{dialect: sqlqueue.Postgres, driver: "pgx",
-		source: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
-	waitServer(t, s.driver, s.source, time.Minute)
-	s.restart = func(t *testing.T) {
-		runCmd(t, "pg_ctlcluster", "--skip-systemctl-redirect", version, name, "restart", "-m", "fast")
-		waitServer(t, s.driver, s.source, time.Minute)
-	}
-	return s
+	s := testutil.PostgresServer(t, faultsWhy)
+	return &faultServer{dialect: sqlqueue.Postgres, driver: s.Driver, source: s.Source, restart: s.Restart}
 }
 
-// mariadbServer starts a mariadbd of the test's own on a data directory
-// and port of its own; restart kills it with SIGKILL (a crash) and starts
-// it again. Grants are skipped: the server listens on 127.0.0.1 only and
-// lives for the test.
+// mariadbServer is the fault run's own MariaDB (testutil.MariaDBServer).
 func mariadbServer(t *testing.T) *faultServer {
-	needProgram(t, "mariadb-install-db", "mariadbd")
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	runCmd(t, "mariadb-install-db", "--no-defaults", "--datadir="+data, "--user=root", "--auth-root-authentication-method=normal")
-	port := freePort(t)
-	var mu sync.Mutex
-	var cmd *exec.Cmd
-	start := func(t *testing.T) {
-		c := exec.Command("mariadbd", "--no-defaults", "--datadir="+data, "--port="+strconv.Itoa(port),
-			"--socket="+filepath.Join(dir, "mysqld.sock"), "--user=root", "--bind-address=127.0.0.1",
-			"--skip-grant-tables", "--skip-name-resolve", "--innodb-buffer-pool-size=64M", "--log-error="+filepath.Join(dir, "error.log"))
-		if err := c.Start(); err != nil {
-			t.Fatalf("starting mariadbd: %v", err)
-		}
-		mu.Lock()
-		cmd = c
-		mu.Unlock()
-	}
-	kill := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if cmd != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			cmd = nil
-		}
-	}
-	start(t)
-	t.Cleanup(kill)
-	root := fmt.Sprintf("root@tcp(127.0.0.1:%d)/", port)
-	waitServer(t, "mysql", root, time.Minute)
-	db, err := sql.Open("mysql", root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(t.Context(), "CREATE DATABASE faults"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s := &faultServer{dialect: sqlqueue.MySQL, driver: "mysql", source: root + "faults"}
-	s.restart = func(t *testing.T) {
-		kill()
-		start(t)
-		waitServer(t, s.driver, s.source, time.Minute)
-	}
-	return s
+	s := testutil.MariaDBServer(t, faultsWhy, "64M", "faults")
+	return &faultServer{dialect: sqlqueue.MySQL, driver: s.Driver, source: s.Source, restart: s.Restart}
 }
 
 // faultProc is one worker process the suite started.

@@ -288,10 +288,14 @@ func expiryRunningList(queueName string, now int64, cond string, args []any, ord
 // coveredRunningList is runningList where the claim index ends in
 // lease_expires_at (SQLite, MySQL): the head of the claim order is read
 // from the index alone, and only the running jobs' rows by seq (MariaDB
-// over 1,000,000 jobs: 1.3 s per queue when the head is read whole).
+// over 1,000,000 jobs: 1.3 s per queue when the head is read whole). The
+// running jobs' seqs are a derived table joined to the jobs, not an IN
+// list: with the list in claim order, MariaDB otherwise drives the join
+// from the (state, queue, ...) index and sorts every pending job of the
+// queue.
 func coveredRunningList(queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return "SELECT * FROM (SELECT " + jobCols + " FROM {jobs} WHERE seq IN (SELECT seq FROM (" + runningHead("seq, lease_expires_at AS x") +
-			") h WHERE x > ?) AND " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
+	return "SELECT * FROM (SELECT " + jobCols + " FROM (SELECT seq AS rseq FROM (" + runningHead("seq, lease_expires_at AS x") +
+			") h WHERE x > ?) r JOIN {jobs} ON seq = r.rseq WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
 		append(append([]any{queueName, now, runningScan, now}, args...), n), nil
 }
 

@@ -38,11 +38,7 @@ func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, 
 // MySQL/MariaDB), and returns the leases that were not current. Its error
 // means no attempt is known to be counted.
 func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	return q.leaseBatch(ctx, "starting", leases, func(now int64) (string, []any) {
-		// updated_at always changes, so MySQL's count of changed rows is
-		// the count of leases that held.
-		return "attempts = attempts + 1, updated_at = " + q.d.touch() + ", started_at = ?", []any{now, now}
-	})
+	return q.leaseBatch(ctx, "starting", leases, q.startSet)
 }
 
 // reserve is Reserve, adding inc to each claimed job's attempts.
@@ -190,18 +186,13 @@ func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
 // error means nothing is known to be acked. Buffered run metrics are
 // written with it when due.
 func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	lost, err := q.leaseBatch(ctx, "acking", leases, func(now int64) (string, []any) {
-		if set := q.finishSet(); set != "" {
-			return set, []any{now, now}
-		}
-		return "", nil
-	})
+	lost, err := q.changeLeases(ctx, "acking", leaseChange{leases, q.ackSet, true})
 	if err != nil {
 		return nil, err
 	}
 	q.countAcked(len(leases) - len(lost))
 	q.flushMetricsIfDue(ctx)
-	return lost, nil
+	return lost[0], nil
 }
 
 // ExtendMany moves the expiry of every lease it can to now plus d, in one
@@ -216,45 +207,128 @@ func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Dur
 	})
 }
 
+// StartAck counts one attempt for the job under each current lease of
+// starts (as Start) and acks the job under each current lease of acks (as
+// AckMany) in one transaction per chunk of leases (queue.StartAcker): one
+// commit where Start and AckMany took two. It returns the leases of each
+// list that were not current; its error means nothing is known to be
+// counted or acked. Buffered run metrics are written with it when due.
+func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) (lostStarts, lostAcks []queue.Lease, err error) {
+	lost, err := q.changeLeases(ctx, "starting and acking",
+		leaseChange{starts, q.startSet, false},
+		leaseChange{acks, q.ackSet, true})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(acks) > 0 {
+		q.countAcked(len(acks) - len(lost[1]))
+		q.flushMetricsIfDue(ctx)
+	}
+	return lost[0], lost[1], nil
+}
+
+// startSet is Start's SET clause: the attempt counted and dated (its
+// start, for the attempt history). updated_at always changes, so MySQL's
+// count of changed rows is the count of leases that held.
+func (q *Queue) startSet(now int64) (string, []any) {
+	return "attempts = attempts + 1, updated_at = " + q.d.touch() + ", started_at = ?", []any{now, now}
+}
+
+// ackSet is an ack's SET clause ("": the rows are deleted).
+func (q *Queue) ackSet(now int64) (string, []any) {
+	if set := q.finishSet(); set != "" {
+		return set, []any{now, now}
+	}
+	return "", nil
+}
+
 // leaseBatch applies one change to the jobs under leases, in chunks: set
 // gives the SET clause and its arguments at the chunk's time (an empty
 // clause deletes the jobs). Only jobs whose lease is current are changed;
 // the others are returned as lost.
 func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Lease, set func(now int64) (string, []any)) ([]queue.Lease, error) {
+	lost, err := q.changeLeases(ctx, what, leaseChange{leases, set, false})
+	if err != nil {
+		return nil, err
+	}
+	return lost[0], nil
+}
+
+// leaseChange is one change to the jobs under leases: set gives the SET
+// clause and its arguments at the time of the chunk (an empty clause
+// deletes the jobs). finish is set when the change acks the jobs (moves
+// them from pending to done, or deletes them), which changes the counts.
+type leaseChange struct {
+	leases []queue.Lease
+	set    func(now int64) (string, []any)
+	finish bool
+}
+
+// leaseStmt is one chunk of a leaseChange, for the dialect.
+type leaseStmt struct {
+	leases []queue.Lease
+	set    string
+	args   []any
+	finish bool
+}
+
+// changeLeases applies changes to the jobs under their leases whose lease
+// is current, in rounds: each round takes up to maxChunkRows leases of
+// every change and is one call of the dialect (one statement or one
+// transaction). It returns, per change, the leases that were not current.
+func (q *Queue) changeLeases(ctx context.Context, what string, changes ...leaseChange) ([][]queue.Lease, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	if len(leases) == 0 {
-		return nil, nil
+	lost := make([][]queue.Lease, len(changes))
+	total, most := 0, 0
+	for _, c := range changes {
+		total += len(c.leases)
+		most = max(most, len(c.leases))
 	}
-	var lost []queue.Lease
-	for start := 0; start < len(leases); start += maxChunkRows {
-		chunk := leases[start:min(start+maxChunkRows, len(leases))]
+	for start := 0; start < most; start += maxChunkRows {
 		now := micros(time.Now())
-		clause, args := set(now)
-		done, err := q.d.finishLeases(ctx, q, chunk, now, clause, args)
-		if err != nil {
-			return nil, q.wrap(ctx, err, "%s %d jobs", what, len(leases))
+		var parts []leaseStmt
+		var of []int // the change of each part
+		for i, c := range changes {
+			if start >= len(c.leases) {
+				continue
+			}
+			set, args := c.set(now)
+			parts = append(parts, leaseStmt{c.leases[start:min(start+maxChunkRows, len(c.leases))], set, args, c.finish})
+			of = append(of, i)
 		}
-		for _, l := range chunk {
-			if !done[l] {
-				lost = append(lost, l)
+		done, err := q.d.finishLeases(ctx, q, parts, now)
+		if err != nil {
+			return nil, q.wrap(ctx, err, "%s %d jobs", what, total)
+		}
+		for k, p := range parts {
+			for _, l := range p.leases {
+				if !done[k][l] {
+					lost[of[k]] = append(lost[of[k]], l)
+				}
 			}
 		}
 	}
 	return lost, nil
 }
 
-// finishByArrays runs a dialect's batch statement that takes the leases
-// as two text-array literals (pgArray: IDs, then tokens) after set's args,
-// then now, and returns the (id, lease_token) of the rows it finished.
-func (q *Queue) finishByArrays(ctx context.Context, stmt string, leases []queue.Lease, now int64, args []any) (map[queue.Lease]bool, error) {
+// arrayArgs returns args followed by the leases as two text-array
+// literals (pgArray: IDs, then tokens) and now: the arguments of a
+// dialect's batch statement that takes the leases as arrays.
+func arrayArgs(leases []queue.Lease, now int64, args []any) []any {
 	ids, toks := make([]string, len(leases)), make([]string, len(leases))
 	for i, l := range leases {
 		ids[i], toks[i] = l.JobID, l.Token
 	}
+	return append(slices.Clip(args), pgArray(ids), pgArray(toks), now)
+}
+
+// finishByArrays runs on st a dialect's batch statement whose arguments
+// are arrayArgs, and returns the (id, lease_token) of the rows it finished.
+func (q *Queue) finishByArrays(ctx context.Context, st statements, stmt string, leases []queue.Lease, now int64, args []any) (map[queue.Lease]bool, error) {
 	done := make(map[queue.Lease]bool, len(leases))
-	err := scanLeases(ctx, q.reads(), done, q.sql(stmt), append(args, pgArray(ids), pgArray(toks), now)...)
+	err := scanLeases(ctx, st, done, q.sql(stmt), arrayArgs(leases, now, args)...)
 	return done, err
 }
 
@@ -283,6 +357,27 @@ func scanLeases(ctx context.Context, st statements, set map[queue.Lease]bool, qu
 		set[l] = true
 	}
 	return rows.Err()
+}
+
+// scanFinished runs a query returning (id, lease_token, queue) rows: the
+// leases it finished, returned, and their jobs counted by queue into fc.
+func scanFinished(ctx context.Context, st statements, query string, args []any, fc finishedCounts) (map[queue.Lease]bool, error) {
+	rows, err := st.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	done := map[queue.Lease]bool{}
+	for rows.Next() {
+		var l queue.Lease
+		var name string
+		if err := rows.Scan(&l.JobID, &l.Token, &name); err != nil {
+			return nil, err
+		}
+		done[l] = true
+		fc[name]++
+	}
+	return done, rows.Err()
 }
 
 // Nack releases the job under l for another attempt at retryAt (now if

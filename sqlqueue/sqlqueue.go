@@ -187,6 +187,7 @@ var (
 	_ queue.Queue             = (*Queue)(nil)
 	_ queue.BatchPusher       = (*Queue)(nil)
 	_ queue.BatchAcker        = (*Queue)(nil)
+	_ queue.StartAcker        = (*Queue)(nil)
 	_ queue.BatchExtender     = (*Queue)(nil)
 	_ queue.Inspector         = (*Queue)(nil)
 	_ queue.OldestReadyReader = (*Queue)(nil)

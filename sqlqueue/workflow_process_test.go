@@ -186,7 +186,7 @@ func TestBatchAcrossProcesses(t *testing.T) {
 		for i := range per {
 			per[i] = fl.handledBy(i)
 		}
-		t.Logf("members and callbacks handled per process: %v", per)
+		t.Logf("%s: members and callbacks handled per process: %v", b.dialect, per)
 	})
 }
 
@@ -248,7 +248,7 @@ func TestLimitsAcrossProcesses(t *testing.T) {
 			if within <= 2*n {
 				t.Errorf("%d jobs started in %s, want more than %d (slots freed after their second)", within, run, 2*n)
 			}
-			t.Logf("%d starts in the first %s across 3 processes (the issue's figure: at least 400)", within, run)
+			t.Logf("%s: %d starts in the first %s across 3 processes (the issue's figure: at least 400)", b.dialect, within, run)
 		})
 		t.Run("Concurrency", func(t *testing.T) {
 			s := newStore(t, b)
@@ -286,7 +286,7 @@ func TestLimitsAcrossProcesses(t *testing.T) {
 			if most > limit {
 				t.Errorf("%d handlers ran at once across 3 processes, want at most %d", most, limit)
 			}
-			t.Logf("at most %d handlers ran at once", most)
+			t.Logf("%s: at most %d handlers ran at once", b.dialect, most)
 		})
 	})
 }

@@ -31,6 +31,11 @@ type Calls struct {
 	UnstartedNanos        atomic.Int64
 	Start, Started        atomic.Int64
 	StartNanos            atomic.Int64
+	// StartAck, StartAckStarts, StartAckAcks and StartAckNanos are
+	// StartAck's calls, the leases of each list and its time
+	// (queue.StartAcker).
+	StartAck, StartAckStarts, StartAckAcks atomic.Int64
+	StartAckNanos                          atomic.Int64
 }
 
 // String summarises the calls on one line, leaving out those never made.
@@ -53,6 +58,10 @@ func (c *Calls) String() string {
 	per("ReserveUnstarted", c.Unstarted.Load(), c.Prefetched.Load(), c.UnstartedNanos.Load())
 	per("Start", c.Start.Load(), c.Started.Load(), c.StartNanos.Load())
 	per("AckMany", c.AckMany.Load(), c.Acked.Load(), c.AckNanos.Load())
+	if n := c.StartAck.Load(); n > 0 {
+		parts = append(parts, fmt.Sprintf("StartAck %d calls x %.1f starts + %.1f acks (%.2f ms each)", n,
+			float64(c.StartAckStarts.Load())/float64(n), float64(c.StartAckAcks.Load())/float64(n), float64(c.StartAckNanos.Load())/float64(n)/1e6))
+	}
 	per("PushMany", c.PushMany.Load(), c.Pushed.Load(), 0)
 	for _, v := range []struct {
 		name string
@@ -81,6 +90,8 @@ func unwrap(q queue.Queue) queue.Queue {
 		return c.Queue
 	case *countedStarter:
 		return c.Queue
+	case *countedStartAcker:
+		return c.Queue
 	}
 	return q
 }
@@ -91,6 +102,9 @@ func unwrap(q queue.Queue) queue.Queue {
 func count(q queue.Queue) (queue.Queue, *Calls) {
 	c := &Calls{}
 	cq := &counted{Queue: q, c: c}
+	if s, ok := q.(queue.StartAcker); ok {
+		return &countedStartAcker{countedStarter{counted: cq, s: s}, s}, c
+	}
 	if s, ok := q.(queue.Starter); ok {
 		return &countedStarter{counted: cq, s: s}, c
 	}
@@ -119,6 +133,22 @@ func (q *countedStarter) Start(ctx context.Context, leases []queue.Lease) ([]que
 	q.c.Start.Add(1)
 	q.c.Started.Add(int64(len(leases)))
 	return lost, err
+}
+
+// countedStartAcker is a countedStarter over a queue.StartAcker.
+type countedStartAcker struct {
+	countedStarter
+	sa queue.StartAcker
+}
+
+func (q *countedStartAcker) StartAck(ctx context.Context, starts, acks []queue.Lease) ([]queue.Lease, []queue.Lease, error) {
+	start := time.Now()
+	lostStarts, lostAcks, err := q.sa.StartAck(ctx, starts, acks)
+	q.c.StartAckNanos.Add(int64(time.Since(start)))
+	q.c.StartAck.Add(1)
+	q.c.StartAckStarts.Add(int64(len(starts)))
+	q.c.StartAckAcks.Add(int64(len(acks)))
+	return lostStarts, lostAcks, err
 }
 
 func (q *counted) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
@@ -240,4 +270,5 @@ var (
 	_ queue.LeaseDefaulter = (*counted)(nil)
 	_ queue.WorkerRegistry = (*counted)(nil)
 	_ queue.Starter        = (*countedStarter)(nil)
+	_ queue.StartAcker     = (*countedStartAcker)(nil)
 )

@@ -183,11 +183,21 @@ func summaryOut() (io.Writer, func()) {
 // sqlqueue needs none of them.
 func QueueURL(t testing.TB, env, table string) string {
 	t.Helper()
-	dsn := DSN(t, env)
+	driver := "pgx"
 	if env == MySQLEnv {
+		driver = "mysql"
+	}
+	return DSNQueueURL(t, driver, DSN(t, env), table)
+}
+
+// DSNQueueURL is QueueURL for the DSN dsn of database/sql driver driver
+// ("mysql", or a PostgreSQL URL for any other): a Server's Source.
+func DSNQueueURL(t testing.TB, driver, dsn, table string) string {
+	t.Helper()
+	if driver == "mysql" {
 		cfg, err := mysql.ParseDSN(dsn)
 		if err != nil {
-			t.Fatalf("%s: %v", env, err)
+			t.Fatalf("%s: %v", dsn, err)
 		}
 		u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
 		if cfg.Passwd == "" {
@@ -198,7 +208,7 @@ func QueueURL(t testing.TB, env, table string) string {
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
-		t.Fatalf("%s: %v", env, err)
+		t.Fatalf("%s: %v", dsn, err)
 	}
 	v := u.Query()
 	v.Set("table", table)

@@ -27,8 +27,9 @@ type TxPusher struct {
 }
 
 var (
-	_ queue.Pusher      = (*TxPusher)(nil)
-	_ queue.BatchPusher = (*TxPusher)(nil)
+	_ queue.Pusher          = (*TxPusher)(nil)
+	_ queue.BatchPusher     = (*TxPusher)(nil)
+	_ queue.BatchDispatcher = (*TxPusher)(nil)
 )
 
 // Tx returns a Pusher bound to the caller's pgx transaction tx (from a
@@ -53,6 +54,13 @@ func (p *TxPusher) Push(ctx context.Context, j queue.Job) error { return p.p.Pus
 // transaction).
 func (p *TxPusher) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
 	return p.p.PushMany(ctx, jobs)
+}
+
+// PushBatch stores a batch's record and its members in the transaction
+// with the Batcher's rules (see queue.DispatchBatch): both become visible
+// when the caller commits, and neither if it rolls back.
+func (p *TxPusher) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queue.Job) (int, error) {
+	return p.p.PushBatch(ctx, rec, jobs)
 }
 
 // txStatements runs sqlqueue's statements on a pgx.Tx.

@@ -37,6 +37,7 @@ type Rows interface {
 type TxPusher interface {
 	queue.Pusher
 	queue.BatchPusher
+	queue.BatchDispatcher
 }
 
 // Queue is what the registration subpackages use of a *sqlqueue.Queue
