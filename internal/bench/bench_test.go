@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -254,23 +256,25 @@ func TestParseStat(t *testing.T) {
 		name, line string
 		ticks      int64
 		comm       string
+		ppid       int
 		bad        bool
 	}{
-		{"postgres backend", "4242 (postgres) S 1 4242 4242 0 -1 4194560 1234 0 0 0 150 25 7 3 20 0 1 0 100 200000 300 18446744073709551615", 185, "postgres", false},
-		{"a name with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 1 2 3 4 20 0 1 0", 10, "a (b) c", false},
-		{"short", "7 (x) R 1 2 3", 0, "", true},
-		{"no name", "7 x R 1", 0, "", true},
-		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 a 2 3 4 20", 0, "", true},
+		{"postgres backend", "4242 (postgres) S 812 4242 4242 0 -1 4194560 1234 0 0 0 150 25 7 3 20 0 1 0 100 200000 300 18446744073709551615", 185, "postgres", 812, false},
+		{"a name with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 1 2 3 4 20 0 1 0", 10, "a (b) c", 1, false},
+		{"short", "7 (x) R 1 2 3", 0, "", 0, true},
+		{"no name", "7 x R 1", 0, "", 0, true},
+		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 a 2 3 4 20", 0, "", 0, true},
+		{"parent not a number", "7 (x) R ? 7 7 0 -1 0 0 0 0 0 1 2 3 4 20", 0, "", 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ticks, comm, err := parseStat(tt.line)
+			st, err := parseStat(tt.line)
 			if (err != nil) != tt.bad {
 				t.Fatalf("parseStat error = %v, want error %v", err, tt.bad)
 			}
-			if !tt.bad && (ticks != tt.ticks || comm != tt.comm) {
-				t.Errorf("parseStat = %d, %q; want %d, %q", ticks, comm, tt.ticks, tt.comm)
+			if want := (procStat{tt.ticks, tt.comm, tt.ppid}); !tt.bad && st != want {
+				t.Errorf("parseStat = %+v, want %+v", st, want)
 			}
 		})
 	}
@@ -296,5 +300,38 @@ func TestLocalDSN(t *testing.T) {
 		if got := localDSN(tt.dsn); got != tt.want {
 			t.Errorf("localDSN(%q) = %v, want %v", tt.dsn, got, tt.want)
 		}
+	}
+}
+
+// TestTreeCPU: a child's time stays in the tree after it ends (the parent
+// reaped it), so readings never fall; a process that does not exist has
+// no reading.
+func TestTreeCPU(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc on this system")
+	}
+	before, ok := TreeCPU(os.Getpid())
+	if !ok {
+		t.Fatal("TreeCPU of this process: no reading")
+	}
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no shell to run a child: %v", err)
+	}
+	during, ok := TreeCPU(os.Getpid())
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	after, ok2 := TreeCPU(os.Getpid())
+	if !ok || !ok2 || during < before || after < during {
+		t.Errorf("TreeCPU read %v, %v (%v), %v (%v): want readings that never fall", before, during, ok, after, ok2)
+	}
+	child := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if after-before < child-10*time.Millisecond { // one clock tick of rounding
+		t.Errorf("TreeCPU grew by %v across a child that used %v", after-before, child)
+	}
+	if _, ok := TreeCPU(1 << 30); ok {
+		t.Error("TreeCPU of a process that does not exist gave a reading")
 	}
 }

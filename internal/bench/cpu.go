@@ -53,64 +53,70 @@ func (m cpuMark) figures(phase string, jobs int) []Figure {
 	return out
 }
 
-// ProcessesCPU returns the CPU time (user and system) used so far by
-// every process on this machine whose command name is one of names, with
-// the time of their children that ended, read from /proc; false when
-// /proc cannot be read or no such process runs. The children's time keeps
-// the sum from falling when a server's backend exits: its time moves to
-// the server's main process, which reaped it. Other users of the same
-// server are counted too.
-func ProcessesCPU(names ...string) (time.Duration, bool) {
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
-	if err != nil || len(stats) == 0 {
+// TreeCPU returns the CPU time (user and system) used so far by the
+// process root, with the time of its children that ended, and by its
+// living children, read from /proc; false when root's /proc entry cannot
+// be read (no /proc, or root has ended). The time of a child that ends
+// moves into root's children's time when root reaps it, so the sum never
+// falls while root lives (PostgreSQL's postmaster reaps its backends).
+func TreeCPU(root int) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(root) + "/stat")
+	if err != nil {
 		return 0, false
 	}
-	var ticks int64
-	found := false
+	st, err := parseStat(string(b))
+	if err != nil {
+		return 0, false
+	}
+	ticks := st.ticks
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range stats {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue // the process ended
 		}
-		t, name, err := parseStat(string(b))
-		if err != nil {
-			continue
-		}
-		for _, n := range names {
-			if name == n {
-				ticks += t
-				found = true
-			}
+		if c, err := parseStat(string(b)); err == nil && c.ppid == root {
+			ticks += c.ticks
 		}
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, found
+	return time.Duration(ticks) * time.Second / clockTicks, true
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's
 // times: 100 on every Linux architecture Go supports.
 const clockTicks = 100
 
-// parseStat returns utime+stime+cutime+cstime (in clock ticks) and the
-// command name of one /proc/<pid>/stat line.
-func parseStat(s string) (int64, string, error) {
+// procStat is what the harness reads of one /proc/<pid>/stat line.
+type procStat struct {
+	ticks int64  // utime+stime+cutime+cstime, in clock ticks
+	name  string // the command name
+	ppid  int    // the parent's process ID
+}
+
+// parseStat reads one /proc/<pid>/stat line.
+func parseStat(s string) (procStat, error) {
 	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
 	if open < 0 || end < open {
-		return 0, "", fmt.Errorf("bench: malformed /proc stat %q", s)
+		return procStat{}, fmt.Errorf("bench: malformed /proc stat %q", s)
 	}
-	name := s[open+1 : end]
-	// After the name: state (field 3) ... utime is field 14, stime 15,
-	// cutime 16, cstime 17.
+	st := procStat{name: s[open+1 : end]}
+	// After the name: state (field 3), ppid (4) ... utime is field 14,
+	// stime 15, cutime 16, cstime 17.
 	f := strings.Fields(s[end+1:])
 	if len(f) < 15 {
-		return 0, "", fmt.Errorf("bench: short /proc stat %q", s)
+		return procStat{}, fmt.Errorf("bench: short /proc stat %q", s)
 	}
-	var sum int64
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("bench: malformed /proc stat parent in %q", s)
+	}
+	st.ppid = ppid
 	for _, v := range f[11:15] {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return 0, "", fmt.Errorf("bench: malformed /proc stat times in %q", s)
+			return procStat{}, fmt.Errorf("bench: malformed /proc stat times in %q", s)
 		}
-		sum += n
+		st.ticks += n
 	}
-	return sum, name, nil
+	return st, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,9 @@ type SQL struct {
 	// mysql package's Open leaves database/sql's defaults: two idle). It
 	// does not apply to SQLite, where sqlqueue uses one connection.
 	Pool int
+
+	rootOnce sync.Once
+	rootPID  int // the server's main process (ServerCPU), 0 if unknown
 }
 
 // Postgres is the PostgreSQL database dsn (a postgres:// URL or a pgx
@@ -316,20 +320,65 @@ func (s *SQL) Baseline(ctx context.Context, conns int, d time.Duration) (float64
 	return float64(n.Load()) / el.Seconds(), true, nil
 }
 
-// ServerCPU returns the CPU time the database server's processes
-// (postgres, or mariadbd and mysqld) on this machine have used, when the
-// DSN names this machine; SQLite runs inside the client and has none.
+// ServerCPU returns the CPU time the database server this DSN reaches has
+// used, when the DSN names this machine: the server's main process and
+// its children (PostgreSQL's backends, found through this connection's
+// backend), or the one mariadbd process (from @@pid_file). Other servers
+// of the same kind on the machine, such as a test's private cluster that
+// stops half way, are not counted. SQLite runs inside the client and has
+// none.
 func (s *SQL) ServerCPU() (time.Duration, bool) {
 	if !localDSN(s.dsn) {
 		return 0, false
 	}
-	switch s.name {
-	case "postgres":
-		return ProcessesCPU("postgres")
-	case "mysql":
-		return ProcessesCPU("mariadbd", "mysqld")
+	s.rootOnce.Do(func() { s.rootPID = s.serverPID() })
+	if s.rootPID <= 0 {
+		return 0, false
 	}
-	return 0, false
+	return TreeCPU(s.rootPID)
+}
+
+// serverPID returns the process ID of the server's main process, or 0
+// when it cannot be found.
+func (s *SQL) serverPID() int {
+	if s.name != "postgres" && s.name != "mysql" {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db, err := sql.Open(s.sqlDriver, s.dsn)
+	if err != nil {
+		return 0
+	}
+	defer db.Close()
+	if s.name == "postgres" {
+		var backend int
+		if err := db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+			return 0
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(backend) + "/stat")
+		if err != nil {
+			return 0
+		}
+		st, err := parseStat(string(b))
+		if err != nil {
+			return 0
+		}
+		return st.ppid // the postmaster, which forked the backend
+	}
+	var pidFile string
+	if err := db.QueryRowContext(ctx, "SELECT @@pid_file").Scan(&pidFile); err != nil {
+		return 0
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
 }
 
 // localDSN reports whether a PostgreSQL or MySQL DSN names a server on
