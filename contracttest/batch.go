@@ -118,6 +118,43 @@ func finish(t *testing.T, b queue.Batcher, j queue.Job, o queue.Outcome, reason 
 	}
 }
 
+// twoHandles returns q's Batcher and a second handle's: another
+// process's where the store is shared (Harness.Peer), q's again where not.
+func (s *suite) twoHandles(t *testing.T, q queue.Queue) []queue.Batcher {
+	hs := []queue.Batcher{q.(queue.Batcher), q.(queue.Batcher)}
+	if s.h.Peer != nil {
+		hs[1] = s.h.Peer(t, q).(queue.Batcher)
+	}
+	return hs
+}
+
+// finishAtOnce dispatches a batch of size members, reserves two and
+// records outcome o for both at the same instant, each through one of
+// handles. It returns the batch's ID and the two calls' errors.
+func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Batcher, size int, o queue.Outcome) (string, []error) {
+	t.Helper()
+	id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, size, false))
+	if err != nil {
+		t.Fatalf("DispatchBatch: %v", err)
+	}
+	var js []queue.Job
+	for _, j := range reserveMembers(t, q, 2) {
+		js = append(js, j)
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make([]error, 2)
+	for i, h := range handles {
+		wg.Go(func() {
+			<-start
+			errs[i] = h.FinishMember(context.WithoutCancel(t.Context()), js[i].Lease(), id, o, fmt.Sprint("failure ", i))
+		})
+	}
+	close(start)
+	wg.Wait()
+	return id, errs
+}
+
 // testBatches checks batches (queue.Batch, queue.Batcher): progress kept in
 // the store, then / catch / finally exactly once, allowFailures, adding to
 // and cancelling a batch, atomic dispatch in a transaction, and members
@@ -198,6 +235,14 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		if dead := deadLetters(t, q, "bm", 10); len(dead) != 1 || dead[0].ID != first.ID {
 			t.Errorf("dead letters %v, want the failed member %s", ids(dead), first.ID)
+		}
+		if in, ok := q.(queue.Inspector); ok && s.h.Caps.NoAttemptHistory == "" {
+			// The member's failed attempt is in its history, as Fail
+			// records it.
+			info, err := in.GetJob(t.Context(), first.ID)
+			if err != nil || len(info.History) != 1 || info.History[0].Error != "boom" {
+				t.Errorf("the failed member's history = %+v, %v; want its attempt with error boom", info.History, err)
+			}
 		}
 		if _, err := queue.AddToBatch(t.Context(), q, id, newBatch(t, 1, false).Jobs...); !errors.Is(err, queue.ErrBatchClosed) {
 			t.Errorf("AddToBatch to a cancelled batch: %v, want ErrBatchClosed", err)
@@ -415,33 +460,9 @@ func (s *suite) testBatches(t *testing.T) {
 		// Two members of each batch finish at the same instant through two
 		// handles (two processes on a shared store): then and finally are
 		// pushed once per batch, never twice, never not at all.
-		peer := q
-		if s.h.Peer != nil {
-			peer = s.h.Peer(t, q)
-		}
-		pb := peer.(queue.Batcher)
-		const batches = 20
-		for range batches {
-			id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 2, false))
-			if err != nil {
-				t.Fatalf("DispatchBatch: %v", err)
-			}
-			pair := reserveMembers(t, q, 2)
-			var js []queue.Job
-			for _, j := range pair {
-				js = append(js, j)
-			}
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			errs := make([]error, 2)
-			for i, h := range []queue.Batcher{b, pb} {
-				wg.Go(func() {
-					<-start
-					errs[i] = h.FinishMember(context.WithoutCancel(t.Context()), js[i].Lease(), id, queue.OutcomeDone, "")
-				})
-			}
-			close(start)
-			wg.Wait()
+		hs := s.twoHandles(t, q)
+		for range 20 {
+			id, errs := finishAtOnce(t, q, hs, 2, queue.OutcomeDone)
 			if err := errors.Join(errs...); err != nil {
 				t.Fatalf("FinishMember at once: %v", err)
 			}
@@ -449,9 +470,37 @@ func (s *suite) testBatches(t *testing.T) {
 			wantCallbacks(t, callbacks(t, q), id, queue.BatchThen, queue.BatchFinally)
 		}
 	})
+	checkAs(s, t, "ConcurrentFailures", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+		// Two running members of each batch are dead-lettered at the same
+		// instant through two handles, without AllowFailures. The first
+		// failure cancels every member not yet finished, the other running
+		// one included, whose own failure then finds its lease lost: one
+		// failure, three cancelled, catch and finally once per batch.
+		hs := s.twoHandles(t, q)
+		for range 10 {
+			id, errs := finishAtOnce(t, q, hs, 4, queue.OutcomeFailed)
+			lost := 0
+			for _, err := range errs {
+				switch {
+				case errors.Is(err, queue.ErrLeaseLost):
+					lost++
+				case err != nil:
+					t.Fatalf("FinishMember(failed) at once: %v", err)
+				}
+			}
+			if lost != 1 {
+				t.Fatalf("of two failures at once %d found their lease lost (%v), want the second, its member cancelled by the first", lost, errs)
+			}
+			wantBatch(t, fmt.Sprintf("batch %s", id), getBatch(t, b, id), 4, 0, 0, 1, 3)
+			wantCallbacks(t, callbacks(t, q), id, queue.BatchCatch, queue.BatchFinally)
+		}
+	})
 	checkAs(s, t, "Workers", func(t *testing.T, q queue.Queue, _ queue.Batcher) {
 		// Three Workers (on three processes where the store is shared)
-		// run a batch of 50 members; each callback runs once.
+		// run a batch; each member and each callback runs once. A store
+		// in one process (memory) gets the 1,000 members; the
+		// shared stores 50, since sqlqueue's TestBatchAcrossProcesses
+		// runs their 1,000 on three real processes.
 		var mu sync.Mutex
 		ran := map[int]int{}
 		cbs := map[queue.BatchEvent]int{}
@@ -476,7 +525,10 @@ func (s *suite) testBatches(t *testing.T) {
 			})
 			runWorker(t, w)
 		}
-		const n = 50
+		n := 50
+		if s.h.Peer == nil {
+			n = 1000
+		}
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, n, false))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
@@ -491,6 +543,11 @@ func (s *suite) testBatches(t *testing.T) {
 		defer mu.Unlock()
 		if len(ran) != n {
 			t.Errorf("%d members ran, want %d", len(ran), n)
+		}
+		for m, c := range ran {
+			if c != 1 {
+				t.Errorf("member %d ran %d times without any crash, want once", m, c)
+			}
 		}
 		if cbs[queue.BatchThen] != 1 || cbs[queue.BatchFinally] != 1 || cbs[queue.BatchCatch] != 0 {
 			t.Errorf("callbacks ran %v, want then and finally once each", cbs)

@@ -220,21 +220,8 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 // from the counters' update to the commit.
 func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, error) {
 	now := micros(time.Now())
-	var stmt string
-	var args []any
-	switch o {
-	case queue.OutcomeDone:
-		stmt = "DELETE FROM {jobs} WHERE " + leaseGuard
-		if set := q.finishSet(); set != "" {
-			stmt, args = "UPDATE {jobs} SET "+set+" WHERE "+leaseGuard, []any{now, now}
-		}
-	case queue.OutcomeFailed:
-		stmt = "UPDATE {jobs} SET state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE " + leaseGuard
-		args = []any{reason, now, now}
-	case queue.OutcomeCancelled:
-		stmt = "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE " + leaseGuard
-		args = []any{queue.ErrCancelled.Error(), now, now}
-	default:
+	stmt, args := q.finishStatement(o, reason, now)
+	if stmt == "" {
 		return nil, fmt.Errorf("outcome %s does not finish a job", o)
 	}
 	// The member's row: where it goes, if it moves at all.

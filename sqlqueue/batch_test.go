@@ -52,3 +52,59 @@ func TestMaintainPrunesBatches(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkFinishMember measures what a batch member's finish costs the
+// worker against a plain job's single Ack: per op, one member's
+// FinishMember (its transaction with the batch's counters) or one Ack.
+// Reserving is outside the timer.
+func BenchmarkFinishMember(b *testing.B) {
+	for _, member := range []bool{false, true} {
+		name := map[bool]string{false: "Ack", true: "FinishMember"}[member]
+		b.Run(name, func(b *testing.B) {
+			eachDialectB(b, func(b *testing.B, q queue.Queue) {
+				ctx := b.Context()
+				bq := q.(queue.Batcher)
+				var held []queue.Job
+				id := ""
+				fill := func() {
+					const n = 500
+					jobs := make([]queue.Job, n)
+					for i := range jobs {
+						jobs[i], _ = queue.NewJob(batchJob{i})
+					}
+					if member {
+						var err error
+						if id, err = queue.DispatchBatch(ctx, q, queue.Batch{Jobs: jobs}); err != nil {
+							b.Fatal(err)
+						}
+					} else if _, err := queue.PushMany(ctx, q, jobs); err != nil {
+						b.Fatal(err)
+					}
+					got, err := q.Reserve(ctx, nil, n, time.Hour)
+					if err != nil || len(got) != n {
+						b.Fatalf("Reserve = %d, %v", len(got), err)
+					}
+					held = got
+				}
+				for b.Loop() {
+					if len(held) == 0 {
+						b.StopTimer()
+						fill()
+						b.StartTimer()
+					}
+					j := held[0]
+					held = held[1:]
+					var err error
+					if member {
+						err = bq.FinishMember(ctx, j.Lease(), id, queue.OutcomeDone, "")
+					} else {
+						err = q.Ack(ctx, j.Lease())
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}

@@ -20,10 +20,7 @@ var errLeaseGone = errors.New("lease not current")
 // pushes nothing.
 func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) error {
 	now := micros(time.Now())
-	stmt, args := "DELETE FROM {jobs} WHERE "+leaseGuard, []any(nil)
-	if set := q.finishSet(); set != "" {
-		stmt, args = "UPDATE {jobs} SET "+set+" WHERE "+leaseGuard, []any{now, now}
-	}
+	stmt, args := q.finishStatement(queue.OutcomeDone, "", now)
 	return q.finishPush(ctx, "acking", l, stmt, args, now, jobs)
 }
 
@@ -31,10 +28,32 @@ func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) er
 // write transaction (see queue.Chainer).
 func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
 	now := micros(time.Now())
-	hist, hargs := q.historySet(now, reason)
-	return q.finishPush(ctx, "dead-lettering", l,
-		"UPDATE {jobs} SET "+hist+", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
-		append(hargs, reason, now, now), now, jobs)
+	stmt, args := q.finishStatement(queue.OutcomeFailed, reason, now)
+	return q.finishPush(ctx, "dead-lettering", l, stmt, args, now, jobs)
+}
+
+// finishStatement is the lease-guarded statement that ends the job under a
+// lease with outcome o at now, and its arguments before the lease's and
+// now: OutcomeDone deletes it (or keeps it as done under WithRetention),
+// OutcomeFailed dead-letters it with reason, recorded in its attempt
+// history as Fail does, and OutcomeCancelled cancels it. Any other outcome
+// gives "".
+func (q *Queue) finishStatement(o queue.Outcome, reason string, now int64) (string, []any) {
+	switch o {
+	case queue.OutcomeDone:
+		if set := q.finishSet(); set != "" {
+			return "UPDATE {jobs} SET " + set + " WHERE " + leaseGuard, []any{now, now}
+		}
+		return "DELETE FROM {jobs} WHERE " + leaseGuard, nil
+	case queue.OutcomeFailed:
+		hist, hargs := q.historySet(now, reason)
+		return "UPDATE {jobs} SET " + hist + ", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE " + leaseGuard,
+			append(hargs, reason, now, now)
+	case queue.OutcomeCancelled:
+		return "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE " + leaseGuard,
+			[]any{queue.ErrCancelled.Error(), now, now}
+	}
+	return "", nil
 }
 
 // finishPush runs the lease-guarded stmt (args, then the lease and now)

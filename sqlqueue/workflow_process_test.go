@@ -55,6 +55,7 @@ func TestChainSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes; skipped with -short")
 	}
+	t.Parallel() // overlaps the package's other process tests' waits
 	eachDialect(t, func(t *testing.T, b backend) {
 		s := newStore(t, b)
 		q := s.queue(t)
@@ -125,6 +126,7 @@ func TestBatchAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes; skipped with -short")
 	}
+	t.Parallel() // overlaps the package's other process tests' waits
 	eachDialect(t, func(t *testing.T, b backend) {
 		s := newStore(t, b)
 		q := s.queue(t)
@@ -212,6 +214,7 @@ func TestLimitsAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts worker processes; skipped with -short")
 	}
+	t.Parallel() // overlaps the package's other process tests' waits
 	eachDialect(t, func(t *testing.T, b backend) {
 		t.Run("Rate", func(t *testing.T) {
 			s := newStore(t, b)

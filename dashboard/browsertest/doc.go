@@ -1,6 +1,7 @@
 // Package browsertest drives the dashboard in a real headless Chromium:
 // the walks a user takes (retry a failed job, bulk-retry a selection while
-// the page refreshes, live figures updated in place), the themes' contrast,
+// the page refreshes, live figures updated in place, a batch's progress,
+// retry and cancel), the themes' contrast,
 // and the capture of the overview that docs/dashboard.png holds
 // (TestBrowserScreenshot; MERIDIAN_SCREENSHOT=path writes it).
 //
