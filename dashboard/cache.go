@@ -55,7 +55,17 @@ func (s *shared[T]) get(ctx context.Context, ttl time.Duration, fetch func(conte
 	gen := s.gen
 	s.mu.Unlock()
 
-	v, err := fetch(ctx)
+	// The read outlives the caller that started it (a list page stops
+	// waiting for its tab counts after tabWait and returns): it ends at
+	// the caller's deadline, not at its cancellation, and is kept for
+	// the next callers.
+	fctx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithDeadline(fctx, dl)
+		defer cancel()
+	}
+	v, err := fetch(fctx)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

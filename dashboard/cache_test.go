@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -81,5 +82,33 @@ func TestSharedResetWhileWaiting(t *testing.T) {
 	})
 	if got != "after" {
 		t.Fatalf("cached value after the old read ended = %q, want %q", got, "after")
+	}
+}
+
+// TestSharedReadOutlivesItsCaller: a read whose caller's context is
+// cancelled while it runs (a list page that stopped waiting for its tab
+// counts) still finishes and is kept for the next caller.
+func TestSharedReadOutlivesItsCaller(t *testing.T) {
+	var s shared[string]
+	ctx, cancel := context.WithCancel(context.Background())
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.get(ctx, time.Minute, func(ctx context.Context) (string, error) {
+			close(started)
+			<-release
+			return "read", ctx.Err()
+		})
+		done <- err
+	}()
+	<-started
+	cancel()
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the read saw its caller's cancellation: %v", err)
+	}
+	got, err := s.get(context.Background(), time.Minute, func(context.Context) (string, error) { return "", errors.New("read again") })
+	if err != nil || got != "read" {
+		t.Fatalf("get after the caller left = %q, %v; want the kept read", got, err)
 	}
 }

@@ -134,7 +134,10 @@ func MariaDBServer(t testing.TB, why, bufferPool, database string) *Server {
 	start := func(t testing.TB) {
 		c := exec.Command("mariadbd", "--no-defaults", "--datadir="+data, "--port="+strconv.Itoa(port),
 			"--socket="+filepath.Join(dir, "mysqld.sock"), "--user=root", "--bind-address=127.0.0.1",
-			"--skip-grant-tables", "--skip-name-resolve", "--innodb-buffer-pool-size="+bufferPool, "--log-error="+filepath.Join(dir, "error.log"))
+			"--skip-grant-tables", "--skip-name-resolve", "--innodb-buffer-pool-size="+bufferPool, "--log-error="+filepath.Join(dir, "error.log"),
+			// Temporary tables in a directory of its own: another
+			// program cleaning /tmp deleted them under a query.
+			"--tmpdir="+dir)
 		if err := c.Start(); err != nil {
 			t.Fatalf("starting mariadbd: %v", err)
 		}
