@@ -22,9 +22,13 @@ import (
 // pushed by the transaction whose conditional UPDATE of the callback's
 // *_at column (from 0) changes the row: a second transaction, serialized
 // behind the first on the row, finds the column set and pushes nothing.
-// Two failures of one batch at once without AllowFailures may each wait
-// for the other's member row while cancelling the rest; the server breaks
-// that deadlock and the loser runs again (againOnConflict). AddToBatch
+// Cancelling a batch's pending members locks many member rows, so it runs
+// in a transaction that holds nothing else first (CancelBatch, or right
+// after the commit of a failure that marked the batch cancelled): done
+// that inside the failure's transaction, two failures at once would each
+// hold their own member row while waiting for the other's, a deadlock
+// that recurs on every retry. Should that second transaction not happen
+// (a crash), the members run and are counted as they finish. AddToBatch
 // locks the batch row first and then inserts rows no one else holds. The
 // statements are the same in every dialect.
 
@@ -194,10 +198,11 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 		return err
 	}
 	var pushed []queue.Job
+	var cancel bool
 	err := q.againOnConflict(ctx, func() error {
 		return q.d.writeTx(ctx, q, func(ex execer) error {
 			var err error
-			pushed, err = q.finishMember(ctx, stmts(ex), l, batchID, o, reason)
+			pushed, cancel, err = q.finishMember(ctx, stmts(ex), l, batchID, o, reason)
 			return err
 		})
 	})
@@ -207,6 +212,17 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 	if err != nil {
 		return q.wrap(ctx, err, "finishing batch member %s as %s", l.JobID, o)
 	}
+	if cancel {
+		// The failure marked the batch cancelled; its pending members
+		// are cancelled now, in a transaction of their own (see the lock
+		// order above). Should it fail, they run and are counted as they
+		// finish: the batch still finishes.
+		more, err := q.cancelRest(ctx, batchID, false)
+		if err != nil {
+			q.log.Warn("sqlqueue: cancelling the members of a batch cancelled by a failure; they will run", "batch", batchID, "err", err)
+		}
+		pushed = append(pushed, more...)
+	}
 	if len(pushed) > 0 {
 		q.wakeFor(pushed, allStored(pushed))
 	}
@@ -214,15 +230,40 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 	return nil
 }
 
+// cancelRest cancels batch id's pending members in one write transaction
+// (mark: and marks the batch cancelled, unless it is or has finished) and
+// pushes the callbacks that makes due; it returns them.
+func (q *Queue) cancelRest(ctx context.Context, id string, mark bool) ([]queue.Job, error) {
+	var pushed []queue.Job
+	err := q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error {
+			st := stmts(ex)
+			now := micros(time.Now())
+			k, err := q.cancelMemberJobs(ctx, st, id, now)
+			if err != nil {
+				return err
+			}
+			if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, mark, now); err != nil {
+				return err
+			}
+			pushed, err = q.fireDue(ctx, st, id, now, "", "")
+			return err
+		})
+	})
+	return pushed, err
+}
+
 // finishMember is FinishMember's transaction; it returns the callback jobs
-// it pushed. It takes its locks in the order every batch transaction does
-// (member rows, job rows, the batch row), so the batch row is held only
-// from the counters' update to the commit.
-func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, error) {
+// it pushed and whether it marked the batch cancelled (a failure without
+// AllowFailures), whose pending members are then the caller's to cancel.
+// It takes its locks in the order every batch transaction does (member
+// rows, job rows, the batch row), so the batch row is held only from the
+// counters' update to the commit.
+func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, bool, error) {
 	now := micros(time.Now())
 	stmt, args := q.finishStatement(o, reason, now)
 	if stmt == "" {
-		return nil, fmt.Errorf("outcome %s does not finish a job", o)
+		return nil, false, fmt.Errorf("outcome %s does not finish a job", o)
 	}
 	// The member's row: where it goes, if it moves at all.
 	var from, to queue.BatchMemberState
@@ -233,7 +274,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 		}
 		n, err := st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = ? WHERE batch_id = ? AND job_id = ? AND state = ?"), string(t), batchID, l.JobID, string(f))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if n > 0 {
 			from, to = f, t
@@ -243,32 +284,28 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 	// The job, under its lease: nothing happened if the lease is gone.
 	n, err := st.Exec(ctx, q.sql(stmt), append(args, l.JobID, l.Token, now)...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if n == 0 {
-		return nil, errLeaseGone
+		return nil, false, errLeaseGone
 	}
 	if to == "" {
-		return nil, nil // not a member (or of a batch pruned), or counted already
+		return nil, false, nil // not a member (or of a batch pruned), or counted already
 	}
-	// A failure without AllowFailures cancels the members not yet finished.
-	cancelling, cancelled := false, int64(0)
+	// A failure without AllowFailures cancels the members not yet
+	// finished: it marks the batch here, and the caller cancels them.
+	cancelling := false
 	if to == queue.MemberFailed {
 		var allow int
 		var cancelledAt, finishedAt int64
 		err := queryRow(ctx, st, q.sql("SELECT allow_failures, cancelled_at, finished_at FROM {batches} WHERE id = ?"), []any{batchID}, &allow, &cancelledAt, &finishedAt)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
+			return nil, false, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if allow == 0 && cancelledAt == 0 && finishedAt == 0 {
-			cancelling = true
-			if cancelled, err = q.cancelMemberJobs(ctx, st, batchID, now); err != nil {
-				return nil, err
-			}
-		}
+		cancelling = allow == 0 && cancelledAt == 0 && finishedAt == 0
 	}
 	var d [3]int64 // done, failed, cancelled
 	for s, k := range map[queue.BatchMemberState]int64{from: -1, to: 1} {
@@ -281,15 +318,15 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 			d[2] += k
 		}
 	}
-	d[2] += cancelled
 	if err := q.countBatch(ctx, st, batchID, d, cancelling, now); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	failed := ""
 	if to == queue.MemberFailed {
 		failed = l.JobID
 	}
-	return q.fireDue(ctx, st, batchID, now, failed, reason)
+	pushed, err := q.fireDue(ctx, st, batchID, now, failed, reason)
+	return pushed, cancelling, err
 }
 
 // countBatch adds d (done, failed, cancelled) to batch id's counters and,
@@ -404,26 +441,11 @@ func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, er
 	if err := q.use(ctx); err != nil {
 		return queue.BatchInfo{}, err
 	}
-	var pushed []queue.Job
+	pushed, err := q.cancelRest(ctx, id, true)
 	var info queue.BatchInfo
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			st := stmts(ex)
-			now := micros(time.Now())
-			k, err := q.cancelMemberJobs(ctx, st, id, now)
-			if err != nil {
-				return err
-			}
-			if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, true, now); err != nil {
-				return err
-			}
-			if pushed, err = q.fireDue(ctx, st, id, now, "", ""); err != nil {
-				return err
-			}
-			info, err = q.readBatch(ctx, st, id)
-			return err
-		})
-	})
+	if err == nil {
+		info, err = q.readBatch(ctx, stmts(q.db), id)
+	}
 	if errors.Is(err, errBatchGone) {
 		return queue.BatchInfo{}, fmt.Errorf("sqlqueue: cancelling batch %s: %w", id, queue.ErrNotFound)
 	}
