@@ -23,12 +23,13 @@ import (
 // *_at column (from 0) changes the row: a second transaction, serialized
 // behind the first on the row, finds the column set and pushes nothing.
 // Cancelling a batch's pending members locks many member rows, so it runs
-// in a transaction that holds nothing else first (CancelBatch, or right
-// after the commit of a failure that marked the batch cancelled): done
-// that inside the failure's transaction, two failures at once would each
-// hold their own member row while waiting for the other's, a deadlock
-// that recurs on every retry. Should that second transaction not happen
-// (a crash), the members run and are counted as they finish. AddToBatch
+// in a transaction that holds nothing else first, and only in the one
+// process whose transaction marked the batch cancelled (a failure without
+// AllowFailures, or CancelBatch), right after that commit: done inside the
+// failure's transaction, two failures at once would each hold their own
+// member row while waiting for the other's, and two cancels would scan
+// the same rows in different orders. Should that second transaction not
+// happen (a crash), the members run and are counted as they finish. AddToBatch
 // locks the batch row first and then inserts rows no one else holds. The
 // statements are the same in every dialect.
 
@@ -217,7 +218,7 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 		// are cancelled now, in a transaction of their own (see the lock
 		// order above). Should it fail, they run and are counted as they
 		// finish: the batch still finishes.
-		more, err := q.cancelRest(ctx, batchID, false)
+		more, err := q.cancelRest(ctx, batchID)
 		if err != nil {
 			q.log.Warn("sqlqueue: cancelling the members of a batch cancelled by a failure; they will run", "batch", batchID, "err", err)
 		}
@@ -231,9 +232,9 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 }
 
 // cancelRest cancels batch id's pending members in one write transaction
-// (mark: and marks the batch cancelled, unless it is or has finished) and
-// pushes the callbacks that makes due; it returns them.
-func (q *Queue) cancelRest(ctx context.Context, id string, mark bool) ([]queue.Job, error) {
+// and pushes the callbacks that makes due; it returns them. Only the
+// transaction that marked the batch cancelled calls it (markCancelled).
+func (q *Queue) cancelRest(ctx context.Context, id string) ([]queue.Job, error) {
 	var pushed []queue.Job
 	err := q.againOnConflict(ctx, func() error {
 		return q.d.writeTx(ctx, q, func(ex execer) error {
@@ -243,7 +244,7 @@ func (q *Queue) cancelRest(ctx context.Context, id string, mark bool) ([]queue.J
 			if err != nil {
 				return err
 			}
-			if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, mark, now); err != nil {
+			if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, now); err != nil {
 				return err
 			}
 			pushed, err = q.fireDue(ctx, st, id, now, "", "")
@@ -318,8 +319,14 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 			d[2] += k
 		}
 	}
-	if err := q.countBatch(ctx, st, batchID, d, cancelling, now); err != nil {
+	if err := q.countBatch(ctx, st, batchID, d, now); err != nil {
 		return nil, false, err
+	}
+	if cancelling {
+		var err error
+		if cancelling, err = q.markCancelled(ctx, st, batchID, now); err != nil {
+			return nil, false, err
+		}
 	}
 	failed := ""
 	if to == queue.MemberFailed {
@@ -329,17 +336,20 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 	return pushed, cancelling, err
 }
 
-// countBatch adds d (done, failed, cancelled) to batch id's counters and,
-// with cancel, marks it cancelled unless it is or has finished: the
+// countBatch adds d (done, failed, cancelled) to batch id's counters: the
 // transaction's first change of the batch row, which it then holds.
-func (q *Queue) countBatch(ctx context.Context, st statements, id string, d [3]int64, cancel bool, now int64) error {
-	if cancel {
-		_, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ?, updated_at = ?, "+
-			"cancelled_at = CASE WHEN cancelled_at = 0 AND finished_at = 0 THEN ? ELSE cancelled_at END WHERE id = ?"), d[0], d[1], d[2], now, now, id)
-		return err
-	}
+func (q *Queue) countBatch(ctx context.Context, st statements, id string, d [3]int64, now int64) error {
 	_, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ?, updated_at = ? WHERE id = ?"), d[0], d[1], d[2], now, id)
 	return err
+}
+
+// markCancelled marks batch id cancelled unless it is or has finished, and
+// reports whether this call did: of the transactions that would cancel a
+// batch (failures, CancelBatch), the one that marks it cancels its
+// members, so no two scan its member rows at once.
+func (q *Queue) markCancelled(ctx context.Context, st statements, id string, now int64) (bool, error) {
+	n, err := st.Exec(ctx, q.sql("UPDATE {batches} SET cancelled_at = ?, updated_at = ? WHERE id = ? AND cancelled_at = 0 AND finished_at = 0"), now, now, id)
+	return n > 0, err
 }
 
 // cancelMemberJobs marks batch id's pending members cancelled and cancels
@@ -441,7 +451,20 @@ func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, er
 	if err := q.use(ctx); err != nil {
 		return queue.BatchInfo{}, err
 	}
-	pushed, err := q.cancelRest(ctx, id, true)
+	// Mark first, in a short transaction of its own: the member rows are
+	// then locked by cancelRest alone, holding nothing else.
+	var won bool
+	err := q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error {
+			var err error
+			won, err = q.markCancelled(ctx, stmts(ex), id, micros(time.Now()))
+			return err
+		})
+	})
+	var pushed []queue.Job
+	if err == nil && won {
+		pushed, err = q.cancelRest(ctx, id)
+	}
 	var info queue.BatchInfo
 	if err == nil {
 		info, err = q.readBatch(ctx, stmts(q.db), id)
