@@ -62,8 +62,9 @@ func TestAPIFieldNames(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q := memqueue.New()
-	deadJobs(t, q, "emails", 2, `{"user_id":7}`, "smtp down", queue.Tags("vip"))
+	// The failed list is newest first: the binary one last.
 	bin := deadJobs(t, q, "emails", 1, "\xff\x00raw", "bad bytes")
+	deadJobs(t, q, "emails", 2, `{"user_id":7}`, "smtp down", queue.Tags("vip"))
 	j, _ := queue.NewJob(struct{}{}, queue.OnQueue("emails"), queue.Priority(3), queue.Timeout(1500*time.Millisecond),
 		queue.Meta("trace", "abc"), queue.MaxAttempts(4))
 	if err := q.Push(ctx, j); err != nil {

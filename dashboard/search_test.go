@@ -33,9 +33,10 @@ func (s scanBound) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPa
 // and following the links reaches every match.
 func TestSearchSaysWhereItStopped(t *testing.T) {
 	q := memqueue.New()
-	deadJobs(t, q, "mail", 25, `{"to":"someone"}`, "boom")
-	// The 26th holds the needle, beyond two bounded searches.
+	// The first failed holds the needle: the failed list is newest first,
+	// so it is the 26th, beyond two bounded searches.
 	needle := deadJobs(t, q, "mail", 1, `{"to":"needle"}`, "boom")[0]
+	deadJobs(t, q, "mail", 25, `{"to":"someone"}`, "boom")
 	s := serve(t, dashboard.ForQueue(scanBound{q, 10}))
 
 	type step struct {

@@ -70,7 +70,9 @@
 // are counted together in the next, just before their handlers run. Where
 // the queue also acks in batches, those counts ride in the ack flushes
 // (one StartAck transaction per flush when the driver is a StartAcker).
-// Acks are collected and flushed together through the driver's BatchAcker;
+// Acks are collected and flushed together through the driver's BatchAcker
+// (a batch of acks alone waits up to 5ms for more, so that at low load
+// acks share commits; the handler never waits for its ack);
 // a failed flush is retried while the leases hold, and leases are extended
 // until their acks are flushed, every due lease in one call when the driver
 // is a BatchExtender.

@@ -336,3 +336,53 @@ func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
 		}
 	})
 }
+
+// TestCompleterLingersOnlyForAcks checks that acks at low load share a
+// flush (they wait up to ackLinger for each other) while a start mark,
+// whose handler waits for it, is sent at once with the acks queued before
+// it.
+func TestCompleterLingersOnlyForAcks(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		sq := &stubQueue{t: t}
+		var calls [][]Lease
+		sq.ackMany = func(ls []Lease) ([]Lease, error) {
+			sq.mu.Lock()
+			calls = append(calls, ls)
+			sq.mu.Unlock()
+			return nil, nil
+		}
+		sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}}
+		c := newCompleter(sa)
+		c.starter, c.startAcker = sa, sa
+		c.start(16)
+		ack := func(id string) {
+			j := &Job{ID: id, LeaseToken: "t"}
+			c.leases.add(j, time.Minute)
+			c.ack(j, time.Now(), 0)
+		}
+		// Three acks a millisecond apart: one flush.
+		for _, id := range []string{"a", "b", "c"} {
+			ack(id)
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(ackLinger)
+		synctest.Wait()
+		if len(calls) != 1 || len(calls[0]) != 3 {
+			t.Fatalf("AckMany calls %v, want one of a, b and c", calls)
+		}
+		// An ack then a mark: both go at once, in one StartAck.
+		ack("d")
+		start := time.Now()
+		if lost, err, queued := c.markStart(&Job{ID: "m", LeaseToken: "t"}); lost || err != nil || !queued {
+			t.Fatalf("markStart = %v, %v, %v", lost, err, queued)
+		}
+		if waited := time.Since(start); waited >= ackLinger {
+			t.Errorf("the start mark waited %v, want no linger", waited)
+		}
+		c.close()
+		if len(sa.startAcks) != 1 || len(sa.startAcks[0][0]) != 1 || len(sa.startAcks[0][1]) != 1 {
+			t.Fatalf("StartAck calls %v, want one with the mark and the ack", sa.startAcks)
+		}
+	})
+}

@@ -96,18 +96,14 @@ func BenchmarkReserveAckMany(b *testing.B) {
 
 // BenchmarkAckManyCounts measures what the counts cost a batch ack of
 // 1,000 jobs (the burn-down's hot statement), on SQLite and MySQL/MariaDB,
-// whose triggers are row triggers: as shipped (the ack counts its jobs
-// with one upsert per queue, the triggers skip its rows), with the triggers
-// dropped (the lower bound: no counting but the ack's own), and with the
-// per-row triggers of the first counts migration back (one upsert per
-// job). Reserve and the fill are outside the timer.
+// whose triggers are row triggers: as shipped (SQLite: a trigger upsert
+// per job; MySQL: the ack counts its jobs with one upsert per queue and
+// the triggers skip its rows), with the triggers dropped (no counting at
+// all on SQLite; on MySQL the ack's own), and on MySQL with the per-row
+// delete trigger of the first counts migration back (one upsert per job).
+// Reserve and the fill are outside the timer.
 func BenchmarkAckManyCounts(b *testing.B) {
 	rowTriggers := map[sqlqueue.Dialect][]string{
-		sqlqueue.SQLite: {
-			`DROP TRIGGER IF EXISTS %[1]s_count_del`,
-			`CREATE TRIGGER %[1]s_count_del AFTER DELETE ON %[1]s BEGIN
-  INSERT INTO %[1]s_counts (queue, state, shard, n) VALUES (OLD.queue, OLD.state, 0, -1) ON CONFLICT (queue, state, shard) DO UPDATE SET n = n - 1; END`,
-		},
 		sqlqueue.MySQL: {
 			`DROP TRIGGER IF EXISTS %[1]s_count_del`,
 			`CREATE TRIGGER %[1]s_count_del AFTER DELETE ON %[1]s FOR EACH ROW
@@ -130,7 +126,9 @@ func BenchmarkAckManyCounts(b *testing.B) {
 					case "no-triggers":
 						setup = []string{`DROP TRIGGER %[1]s_count_del`, `DROP TRIGGER %[1]s_count_upd`, `DROP TRIGGER %[1]s_count_ins`}
 					case "row-triggers":
-						setup = rowTriggers[d]
+						if setup = rowTriggers[d]; setup == nil {
+							b.Skip("the shipped triggers are row triggers")
+						}
 					}
 					for _, stmt := range setup {
 						if _, err := db.ExecContext(b.Context(), fmt.Sprintf(stmt, s.table)); err != nil {

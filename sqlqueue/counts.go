@@ -185,10 +185,10 @@ func (q *Queue) foldCountsTx(ctx context.Context, lockFree, upsert string) error
 
 // finishedCounts are the jobs a batch ack finished, by queue: counted by
 // the statement that finished them where the dialect's row triggers skip
-// them (see the counts_by_statement migrations).
+// them (MySQL: see migration 0010_counts_by_statement).
 type finishedCounts map[string]int64
 
-// add counts the finished jobs into the counts table on ex, in one
+// addFinished counts the finished jobs into the counts table on ex, in one
 // statement: each queue's pending count goes down, and its done count up
 // when the jobs are kept (done). shard is the counter rows' shard
 // expression and upsert the dialect's "add on conflict" clause.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"slices"
 	"strconv"
@@ -474,27 +473,11 @@ func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue) error {
 	if err != nil || !due {
 		return err
 	}
-	// One process at a time: the others' checks (after their own acks, or
-	// their maintenance passes) skip while one vacuums, rather than queue
-	// behind its lock.
-	c, err := q.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	var locked bool
-	key := "meridian vacuum " + q.t.raw
-	if err := c.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", key).Scan(&locked); err != nil || !locked {
-		return err
-	}
-	_, err = c.ExecContext(ctx, q.sql("VACUUM (ANALYZE) {jobs}"))
-	// A session lock outlives a failed statement; unlock on a context of
-	// its own so a cancelled vacuum does not keep it.
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, uerr := c.ExecContext(uctx, "SELECT pg_advisory_unlock(hashtext($1))", key); uerr != nil {
-		err = errors.Join(err, uerr, c.Raw(func(any) error { return driver.ErrBadConn }))
-	}
+	// One process at a time: SKIP_LOCKED makes the others' checks (after
+	// their own acks, or their maintenance passes) skip the table while one
+	// vacuums it, rather than queue behind its lock. It needs no session
+	// state, so it works through a transaction-mode pooler too.
+	_, err = q.db.ExecContext(ctx, q.sql("VACUUM (ANALYZE, SKIP_LOCKED) {jobs}"))
 	return err
 }
 

@@ -192,57 +192,26 @@ func (sqliteDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool
 }
 
 // finishLeases runs one statement per part, several in one BEGIN
-// IMMEDIATE transaction (one commit). A part that acks (finish) is counted
-// here, not by the row triggers: inside the transaction the flag row that
-// the triggers test for is inserted first (see migration
-// 0009_counts_by_statement), the part returns each job's queue, and the
-// flag is deleted and the counts added before the commit. One writer: no
-// other connection sees the flag.
+// IMMEDIATE transaction (one commit). The row triggers count the jobs it
+// finishes: on SQLite a trigger's upsert costs about what counting the
+// rows here would (BenchmarkAckManyCounts), so, unlike MySQL's, this
+// batch ack leaves the counting to them.
 func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
 	out := make([]map[queue.Lease]bool, len(parts))
-	fcs := make([]finishedCounts, len(parts)) // per finishing part
-	counted := false
-	for _, p := range parts {
-		counted = counted || p.finish
-	}
-	run := func(st statements, ex execer) error {
-		if counted {
-			if _, err := ex.ExecContext(ctx, q.sql(sqliteCountFlag("INSERT INTO {counts} (queue, state, shard, n) VALUES (?, ?, ?, 0)"))); err != nil {
-				return err
-			}
-		}
+	run := func(st statements) error {
 		for i, p := range parts {
-			if !p.finish {
-				var err error
-				if out[i], err = q.finishByArrays(ctx, st, d.finishStmt(p.set, ""), p.leases, now, p.args); err != nil {
-					return err
-				}
-				continue
-			}
 			var err error
-			fcs[i] = finishedCounts{}
-			if out[i], err = scanFinished(ctx, st, q.sql(d.finishStmt(p.set, ", queue")), arrayArgs(p.leases, now, p.args), fcs[i]); err != nil {
-				return err
-			}
-		}
-		if !counted {
-			return nil
-		}
-		if _, err := ex.ExecContext(ctx, q.sql(sqliteCountFlag("DELETE FROM {counts} WHERE queue = ? AND state = ? AND shard = ?"))); err != nil {
-			return err
-		}
-		for i, p := range parts {
-			if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "0", "ON CONFLICT (queue, state, shard) DO UPDATE SET n = n + excluded.n"); err != nil {
+			if out[i], err = q.finishByArrays(ctx, st, d.finishStmt(p.set), p.leases, now, p.args); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	var err error
-	if len(parts) == 1 && !counted {
-		err = run(stmts(q.db), q.db)
+	if len(parts) == 1 {
+		err = run(stmts(q.db))
 	} else {
-		err = d.writeTx(ctx, q, func(ex execer) error { return run(stmts(ex), ex) })
+		err = d.writeTx(ctx, q, func(ex execer) error { return run(stmts(ex)) })
 	}
 	if err != nil {
 		return nil, err
@@ -250,19 +219,11 @@ func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []lease
 	return out, nil
 }
 
-// sqliteCountFlag fills the three placeholders of stmt with the key of the
-// flag row the counting triggers test for (migration
-// 0009_counts_by_statement).
-func sqliteCountFlag(stmt string) string {
-	return strings.Replace(strings.Replace(strings.Replace(stmt, "?", "''", 1), "?", "'by-statement'", 1), "?", "-1", 1)
-}
-
 // finishStmt is the statement of one finishLeases part. It takes the
 // leases as two text-array literals (IDs, tokens; see pgArray), turned
 // into JSON arrays. Each token ends in its row's seq (reserve's token), so
 // every lease is one rowid lookup.
-// returning adds columns to the (id, lease_token) it returns.
-func (sqliteDialect) finishStmt(set, returning string) string {
+func (sqliteDialect) finishStmt(set string) string {
 	// Parameters: set's (numbered here), then ids, tokens, now.
 	var b strings.Builder
 	n := 0
@@ -284,7 +245,7 @@ func (sqliteDialect) finishStmt(set, returning string) string {
 	stmt := "WITH a(k, id) AS MATERIALIZED (SELECT key, value FROM json_each(" + js(ids) + ")) " +
 		head + " WHERE seq IN (SELECT CAST(substr(value, instr(value, '-') + 1) AS INTEGER) FROM json_each(" + js(toks) + "))" +
 		" AND (id, lease_token) IN (SELECT a.id, b.value FROM json_each(" + js(toks) + ") b JOIN a ON a.k = b.key)" +
-		" AND +state = 'pending' AND +lease_expires_at > " + at + " RETURNING id, lease_token" + returning
+		" AND +state = 'pending' AND +lease_expires_at > " + at + " RETURNING id, lease_token"
 	return stmt
 }
 

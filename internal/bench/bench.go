@@ -29,6 +29,13 @@ type Target interface {
 	Baseline(ctx context.Context, conns int, d time.Duration) (tps float64, ok bool, err error)
 }
 
+// InProcess is a Target whose queues keep their jobs in this process's
+// heap (memory): the burn-down also reports the heap held per queued job.
+type InProcess interface {
+	// InProcess marks the target; it does nothing.
+	InProcess()
+}
+
 // Analyzer is a Target whose database keeps planner statistics that
 // Options.Analyze can refresh.
 type Analyzer interface {
@@ -127,6 +134,10 @@ type Options struct {
 	// a target that is a ServerCPU.
 	ReadServerCPU func() (time.Duration, bool)
 
+	// heldPerJob makes the burn-down report the heap held per queued job,
+	// set by Run for an InProcess target.
+	heldPerJob bool
+
 	// Progress, when set, receives one line per step.
 	Progress func(format string, args ...any)
 
@@ -217,6 +228,7 @@ type Unit string
 const (
 	PerSecond    Unit = "jobs/s"
 	Milliseconds Unit = "ms"
+	Bytes        Unit = "B"
 )
 
 // Figure is one measured number.
@@ -326,6 +338,9 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	o := opts.withDefaults()
 	if s, ok := t.(ServerCPU); ok && o.ReadServerCPU == nil {
 		o.ReadServerCPU = s.ServerCPU
+	}
+	if _, ok := t.(InProcess); ok {
+		o.heldPerJob = true
 	}
 	rep := Report{Driver: t.Name(), BaselineConns: o.BaselineConns}
 	o.progress("%s: starting", t.Name())

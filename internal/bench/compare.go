@@ -41,7 +41,8 @@ type Delta struct {
 	// when New is larger.
 	Change float64
 	// Worse is true when the change is a regression larger than the
-	// threshold given to Compare: lower throughput or higher latency.
+	// threshold given to Compare: lower throughput, or a higher latency,
+	// CPU time or size.
 	Worse bool
 }
 
@@ -66,7 +67,7 @@ func Compare(old, cur Results, threshold float64) []Delta {
 			}
 			d := Delta{Driver: r.Driver, Name: f.Name, Unit: f.Unit, Old: p.Value, New: f.Value,
 				Change: (f.Value - p.Value) / p.Value * 100}
-			if f.Unit == Milliseconds {
+			if f.Unit != PerSecond { // times and sizes: more is worse
 				d.Worse = d.Change > threshold
 			} else {
 				d.Worse = -d.Change > threshold

@@ -10,6 +10,7 @@ func TestCompare(t *testing.T) {
 	const old = `{"reports":[{"Driver":"postgres","Figures":[
 		{"Name":"burn-down (1000 jobs)","Value":10000,"Unit":"jobs/s"},
 		{"Name":"latency p50","Value":2,"Unit":"ms"},
+		{"Name":"heap held per queued job","Value":600,"Unit":"B"},
 		{"Name":"gone","Value":1,"Unit":"jobs/s"}]}]}`
 	tests := []struct {
 		name      string
@@ -25,6 +26,10 @@ func TestCompare(t *testing.T) {
 			[]Delta{{Driver: "postgres", Name: "latency p50", Unit: Milliseconds, Old: 2, New: 3, Change: 50, Worse: true}}},
 		{"latency fell", `{"reports":[{"Driver":"postgres","Figures":[{"Name":"latency p50","Value":1,"Unit":"ms"}]}]}`, 5,
 			[]Delta{{Driver: "postgres", Name: "latency p50", Unit: Milliseconds, Old: 2, New: 1, Change: -50}}},
+		{"size grew", `{"reports":[{"Driver":"postgres","Figures":[{"Name":"heap held per queued job","Value":660,"Unit":"B"}]}]}`, 5,
+			[]Delta{{Driver: "postgres", Name: "heap held per queued job", Unit: Bytes, Old: 600, New: 660, Change: 10, Worse: true}}},
+		{"size shrank", `{"reports":[{"Driver":"postgres","Figures":[{"Name":"heap held per queued job","Value":540,"Unit":"B"}]}]}`, 5,
+			[]Delta{{Driver: "postgres", Name: "heap held per queued job", Unit: Bytes, Old: 600, New: 540, Change: -10}}},
 		{"other driver and new figure skipped", `{"reports":[{"Driver":"mysql","Figures":[{"Name":"latency p50","Value":9,"Unit":"ms"}]},{"Driver":"postgres","Figures":[{"Name":"new","Value":9,"Unit":"ms"}]}]}`, 5,
 			nil},
 	}

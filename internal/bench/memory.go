@@ -26,6 +26,9 @@ func (Memory) NewQueue(ctx context.Context) (queue.Queue, func(context.Context) 
 	return q, func(context.Context) error { return nil }, nil
 }
 
+// InProcess marks the memory driver as keeping its jobs in this process.
+func (Memory) InProcess() {}
+
 // Baseline reports ok false: there is no database to measure.
 func (Memory) Baseline(context.Context, int, time.Duration) (float64, bool, error) {
 	return 0, false, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,7 @@ func fill(ctx context.Context, e Engine, n int, o Options) error {
 // database server's) CPU time per 1,000 jobs in each phase.
 func burnDown(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	o.progress("  burn-down: queueing %d jobs (DispatchMany x%d, %d goroutines)", o.Jobs, o.ChunkSize, o.Producers)
+	heapBefore := o.heapInUse()
 	cpu := o.startCPU()
 	start := time.Now()
 	if err := fill(ctx, e, o.Jobs, o); err != nil {
@@ -91,6 +93,10 @@ func burnDown(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	fillRate := float64(o.Jobs) / time.Since(start).Seconds()
 	figs := []Figure{{Name: fmt.Sprintf("burn-down: queue %d (DispatchMany x%d)", o.Jobs, o.ChunkSize), Value: fillRate, Unit: PerSecond}}
 	figs = append(figs, cpu.figures(fmt.Sprintf("burn-down: queue %d", o.Jobs), o.Jobs)...)
+	if o.heldPerJob {
+		held := float64(o.heapInUse()) - float64(heapBefore)
+		figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: queue %d: heap held per queued job", o.Jobs), Value: held / float64(o.Jobs), Unit: Bytes})
+	}
 	if o.analyze != nil {
 		o.progress("  burn-down: refreshing the table's statistics (ANALYZE)")
 		if err := o.analyze(ctx); err != nil {
@@ -114,6 +120,19 @@ func burnDown(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: work %d (end to end)", o.Jobs), Value: rate, Unit: PerSecond})
 	figs = append(figs, cpu.figures(fmt.Sprintf("burn-down: work %d", o.Jobs), o.Jobs)...)
 	return figs, nil
+}
+
+// heapInUse returns the heap in use after a GC, when the burn-down
+// reports the heap held per queued job (a GC takes milliseconds on a
+// large heap, so only then).
+func (o Options) heapInUse() uint64 {
+	if !o.heldPerJob {
+		return 0
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // continuous runs producers and workers together for o.Duration and
