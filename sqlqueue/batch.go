@@ -44,6 +44,14 @@ const memberChunk = 400
 // errBatchGone ends a transaction on a batch that does not exist.
 var errBatchGone = errors.New("batch not found")
 
+// batchTx runs fn in one write transaction, with the statements and the
+// time, again when the server rolled it back to break a deadlock.
+func (q *Queue) batchTx(ctx context.Context, fn func(st statements, now int64) error) error {
+	return q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error { return fn(stmts(ex), micros(time.Now())) })
+	})
+}
+
 // PushBatch stores rec and pushes its members in one write transaction
 // (see queue.BatchDispatcher).
 func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queue.Job) (int, error) {
@@ -54,12 +62,10 @@ func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []que
 		return 0, err
 	}
 	var stored []bool
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			var err error
-			stored, err = q.pushBatch(ctx, stmts(ex), rec, jobs)
-			return err
-		})
+	err := q.batchTx(ctx, func(st statements, _ int64) error {
+		var err error
+		stored, err = q.pushBatch(ctx, st, rec, jobs)
+		return err
 	})
 	if err != nil {
 		return 0, q.wrap(ctx, err, "pushing batch %s of %d jobs", rec.ID, len(jobs))
@@ -142,20 +148,16 @@ func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (in
 		return 0, err
 	}
 	var stored []bool
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			st := stmts(ex)
-			now := micros(time.Now())
-			b, err := q.lockBatch(ctx, st, id, now)
-			if err != nil {
-				return err
-			}
-			if b.cancelledAt != 0 || b.finishedAt != 0 {
-				return queue.ErrBatchClosed
-			}
-			stored, err = q.addMembers(ctx, st, id, jobs, now)
+	err := q.batchTx(ctx, func(st statements, now int64) error {
+		b, err := q.lockBatch(ctx, st, id, now)
+		if err != nil {
 			return err
-		})
+		}
+		if b.cancelledAt != 0 || b.finishedAt != 0 {
+			return queue.ErrBatchClosed
+		}
+		stored, err = q.addMembers(ctx, st, id, jobs, now)
+		return err
 	})
 	switch {
 	case errors.Is(err, errBatchGone):
@@ -200,12 +202,10 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 	}
 	var pushed []queue.Job
 	var cancel bool
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			var err error
-			pushed, cancel, err = q.finishMember(ctx, stmts(ex), l, batchID, o, reason)
-			return err
-		})
+	err := q.batchTx(ctx, func(st statements, _ int64) error {
+		var err error
+		pushed, cancel, err = q.finishMember(ctx, st, l, batchID, o, reason)
+		return err
 	})
 	if errors.Is(err, errLeaseGone) {
 		return fmt.Errorf("sqlqueue: finishing batch member %s: %w", l.JobID, queue.ErrLeaseLost)
@@ -236,20 +236,16 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 // transaction that marked the batch cancelled calls it (markCancelled).
 func (q *Queue) cancelRest(ctx context.Context, id string) ([]queue.Job, error) {
 	var pushed []queue.Job
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			st := stmts(ex)
-			now := micros(time.Now())
-			k, err := q.cancelMemberJobs(ctx, st, id, now)
-			if err != nil {
-				return err
-			}
-			if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, now); err != nil {
-				return err
-			}
-			pushed, err = q.fireDue(ctx, st, id, now, "", "")
+	err := q.batchTx(ctx, func(st statements, now int64) error {
+		k, err := q.cancelMemberJobs(ctx, st, id, now)
+		if err != nil {
 			return err
-		})
+		}
+		if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, now); err != nil {
+			return err
+		}
+		pushed, err = q.fireDue(ctx, st, id, now, "", "")
+		return err
 	})
 	return pushed, err
 }
@@ -454,12 +450,10 @@ func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, er
 	// Mark first, in a short transaction of its own: the member rows are
 	// then locked by cancelRest alone, holding nothing else.
 	var won bool
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			var err error
-			won, err = q.markCancelled(ctx, stmts(ex), id, micros(time.Now()))
-			return err
-		})
+	err := q.batchTx(ctx, func(st statements, now int64) error {
+		var err error
+		won, err = q.markCancelled(ctx, st, id, now)
+		return err
 	})
 	var pushed []queue.Job
 	if err == nil && won {
