@@ -505,11 +505,9 @@ func (s *suite) testBatches(t *testing.T) {
 		var mu sync.Mutex
 		ran := map[int]int{}
 		cbs := map[queue.BatchEvent]int{}
-		for i := range 3 {
-			h := q
-			if s.h.Peer != nil && i > 0 {
-				h = s.h.Peer(t, q)
-			}
+		// Every handle is opened before any Worker starts, so the Workers
+		// stop (cleanups run last first) before a handle's cleanup.
+		for _, h := range s.processes(t, q, 3) {
 			w := queue.NewWorker(h).Slog(quiet).Queues("bm", "cb").Poll(pollEvery).Concurrency(4)
 			queue.Handle(w, func(ctx context.Context, it batchItem) error {
 				mu.Lock()
