@@ -22,9 +22,14 @@ import (
 // pushed by the transaction whose conditional UPDATE of the callback's
 // *_at column (from 0) changes the row: a second transaction, serialized
 // behind the first on the row, finds the column set and pushes nothing.
-// Two failures of one batch at once without AllowFailures may each wait
-// for the other's member row while cancelling the rest; the server breaks
-// that deadlock and the loser runs again (againOnConflict). AddToBatch
+// Cancelling a batch's pending members locks many member rows, so it runs
+// in a transaction that holds nothing else first, and only in the one
+// process whose transaction marked the batch cancelled (a failure without
+// AllowFailures, or CancelBatch), right after that commit: done inside the
+// failure's transaction, two failures at once would each hold their own
+// member row while waiting for the other's, and two cancels would scan
+// the same rows in different orders. Should that second transaction not
+// happen (a crash), the members run and are counted as they finish. AddToBatch
 // locks the batch row first and then inserts rows no one else holds. The
 // statements are the same in every dialect.
 
@@ -39,6 +44,14 @@ const memberChunk = 400
 // errBatchGone ends a transaction on a batch that does not exist.
 var errBatchGone = errors.New("batch not found")
 
+// batchTx runs fn in one write transaction, with the statements and the
+// time, again when the server rolled it back to break a deadlock.
+func (q *Queue) batchTx(ctx context.Context, fn func(st statements, now int64) error) error {
+	return q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error { return fn(stmts(ex), micros(time.Now())) })
+	})
+}
+
 // PushBatch stores rec and pushes its members in one write transaction
 // (see queue.BatchDispatcher).
 func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queue.Job) (int, error) {
@@ -49,12 +62,10 @@ func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []que
 		return 0, err
 	}
 	var stored []bool
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			var err error
-			stored, err = q.pushBatch(ctx, stmts(ex), rec, jobs)
-			return err
-		})
+	err := q.batchTx(ctx, func(st statements, _ int64) error {
+		var err error
+		stored, err = q.pushBatch(ctx, st, rec, jobs)
+		return err
 	})
 	if err != nil {
 		return 0, q.wrap(ctx, err, "pushing batch %s of %d jobs", rec.ID, len(jobs))
@@ -137,20 +148,16 @@ func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (in
 		return 0, err
 	}
 	var stored []bool
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			st := stmts(ex)
-			now := micros(time.Now())
-			b, err := q.lockBatch(ctx, st, id, now)
-			if err != nil {
-				return err
-			}
-			if b.cancelledAt != 0 || b.finishedAt != 0 {
-				return queue.ErrBatchClosed
-			}
-			stored, err = q.addMembers(ctx, st, id, jobs, now)
+	err := q.batchTx(ctx, func(st statements, now int64) error {
+		b, err := q.lockBatch(ctx, st, id, now)
+		if err != nil {
 			return err
-		})
+		}
+		if b.cancelledAt != 0 || b.finishedAt != 0 {
+			return queue.ErrBatchClosed
+		}
+		stored, err = q.addMembers(ctx, st, id, jobs, now)
+		return err
 	})
 	switch {
 	case errors.Is(err, errBatchGone):
@@ -194,18 +201,28 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 		return err
 	}
 	var pushed []queue.Job
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			var err error
-			pushed, err = q.finishMember(ctx, stmts(ex), l, batchID, o, reason)
-			return err
-		})
+	var cancel bool
+	err := q.batchTx(ctx, func(st statements, _ int64) error {
+		var err error
+		pushed, cancel, err = q.finishMember(ctx, st, l, batchID, o, reason)
+		return err
 	})
 	if errors.Is(err, errLeaseGone) {
 		return fmt.Errorf("sqlqueue: finishing batch member %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
 	if err != nil {
 		return q.wrap(ctx, err, "finishing batch member %s as %s", l.JobID, o)
+	}
+	if cancel {
+		// The failure marked the batch cancelled; its pending members
+		// are cancelled now, in a transaction of their own (see the lock
+		// order above). Should it fail, they run and are counted as they
+		// finish: the batch still finishes.
+		more, err := q.cancelRest(ctx, batchID)
+		if err != nil {
+			q.log.Warn("sqlqueue: cancelling the members of a batch cancelled by a failure; they will run", "batch", batchID, "err", err)
+		}
+		pushed = append(pushed, more...)
 	}
 	if len(pushed) > 0 {
 		q.wakeFor(pushed, allStored(pushed))
@@ -214,15 +231,36 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 	return nil
 }
 
+// cancelRest cancels batch id's pending members in one write transaction
+// and pushes the callbacks that makes due; it returns them. Only the
+// transaction that marked the batch cancelled calls it (markCancelled).
+func (q *Queue) cancelRest(ctx context.Context, id string) ([]queue.Job, error) {
+	var pushed []queue.Job
+	err := q.batchTx(ctx, func(st statements, now int64) error {
+		k, err := q.cancelMemberJobs(ctx, st, id, now)
+		if err != nil {
+			return err
+		}
+		if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, now); err != nil {
+			return err
+		}
+		pushed, err = q.fireDue(ctx, st, id, now, "", "")
+		return err
+	})
+	return pushed, err
+}
+
 // finishMember is FinishMember's transaction; it returns the callback jobs
-// it pushed. It takes its locks in the order every batch transaction does
-// (member rows, job rows, the batch row), so the batch row is held only
-// from the counters' update to the commit.
-func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, error) {
+// it pushed and whether it marked the batch cancelled (a failure without
+// AllowFailures), whose pending members are then the caller's to cancel.
+// It takes its locks in the order every batch transaction does (member
+// rows, job rows, the batch row), so the batch row is held only from the
+// counters' update to the commit.
+func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, bool, error) {
 	now := micros(time.Now())
 	stmt, args := q.finishStatement(o, reason, now)
 	if stmt == "" {
-		return nil, fmt.Errorf("outcome %s does not finish a job", o)
+		return nil, false, fmt.Errorf("outcome %s does not finish a job", o)
 	}
 	// The member's row: where it goes, if it moves at all.
 	var from, to queue.BatchMemberState
@@ -233,7 +271,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 		}
 		n, err := st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = ? WHERE batch_id = ? AND job_id = ? AND state = ?"), string(t), batchID, l.JobID, string(f))
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if n > 0 {
 			from, to = f, t
@@ -243,32 +281,28 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 	// The job, under its lease: nothing happened if the lease is gone.
 	n, err := st.Exec(ctx, q.sql(stmt), append(args, l.JobID, l.Token, now)...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if n == 0 {
-		return nil, errLeaseGone
+		return nil, false, errLeaseGone
 	}
 	if to == "" {
-		return nil, nil // not a member (or of a batch pruned), or counted already
+		return nil, false, nil // not a member (or of a batch pruned), or counted already
 	}
-	// A failure without AllowFailures cancels the members not yet finished.
-	cancelling, cancelled := false, int64(0)
+	// A failure without AllowFailures cancels the members not yet
+	// finished: it marks the batch here, and the caller cancels them.
+	cancelling := false
 	if to == queue.MemberFailed {
 		var allow int
 		var cancelledAt, finishedAt int64
 		err := queryRow(ctx, st, q.sql("SELECT allow_failures, cancelled_at, finished_at FROM {batches} WHERE id = ?"), []any{batchID}, &allow, &cancelledAt, &finishedAt)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
+			return nil, false, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if allow == 0 && cancelledAt == 0 && finishedAt == 0 {
-			cancelling = true
-			if cancelled, err = q.cancelMemberJobs(ctx, st, batchID, now); err != nil {
-				return nil, err
-			}
-		}
+		cancelling = allow == 0 && cancelledAt == 0 && finishedAt == 0
 	}
 	var d [3]int64 // done, failed, cancelled
 	for s, k := range map[queue.BatchMemberState]int64{from: -1, to: 1} {
@@ -281,28 +315,37 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 			d[2] += k
 		}
 	}
-	d[2] += cancelled
-	if err := q.countBatch(ctx, st, batchID, d, cancelling, now); err != nil {
-		return nil, err
+	if err := q.countBatch(ctx, st, batchID, d, now); err != nil {
+		return nil, false, err
+	}
+	if cancelling {
+		var err error
+		if cancelling, err = q.markCancelled(ctx, st, batchID, now); err != nil {
+			return nil, false, err
+		}
 	}
 	failed := ""
 	if to == queue.MemberFailed {
 		failed = l.JobID
 	}
-	return q.fireDue(ctx, st, batchID, now, failed, reason)
+	pushed, err := q.fireDue(ctx, st, batchID, now, failed, reason)
+	return pushed, cancelling, err
 }
 
-// countBatch adds d (done, failed, cancelled) to batch id's counters and,
-// with cancel, marks it cancelled unless it is or has finished: the
+// countBatch adds d (done, failed, cancelled) to batch id's counters: the
 // transaction's first change of the batch row, which it then holds.
-func (q *Queue) countBatch(ctx context.Context, st statements, id string, d [3]int64, cancel bool, now int64) error {
-	if cancel {
-		_, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ?, updated_at = ?, "+
-			"cancelled_at = CASE WHEN cancelled_at = 0 AND finished_at = 0 THEN ? ELSE cancelled_at END WHERE id = ?"), d[0], d[1], d[2], now, now, id)
-		return err
-	}
+func (q *Queue) countBatch(ctx context.Context, st statements, id string, d [3]int64, now int64) error {
 	_, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ?, updated_at = ? WHERE id = ?"), d[0], d[1], d[2], now, id)
 	return err
+}
+
+// markCancelled marks batch id cancelled unless it is or has finished, and
+// reports whether this call did: of the transactions that would cancel a
+// batch (failures, CancelBatch), the one that marks it cancels its
+// members, so no two scan its member rows at once.
+func (q *Queue) markCancelled(ctx context.Context, st statements, id string, now int64) (bool, error) {
+	n, err := st.Exec(ctx, q.sql("UPDATE {batches} SET cancelled_at = ?, updated_at = ? WHERE id = ? AND cancelled_at = 0 AND finished_at = 0"), now, now, id)
+	return n > 0, err
 }
 
 // cancelMemberJobs marks batch id's pending members cancelled and cancels
@@ -404,26 +447,22 @@ func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, er
 	if err := q.use(ctx); err != nil {
 		return queue.BatchInfo{}, err
 	}
-	var pushed []queue.Job
-	var info queue.BatchInfo
-	err := q.againOnConflict(ctx, func() error {
-		return q.d.writeTx(ctx, q, func(ex execer) error {
-			st := stmts(ex)
-			now := micros(time.Now())
-			k, err := q.cancelMemberJobs(ctx, st, id, now)
-			if err != nil {
-				return err
-			}
-			if err := q.countBatch(ctx, st, id, [3]int64{0, 0, k}, true, now); err != nil {
-				return err
-			}
-			if pushed, err = q.fireDue(ctx, st, id, now, "", ""); err != nil {
-				return err
-			}
-			info, err = q.readBatch(ctx, st, id)
-			return err
-		})
+	// Mark first, in a short transaction of its own: the member rows are
+	// then locked by cancelRest alone, holding nothing else.
+	var won bool
+	err := q.batchTx(ctx, func(st statements, now int64) error {
+		var err error
+		won, err = q.markCancelled(ctx, st, id, now)
+		return err
 	})
+	var pushed []queue.Job
+	if err == nil && won {
+		pushed, err = q.cancelRest(ctx, id)
+	}
+	var info queue.BatchInfo
+	if err == nil {
+		info, err = q.readBatch(ctx, stmts(q.db), id)
+	}
 	if errors.Is(err, errBatchGone) {
 		return queue.BatchInfo{}, fmt.Errorf("sqlqueue: cancelling batch %s: %w", id, queue.ErrNotFound)
 	}

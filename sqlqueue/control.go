@@ -57,7 +57,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 			if member == 0 {
 				return nil
 			}
-			if err := q.countBatch(ctx, st, batch, [3]int64{0, 0, 1}, false, micros(now)); err != nil {
+			if err := q.countBatch(ctx, st, batch, [3]int64{0, 0, 1}, micros(now)); err != nil {
 				return err
 			}
 			pushed, err = q.fireDue(ctx, st, batch, micros(now), "", "")
