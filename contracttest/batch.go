@@ -386,6 +386,35 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
 	})
+	checkAs(s, t, "PurgeAndBulkCancelCount", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+		// Members removed by a bulk cancel or by Purge count as cancelled
+		// in their batch, whose Finally then comes: otherwise the batch
+		// would wait for them forever.
+		bt := newBatch(t, 3, false)
+		id, err := queue.DispatchBatch(t.Context(), q, bt)
+		if err != nil {
+			t.Fatalf("DispatchBatch: %v", err)
+		}
+		cancelled := 0
+		if ba, ok := q.(queue.BulkActor); ok {
+			n, err := ba.ActOn(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "bm"}, queue.BulkCancel, 1)
+			if err != nil || n != 1 {
+				t.Fatalf("ActOn(cancel, limit 1) = %d, %v; want 1, nil", n, err)
+			}
+			cancelled = 1
+			wantBatch(t, "after a bulk cancel of one member", getBatch(t, b, id), 3, 2, 0, 0, 1)
+		}
+		n, err := q.Purge(t.Context(), "bm")
+		if err != nil || n != 3-cancelled {
+			t.Fatalf("Purge(bm) = %d, %v; want %d, nil", n, err, 3-cancelled)
+		}
+		info := getBatch(t, b, id)
+		wantBatch(t, "after purging the rest", info, 3, 0, 0, 0, 3)
+		if !info.Finished() || !info.ThenAt.IsZero() {
+			t.Errorf("the batch is %+v, want finished without then", info)
+		}
+		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
+	})
 	checkAs(s, t, "List", func(t *testing.T, q queue.Queue, b queue.Batcher) {
 		var want []string
 		for range 5 {

@@ -828,7 +828,10 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 
 // Purge deletes the ready and scheduled jobs of queueName ("" for every
 // queue), including jobs whose lease has expired, and reports how many it
-// deleted. Jobs under an unexpired lease and dead letters are left alone.
+// removed. Jobs under an unexpired lease and dead letters are left alone.
+// A batch's pending member is cancelled instead, kept like other cancelled
+// jobs and counted as cancelled in its batch (the callbacks this makes due
+// are pushed), so its batch can finish.
 func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("memqueue: purging jobs: %w", err)
@@ -840,10 +843,16 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	for _, nq := range q.selectQueuesLocked(queueName) {
 		nq.promote(now.UnixNano(), now)
 		for _, e := range append(nq.ready.clear(), nq.scheduled.clear()...) {
+			n++
+			if e.job.Meta[queue.MetaBatch] != "" {
+				e.job.LastError = queue.ErrCancelled.Error()
+				q.retireLocked(e, queue.StateCancelled, now)
+				q.memberCancelledLocked(e, now)
+				continue
+			}
 			q.releaseKeyLocked(e)
 			delete(q.jobs, e.job.ID)
 			e.state = ""
-			n++
 		}
 	}
 	return n, nil

@@ -114,8 +114,9 @@ type Queue interface {
 	Len(ctx context.Context, queue string) (int, error)
 
 	// Purge deletes the ready and scheduled jobs of queue ("" for every
-	// queue) and reports how many it deleted. Running jobs and dead letters
-	// are left alone.
+	// queue) and reports how many it removed. Running jobs and dead letters
+	// are left alone. On a store that keeps batches (Batcher), a batch's
+	// waiting member is cancelled instead, so that its batch counts it.
 	Purge(ctx context.Context, queue string) (int, error)
 }
 

@@ -17,7 +17,9 @@ const bulkChunk = maxPage
 // it reads the matching jobs a page of 500 at a time through ListJobs,
 // with its filters, bounds and index use, and changes each page with one
 // UPDATE or DELETE by primary key that also requires the state the action
-// acts on, so jobs that moved on meanwhile are left alone.
+// acts on, so jobs that moved on meanwhile are left alone. A batch member
+// is cancelled by Cancel, one transaction each, so that its batch counts
+// it.
 func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction, limit int) (int, error) {
 	if err := q.use(ctx); err != nil {
 		return 0, err
@@ -38,16 +40,24 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 		if err != nil {
 			return total, err
 		}
-		ids := make([]string, len(page.Jobs))
-		for i, j := range page.Jobs {
-			ids[i] = j.ID
-		}
-		if len(ids) > 0 {
-			n, err := q.actOnIDs(ctx, a, ids)
-			total += n
-			if err != nil {
-				return total, q.wrap(ctx, err, "bulk %s of %s jobs", a, f.State)
+		// A batch member's cancel is Cancel's, which counts it in its
+		// batch; every other job's is one statement per page.
+		ids, members := make([]string, 0, len(page.Jobs)), []string(nil)
+		for _, j := range page.Jobs {
+			if a == queue.BulkCancel && j.Meta[queue.MetaBatch] != "" {
+				members = append(members, j.ID)
+			} else {
+				ids = append(ids, j.ID)
 			}
+		}
+		n, err := q.cancelEach(ctx, members)
+		total += n
+		if err == nil && len(ids) > 0 {
+			n, err = q.actOnIDs(ctx, a, ids)
+			total += n
+		}
+		if err != nil {
+			return total, q.wrap(ctx, err, "bulk %s of %s jobs", a, f.State)
 		}
 		if page.Next == "" {
 			break

@@ -2,6 +2,7 @@ package sqlqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -124,8 +125,10 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 }
 
 // Purge deletes the waiting (ready and scheduled) jobs of queueName ("" for
-// all) in batches and reports how many. Jobs under a lease, expired or not,
-// and dead letters are left alone.
+// all) in batches and reports how many it removed. Jobs under a lease,
+// expired or not, and dead letters are left alone. A batch's pending
+// member is cancelled instead (Cancel), so its batch counts it and can
+// finish.
 func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if err := q.use(ctx); err != nil {
 		return 0, err
@@ -134,9 +137,47 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if queueName != "" {
 		cond, args = cond+" AND queue = ?", []any{queueName}
 	}
-	n, err := q.deleteBatches(ctx, cond, args)
+	// Members first, one by one: the batch_jobs table is small beside the
+	// jobs, and its pending rows are the members not yet finished.
+	members, err := q.pendingMembers(ctx, queueName)
+	if err != nil {
+		return 0, q.wrap(ctx, err, "purging jobs")
+	}
+	n, err := q.cancelEach(ctx, members)
 	if err != nil {
 		return n, q.wrap(ctx, err, "purging jobs")
+	}
+	del, err := q.deleteBatches(ctx, cond, args)
+	n += del
+	if err != nil {
+		return n, q.wrap(ctx, err, "purging jobs")
+	}
+	return n, nil
+}
+
+// pendingMembers returns the IDs of the waiting jobs of queueName ("" for
+// all) that are pending members of a batch.
+func (q *Queue) pendingMembers(ctx context.Context, queueName string) ([]string, error) {
+	query, args := "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL", []any(nil)
+	if queueName != "" {
+		query, args = query+" AND j.queue = ?", []any{queueName}
+	}
+	return queryStrings(ctx, stmts(q.db), q.sql(query), args...)
+}
+
+// cancelEach cancels the jobs ids with Cancel, skipping those that have
+// finished or gone meanwhile, and reports how many it cancelled.
+func (q *Queue) cancelEach(ctx context.Context, ids []string) (int, error) {
+	n := 0
+	for _, id := range ids {
+		_, err := q.Cancel(ctx, id)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrFinished):
+		default:
+			return n, err
+		}
 	}
 	return n, nil
 }
