@@ -10,8 +10,14 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
+// maxFinishedBatches is how many finished batches a Queue keeps: when one
+// more finishes, the one that finished first is forgotten (GetBatch then
+// answers ErrNotFound), as sqlqueue prunes finished batches after its
+// retention, so a long-lived Queue does not grow with every batch.
+const maxFinishedBatches = 1000
+
 // batch is one batch's record, counters and members (see queue.Batcher).
-// Batches are kept for the Queue's life.
+// Batches are kept until maxFinishedBatches newer ones have finished.
 type batch struct {
 	rec     queue.BatchRecord
 	info    queue.BatchInfo // Pending is derived when read
@@ -186,6 +192,7 @@ func (q *Queue) fireLocked(b *batch, now time.Time, failedID, reason string) {
 			b.info.CatchAt = now
 		case queue.BatchFinally:
 			b.info.FinishedAt = now
+			q.retireBatchLocked(b)
 		}
 		j, err := b.rec.Callback(ev, failedID, reason)
 		if err != nil || j == nil {
@@ -193,6 +200,34 @@ func (q *Queue) fireLocked(b *batch, now time.Time, failedID, reason string) {
 		}
 		_ = q.pushLocked(*j, now) // a duplicate of its ID was pushed already
 	}
+}
+
+// retireBatchLocked records b, just finished, among the finished batches
+// and forgets the oldest of them past maxFinishedBatches. A forgotten
+// batch's place in batchList is cleared, and the list compacted once half
+// of it is cleared.
+func (q *Queue) retireBatchLocked(b *batch) {
+	q.finishedBatches = append(q.finishedBatches, b)
+	if len(q.finishedBatches) <= maxFinishedBatches {
+		return
+	}
+	old := q.finishedBatches[0]
+	q.finishedBatches = q.finishedBatches[1:]
+	delete(q.batches, old.rec.ID)
+	q.batchList[old.pos] = nil
+	q.clearedBatches++
+	if q.clearedBatches < len(q.batchList)/2 {
+		return
+	}
+	kept := q.batchList[:0]
+	for _, b := range q.batchList {
+		if b != nil {
+			b.pos = len(kept)
+			kept = append(kept, b)
+		}
+	}
+	clear(q.batchList[len(kept):])
+	q.batchList, q.clearedBatches = kept, 0
 }
 
 // CancelBatch cancels batch id (see queue.Batcher).
@@ -247,7 +282,9 @@ func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.Bat
 	}
 	var page queue.BatchPage
 	for ; i >= 0 && len(page.Batches) < limit; i-- {
-		page.Batches = append(page.Batches, q.batchList[i].infoLocked())
+		if b := q.batchList[i]; b != nil {
+			page.Batches = append(page.Batches, b.infoLocked())
+		}
 	}
 	if i >= 0 && len(page.Batches) > 0 {
 		page.Next = page.Batches[len(page.Batches)-1].ID

@@ -74,7 +74,11 @@ type Queue struct {
 	periodics map[string]*periodicMark // periodic jobs' marks (PeriodicStore)
 
 	batches   map[string]*batch // batches by ID (Batcher)
-	batchList []*batch          // batches in the order they were created
+	batchList []*batch          // batches in the order they were created; nil where one was forgotten
+	// finishedBatches are the batches kept after finishing, oldest first
+	// (see maxFinishedBatches); clearedBatches counts batchList's nils.
+	finishedBatches []*batch
+	clearedBatches  int
 }
 
 // entry is one stored job.
