@@ -130,7 +130,7 @@ func (e *executor) execute(j *Job) {
 		jctx, cancelT = context.WithTimeoutCause(jctx, timeout, ErrTimeout)
 		defer cancelT()
 	}
-	hd := e.leases.start(j.ID, jc.cancel)
+	hd := e.leases.start(j.ID, jc)
 
 	e.observe(EventStarted, j, nil, 0)
 	start := time.Now()

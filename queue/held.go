@@ -20,8 +20,8 @@ type heldLeases struct {
 type held struct {
 	lease   Lease
 	expires time.Time
-	cancel  context.CancelCauseFunc // set while the handler runs
-	lost    bool                    // the queue no longer honours the lease
+	cancel  handlerCanceller // set while the handler runs
+	lost    bool             // the queue no longer honours the lease
 	// released is set when shutdown gave the job back while its handler
 	// still ran: the handler's outcome is no longer the run's to record.
 	released bool
@@ -71,9 +71,22 @@ func (s *heldLeases) len() int {
 	return len(s.m)
 }
 
+// handlerCanceller cancels a running handler's context with a cause. The
+// executor passes the job's *jobContext itself, so that holding it costs no
+// allocation (a method value such as jc.cancel would be a closure on the
+// heap, one per job); cancelFunc adapts a plain function.
+type handlerCanceller interface {
+	cancel(cause error)
+}
+
+// cancelFunc is a function as a handlerCanceller.
+type cancelFunc context.CancelCauseFunc
+
+func (f cancelFunc) cancel(cause error) { f(cause) }
+
 // start records that id's handler runs under cancel, which a lost lease
 // cancels. It returns the entry to pass to stop, nil if id is not held.
-func (s *heldLeases) start(id string, cancel context.CancelCauseFunc) *held {
+func (s *heldLeases) start(id string, cancel handlerCanceller) *held {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.m[id]
@@ -111,7 +124,7 @@ func (s *heldLeases) cancelled(leases []Lease) int {
 		n++
 		h.lost, h.cancelled = true, true
 		if h.cancel != nil {
-			h.cancel(ErrCancelled)
+			h.cancel.cancel(ErrCancelled)
 		}
 	}
 	return n
@@ -153,7 +166,7 @@ func (s *heldLeases) extended(l Lease, now time.Time, d time.Duration, err error
 	case errors.Is(err, ErrLeaseLost):
 		h.lost = true
 		if h.cancel != nil {
-			h.cancel(ErrLeaseLost)
+			h.cancel.cancel(ErrLeaseLost)
 		}
 		return true
 	}

@@ -186,7 +186,7 @@ func TestHeldLeasesAddAll(t *testing.T) {
 		t.Fatalf("45 s later due = %v, want all three", due)
 	}
 	var cause error
-	hd := s.start("b", func(err error) { cause = err })
+	hd := s.start("b", cancelFunc(func(err error) { cause = err }))
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
 		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", cause)
 	}
@@ -221,7 +221,7 @@ func TestHeldLeases(t *testing.T) {
 	}
 
 	var cause error
-	hd := s.start("b", func(err error) { cause = err })
+	hd := s.start("b", cancelFunc(func(err error) { cause = err }))
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
 		t.Fatalf("a lost lease did not cancel its handler (cause %v)", cause)
 	}
@@ -235,7 +235,7 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatal("anyHold false while a's lease holds")
 	}
 
-	hd = s.start("a", func(error) {})
+	hd = s.start("a", cancelFunc(func(error) {}))
 	if got := s.releaseRunning(); len(got) != 1 || got[0] != a.Lease() {
 		t.Fatalf("releaseRunning = %v, want a's lease", got)
 	}
@@ -434,7 +434,7 @@ func TestExtenderExtendsDueLeasesAndCancelsLostOnes(t *testing.T) {
 		x.held.add(j, time.Minute)
 	}
 	var cause error
-	x.held.start("b", func(err error) { cause = err })
+	x.held.start("b", cancelFunc(func(err error) { cause = err }))
 	x.round(now)
 	if sq.extends != 2 {
 		t.Fatalf("%d Extend calls, want 2 (a and b are due, c is not)", sq.extends)
