@@ -491,9 +491,7 @@ func (c *completer) flush(b *ackBatch) {
 	if err != nil {
 		c.halt.check("acking jobs", err)
 		c.log.Error("queue: flushing acks failed and the leases ran out; these jobs will run again", "jobs", len(leases), "err", err)
-		for _, it := range batch {
-			c.leases.remove(it.j.ID)
-		}
+		c.leases.removeJobs(batch)
 		return
 	}
 	fails.ok()
@@ -501,8 +499,8 @@ func (c *completer) flush(b *ackBatch) {
 	for _, l := range lost {
 		lostSet[l.JobID] = true
 	}
+	c.leases.removeJobs(batch)
 	for _, it := range batch {
-		c.leases.remove(it.j.ID)
 		if lostSet[it.j.ID] && !(unknown && c.finishedInStore(it.j.ID)) {
 			c.observe(EventLeaseLost, it.j, ErrLeaseLost, it.rt)
 			c.log.Warn("queue: ack after the lease was lost; the job will run again", "job", it.j.ID, "name", it.j.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,6 +13,11 @@ import (
 // fetcher adds to it, the executor marks handlers running in it, the
 // completer removes from it and the extender keeps it alive.
 type heldLeases struct {
+	// marked counts the held entries whose cancelled flag is set (at
+	// least: an entry replaced by add is not uncounted), so that
+	// isCancelled, which every job asks, takes no lock while none is.
+	marked atomic.Int64
+
 	mu sync.Mutex
 	m  map[string]*held
 }
@@ -60,8 +66,27 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
 // remove forgets the job id's lease.
 func (s *heldLeases) remove(id string) {
 	s.mu.Lock()
-	delete(s.m, id)
+	s.removeLocked(id)
 	s.mu.Unlock()
+}
+
+// removeJobs forgets the leases of the jobs of items, under one lock (an
+// ack flush's hundreds).
+func (s *heldLeases) removeJobs(items []ackItem) {
+	s.mu.Lock()
+	for _, it := range items {
+		s.removeLocked(it.j.ID)
+	}
+	s.mu.Unlock()
+}
+
+func (s *heldLeases) removeLocked(id string) {
+	if h := s.m[id]; h != nil {
+		if h.cancelled {
+			s.marked.Add(-1)
+		}
+		delete(s.m, id)
+	}
 }
 
 // len reports how many leases are held.
@@ -123,6 +148,7 @@ func (s *heldLeases) cancelled(leases []Lease) int {
 		}
 		n++
 		h.lost, h.cancelled = true, true
+		s.marked.Add(1)
 		if h.cancel != nil {
 			h.cancel.cancel(ErrCancelled)
 		}
@@ -133,6 +159,9 @@ func (s *heldLeases) cancelled(leases []Lease) int {
 // isCancelled reports whether the held job id was cancelled before it
 // started.
 func (s *heldLeases) isCancelled(id string) bool {
+	if s.marked.Load() == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.m[id]
@@ -195,7 +224,7 @@ func (s *heldLeases) releaseRunning() []Lease {
 		if h.cancel != nil && !h.lost {
 			h.released = true
 			out = append(out, h.lease)
-			delete(s.m, id)
+			s.removeLocked(id)
 		}
 	}
 	return out
