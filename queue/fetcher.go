@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue/internal/retry"
@@ -33,26 +34,49 @@ type fetcher struct {
 	leases *heldLeases
 	halt   *halt
 
-	out   chan<- *Job     // reserved jobs, to the executors
-	freed <-chan struct{} // one token per job an executor finished
+	out   chan<- *Job // reserved jobs, to the executors
+	freed *freed      // the jobs the executors finished
 	pace  pacer
+}
+
+// freed counts the jobs the executors finished, for the fetcher: a counter
+// and a wake-up rather than a channel send per job, which 1,000 executors
+// contended for.
+type freed struct {
+	n    atomic.Int64
+	wake chan struct{} // holds a token while the fetcher may have missed an increment
+}
+
+func newFreed() *freed { return &freed{wake: make(chan struct{}, 1)} }
+
+// add counts one finished job and wakes the fetcher if it waits.
+func (f *freed) add() {
+	f.n.Add(1)
+	select {
+	case f.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// since returns how many jobs finished since the count was last seen,
+// updating seen.
+func (f *freed) since(seen *int64) int {
+	n := f.n.Load()
+	d := n - *seen
+	*seen = n
+	return int(d)
 }
 
 // run reserves jobs until stopCtx is done.
 func (f *fetcher) run(stopCtx context.Context) {
 	outstanding := 0 // reserved and not finished: buffered or running
+	var seen int64   // finished jobs counted in outstanding
 	bo := retry.Backoff{Initial: 50 * time.Millisecond, Max: max(f.poll, 5*time.Second)}
 	fails := streak{log: f.log, doing: "reserving jobs", level: slog.LevelError}
 	for {
-	drain:
-		for {
-			select {
-			case <-f.freed:
-				outstanding--
-				f.pace.done()
-			default:
-				break drain
-			}
+		if n := f.freed.since(&seen); n > 0 {
+			outstanding -= n
+			f.pace.done(n)
 		}
 		if stopCtx.Err() != nil {
 			return
@@ -63,9 +87,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 		// batch worth a round trip; else wait for a handler to finish.
 		if outstanding >= f.concurrency && (want <= 0 || want < ahead/2) {
 			select {
-			case <-f.freed:
-				outstanding--
-				f.pace.done()
+			case <-f.freed.wake:
 				continue
 			case <-stopCtx.Done():
 				return
@@ -169,8 +191,8 @@ type pacer struct {
 	sampled   time.Time
 }
 
-// done counts one completed job.
-func (p *pacer) done() { p.completed++ }
+// done counts n completed jobs.
+func (p *pacer) done(n int) { p.completed += n }
 
 // ahead returns how many jobs to hold ahead at now, sampling the rate at
 // most every 10ms.

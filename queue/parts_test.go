@@ -146,9 +146,7 @@ func TestPacerHoldsAheadWhatCompletesInTheHorizon(t *testing.T) {
 	if got := p.ahead(t0); got != 0 {
 		t.Fatalf("ahead with no rate = %d, want 0", got)
 	}
-	for range 100 {
-		p.done()
-	}
+	p.done(100)
 	// 100 jobs in 100ms is 1000/s; smoothed with the earlier 0 that is 500/s,
 	// or 25 jobs in 50ms.
 	if got := p.ahead(t0.Add(100 * time.Millisecond)); got != 25 {
@@ -156,9 +154,7 @@ func TestPacerHoldsAheadWhatCompletesInTheHorizon(t *testing.T) {
 	}
 	capped := pacer{horizon: time.Second, max: 10}
 	capped.ahead(t0)
-	for range 1000 {
-		capped.done()
-	}
+	capped.done(1000)
 	if got := capped.ahead(t0.Add(time.Second)); got != 10 {
 		t.Fatalf("ahead = %d, want the cap 10", got)
 	}
@@ -510,7 +506,7 @@ func TestFetcherReturnsOnAConfigErrorAndBacksOffOthers(t *testing.T) {
 		defer cancel()
 		f := &fetcher{q: sq, queues: []string{DefaultQueue}, lease: time.Minute, concurrency: 1, poll: time.Second, log: log,
 			ctx: context.Background(), leases: newHeldLeases(), halt: &halt{stop: cancel},
-			out: make(chan *Job, 1), freed: make(chan struct{}, 1), pace: pacer{horizon: prefetchHorizon}}
+			out: make(chan *Job, 1), freed: newFreed(), pace: pacer{horizon: prefetchHorizon}}
 		f.run(ctx)
 		if !errors.Is(f.halt.Err(), ErrConfig) {
 			t.Fatalf("run ended with %v, want the configuration error", f.halt.Err())

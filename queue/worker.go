@@ -394,8 +394,8 @@ type run struct {
 	extender  *extender
 	heartbeat *heartbeat // nil when the queue keeps no worker registry
 
-	jobs      chan *Job     // reserved jobs, to the executors
-	freed     chan struct{} // one token per job an executor finished
+	jobs      chan *Job // reserved jobs, to the executors
+	freed     *freed    // the jobs the executors finished
 	executors sync.WaitGroup
 
 	baseCtx    context.Context // parent of handler contexts
@@ -415,7 +415,7 @@ func newRun(w *Worker) *run {
 		halt:  &halt{},
 		held:  newHeldLeases(),
 		jobs:  make(chan *Job, buf),
-		freed: make(chan struct{}, buf),
+		freed: newFreed(),
 	}
 	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
@@ -481,7 +481,7 @@ func (r *run) run(ctx context.Context) error {
 		r.executors.Go(func() {
 			for j := range r.jobs {
 				r.executor.execute(j)
-				r.freed <- struct{}{}
+				r.freed.add()
 			}
 		})
 	}
