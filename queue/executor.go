@@ -122,7 +122,7 @@ func (e *executor) execute(j *Job) {
 	if j.Timeout > 0 {
 		timeout = j.Timeout
 	}
-	jc := newJobContext(e.base, j)
+	hd, jc := e.leases.run(j, e.base)
 	defer jc.release()
 	var jctx context.Context = jc
 	if timeout > 0 {
@@ -130,7 +130,6 @@ func (e *executor) execute(j *Job) {
 		jctx, cancelT = context.WithTimeoutCause(jctx, timeout, ErrTimeout)
 		defer cancelT()
 	}
-	hd := e.leases.start(j.ID, jc)
 
 	e.observe(EventStarted, j, nil, 0)
 	start := time.Now()

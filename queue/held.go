@@ -26,13 +26,19 @@ type heldLeases struct {
 type held struct {
 	lease   Lease
 	expires time.Time
-	cancel  handlerCanceller // set while the handler runs
-	lost    bool             // the queue no longer honours the lease
+	// running is the handler's context while it runs (jc), which a lost
+	// lease or a cancel of the job cancels; nil otherwise.
+	running *jobContext
+	lost    bool // the queue no longer honours the lease
 	// released is set when shutdown gave the job back while its handler
 	// still ran: the handler's outcome is no longer the run's to record.
 	released bool
 	// cancelled is set when the job was cancelled in the store while held.
 	cancelled bool
+	// jc is the job's handler context, made by run. It lives here, not in
+	// an allocation of its own per job, because addAll allocates a claim's
+	// entries together.
+	jc jobContext
 }
 
 func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)} }
@@ -96,29 +102,19 @@ func (s *heldLeases) len() int {
 	return len(s.m)
 }
 
-// handlerCanceller cancels a running handler's context with a cause. The
-// executor passes the job's *jobContext itself, so that holding it costs no
-// allocation (a method value such as jc.cancel would be a closure on the
-// heap, one per job); cancelFunc adapts a plain function.
-type handlerCanceller interface {
-	cancel(cause error)
-}
-
-// cancelFunc is a function as a handlerCanceller.
-type cancelFunc context.CancelCauseFunc
-
-func (f cancelFunc) cancel(cause error) { f(cause) }
-
-// start records that id's handler runs under cancel, which a lost lease
-// cancels. It returns the entry to pass to stop, nil if id is not held.
-func (s *heldLeases) start(id string, cancel handlerCanceller) *held {
+// run makes j's handler context, a child of base, and records that j's
+// handler runs under it. It returns the held entry to pass to stop, nil
+// (with a context of its own) when j is not held.
+func (s *heldLeases) run(j *Job, base context.Context) (*held, *jobContext) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.m[id]
-	if h != nil {
-		h.cancel = cancel
+	h := s.m[j.ID]
+	if h == nil {
+		return nil, newJobContext(base, j)
 	}
-	return h
+	h.jc = jobContext{base: base, job: j}
+	h.running = &h.jc
+	return h, &h.jc
 }
 
 // stop records that h's handler returned and reports whether its lease was
@@ -130,7 +126,7 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h.cancel = nil
+	h.running = nil
 	return h.lost, h.cancelled, h.released
 }
 
@@ -149,8 +145,8 @@ func (s *heldLeases) cancelled(leases []Lease) int {
 		n++
 		h.lost, h.cancelled = true, true
 		s.marked.Add(1)
-		if h.cancel != nil {
-			h.cancel.cancel(ErrCancelled)
+		if h.running != nil {
+			h.running.cancel(ErrCancelled)
 		}
 	}
 	return n
@@ -194,8 +190,8 @@ func (s *heldLeases) extended(l Lease, now time.Time, d time.Duration, err error
 		h.expires = now.Add(d)
 	case errors.Is(err, ErrLeaseLost):
 		h.lost = true
-		if h.cancel != nil {
-			h.cancel.cancel(ErrLeaseLost)
+		if h.running != nil {
+			h.running.cancel(ErrLeaseLost)
 		}
 		return true
 	}
@@ -221,7 +217,7 @@ func (s *heldLeases) releaseRunning() []Lease {
 	defer s.mu.Unlock()
 	var out []Lease
 	for id, h := range s.m {
-		if h.cancel != nil && !h.lost {
+		if h.running != nil && !h.lost {
 			h.released = true
 			out = append(out, h.lease)
 			s.removeLocked(id)

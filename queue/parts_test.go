@@ -181,10 +181,9 @@ func TestHeldLeasesAddAll(t *testing.T) {
 	if due := s.due(now.Add(45*time.Second), time.Minute); len(due) != 3 {
 		t.Fatalf("45 s later due = %v, want all three", due)
 	}
-	var cause error
-	hd := s.start("b", cancelFunc(func(err error) { cause = err }))
-	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
-		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", cause)
+	hd, jc := s.run(b, context.Background())
+	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
+		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
 	if lost, _, _ := s.stop(hd); !lost {
 		t.Fatal("b's lease not reported lost")
@@ -216,10 +215,9 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatalf("after extension due = %v, want none", due)
 	}
 
-	var cause error
-	hd := s.start("b", cancelFunc(func(err error) { cause = err }))
-	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
-		t.Fatalf("a lost lease did not cancel its handler (cause %v)", cause)
+	hd, jc := s.run(b, context.Background())
+	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
+		t.Fatalf("a lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
 	if lost, _, released := s.stop(hd); !lost || released {
 		t.Fatalf("stop = lost %v released %v, want lost only", lost, released)
@@ -231,7 +229,7 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatal("anyHold false while a's lease holds")
 	}
 
-	hd = s.start("a", cancelFunc(func(error) {}))
+	hd, _ = s.run(a, context.Background())
 	if got := s.releaseRunning(); len(got) != 1 || got[0] != a.Lease() {
 		t.Fatalf("releaseRunning = %v, want a's lease", got)
 	}
@@ -429,13 +427,12 @@ func TestExtenderExtendsDueLeasesAndCancelsLostOnes(t *testing.T) {
 		}
 		x.held.add(j, time.Minute)
 	}
-	var cause error
-	x.held.start("b", cancelFunc(func(err error) { cause = err }))
+	_, jc := x.held.run(job("b"), context.Background())
 	x.round(now)
 	if sq.extends != 2 {
 		t.Fatalf("%d Extend calls, want 2 (a and b are due, c is not)", sq.extends)
 	}
-	if !errors.Is(cause, ErrLeaseLost) {
+	if cause := context.Cause(jc); !errors.Is(cause, ErrLeaseLost) {
 		t.Fatalf("lost lease's handler cause = %v, want ErrLeaseLost", cause)
 	}
 	if due := x.held.due(now, time.Minute); len(due) != 0 {
