@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -40,21 +41,31 @@ type fetcher struct {
 }
 
 // freed counts the jobs the executors finished, for the fetcher: a counter
-// and a wake-up rather than a channel send per job, which 1,000 executors
-// contended for.
+// rather than a channel send per job, and a wake-up only once as many jobs
+// have finished as the fetcher waits for, rather than one per job (each a
+// goroutine switch to re-check its condition).
 type freed struct {
-	n    atomic.Int64
-	wake chan struct{} // holds a token while the fetcher may have missed an increment
+	n atomic.Int64
+	// want is the count at which the waiting fetcher is to be woken;
+	// math.MaxInt64 while it does not wait.
+	want atomic.Int64
+	wake chan struct{} // holds a token while the fetcher may have missed its count
 }
 
-func newFreed() *freed { return &freed{wake: make(chan struct{}, 1)} }
+func newFreed() *freed {
+	f := &freed{wake: make(chan struct{}, 1)}
+	f.want.Store(math.MaxInt64)
+	return f
+}
 
-// add counts one finished job and wakes the fetcher if it waits.
+// add counts one finished job and wakes the fetcher if it waits for that
+// count.
 func (f *freed) add() {
-	f.n.Add(1)
-	select {
-	case f.wake <- struct{}{}:
-	default: // a wake-up is pending already
+	if f.n.Add(1) >= f.want.Load() {
+		select {
+		case f.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
 	}
 }
 
@@ -65,6 +76,32 @@ func (f *freed) since(seen *int64) int {
 	d := n - *seen
 	*seen = n
 	return int(d)
+}
+
+// wait blocks until the count reaches target (or may have: a wake-up can
+// be spurious) and reports true, or until done is closed and reports
+// false.
+func (f *freed) wait(target int64, done <-chan struct{}) bool {
+	f.want.Store(target)
+	defer f.want.Store(math.MaxInt64)
+	if f.n.Load() >= target {
+		return true
+	}
+	select {
+	case <-f.wake:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// toReserve returns how many of the outstanding jobs must finish before
+// the fetcher reserves again (see run): until a handler is idle, or the
+// buffer has room for half of ahead.
+func toReserve(outstanding, concurrency, ahead int) int {
+	idle := outstanding - concurrency + 1
+	room := max(1, ahead/2) - (concurrency + ahead - outstanding)
+	return max(1, min(idle, room))
 }
 
 // run reserves jobs until stopCtx is done.
@@ -86,12 +123,10 @@ func (f *fetcher) run(stopCtx context.Context) {
 		// Reserve when a handler is idle, or when the buffer has room for a
 		// batch worth a round trip; else wait for a handler to finish.
 		if outstanding >= f.concurrency && (want <= 0 || want < ahead/2) {
-			select {
-			case <-f.freed.wake:
-				continue
-			case <-stopCtx.Done():
+			if !f.freed.wait(seen+int64(toReserve(outstanding, f.concurrency, ahead)), stopCtx.Done()) {
 				return
 			}
+			continue
 		}
 		jobs, err := f.reserve(want, f.concurrency-outstanding)
 		f.leases.addAll(jobs, f.lease)

@@ -616,3 +616,35 @@ func TestExecutorAtTheAbandonCapWaitsForTheHandler(t *testing.T) {
 		}
 	})
 }
+
+// TestToReserveIsTheFewestFinishes checks the fetcher's wake-up count: for
+// every state in which it waits, as many finished jobs as toReserve says
+// make it reserve, and one fewer does not.
+func TestToReserveIsTheFewestFinishes(t *testing.T) {
+	t.Parallel()
+	waits := func(outstanding, concurrency, ahead int) bool { // the fetcher's condition in run
+		want := concurrency + ahead - outstanding
+		return outstanding >= concurrency && (want <= 0 || want < ahead/2)
+	}
+	checked := 0
+	for concurrency := 1; concurrency <= 12; concurrency++ {
+		for ahead := 0; ahead <= 40; ahead++ {
+			for outstanding := 0; outstanding <= concurrency+ahead+3; outstanding++ {
+				if !waits(outstanding, concurrency, ahead) {
+					continue
+				}
+				checked++
+				k := toReserve(outstanding, concurrency, ahead)
+				if k < 1 || waits(outstanding-k, concurrency, ahead) {
+					t.Fatalf("c %d, ahead %d, outstanding %d: toReserve %d, and the fetcher still waits after that many", concurrency, ahead, outstanding, k)
+				}
+				if k > 1 && !waits(outstanding-k+1, concurrency, ahead) {
+					t.Fatalf("c %d, ahead %d, outstanding %d: toReserve %d, but %d would do", concurrency, ahead, outstanding, k, k-1)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no waiting state checked")
+	}
+}
