@@ -50,10 +50,8 @@ type completer struct {
 	startAcker StartAcker
 	log        *slog.Logger
 
-	mu     sync.RWMutex
-	closed bool
-	acks   chan ackItem
-	done   chan struct{} // closed when the flushers have finished
+	acks *ackQueue
+	done chan struct{} // closed when the flushers have finished
 	// gathering is held (a token in it) by the flusher that takes the
 	// next batch from acks, so only one lingers for more at a time. A
 	// channel, not a mutex, so that a flusher waiting for it is durably
@@ -78,7 +76,7 @@ type ackItem struct {
 
 // start starts the ack flushers; buffer is how many acks may wait.
 func (c *completer) start(buffer int) {
-	c.acks = make(chan ackItem, buffer)
+	c.acks = newAckQueue(buffer)
 	c.done = make(chan struct{})
 	if c.acker == nil {
 		close(c.done)
@@ -98,10 +96,7 @@ func (c *completer) start(buffer int) {
 // close flushes the acks that wait and stops the flushers. Later acks are
 // sent one by one.
 func (c *completer) close() {
-	c.mu.Lock()
-	c.closed = true
-	close(c.acks)
-	c.mu.Unlock()
+	c.acks.close()
 	<-c.done
 }
 
@@ -119,14 +114,10 @@ func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
 		r = &startReq{done: make(chan struct{}, 1)}
 	}
 	r.l = j.Lease()
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
+	if !c.acks.put(ackItem{j: j, mark: r}) {
 		c.marks.Put(r)
 		return false, nil, false
 	}
-	c.acks <- ackItem{j: j, mark: r}
-	c.mu.RUnlock()
 	select {
 	case c.marked <- struct{}{}:
 	default: // a wake-up is pending already
@@ -151,14 +142,8 @@ func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
 		c.ackChain(j, start, rt)
 		return
 	}
-	if c.acker != nil {
-		c.mu.RLock()
-		if !c.closed {
-			c.acks <- ackItem{j: j, start: start, rt: rt}
-			c.mu.RUnlock()
-			return
-		}
-		c.mu.RUnlock()
+	if c.acker != nil && c.acks.put(ackItem{j: j, start: start, rt: rt}) {
+		return
 	}
 	if c.settled(j, c.q.Ack(c.ctx, j.Lease()), "acking", rt) {
 		c.finished(j, OutcomeDone, nil, start, rt)
@@ -391,29 +376,20 @@ func (c *completer) ackLoop() {
 }
 
 // gather takes the next batch into the empty b; open is false once the
-// channel is closed.
+// queue is closed and empty.
 func (c *completer) gather(b *ackBatch) (open bool) {
-	it, ok := <-c.acks
-	if !ok {
-		return false
-	}
-	b.add(it)
-	drain := func() bool {
-		for b.len() < maxAckBatch {
-			select {
-			case it, ok := <-c.acks:
-				if !ok {
-					return false
-				}
-				b.add(it)
-			default:
-				return true
-			}
+	for {
+		took, open := c.acks.take(b, maxAckBatch)
+		if !open {
+			return false
 		}
-		return true
-	}
-	if !drain() {
-		return false
+		if took > 0 {
+			break
+		}
+		select {
+		case <-c.acks.ready:
+		case <-c.acks.shut:
+		}
 	}
 	if len(b.marks) > 0 || b.len() >= maxAckBatch {
 		return true
@@ -422,15 +398,16 @@ func (c *completer) gather(b *ackBatch) (open bool) {
 	defer deadline.Stop()
 	poll := time.NewTicker(lingerPoll)
 	defer poll.Stop()
-	for len(b.marks) == 0 && b.len() < maxAckBatch && len(c.acks) < cap(c.acks)/2 {
+	for len(b.marks) == 0 && b.len() < maxAckBatch && c.acks.len() < c.acks.max/2 {
+		final := false
 		select {
 		case <-c.marked:
 		case <-poll.C:
 		case <-deadline.C:
-			return drain()
+			final = true
 		}
-		if !drain() {
-			return false
+		if _, open := c.acks.take(b, maxAckBatch-b.len()); !open || final {
+			return open
 		}
 	}
 	return true
