@@ -35,8 +35,8 @@ type fetcher struct {
 	leases *heldLeases
 	halt   *halt
 
-	out   chan<- *Job // reserved jobs, to the executors
-	freed *freed      // the jobs the executors finished
+	out   chan<- *held // reserved jobs' held entries, to the executors
+	freed *freed       // the jobs the executors finished
 	pace  pacer
 }
 
@@ -129,10 +129,10 @@ func (f *fetcher) run(stopCtx context.Context) {
 			continue
 		}
 		jobs, err := f.reserve(want, f.concurrency-outstanding)
-		f.leases.addAll(jobs, f.lease)
-		for _, j := range jobs {
+		hs := f.leases.addAll(jobs, f.lease)
+		for i := range hs {
 			outstanding++
-			f.out <- j
+			f.out <- &hs[i]
 		}
 		switch {
 		case err != nil:

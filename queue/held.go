@@ -24,6 +24,7 @@ type heldLeases struct {
 
 // held is one lease the run holds.
 type held struct {
+	job     *Job // the job reserved under lease
 	lease   Lease
 	expires time.Time
 	// running is the handler's context while it runs (jc), which a lost
@@ -48,8 +49,9 @@ func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)}
 func (s *heldLeases) add(j *Job, lease time.Duration) { s.addAll([]*Job{j}, lease) }
 
 // addAll holds the leases of jobs as add does, under one lock and in one
-// allocation for the batch (a claim's hundreds of jobs).
-func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
+// allocation for the batch (a claim's hundreds of jobs), and returns their
+// entries, in the order of jobs, for the executors (see run).
+func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) []held {
 	hs := make([]held, len(jobs))
 	var now time.Time
 	for i, j := range jobs {
@@ -60,13 +62,14 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
 			}
 			exp = now.Add(lease)
 		}
-		hs[i] = held{lease: j.Lease(), expires: exp}
+		hs[i] = held{job: j, lease: j.Lease(), expires: exp}
 	}
 	s.mu.Lock()
 	for i, j := range jobs {
 		s.m[j.ID] = &hs[i]
 	}
 	s.mu.Unlock()
+	return hs
 }
 
 // remove forgets the job id's lease.
@@ -103,12 +106,16 @@ func (s *heldLeases) len() int {
 }
 
 // run makes j's handler context, a child of base, and records that j's
-// handler runs under it. It returns the held entry to pass to stop, nil
-// (with a context of its own) when j is not held.
-func (s *heldLeases) run(j *Job, base context.Context) (*held, *jobContext) {
+// handler runs under it. h is j's entry as addAll returned it, or nil to
+// look it up (the fetcher hands executors the entries, so that a job costs
+// no lookup here). It returns the held entry to pass to stop, nil (with a
+// context of its own) when j is not held.
+func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobContext) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.m[j.ID]
+	if h == nil {
+		h = s.m[j.ID]
+	}
 	if h == nil {
 		return nil, newJobContext(base, j)
 	}

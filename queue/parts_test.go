@@ -181,7 +181,7 @@ func TestHeldLeasesAddAll(t *testing.T) {
 	if due := s.due(now.Add(45*time.Second), time.Minute); len(due) != 3 {
 		t.Fatalf("45 s later due = %v, want all three", due)
 	}
-	hd, jc := s.run(b, context.Background())
+	hd, jc := s.run(b, nil, context.Background())
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
 		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
@@ -215,7 +215,7 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatalf("after extension due = %v, want none", due)
 	}
 
-	hd, jc := s.run(b, context.Background())
+	hd, jc := s.run(b, nil, context.Background())
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
 		t.Fatalf("a lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
@@ -229,7 +229,7 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatal("anyHold false while a's lease holds")
 	}
 
-	hd, _ = s.run(a, context.Background())
+	hd, _ = s.run(a, nil, context.Background())
 	if got := s.releaseRunning(); len(got) != 1 || got[0] != a.Lease() {
 		t.Fatalf("releaseRunning = %v, want a's lease", got)
 	}
@@ -427,7 +427,7 @@ func TestExtenderExtendsDueLeasesAndCancelsLostOnes(t *testing.T) {
 		}
 		x.held.add(j, time.Minute)
 	}
-	_, jc := x.held.run(job("b"), context.Background())
+	_, jc := x.held.run(job("b"), nil, context.Background())
 	x.round(now)
 	if sq.extends != 2 {
 		t.Fatalf("%d Extend calls, want 2 (a and b are due, c is not)", sq.extends)
@@ -503,7 +503,7 @@ func TestFetcherReturnsOnAConfigErrorAndBacksOffOthers(t *testing.T) {
 		defer cancel()
 		f := &fetcher{q: sq, queues: []string{DefaultQueue}, lease: time.Minute, concurrency: 1, poll: time.Second, log: log,
 			ctx: context.Background(), leases: newHeldLeases(), halt: &halt{stop: cancel},
-			out: make(chan *Job, 1), freed: newFreed(), pace: pacer{horizon: prefetchHorizon}}
+			out: make(chan *held, 1), freed: newFreed(), pace: pacer{horizon: prefetchHorizon}}
 		f.run(ctx)
 		if !errors.Is(f.halt.Err(), ErrConfig) {
 			t.Fatalf("run ended with %v, want the configuration error", f.halt.Err())
@@ -541,7 +541,7 @@ func TestExecutorAbandonsAStuckHandlerWithoutAWatcher(t *testing.T) {
 		}
 		j := job("a")
 		c.leases.add(j, time.Minute)
-		e.execute(j)
+		e.execute(j, nil)
 		if len(sq.nacked) != 1 || !strings.Contains(sq.nacked[0], "timed out") {
 			t.Fatalf("nacked %q, want one timed-out attempt", sq.nacked)
 		}
@@ -556,7 +556,7 @@ func TestExecutorAbandonsAStuckHandlerWithoutAWatcher(t *testing.T) {
 		again := job("a")
 		again.Attempts = 2
 		c.leases.add(again, time.Minute)
-		e.execute(again)
+		e.execute(again, nil)
 		if len(sq.nacked) != 2 || !strings.Contains(sq.nacked[1], "still runs in this process") {
 			t.Fatalf("nacked %q, want the second copy released unrun", sq.nacked)
 		}
@@ -606,7 +606,7 @@ func TestExecutorAtTheAbandonCapWaitsForTheHandler(t *testing.T) {
 		j := job("a")
 		c.leases.add(j, time.Minute)
 		start := time.Now()
-		e.execute(j)
+		e.execute(j, nil)
 		if el := time.Since(start); el != time.Hour {
 			t.Fatalf("execute returned after %v, want after the handler's hour", el)
 		}

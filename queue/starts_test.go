@@ -143,7 +143,7 @@ func TestExecutorStartsAPrefetchedJobBeforeItsHandler(t *testing.T) {
 			e := newStartExecutor(st, &seen, &mu)
 			j := &Job{ID: "p", Name: "greet", Queue: DefaultQueue, Attempts: tc.attempts, LeaseToken: "t", unstarted: true}
 			e.leases.add(j, time.Minute)
-			e.execute(j)
+			e.execute(j, nil)
 			e.completer.close()
 			if tc.ran != (len(seen) == 1) {
 				t.Fatalf("handler ran %d times, want ran=%v", len(seen), tc.ran)
@@ -319,7 +319,7 @@ func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
 		for _, id := range []string{"p", "q", "r"} {
 			j := &Job{ID: id, Name: "greet", Queue: DefaultQueue, LeaseToken: "t", unstarted: true}
 			e.leases.add(j, time.Minute)
-			wg.Go(func() { e.execute(j) })
+			wg.Go(func() { e.execute(j, nil) })
 		}
 		wg.Wait()
 		e.completer.close()
