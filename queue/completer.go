@@ -356,7 +356,7 @@ func (b *ackBatch) reset() {
 }
 
 // ackLoop collects acks and start marks and flushes them in batches until
-// the acks channel is closed: it takes whatever has queued up while the
+// the ack queue is closed: it takes whatever has queued up while the
 // previous flush ran, so batches grow with load, and a batch of acks alone
 // lingers (ackLinger) for more.
 func (c *completer) ackLoop() {
