@@ -19,7 +19,7 @@ func (q *Queue) DeadSince(ctx context.Context, since time.Time) (queue.Count, er
 	var n int64
 	for _, nq := range q.queues {
 		for _, e := range nq.dead {
-			if !e.finishedAt.Before(since) {
+			if !e.finishedAt().Before(since) {
 				n++
 			}
 		}

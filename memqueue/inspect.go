@@ -249,7 +249,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 }
 
 func (e *entry) info() queue.JobInfo {
-	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt,
+	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt(),
 		StartedAt: e.startedAt, Worker: e.worker}
 }
 
@@ -268,7 +268,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 	now := q.now()
 	e.nq.promote(now.UnixNano(), now)
 	info := e.info()
-	info.History = slices.Clone(e.history)
+	info.History = e.attempts()
 	return info, nil
 }
 

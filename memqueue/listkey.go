@@ -22,7 +22,7 @@ type listKey struct {
 func listKeyOf(e *entry) listKey {
 	switch e.state {
 	case queue.StateDead, queue.StateDone, queue.StateCancelled:
-		return listKey{finished: true, at: e.finishedAt.UnixNano(), seq: e.seq}
+		return listKey{finished: true, at: e.finishedAt().UnixNano(), seq: e.seq}
 	}
 	return listKey{prio: int64(e.job.Priority), at: e.avail, seq: e.seq}
 }

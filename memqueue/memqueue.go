@@ -81,30 +81,55 @@ type Queue struct {
 	clearedBatches  int
 }
 
-// entry is one stored job.
+// entry is one stored job. Every queued job holds one, so its size is most
+// of the memory a queued job costs: it is kept within the 448-byte size
+// class (the finish time is derived, the rarely kept history is behind a
+// pointer).
 type entry struct {
-	job        queue.Job
-	state      queue.JobState // "" once deleted or replaced
-	seq        uint64         // insertion order
-	avail      int64          // job.AvailableAt in Unix nanoseconds
-	at         int64          // time-heap key: AvailableAt (scheduled) or lease expiry (running)
-	idx        int            // index in the heap that holds it
-	deathSeq   uint64         // order of dead-lettering
-	nq         *namedQueue
-	updatedAt  time.Time
-	finishedAt time.Time
-	startedAt  time.Time // of the latest attempt
-	worker     string    // that reserved the latest attempt
-	history    []queue.Attempt
+	job       queue.Job
+	state     queue.JobState // "" once deleted or replaced
+	seq       uint64         // insertion order
+	avail     int64          // job.AvailableAt in Unix nanoseconds
+	at        int64          // time-heap key: AvailableAt (scheduled) or lease expiry (running)
+	idx       int            // index in the heap that holds it
+	deathSeq  uint64         // order of dead-lettering
+	nq        *namedQueue
+	updatedAt time.Time // also the finish time of a finished job (finishedAt)
+	startedAt time.Time // of the latest attempt
+	worker    string    // that reserved the latest attempt
+	history   *[]queue.Attempt
+}
+
+// finishedAt returns when e finished: its last update while it is done,
+// dead or cancelled (a finished job changes only by a retry, which makes
+// it ready), else the zero time.
+func (e *entry) finishedAt() time.Time {
+	switch e.state {
+	case queue.StateDone, queue.StateDead, queue.StateCancelled:
+		return e.updatedAt
+	}
+	return time.Time{}
+}
+
+// attempts returns a copy of e's failed attempts, oldest first.
+func (e *entry) attempts() []queue.Attempt {
+	if e.history == nil {
+		return nil
+	}
+	return slices.Clone(*e.history)
 }
 
 // failedAttempt records the attempt under way as failed with reason, at
 // now, keeping the last queue.MaxHistory.
 func (e *entry) failedAttempt(reason string, now time.Time) {
-	if len(e.history) == queue.MaxHistory {
-		e.history = append(e.history[:0], e.history[1:]...)
+	if e.history == nil {
+		e.history = new([]queue.Attempt)
 	}
-	e.history = append(e.history, queue.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
+	h := *e.history
+	if len(h) == queue.MaxHistory {
+		h = append(h[:0], h[1:]...)
+	}
+	*e.history = append(h, queue.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
 		Runtime: now.Sub(e.startedAt), Error: reason, Worker: e.worker})
 }
 
@@ -561,8 +586,7 @@ func (q *Queue) retireLocked(e *entry, state queue.JobState, now time.Time) {
 	q.releaseKeyLocked(e)
 	e.state = state
 	e.nq.unlease(e)
-	e.updatedAt = now
-	e.finishedAt = now
+	e.updatedAt = now // and so its finish time
 	if q.retention == 0 {
 		e.state = ""
 		delete(q.jobs, e.job.ID)
@@ -659,8 +683,7 @@ func (q *Queue) failLocked(e *entry, reason string, now time.Time) {
 	e.job.LastError = reason
 	e.failedAttempt(reason, now)
 	nq.unlease(e)
-	e.updatedAt = now
-	e.finishedAt = now
+	e.updatedAt = now // and so its finish time
 	nq.dead[e.job.ID] = e
 }
 
@@ -772,7 +795,6 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 	e.job.AvailableAt = now
 	e.avail = now.UnixNano()
 	e.updatedAt = now
-	e.finishedAt = time.Time{}
 	q.enqueueLocked(e, e.avail)
 	return nil
 }

@@ -50,10 +50,8 @@ type completer struct {
 	startAcker StartAcker
 	log        *slog.Logger
 
-	mu     sync.RWMutex
-	closed bool
-	acks   chan ackItem
-	done   chan struct{} // closed when the flushers have finished
+	acks *ackQueue
+	done chan struct{} // closed when the flushers have finished
 	// gathering is held (a token in it) by the flusher that takes the
 	// next batch from acks, so only one lingers for more at a time. A
 	// channel, not a mutex, so that a flusher waiting for it is durably
@@ -61,6 +59,9 @@ type completer struct {
 	gathering chan struct{}
 	// marked wakes a lingering flusher when a start mark is queued.
 	marked chan struct{}
+	// marks holds idle *startReq for markStart, so that a mark costs no
+	// allocation: a request and its channel are reused by the next job.
+	marks sync.Pool
 }
 
 // ackItem is one job waiting for an ack flush: its ack, or, when mark is
@@ -75,7 +76,7 @@ type ackItem struct {
 
 // start starts the ack flushers; buffer is how many acks may wait.
 func (c *completer) start(buffer int) {
-	c.acks = make(chan ackItem, buffer)
+	c.acks = newAckQueue(buffer)
 	c.done = make(chan struct{})
 	if c.acker == nil {
 		close(c.done)
@@ -95,10 +96,7 @@ func (c *completer) start(buffer int) {
 // close flushes the acks that wait and stops the flushers. Later acks are
 // sent one by one.
 func (c *completer) close() {
-	c.mu.Lock()
-	c.closed = true
-	close(c.acks)
-	c.mu.Unlock()
+	c.acks.close()
 	<-c.done
 }
 
@@ -111,20 +109,26 @@ func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
 	if c.acker == nil || c.starter == nil {
 		return false, nil, false
 	}
-	r := &startReq{l: j.Lease(), done: make(chan struct{})}
-	c.mu.RLock()
-	if c.closed {
-		c.mu.RUnlock()
+	r, _ := c.marks.Get().(*startReq)
+	if r == nil {
+		r = &startReq{done: make(chan struct{}, 1)}
+	}
+	r.l = j.Lease()
+	if !c.acks.put(ackItem{j: j, mark: r}) {
+		c.marks.Put(r)
 		return false, nil, false
 	}
-	c.acks <- ackItem{j: j, mark: r}
-	c.mu.RUnlock()
 	select {
 	case c.marked <- struct{}{}:
 	default: // a wake-up is pending already
 	}
 	<-r.done
-	return r.lost, r.err, true
+	lost, err = r.lost, r.err
+	// The flush answered r and no longer looks at it: it may serve the
+	// next mark.
+	*r = startReq{done: r.done}
+	c.marks.Put(r)
+	return lost, err, true
 }
 
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
@@ -138,14 +142,8 @@ func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
 		c.ackChain(j, start, rt)
 		return
 	}
-	if c.acker != nil {
-		c.mu.RLock()
-		if !c.closed {
-			c.acks <- ackItem{j: j, start: start, rt: rt}
-			c.mu.RUnlock()
-			return
-		}
-		c.mu.RUnlock()
+	if c.acker != nil && c.acks.put(ackItem{j: j, start: start, rt: rt}) {
+		return
 	}
 	if c.settled(j, c.q.Ack(c.ctx, j.Lease()), "acking", rt) {
 		c.finished(j, OutcomeDone, nil, start, rt)
@@ -329,69 +327,90 @@ const ackLinger = 5 * time.Millisecond
 // have queued to send them; acks queue meanwhile without waking it.
 const lingerPoll = time.Millisecond
 
+// ackBatch is one flush's worth of items, split as they are gathered into
+// start marks and acks. Each flusher reuses its own from flush to flush, so
+// a flush allocates nothing per job.
+type ackBatch struct {
+	marks []ackItem
+	acks  []ackItem
+}
+
+// add appends it to the marks or the acks.
+func (b *ackBatch) add(it ackItem) {
+	if it.mark != nil {
+		b.marks = append(b.marks, it)
+	} else {
+		b.acks = append(b.acks, it)
+	}
+}
+
+// len reports how many items b holds.
+func (b *ackBatch) len() int { return len(b.marks) + len(b.acks) }
+
+// reset empties b for the next batch, keeping its memory but not the jobs
+// it referred to.
+func (b *ackBatch) reset() {
+	clear(b.marks)
+	clear(b.acks)
+	b.marks, b.acks = b.marks[:0], b.acks[:0]
+}
+
 // ackLoop collects acks and start marks and flushes them in batches until
-// the acks channel is closed: it takes whatever has queued up while the
+// the ack queue is closed: it takes whatever has queued up while the
 // previous flush ran, so batches grow with load, and a batch of acks alone
 // lingers (ackLinger) for more.
 func (c *completer) ackLoop() {
+	var b ackBatch
 	for {
 		c.gathering <- struct{}{}
-		batch, open := c.gather()
+		open := c.gather(&b)
 		<-c.gathering
-		if len(batch) > 0 {
-			c.flush(batch)
+		if b.len() > 0 {
+			c.flush(&b)
 		}
+		b.reset()
 		if !open {
 			return
 		}
 	}
 }
 
-// gather takes the next batch; open is false once the channel is closed.
-func (c *completer) gather() (batch []ackItem, open bool) {
-	it, ok := <-c.acks
-	if !ok {
-		return nil, false
-	}
-	batch = []ackItem{it}
-	marked := it.mark != nil
-	drain := func() bool {
-		for len(batch) < maxAckBatch {
-			select {
-			case it, ok := <-c.acks:
-				if !ok {
-					return false
-				}
-				batch = append(batch, it)
-				marked = marked || it.mark != nil
-			default:
-				return true
-			}
+// gather takes the next batch into the empty b; open is false once the
+// queue is closed and empty.
+func (c *completer) gather(b *ackBatch) (open bool) {
+	for {
+		took, open := c.acks.take(b, maxAckBatch)
+		if !open {
+			return false
 		}
+		if took > 0 {
+			break
+		}
+		select {
+		case <-c.acks.ready:
+		case <-c.acks.shut:
+		}
+	}
+	if len(b.marks) > 0 || b.len() >= maxAckBatch {
 		return true
-	}
-	if !drain() {
-		return batch, false
-	}
-	if marked || len(batch) >= maxAckBatch {
-		return batch, true
 	}
 	deadline := time.NewTimer(ackLinger)
 	defer deadline.Stop()
 	poll := time.NewTicker(lingerPoll)
 	defer poll.Stop()
-	for !marked && len(batch) < maxAckBatch && len(c.acks) < cap(c.acks)/2 {
+	for len(b.marks) == 0 && b.len() < maxAckBatch && c.acks.len() < c.acks.max/2 {
+		final := false
 		select {
 		case <-c.marked:
 		case <-poll.C:
 		case <-deadline.C:
-			return batch, drain()
+			final = true
 		}
-		if !drain() {
-			return batch, false
+		if _, open := c.acks.take(b, maxAckBatch-b.len()); !open || final {
+			return open
 		}
 	}
-	return batch, true
+	return true
 }
 
 // flush writes a batch: the start marks in it, then its acks, retrying a
@@ -400,16 +419,15 @@ func (c *completer) gather() (batch []ackItem, open bool) {
 // that a call whose outcome is unknown never counts an attempt twice (a
 // failed mark releases its job uncounted, see executor.start). The extender
 // keeps the leases alive meanwhile, since the jobs stay held until flushed.
-func (c *completer) flush(all []ackItem) {
-	var marks, batch []ackItem
-	for _, it := range all {
-		if it.mark != nil {
-			marks = append(marks, it)
-		} else {
-			batch = append(batch, it)
-		}
+func (c *completer) flush(b *ackBatch) {
+	marks, batch := b.marks, b.acks
+	// The leases go to the driver, which may keep them (the slice is not
+	// reused); the marks' and the acks' in one allocation.
+	all := make([]Lease, len(marks)+len(batch))
+	ml, leases := all[:len(marks):len(marks)], all[len(marks):]
+	for i, it := range marks {
+		ml[i] = it.mark.l
 	}
-	leases := make([]Lease, len(batch))
 	for i, it := range batch {
 		leases[i] = it.j.Lease()
 	}
@@ -422,7 +440,7 @@ func (c *completer) flush(all []ackItem) {
 	acked := false // the marks' call acked the batch too
 	if len(marks) > 0 {
 		var err error
-		acked, lost, err = c.flushMarks(marks, leases)
+		acked, lost, err = c.flushMarks(marks, ml, leases)
 		if err != nil && len(leases) > 0 && c.startAcker != nil {
 			unknown = !errors.Is(err, ErrLeaseLost)
 			fails.failed(err, "jobs", len(leases))
@@ -450,9 +468,7 @@ func (c *completer) flush(all []ackItem) {
 	if err != nil {
 		c.halt.check("acking jobs", err)
 		c.log.Error("queue: flushing acks failed and the leases ran out; these jobs will run again", "jobs", len(leases), "err", err)
-		for _, it := range batch {
-			c.leases.remove(it.j.ID)
-		}
+		c.leases.removeJobs(batch)
 		return
 	}
 	fails.ok()
@@ -460,8 +476,8 @@ func (c *completer) flush(all []ackItem) {
 	for _, l := range lost {
 		lostSet[l.JobID] = true
 	}
+	c.leases.removeJobs(batch)
 	for _, it := range batch {
-		c.leases.remove(it.j.ID)
 		if lostSet[it.j.ID] && !(unknown && c.finishedInStore(it.j.ID)) {
 			c.observe(EventLeaseLost, it.j, ErrLeaseLost, it.rt)
 			c.log.Warn("queue: ack after the lease was lost; the job will run again", "job", it.j.ID, "name", it.j.Name)
@@ -471,15 +487,11 @@ func (c *completer) flush(all []ackItem) {
 	}
 }
 
-// flushMarks counts the attempts of the jobs of marks in one call, with
-// the acks of leases when the queue is a StartAcker (acked: that call
+// flushMarks counts the attempts of the jobs of marks (their leases ml) in
+// one call, with the acks of leases when the queue is a StartAcker (acked: that call
 // succeeded, and lost lists the acks that were not current), and answers
 // every mark.
-func (c *completer) flushMarks(marks []ackItem, leases []Lease) (acked bool, lost []Lease, err error) {
-	ml := make([]Lease, len(marks))
-	for i, it := range marks {
-		ml[i] = it.mark.l
-	}
+func (c *completer) flushMarks(marks []ackItem, ml, leases []Lease) (acked bool, lost []Lease, err error) {
 	var lostStarts []Lease
 	if c.startAcker != nil && len(leases) > 0 {
 		lostStarts, lost, err = c.startAcker.StartAck(c.ctx, ml, leases)
@@ -492,7 +504,7 @@ func (c *completer) flushMarks(marks []ackItem, leases []Lease) (acked bool, los
 	}
 	for _, it := range marks {
 		it.mark.lost, it.mark.err = gone[it.mark.l], err
-		close(it.mark.done)
+		it.mark.done <- struct{}{} // the last use of it.mark: its waiter may reuse it
 	}
 	return err == nil && c.startAcker != nil && len(leases) > 0, lost, err
 }

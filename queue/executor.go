@@ -73,8 +73,9 @@ func (e *executor) start(j *Job) bool {
 	return true
 }
 
-// execute runs one attempt of j and records its outcome.
-func (e *executor) execute(j *Job) {
+// execute runs one attempt of j and records its outcome. hj is j's held
+// entry, or nil to look it up.
+func (e *executor) execute(j *Job, hj *held) {
 	maxA := e.maxAttempts(j)
 	attempt := j.Attempts // this attempt's number
 	if j.unstarted {
@@ -122,7 +123,7 @@ func (e *executor) execute(j *Job) {
 	if j.Timeout > 0 {
 		timeout = j.Timeout
 	}
-	jc := newJobContext(e.base, j)
+	hd, jc := e.leases.run(j, hj, e.base)
 	defer jc.release()
 	var jctx context.Context = jc
 	if timeout > 0 {
@@ -130,7 +131,6 @@ func (e *executor) execute(j *Job) {
 		jctx, cancelT = context.WithTimeoutCause(jctx, timeout, ErrTimeout)
 		defer cancelT()
 	}
-	hd := e.leases.start(j.ID, jc.cancel)
 
 	e.observe(EventStarted, j, nil, 0)
 	start := time.Now()

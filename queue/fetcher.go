@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"log/slog"
+	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue/internal/retry"
@@ -33,26 +35,85 @@ type fetcher struct {
 	leases *heldLeases
 	halt   *halt
 
-	out   chan<- *Job     // reserved jobs, to the executors
-	freed <-chan struct{} // one token per job an executor finished
+	out   chan<- *held // reserved jobs' held entries, to the executors
+	freed *freed       // the jobs the executors finished
 	pace  pacer
+}
+
+// freed counts the jobs the executors finished, for the fetcher: a counter
+// rather than a channel send per job, and a wake-up only once as many jobs
+// have finished as the fetcher waits for, rather than one per job (each a
+// goroutine switch to re-check its condition).
+type freed struct {
+	n atomic.Int64
+	// want is the count at which the waiting fetcher is to be woken;
+	// math.MaxInt64 while it does not wait.
+	want atomic.Int64
+	wake chan struct{} // holds a token while the fetcher may have missed its count
+}
+
+func newFreed() *freed {
+	f := &freed{wake: make(chan struct{}, 1)}
+	f.want.Store(math.MaxInt64)
+	return f
+}
+
+// add counts one finished job and wakes the fetcher if it waits for that
+// count.
+func (f *freed) add() {
+	if f.n.Add(1) >= f.want.Load() {
+		select {
+		case f.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
+}
+
+// since returns how many jobs finished since the count was last seen,
+// updating seen.
+func (f *freed) since(seen *int64) int {
+	n := f.n.Load()
+	d := n - *seen
+	*seen = n
+	return int(d)
+}
+
+// wait blocks until the count reaches target (or may have: a wake-up can
+// be spurious) and reports true, or until done is closed and reports
+// false.
+func (f *freed) wait(target int64, done <-chan struct{}) bool {
+	f.want.Store(target)
+	defer f.want.Store(math.MaxInt64)
+	if f.n.Load() >= target {
+		return true
+	}
+	select {
+	case <-f.wake:
+		return true
+	case <-done:
+		return false
+	}
+}
+
+// toReserve returns how many of the outstanding jobs must finish before
+// the fetcher reserves again (see run): until a handler is idle, or the
+// buffer has room for half of ahead.
+func toReserve(outstanding, concurrency, ahead int) int {
+	idle := outstanding - concurrency + 1
+	room := max(1, ahead/2) - (concurrency + ahead - outstanding)
+	return max(1, min(idle, room))
 }
 
 // run reserves jobs until stopCtx is done.
 func (f *fetcher) run(stopCtx context.Context) {
 	outstanding := 0 // reserved and not finished: buffered or running
+	var seen int64   // finished jobs counted in outstanding
 	bo := retry.Backoff{Initial: 50 * time.Millisecond, Max: max(f.poll, 5*time.Second)}
 	fails := streak{log: f.log, doing: "reserving jobs", level: slog.LevelError}
 	for {
-	drain:
-		for {
-			select {
-			case <-f.freed:
-				outstanding--
-				f.pace.done()
-			default:
-				break drain
-			}
+		if n := f.freed.since(&seen); n > 0 {
+			outstanding -= n
+			f.pace.done(n)
 		}
 		if stopCtx.Err() != nil {
 			return
@@ -62,20 +123,16 @@ func (f *fetcher) run(stopCtx context.Context) {
 		// Reserve when a handler is idle, or when the buffer has room for a
 		// batch worth a round trip; else wait for a handler to finish.
 		if outstanding >= f.concurrency && (want <= 0 || want < ahead/2) {
-			select {
-			case <-f.freed:
-				outstanding--
-				f.pace.done()
-				continue
-			case <-stopCtx.Done():
+			if !f.freed.wait(seen+int64(toReserve(outstanding, f.concurrency, ahead)), stopCtx.Done()) {
 				return
 			}
+			continue
 		}
 		jobs, err := f.reserve(want, f.concurrency-outstanding)
-		f.leases.addAll(jobs, f.lease)
-		for _, j := range jobs {
+		hs := f.leases.addAll(jobs, f.lease)
+		for i := range hs {
 			outstanding++
-			f.out <- j
+			f.out <- &hs[i]
 		}
 		switch {
 		case err != nil:
@@ -169,8 +226,8 @@ type pacer struct {
 	sampled   time.Time
 }
 
-// done counts one completed job.
-func (p *pacer) done() { p.completed++ }
+// done counts n completed jobs.
+func (p *pacer) done(n int) { p.completed += n }
 
 // ahead returns how many jobs to hold ahead at now, sampling the rate at
 // most every 10ms.

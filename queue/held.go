@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,21 +13,33 @@ import (
 // fetcher adds to it, the executor marks handlers running in it, the
 // completer removes from it and the extender keeps it alive.
 type heldLeases struct {
+	// marked counts the held entries whose cancelled flag is set (at
+	// least: an entry replaced by add is not uncounted), so that
+	// isCancelled, which every job asks, takes no lock while none is.
+	marked atomic.Int64
+
 	mu sync.Mutex
 	m  map[string]*held
 }
 
 // held is one lease the run holds.
 type held struct {
+	job     *Job // the job reserved under lease
 	lease   Lease
 	expires time.Time
-	cancel  context.CancelCauseFunc // set while the handler runs
-	lost    bool                    // the queue no longer honours the lease
+	// running is the handler's context while it runs (jc), which a lost
+	// lease or a cancel of the job cancels; nil otherwise.
+	running *jobContext
+	lost    bool // the queue no longer honours the lease
 	// released is set when shutdown gave the job back while its handler
 	// still ran: the handler's outcome is no longer the run's to record.
 	released bool
 	// cancelled is set when the job was cancelled in the store while held.
 	cancelled bool
+	// jc is the job's handler context, made by run. It lives here, not in
+	// an allocation of its own per job, because addAll allocates a claim's
+	// entries together.
+	jc jobContext
 }
 
 func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)} }
@@ -36,8 +49,9 @@ func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)}
 func (s *heldLeases) add(j *Job, lease time.Duration) { s.addAll([]*Job{j}, lease) }
 
 // addAll holds the leases of jobs as add does, under one lock and in one
-// allocation for the batch (a claim's hundreds of jobs).
-func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
+// allocation for the batch (a claim's hundreds of jobs), and returns their
+// entries, in the order of jobs, for the executors (see run).
+func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) []held {
 	hs := make([]held, len(jobs))
 	var now time.Time
 	for i, j := range jobs {
@@ -48,20 +62,40 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
 			}
 			exp = now.Add(lease)
 		}
-		hs[i] = held{lease: j.Lease(), expires: exp}
+		hs[i] = held{job: j, lease: j.Lease(), expires: exp}
 	}
 	s.mu.Lock()
 	for i, j := range jobs {
 		s.m[j.ID] = &hs[i]
 	}
 	s.mu.Unlock()
+	return hs
 }
 
 // remove forgets the job id's lease.
 func (s *heldLeases) remove(id string) {
 	s.mu.Lock()
-	delete(s.m, id)
+	s.removeLocked(id)
 	s.mu.Unlock()
+}
+
+// removeJobs forgets the leases of the jobs of items, under one lock (an
+// ack flush's hundreds).
+func (s *heldLeases) removeJobs(items []ackItem) {
+	s.mu.Lock()
+	for _, it := range items {
+		s.removeLocked(it.j.ID)
+	}
+	s.mu.Unlock()
+}
+
+func (s *heldLeases) removeLocked(id string) {
+	if h := s.m[id]; h != nil {
+		if h.cancelled {
+			s.marked.Add(-1)
+		}
+		delete(s.m, id)
+	}
 }
 
 // len reports how many leases are held.
@@ -71,16 +105,23 @@ func (s *heldLeases) len() int {
 	return len(s.m)
 }
 
-// start records that id's handler runs under cancel, which a lost lease
-// cancels. It returns the entry to pass to stop, nil if id is not held.
-func (s *heldLeases) start(id string, cancel context.CancelCauseFunc) *held {
+// run makes j's handler context, a child of base, and records that j's
+// handler runs under it. h is j's entry as addAll returned it, or nil to
+// look it up (the fetcher hands executors the entries, so that a job costs
+// no lookup here). It returns the held entry to pass to stop, nil (with a
+// context of its own) when j is not held.
+func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobContext) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.m[id]
-	if h != nil {
-		h.cancel = cancel
+	if h == nil {
+		h = s.m[j.ID]
 	}
-	return h
+	if h == nil {
+		return nil, newJobContext(base, j)
+	}
+	h.jc = jobContext{base: base, job: j}
+	h.running = &h.jc
+	return h, &h.jc
 }
 
 // stop records that h's handler returned and reports whether its lease was
@@ -92,7 +133,7 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h.cancel = nil
+	h.running = nil
 	return h.lost, h.cancelled, h.released
 }
 
@@ -110,8 +151,9 @@ func (s *heldLeases) cancelled(leases []Lease) int {
 		}
 		n++
 		h.lost, h.cancelled = true, true
-		if h.cancel != nil {
-			h.cancel(ErrCancelled)
+		s.marked.Add(1)
+		if h.running != nil {
+			h.running.cancel(ErrCancelled)
 		}
 	}
 	return n
@@ -120,6 +162,9 @@ func (s *heldLeases) cancelled(leases []Lease) int {
 // isCancelled reports whether the held job id was cancelled before it
 // started.
 func (s *heldLeases) isCancelled(id string) bool {
+	if s.marked.Load() == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.m[id]
@@ -152,8 +197,8 @@ func (s *heldLeases) extended(l Lease, now time.Time, d time.Duration, err error
 		h.expires = now.Add(d)
 	case errors.Is(err, ErrLeaseLost):
 		h.lost = true
-		if h.cancel != nil {
-			h.cancel(ErrLeaseLost)
+		if h.running != nil {
+			h.running.cancel(ErrLeaseLost)
 		}
 		return true
 	}
@@ -179,10 +224,10 @@ func (s *heldLeases) releaseRunning() []Lease {
 	defer s.mu.Unlock()
 	var out []Lease
 	for id, h := range s.m {
-		if h.cancel != nil && !h.lost {
+		if h.running != nil && !h.lost {
 			h.released = true
 			out = append(out, h.lease)
-			delete(s.m, id)
+			s.removeLocked(id)
 		}
 	}
 	return out

@@ -146,9 +146,7 @@ func TestPacerHoldsAheadWhatCompletesInTheHorizon(t *testing.T) {
 	if got := p.ahead(t0); got != 0 {
 		t.Fatalf("ahead with no rate = %d, want 0", got)
 	}
-	for range 100 {
-		p.done()
-	}
+	p.done(100)
 	// 100 jobs in 100ms is 1000/s; smoothed with the earlier 0 that is 500/s,
 	// or 25 jobs in 50ms.
 	if got := p.ahead(t0.Add(100 * time.Millisecond)); got != 25 {
@@ -156,9 +154,7 @@ func TestPacerHoldsAheadWhatCompletesInTheHorizon(t *testing.T) {
 	}
 	capped := pacer{horizon: time.Second, max: 10}
 	capped.ahead(t0)
-	for range 1000 {
-		capped.done()
-	}
+	capped.done(1000)
 	if got := capped.ahead(t0.Add(time.Second)); got != 10 {
 		t.Fatalf("ahead = %d, want the cap 10", got)
 	}
@@ -185,10 +181,9 @@ func TestHeldLeasesAddAll(t *testing.T) {
 	if due := s.due(now.Add(45*time.Second), time.Minute); len(due) != 3 {
 		t.Fatalf("45 s later due = %v, want all three", due)
 	}
-	var cause error
-	hd := s.start("b", func(err error) { cause = err })
-	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
-		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", cause)
+	hd, jc := s.run(b, nil, context.Background())
+	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
+		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
 	if lost, _, _ := s.stop(hd); !lost {
 		t.Fatal("b's lease not reported lost")
@@ -220,10 +215,9 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatalf("after extension due = %v, want none", due)
 	}
 
-	var cause error
-	hd := s.start("b", func(err error) { cause = err })
-	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(cause, ErrLeaseLost) {
-		t.Fatalf("a lost lease did not cancel its handler (cause %v)", cause)
+	hd, jc := s.run(b, nil, context.Background())
+	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
+		t.Fatalf("a lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
 	if lost, _, released := s.stop(hd); !lost || released {
 		t.Fatalf("stop = lost %v released %v, want lost only", lost, released)
@@ -235,7 +229,7 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatal("anyHold false while a's lease holds")
 	}
 
-	hd = s.start("a", func(error) {})
+	hd, _ = s.run(a, nil, context.Background())
 	if got := s.releaseRunning(); len(got) != 1 || got[0] != a.Lease() {
 		t.Fatalf("releaseRunning = %v, want a's lease", got)
 	}
@@ -433,13 +427,12 @@ func TestExtenderExtendsDueLeasesAndCancelsLostOnes(t *testing.T) {
 		}
 		x.held.add(j, time.Minute)
 	}
-	var cause error
-	x.held.start("b", func(err error) { cause = err })
+	_, jc := x.held.run(job("b"), nil, context.Background())
 	x.round(now)
 	if sq.extends != 2 {
 		t.Fatalf("%d Extend calls, want 2 (a and b are due, c is not)", sq.extends)
 	}
-	if !errors.Is(cause, ErrLeaseLost) {
+	if cause := context.Cause(jc); !errors.Is(cause, ErrLeaseLost) {
 		t.Fatalf("lost lease's handler cause = %v, want ErrLeaseLost", cause)
 	}
 	if due := x.held.due(now, time.Minute); len(due) != 0 {
@@ -510,7 +503,7 @@ func TestFetcherReturnsOnAConfigErrorAndBacksOffOthers(t *testing.T) {
 		defer cancel()
 		f := &fetcher{q: sq, queues: []string{DefaultQueue}, lease: time.Minute, concurrency: 1, poll: time.Second, log: log,
 			ctx: context.Background(), leases: newHeldLeases(), halt: &halt{stop: cancel},
-			out: make(chan *Job, 1), freed: make(chan struct{}, 1), pace: pacer{horizon: prefetchHorizon}}
+			out: make(chan *held, 1), freed: newFreed(), pace: pacer{horizon: prefetchHorizon}}
 		f.run(ctx)
 		if !errors.Is(f.halt.Err(), ErrConfig) {
 			t.Fatalf("run ended with %v, want the configuration error", f.halt.Err())
@@ -548,7 +541,7 @@ func TestExecutorAbandonsAStuckHandlerWithoutAWatcher(t *testing.T) {
 		}
 		j := job("a")
 		c.leases.add(j, time.Minute)
-		e.execute(j)
+		e.execute(j, nil)
 		if len(sq.nacked) != 1 || !strings.Contains(sq.nacked[0], "timed out") {
 			t.Fatalf("nacked %q, want one timed-out attempt", sq.nacked)
 		}
@@ -563,7 +556,7 @@ func TestExecutorAbandonsAStuckHandlerWithoutAWatcher(t *testing.T) {
 		again := job("a")
 		again.Attempts = 2
 		c.leases.add(again, time.Minute)
-		e.execute(again)
+		e.execute(again, nil)
 		if len(sq.nacked) != 2 || !strings.Contains(sq.nacked[1], "still runs in this process") {
 			t.Fatalf("nacked %q, want the second copy released unrun", sq.nacked)
 		}
@@ -613,7 +606,7 @@ func TestExecutorAtTheAbandonCapWaitsForTheHandler(t *testing.T) {
 		j := job("a")
 		c.leases.add(j, time.Minute)
 		start := time.Now()
-		e.execute(j)
+		e.execute(j, nil)
 		if el := time.Since(start); el != time.Hour {
 			t.Fatalf("execute returned after %v, want after the handler's hour", el)
 		}
@@ -622,4 +615,36 @@ func TestExecutorAtTheAbandonCapWaitsForTheHandler(t *testing.T) {
 			t.Fatalf("acked %v, abandoned %d; want the job acked and nothing abandoned", sq.acked, e.abandoned.count())
 		}
 	})
+}
+
+// TestToReserveIsTheFewestFinishes checks the fetcher's wake-up count: for
+// every state in which it waits, as many finished jobs as toReserve says
+// make it reserve, and one fewer does not.
+func TestToReserveIsTheFewestFinishes(t *testing.T) {
+	t.Parallel()
+	waits := func(outstanding, concurrency, ahead int) bool { // the fetcher's condition in run
+		want := concurrency + ahead - outstanding
+		return outstanding >= concurrency && (want <= 0 || want < ahead/2)
+	}
+	checked := 0
+	for concurrency := 1; concurrency <= 12; concurrency++ {
+		for ahead := 0; ahead <= 40; ahead++ {
+			for outstanding := 0; outstanding <= concurrency+ahead+3; outstanding++ {
+				if !waits(outstanding, concurrency, ahead) {
+					continue
+				}
+				checked++
+				k := toReserve(outstanding, concurrency, ahead)
+				if k < 1 || waits(outstanding-k, concurrency, ahead) {
+					t.Fatalf("c %d, ahead %d, outstanding %d: toReserve %d, and the fetcher still waits after that many", concurrency, ahead, outstanding, k)
+				}
+				if k > 1 && !waits(outstanding-k+1, concurrency, ahead) {
+					t.Fatalf("c %d, ahead %d, outstanding %d: toReserve %d, but %d would do", concurrency, ahead, outstanding, k, k-1)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no waiting state checked")
+	}
 }

@@ -25,7 +25,7 @@ type startReq struct {
 	l    Lease
 	lost bool
 	err  error
-	done chan struct{} // closed once lost and err are set
+	done chan struct{} // buffered (1): receives one value once lost and err are set
 	lead chan struct{} // closed when this request is to make the next call
 }
 
@@ -33,7 +33,7 @@ type startReq struct {
 // was lost (the job is someone else's, or expired) or the call failed; in
 // both cases no attempt is known to be counted.
 func (b *starts) start(l Lease) (lost bool, err error) {
-	r := &startReq{l: l, done: make(chan struct{}), lead: make(chan struct{})}
+	r := &startReq{l: l, done: make(chan struct{}, 1), lead: make(chan struct{})}
 	b.mu.Lock()
 	b.waiting = append(b.waiting, r)
 	if !b.busy {
@@ -74,6 +74,6 @@ func (b *starts) flush(batch []*startReq) {
 	}
 	for _, r := range batch {
 		r.lost, r.err = gone[r.l], err
-		close(r.done)
+		r.done <- struct{}{}
 	}
 }

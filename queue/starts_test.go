@@ -143,7 +143,7 @@ func TestExecutorStartsAPrefetchedJobBeforeItsHandler(t *testing.T) {
 			e := newStartExecutor(st, &seen, &mu)
 			j := &Job{ID: "p", Name: "greet", Queue: DefaultQueue, Attempts: tc.attempts, LeaseToken: "t", unstarted: true}
 			e.leases.add(j, time.Minute)
-			e.execute(j)
+			e.execute(j, nil)
 			e.completer.close()
 			if tc.ran != (len(seen) == 1) {
 				t.Fatalf("handler ran %d times, want ran=%v", len(seen), tc.ran)
@@ -226,7 +226,7 @@ func (s *stubStartAcker) StartAck(_ context.Context, starts, acks []Lease) ([]Le
 func TestCompleterWritesStartMarksInItsAckFlush(t *testing.T) {
 	t.Parallel()
 	mark := func(id string) ackItem {
-		return ackItem{j: &Job{ID: id, LeaseToken: "t"}, mark: &startReq{l: Lease{JobID: id, Token: "t"}, done: make(chan struct{})}}
+		return ackItem{j: &Job{ID: id, LeaseToken: "t"}, mark: &startReq{l: Lease{JobID: id, Token: "t"}, done: make(chan struct{}, 1)}}
 	}
 	lease := func(id string) Lease { return Lease{JobID: id, Token: "t"} }
 	boom := errors.New("connection reset")
@@ -262,7 +262,11 @@ func TestCompleterWritesStartMarksInItsAckFlush(t *testing.T) {
 				batch = append(batch, ackItem{j: j})
 			}
 			batch = append(batch, mark("m2"))
-			c.flush(batch)
+			var b ackBatch
+			for _, it := range batch {
+				b.add(it)
+			}
+			c.flush(&b)
 			if len(sa.startAcks) != tc.startAcks || len(sa.starts) != tc.starts || len(sa.acked) != tc.ackManys*len(tc.acks) {
 				t.Fatalf("StartAck calls %v, Start calls %v, acked one by one or in AckMany %v; want %d, %d and %d calls",
 					sa.startAcks, sa.starts, sa.acked, tc.startAcks, tc.starts, tc.ackManys)
@@ -315,7 +319,7 @@ func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
 		for _, id := range []string{"p", "q", "r"} {
 			j := &Job{ID: id, Name: "greet", Queue: DefaultQueue, LeaseToken: "t", unstarted: true}
 			e.leases.add(j, time.Minute)
-			wg.Go(func() { e.execute(j) })
+			wg.Go(func() { e.execute(j, nil) })
 		}
 		wg.Wait()
 		e.completer.close()

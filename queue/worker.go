@@ -394,8 +394,8 @@ type run struct {
 	extender  *extender
 	heartbeat *heartbeat // nil when the queue keeps no worker registry
 
-	jobs      chan *Job     // reserved jobs, to the executors
-	freed     chan struct{} // one token per job an executor finished
+	jobs      chan *held // reserved jobs' held entries, to the executors
+	freed     *freed     // the jobs the executors finished
 	executors sync.WaitGroup
 
 	baseCtx    context.Context // parent of handler contexts
@@ -414,8 +414,8 @@ func newRun(w *Worker) *run {
 		id:    NewID(),
 		halt:  &halt{},
 		held:  newHeldLeases(),
-		jobs:  make(chan *Job, buf),
-		freed: make(chan struct{}, buf),
+		jobs:  make(chan *held, buf),
+		freed: newFreed(),
 	}
 	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
@@ -479,9 +479,9 @@ func (r *run) run(ctx context.Context) error {
 
 	for range r.w.concurrency {
 		r.executors.Go(func() {
-			for j := range r.jobs {
-				r.executor.execute(j)
-				r.freed <- struct{}{}
+			for h := range r.jobs {
+				r.executor.execute(h.job, h)
+				r.freed.add()
 			}
 		})
 	}
@@ -551,8 +551,8 @@ func (r *run) shutdown() {
 // is going away.
 func (r *run) releaseStuck() {
 	n := 0
-	for j := range r.jobs { // closed: takes what the executors left
-		r.completer.nack(j, errShutdown, time.Now(), time.Now(), 0)
+	for h := range r.jobs { // closed: takes what the executors left
+		r.completer.nack(h.job, errShutdown, time.Now(), time.Now(), 0)
 		n++
 	}
 	stuck := r.held.releaseRunning()
