@@ -10,14 +10,26 @@ import (
 // heldLeases is the set of leases one run holds: jobs reserved and not yet
 // settled, whether buffered, running or waiting for an ack flush. The
 // fetcher adds to it, the executor marks handlers running in it, the
-// completer removes from it and the extender keeps it alive.
+// completer removes from it and the extender keeps it alive. It also
+// counts, per queue, the leases held and the handlers running, which the
+// heartbeat reports (WorkerInfo.Running and Reserved).
 type heldLeases struct {
 	mu sync.Mutex
 	m  map[string]*held
+	// byQueue counts the entries of m by queue; an entry is counted as
+	// running while it is in m with cancel set.
+	byQueue map[string]*heldCount
+}
+
+// heldCount is what one queue's entries of heldLeases hold.
+type heldCount struct {
+	leases  int // every lease held
+	running int // of which a handler runs
 }
 
 // held is one lease the run holds.
 type held struct {
+	queue   string
 	lease   Lease
 	expires time.Time
 	cancel  context.CancelCauseFunc // set while the handler runs
@@ -29,7 +41,54 @@ type held struct {
 	cancelled bool
 }
 
-func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)} }
+func newHeldLeases() *heldLeases {
+	return &heldLeases{m: make(map[string]*held), byQueue: make(map[string]*heldCount)}
+}
+
+// count adds d to the leases of h's queue, and to its running handlers
+// when h's handler runs. Callers hold s.mu.
+func (s *heldLeases) count(h *held, d int) {
+	c := s.byQueue[h.queue]
+	if c == nil {
+		c = &heldCount{}
+		s.byQueue[h.queue] = c
+	}
+	c.leases += d
+	if h.cancel != nil {
+		c.running += d
+	}
+}
+
+// forget removes the entry id, uncounting it. Callers hold s.mu.
+func (s *heldLeases) forget(id string) {
+	if h := s.m[id]; h != nil {
+		s.count(h, -1)
+		delete(s.m, id)
+	}
+}
+
+// counts returns the jobs held by queue: running, those whose handler
+// runs, and reserved, the others (see WorkerInfo). A map is nil when it
+// would be empty.
+func (s *heldLeases) counts() (running, reserved map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, c := range s.byQueue {
+		if c.running > 0 {
+			if running == nil {
+				running = make(map[string]int)
+			}
+			running[name] = c.running
+		}
+		if r := c.leases - c.running; r > 0 {
+			if reserved == nil {
+				reserved = make(map[string]int)
+			}
+			reserved[name] = r
+		}
+	}
+	return running, reserved
+}
 
 // add holds j's lease, expiring at j.LeaseExpiresAt or, when the driver
 // left it unset, lease from now.
@@ -48,11 +107,13 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
 			}
 			exp = now.Add(lease)
 		}
-		hs[i] = held{lease: j.Lease(), expires: exp}
+		hs[i] = held{queue: j.Queue, lease: j.Lease(), expires: exp}
 	}
 	s.mu.Lock()
 	for i, j := range jobs {
+		s.forget(j.ID)
 		s.m[j.ID] = &hs[i]
+		s.count(&hs[i], 1)
 	}
 	s.mu.Unlock()
 }
@@ -60,7 +121,7 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
 // remove forgets the job id's lease.
 func (s *heldLeases) remove(id string) {
 	s.mu.Lock()
-	delete(s.m, id)
+	s.forget(id)
 	s.mu.Unlock()
 }
 
@@ -78,7 +139,9 @@ func (s *heldLeases) start(id string, cancel context.CancelCauseFunc) *held {
 	defer s.mu.Unlock()
 	h := s.m[id]
 	if h != nil {
+		s.count(h, -1)
 		h.cancel = cancel
+		s.count(h, 1)
 	}
 	return h
 }
@@ -92,6 +155,11 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.m[h.lease.JobID] == h {
+		s.count(h, -1)
+		h.cancel = nil
+		s.count(h, 1)
+	}
 	h.cancel = nil
 	return h.lost, h.cancelled, h.released
 }
@@ -182,7 +250,7 @@ func (s *heldLeases) releaseRunning() []Lease {
 		if h.cancel != nil && !h.lost {
 			h.released = true
 			out = append(out, h.lease)
-			delete(s.m, id)
+			s.forget(id)
 		}
 	}
 	return out
