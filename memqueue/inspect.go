@@ -325,9 +325,25 @@ func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	w.Queues = slices.Clone(w.Queues)
+	w.Running, w.Reserved = heldCopy(w.Running), heldCopy(w.Reserved)
 	w.LastSeen = q.now()
 	q.workers[w.ID] = w
 	return nil
+}
+
+// heldCopy copies a WorkerInfo's count of held jobs by queue, leaving
+// out the zero ones; nil when none is left.
+func heldCopy(m map[string]int) map[string]int {
+	var out map[string]int
+	for name, n := range m {
+		if n != 0 {
+			if out == nil {
+				out = make(map[string]int, len(m))
+			}
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // Deregister removes the registry entry id; removing an unknown entry does
@@ -357,6 +373,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 			continue
 		}
 		w.Queues = slices.Clone(w.Queues)
+		w.Running, w.Reserved = heldCopy(w.Running), heldCopy(w.Reserved)
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b queue.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })
