@@ -4,6 +4,10 @@
 -- this column). The running count of a queue is their sum over the live
 -- workers, and the running list reads only the queues they hold jobs in,
 -- since no index holds a job's lease expiry.
-ALTER TABLE {workers} ADD COLUMN running TEXT NULL, ADD COLUMN reserved TEXT NULL;
+-- One column per ALTER: MySQL 8 has no ADD COLUMN IF NOT EXISTS, and the
+-- runner skips an ALTER whose column exists.
+ALTER TABLE {workers} ADD COLUMN running TEXT NULL;
+
+ALTER TABLE {workers} ADD COLUMN reserved TEXT NULL;
 
 UPDATE {meta} SET value = '11' WHERE name = 'schema_version';

@@ -4,6 +4,6 @@
 -- this column). The running count of a queue is their sum over the live
 -- workers, and the running list reads only the queues they hold jobs in,
 -- since no index holds a job's lease expiry.
-ALTER TABLE {workers} ADD COLUMN running TEXT NULL, ADD COLUMN reserved TEXT NULL;
+ALTER TABLE {workers} ADD COLUMN IF NOT EXISTS running TEXT NULL, ADD COLUMN IF NOT EXISTS reserved TEXT NULL;
 
 UPDATE {meta} SET value = '9' WHERE name = 'schema_version';

@@ -4,6 +4,8 @@
 -- this column). The running count of a queue is their sum over the live
 -- workers, and the running list reads only the queues they hold jobs in,
 -- since no index holds a job's lease expiry.
+-- SQLite has no ADD COLUMN IF NOT EXISTS: the runner skips an ALTER whose
+-- column exists.
 ALTER TABLE {workers} ADD COLUMN running TEXT;
 
 ALTER TABLE {workers} ADD COLUMN reserved TEXT;
