@@ -595,7 +595,7 @@ type workersData struct {
 	// and leased but not in a handler (prefetched, or awaiting their ack
 	// flush), as each reported with its last heartbeat.
 	Running, Reserved int
-	Stale       int // how many have not been seen for staleAfter
+	Stale             int // how many have not been seen for staleAfter
 }
 
 type workerRow struct {
