@@ -317,7 +317,10 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 }
 
 // Heartbeat creates or refreshes the registry entry w.ID with LastSeen set
-// to now. Entries not refreshed for a minute are dropped.
+// to now, keeping the jobs w reports it holds for Workers to list. Entries
+// not refreshed for a minute are dropped. The running counts and lists do
+// not use the reports: the Queue holds every lease itself, so they are
+// exact whoever reserved the jobs.
 func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: recording heartbeat of worker %s: %w", w.ID, err)
