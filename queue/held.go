@@ -29,7 +29,8 @@ type heldCount struct {
 
 // held is one lease the run holds.
 type held struct {
-	queue   string
+	count   *heldCount // its queue's, in heldLeases.byQueue
+	gone    bool       // no longer in heldLeases.m: uncounted
 	lease   Lease
 	expires time.Time
 	cancel  context.CancelCauseFunc // set while the handler runs
@@ -45,24 +46,24 @@ func newHeldLeases() *heldLeases {
 	return &heldLeases{m: make(map[string]*held), byQueue: make(map[string]*heldCount)}
 }
 
-// count adds d to the leases of h's queue, and to its running handlers
-// when h's handler runs. Callers hold s.mu.
-func (s *heldLeases) count(h *held, d int) {
-	c := s.byQueue[h.queue]
+// queueCount returns the count of queue name's leases. Callers hold s.mu.
+func (s *heldLeases) queueCount(name string) *heldCount {
+	c := s.byQueue[name]
 	if c == nil {
 		c = &heldCount{}
-		s.byQueue[h.queue] = c
+		s.byQueue[name] = c
 	}
-	c.leases += d
-	if h.cancel != nil {
-		c.running += d
-	}
+	return c
 }
 
 // forget removes the entry id, uncounting it. Callers hold s.mu.
 func (s *heldLeases) forget(id string) {
 	if h := s.m[id]; h != nil {
-		s.count(h, -1)
+		h.count.leases--
+		if h.cancel != nil {
+			h.count.running--
+		}
+		h.gone = true
 		delete(s.m, id)
 	}
 }
@@ -107,13 +108,18 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) {
 			}
 			exp = now.Add(lease)
 		}
-		hs[i] = held{queue: j.Queue, lease: j.Lease(), expires: exp}
+		hs[i] = held{lease: j.Lease(), expires: exp}
 	}
 	s.mu.Lock()
+	var c *heldCount
 	for i, j := range jobs {
 		s.forget(j.ID)
+		if c == nil || (i > 0 && j.Queue != jobs[i-1].Queue) {
+			c = s.queueCount(j.Queue)
+		}
+		hs[i].count = c
+		c.leases++
 		s.m[j.ID] = &hs[i]
-		s.count(&hs[i], 1)
 	}
 	s.mu.Unlock()
 }
@@ -139,9 +145,10 @@ func (s *heldLeases) start(id string, cancel context.CancelCauseFunc) *held {
 	defer s.mu.Unlock()
 	h := s.m[id]
 	if h != nil {
-		s.count(h, -1)
+		if h.cancel == nil {
+			h.count.running++
+		}
 		h.cancel = cancel
-		s.count(h, 1)
 	}
 	return h
 }
@@ -155,10 +162,8 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.m[h.lease.JobID] == h {
-		s.count(h, -1)
-		h.cancel = nil
-		s.count(h, 1)
+	if h.cancel != nil && !h.gone {
+		h.count.running--
 	}
 	h.cancel = nil
 	return h.lost, h.cancelled, h.released
