@@ -118,6 +118,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		if len(running) != 2 {
 			t.Fatalf("reserved %d, want 2", len(running))
 		}
+		hold(t, q, running...)
 		act(t, b, queue.JobFilter{State: queue.StateReady, Queue: "bkc"}, queue.BulkCancel, 100, 3)
 		act(t, b, queue.JobFilter{State: queue.StateRunning, Queue: "bkc"}, queue.BulkCancel, 1, 1)
 		for _, st := range []queue.JobState{queue.StateReady, queue.StateRunning} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -355,4 +356,32 @@ func cancelled(t *testing.T) context.Context {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	return ctx
+}
+
+// holderID is the registry entry through which the checks report the jobs
+// they hold (see hold).
+const holderID = "contracttest-holder"
+
+// hold reports, when q is a queue.WorkerRegistry, that one worker holds
+// exactly jobs (each in its queue, as Reserved), as a Worker reports the
+// jobs it holds with its heartbeat; with no jobs it reports none. A driver
+// may count and list running jobs from what the live workers report (see
+// queue.QueueCounts), so the checks that hold jobs through a bare Reserve
+// and then count or list the running ones report them first.
+func hold(t *testing.T, q queue.Queue, jobs ...queue.Job) {
+	t.Helper()
+	wr, ok := q.(queue.WorkerRegistry)
+	if !ok {
+		return
+	}
+	var held map[string]int
+	for _, j := range jobs {
+		if held == nil {
+			held = map[string]int{}
+		}
+		held[j.QueueName()]++
+	}
+	if err := wr.Heartbeat(t.Context(), queue.WorkerInfo{ID: holderID, Host: "contracttest", Queues: slices.Sorted(maps.Keys(held)), Concurrency: 1, Reserved: held}); err != nil {
+		t.Fatalf("Heartbeat reporting %d held jobs: %v", len(jobs), err)
+	}
 }

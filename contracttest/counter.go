@@ -57,6 +57,7 @@ func (s *suite) testCounter(t *testing.T) {
 		if len(got) != 8 {
 			t.Fatalf("reserved %d jobs of %s, want 8", len(got), a)
 		}
+		hold(t, q, got...)
 		wantCounts(t, c, in)
 		ack(t, q, got[0])
 		if ba, ok := q.(queue.BatchAcker); ok {
@@ -84,6 +85,7 @@ func (s *suite) testCounter(t *testing.T) {
 		} else {
 			ack(t, q, got[7])
 		}
+		hold(t, q) // every job reserved has been settled
 		wantCounts(t, c, in)
 
 		// Dead letters retried, forgotten, flushed; a dead letter's ID
@@ -144,6 +146,7 @@ func (s *suite) testCounterPastCap(t *testing.T) {
 		push(t, q, later)
 		r := reserve(t, q, []string{name}, 2, longLease)
 		ack(t, q, r[0])
+		hold(t, q, r[1])
 		got, err := c.Counts(t.Context())
 		if err != nil {
 			t.Fatalf("Counts: %v", err)
@@ -198,6 +201,7 @@ func (s *suite) testCounterScheduled(t *testing.T) {
 		retryAt := time.Now().Add(50 * time.Millisecond)
 		nack(t, q, got[1], retryAt, "retry soon")
 		nack(t, q, got[2], retryAt, "retry soon")
+		hold(t, q, got[0])
 		for time.Now().Before(retryAt.Add(s.tol)) {
 			time.Sleep(10 * time.Millisecond) // until the retries are due by the clock
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -314,7 +315,7 @@ func (s *suite) testInspector(t *testing.T) {
 		out[queue.StateDead] = killJob(t, q, "st", "it died").ID
 		running := newJob("st")
 		push(t, q, running)
-		reserveOne(t, q, "st", running.ID, longLease)
+		hold(t, q, reserveOne(t, q, "st", running.ID, longLease))
 		out[queue.StateRunning] = running.ID
 		sched := newJob("st")
 		sched.AvailableAt = time.Now().Add(time.Hour)
@@ -827,6 +828,93 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 		if err := wr.Deregister(t.Context(), "worker-unknown"); err != nil && !errors.Is(err, queue.ErrNotFound) {
 			t.Errorf("Deregister of an unknown worker: %v, want nil or ErrNotFound", err)
 		}
+	})
+
+	checkAs(s, t, "HeldJobs", func(t *testing.T, q queue.Queue, wr queue.WorkerRegistry) {
+		// The jobs a worker holds are listed as its last heartbeat gave
+		// them: each heartbeat replaces the last one's.
+		heldOf := func() queue.WorkerInfo {
+			t.Helper()
+			got, err := wr.Workers(t.Context())
+			if err != nil || len(got) != 1 {
+				t.Fatalf("Workers() = %+v, %v; want one worker", got, err)
+			}
+			return got[0]
+		}
+		w := queue.WorkerInfo{ID: "holder", Host: "h", PID: 1, Queues: []string{"ha", "hb"}, Concurrency: 8,
+			Running: map[string]int{"ha": 2, "hb": 1}, Reserved: map[string]int{"ha": 3}}
+		if err := wr.Heartbeat(t.Context(), w); err != nil {
+			t.Fatalf("Heartbeat: %v", err)
+		}
+		if g := heldOf(); !maps.Equal(g.Running, w.Running) || !maps.Equal(g.Reserved, w.Reserved) || g.Held("ha") != 5 {
+			t.Errorf("Workers() lists Running %v, Reserved %v; want %v, %v", g.Running, g.Reserved, w.Running, w.Reserved)
+		}
+		w.Running, w.Reserved = nil, map[string]int{"hb": 1}
+		if err := wr.Heartbeat(t.Context(), w); err != nil {
+			t.Fatalf("Heartbeat: %v", err)
+		}
+		if g := heldOf(); len(g.Running) != 0 || !maps.Equal(g.Reserved, w.Reserved) {
+			t.Errorf("after a heartbeat holding less, Workers() lists Running %v, Reserved %v; want none, %v", g.Running, g.Reserved, w.Reserved)
+		}
+
+		// The running jobs a Counter counts and an Inspector lists are
+		// those the workers hold.
+		c, isCounter := q.(queue.Counter)
+		in, isInspector := q.(queue.Inspector)
+		if !isCounter && !isInspector {
+			return
+		}
+		if err := wr.Deregister(t.Context(), "holder"); err != nil {
+			t.Fatalf("Deregister: %v", err)
+		}
+		const name = "held-jobs"
+		pushN(t, q, name, 5)
+		got := reserve(t, q, []string{name}, 3, longLease)
+		if len(got) != 3 {
+			t.Fatalf("reserved %d jobs, want 3", len(got))
+		}
+		check := func(step string, held []queue.Job, pending int64) {
+			t.Helper()
+			hold(t, q, held...)
+			if isCounter {
+				counts, err := c.Counts(t.Context())
+				if err != nil {
+					t.Fatalf("Counts: %v", err)
+				}
+				var g queue.QueueCounts // zero when the queue is left out
+				for _, qc := range counts {
+					if qc.Queue == name {
+						g = qc
+					}
+				}
+				running := int64(len(held))
+				if g.Pending != pending || g.Running != (queue.Count{N: running}) || g.Ready != (queue.Count{N: pending - running}) {
+					t.Errorf("%s: Counts of %s = %+v; want %d pending, %d running, %d ready", step, name, g, pending, running, pending-running)
+				}
+			}
+			if isInspector {
+				page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateRunning, Queue: name})
+				if err != nil {
+					t.Fatalf("ListJobs(running): %v", err)
+				}
+				var listed []string
+				for _, j := range page.Jobs {
+					listed = append(listed, j.ID)
+				}
+				if w := ids(held); !slices.Equal(listed, w) {
+					t.Errorf("%s: ListJobs(running) = %v, want the jobs held %v", step, listed, w)
+				}
+			}
+		}
+		check("three held", got, 5)
+		ack(t, q, got[0])
+		check("one acked", got[1:], 4)
+		ack(t, q, got[1])
+		ack(t, q, got[2])
+		for _, j := range reserve(t, q, []string{name}, 10, longLease) {
+			ack(t, q, j)
+		}
+		check("all acked", nil, 0)
 	})
 
 	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, wr queue.WorkerRegistry) {

@@ -211,6 +211,11 @@ type apiWorker struct {
 	StartedAt   time.Time `json:"started_at,omitzero"`
 	LastSeen    time.Time `json:"last_seen,omitzero"`
 	Stale       bool      `json:"stale"` // not seen for a minute
+	// Running and Reserved are the jobs the worker held at its last
+	// heartbeat, by queue ({} when none): in handlers, and leased but in
+	// no handler (prefetched, or awaiting their ack flush).
+	Running  map[string]int `json:"running"`
+	Reserved map[string]int `json:"reserved"`
 }
 
 func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
@@ -285,6 +290,14 @@ func (h *handler) apiMetrics(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
+// nonNil is m, or an empty map for nil, so that JSON shows {} not null.
+func nonNil(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
+	}
+	return m
+}
+
 func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
 	ws, err := h.src.Workers(r.Context())
 	if err != nil {
@@ -300,6 +313,7 @@ func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
 		out.Workers[i] = apiWorker{
 			ID: wi.ID, Host: wi.Host, PID: wi.PID, Queues: qs, Concurrency: wi.Concurrency,
 			StartedAt: utc(wi.StartedAt), LastSeen: utc(wi.LastSeen), Stale: time.Since(wi.LastSeen) > staleAfter,
+			Running: nonNil(wi.Running), Reserved: nonNil(wi.Reserved),
 		}
 	}
 	writeJSON(w, out)

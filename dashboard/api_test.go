@@ -151,7 +151,7 @@ func TestAPIFieldNames(t *testing.T) {
 	ws := decode(t, s.page("api/workers").Body)
 	sameKeys(t, "workers", ws, "workers")
 	w0 := ws["workers"].([]any)[0]
-	sameKeys(t, "worker", w0, "id", "host", "pid", "queues", "concurrency", "started_at", "last_seen", "stale")
+	sameKeys(t, "worker", w0, "id", "host", "pid", "queues", "concurrency", "started_at", "last_seen", "stale", "running", "reserved")
 
 	for p, status := range map[string]int{"api/jobs/nope": 404, "api/jobs?state=bogus": 400, "api/jobs?state=ready&after=zz%21": 400} {
 		r := s.get(s.url(p))

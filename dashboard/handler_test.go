@@ -567,17 +567,27 @@ func TestWorkersPage(t *testing.T) {
 	t.Parallel()
 	q := memqueue.New()
 	now := time.Now()
-	if err := q.Heartbeat(context.Background(), queue.WorkerInfo{ID: "w-1", Host: "box", PID: 42, Queues: []string{"a", "b"}, Concurrency: 8, StartedAt: now, LastSeen: now}); err != nil {
+	if err := q.Heartbeat(context.Background(), queue.WorkerInfo{ID: "w-1", Host: "box", PID: 42, Queues: []string{"a", "b"}, Concurrency: 8, StartedAt: now, LastSeen: now,
+		Running: map[string]int{"a": 2}, Reserved: map[string]int{"a": 1, "b": 1200}}); err != nil {
 		t.Fatal(err)
 	}
 	s := serve(t, dashboard.ForQueue(q))
 	r := s.page("workers")
+	tds := findAll(find(r.Doc, byID("workers")), byTag("td"))
 	var cells []string
-	for _, td := range findAll(find(r.Doc, byID("workers")), byTag("td"))[:5] {
+	for _, td := range tds[:7] {
 		cells = append(cells, text(td))
 	}
-	if want := []string{"w-1", "box", "42", "a, b", "8"}; !slices.Equal(cells, want) {
+	if want := []string{"w-1", "box", "42", "a, b", "8", "2", "1,201"}; !slices.Equal(cells, want) {
 		t.Errorf("worker row = %q, want %q", cells, want)
+	}
+	if got, want := attr(tds[5], "title"), "a: 2 running, 1 reserved; b: 1,200 reserved"; got != want {
+		t.Errorf("held jobs title = %q, want %q", got, want)
+	}
+	for stat, want := range map[string]string{"held-running": "2", "held-reserved": "1,201"} {
+		if n := find(r.Doc, func(n *html.Node) bool { return attr(n, "data-stat") == stat }); n == nil || text(n) != want {
+			t.Errorf("workers card %s = %v, want %s", stat, n, want)
+		}
 	}
 }
 

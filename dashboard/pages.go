@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -590,13 +591,49 @@ type workersData struct {
 	Pager       pager
 	Total       int // worker processes in the registry
 	Concurrency int // their summed concurrency
-	Stale       int // how many have not been seen for staleAfter
+	// Running and Reserved are the jobs they hold, summed: in handlers,
+	// and leased but not in a handler (prefetched, or awaiting their ack
+	// flush), as each reported with its last heartbeat.
+	Running, Reserved int
+	Stale             int // how many have not been seen for staleAfter
 }
 
 type workerRow struct {
 	queue.WorkerInfo
 	Stale     bool
 	QueueURLs []namedLink
+	// RunningN and ReservedN are the worker's held jobs summed over its
+	// queues; HeldBy says them per queue ("" when it holds none).
+	RunningN, ReservedN int
+	HeldBy              string
+}
+
+// heldBy sums a worker's held jobs and says them per queue, sorted:
+// "emails: 2 running, 5 reserved; reports: 1 running".
+func heldBy(wi queue.WorkerInfo) (running, reserved int, by string) {
+	names := slices.Sorted(maps.Keys(wi.Running))
+	for name := range wi.Reserved {
+		if _, ok := wi.Running[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var parts []string
+	for _, name := range names {
+		r, p := wi.Running[name], wi.Reserved[name]
+		running, reserved = running+r, reserved+p
+		var say []string
+		if r > 0 {
+			say = append(say, display.Int(int64(r))+" running")
+		}
+		if p > 0 {
+			say = append(say, display.Int(int64(p))+" reserved")
+		}
+		if len(say) > 0 {
+			parts = append(parts, name+": "+strings.Join(say, ", "))
+		}
+	}
+	return running, reserved, strings.Join(parts, "; ")
 }
 
 // namedLink is a link labelled with a name (a queue, a tag).
@@ -618,6 +655,8 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	d := workersData{Total: len(ws)}
 	for _, wi := range ws {
 		d.Concurrency += wi.Concurrency
+		running, reserved, _ := heldBy(wi)
+		d.Running, d.Reserved = d.Running+running, d.Reserved+reserved
 		if time.Since(wi.LastSeen) > staleAfter {
 			d.Stale++
 		}
@@ -641,6 +680,7 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	d.Pager = keysetPager(base+"workers", url.Values{}, ref, next)
 	for _, wi := range page {
 		row := workerRow{WorkerInfo: wi, Stale: time.Since(wi.LastSeen) > staleAfter}
+		row.RunningN, row.ReservedN, row.HeldBy = heldBy(wi)
 		for _, q := range wi.Queues {
 			row.QueueURLs = append(row.QueueURLs, namedLink{q, base + "queue/" + url.PathEscape(q)})
 		}

@@ -317,7 +317,10 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 }
 
 // Heartbeat creates or refreshes the registry entry w.ID with LastSeen set
-// to now. Entries not refreshed for a minute are dropped.
+// to now, keeping the jobs w reports it holds for Workers to list. Entries
+// not refreshed for a minute are dropped. The running counts and lists do
+// not use the reports: the Queue holds every lease itself, so they are
+// exact whoever reserved the jobs.
 func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: recording heartbeat of worker %s: %w", w.ID, err)
@@ -325,9 +328,25 @@ func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	w.Queues = slices.Clone(w.Queues)
+	w.Running, w.Reserved = heldCopy(w.Running), heldCopy(w.Reserved)
 	w.LastSeen = q.now()
 	q.workers[w.ID] = w
 	return nil
+}
+
+// heldCopy copies a WorkerInfo's count of held jobs by queue, leaving
+// out the zero ones; nil when none is left.
+func heldCopy(m map[string]int) map[string]int {
+	var out map[string]int
+	for name, n := range m {
+		if n != 0 {
+			if out == nil {
+				out = make(map[string]int, len(m))
+			}
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // Deregister removes the registry entry id; removing an unknown entry does
@@ -357,6 +376,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 			continue
 		}
 		w.Queues = slices.Clone(w.Queues)
+		w.Running, w.Reserved = heldCopy(w.Running), heldCopy(w.Reserved)
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b queue.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })

@@ -11,7 +11,9 @@ import (
 // heldLeases is the set of leases one run holds: jobs reserved and not yet
 // settled, whether buffered, running or waiting for an ack flush. The
 // fetcher adds to it, the executor marks handlers running in it, the
-// completer removes from it and the extender keeps it alive.
+// completer removes from it and the extender keeps it alive. It also
+// counts, per queue, the leases held and the handlers running, which the
+// heartbeat reports (WorkerInfo.Running and Reserved).
 type heldLeases struct {
 	// marked counts the held entries whose cancelled flag is set (at
 	// least: an entry replaced by add is not uncounted), so that
@@ -20,11 +22,22 @@ type heldLeases struct {
 
 	mu sync.Mutex
 	m  map[string]*held
+	// byQueue counts the entries of m by queue; an entry is counted as
+	// running while it is in m with running set.
+	byQueue map[string]*heldCount
+}
+
+// heldCount is what one queue's entries of heldLeases hold.
+type heldCount struct {
+	leases  int // every lease held
+	running int // of which a handler runs
 }
 
 // held is one lease the run holds.
 type held struct {
-	job     *Job // the job reserved under lease
+	job     *Job       // the job reserved under lease
+	count   *heldCount // its queue's, in heldLeases.byQueue
+	gone    bool       // no longer in heldLeases.m: uncounted
 	lease   Lease
 	expires time.Time
 	// running is the handler's context while it runs (jc), which a lost
@@ -42,7 +55,42 @@ type held struct {
 	jc jobContext
 }
 
-func newHeldLeases() *heldLeases { return &heldLeases{m: make(map[string]*held)} }
+func newHeldLeases() *heldLeases {
+	return &heldLeases{m: make(map[string]*held), byQueue: make(map[string]*heldCount)}
+}
+
+// queueCount returns the count of queue name's leases. Callers hold s.mu.
+func (s *heldLeases) queueCount(name string) *heldCount {
+	c := s.byQueue[name]
+	if c == nil {
+		c = &heldCount{}
+		s.byQueue[name] = c
+	}
+	return c
+}
+
+// counts returns the jobs held by queue: running, those whose handler
+// runs, and reserved, the others (see WorkerInfo). A map is nil when it
+// would be empty.
+func (s *heldLeases) counts() (running, reserved map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, c := range s.byQueue {
+		if c.running > 0 {
+			if running == nil {
+				running = make(map[string]int)
+			}
+			running[name] = c.running
+		}
+		if r := c.leases - c.running; r > 0 {
+			if reserved == nil {
+				reserved = make(map[string]int)
+			}
+			reserved[name] = r
+		}
+	}
+	return running, reserved
+}
 
 // add holds j's lease, expiring at j.LeaseExpiresAt or, when the driver
 // left it unset, lease from now.
@@ -65,7 +113,14 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) []held {
 		hs[i] = held{job: j, lease: j.Lease(), expires: exp}
 	}
 	s.mu.Lock()
+	var c *heldCount
 	for i, j := range jobs {
+		s.removeLocked(j.ID)
+		if c == nil || (i > 0 && j.Queue != jobs[i-1].Queue) {
+			c = s.queueCount(j.Queue)
+		}
+		hs[i].count = c
+		c.leases++
 		s.m[j.ID] = &hs[i]
 	}
 	s.mu.Unlock()
@@ -94,6 +149,11 @@ func (s *heldLeases) removeLocked(id string) {
 		if h.cancelled {
 			s.marked.Add(-1)
 		}
+		h.count.leases--
+		if h.running != nil {
+			h.count.running--
+		}
+		h.gone = true
 		delete(s.m, id)
 	}
 }
@@ -119,6 +179,9 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobCont
 	if h == nil {
 		return nil, newJobContext(base, j)
 	}
+	if h.running == nil && !h.gone {
+		h.count.running++
+	}
 	h.jc = jobContext{base: base, job: j}
 	h.running = &h.jc
 	return h, &h.jc
@@ -133,6 +196,9 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if h.running != nil && !h.gone {
+		h.count.running--
+	}
 	h.running = nil
 	return h.lost, h.cancelled, h.released
 }

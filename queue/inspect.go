@@ -165,7 +165,24 @@ type WorkerInfo struct {
 	Concurrency int
 	StartedAt   time.Time
 	LastSeen    time.Time
+	// Running and Reserved are the jobs the worker held when it sent
+	// this heartbeat, by queue name (queues with none are left out; nil
+	// when it held none): Running those whose handler ran, Reserved those
+	// held under a lease with no handler running (prefetched and waiting
+	// for a free handler, or finished with their ack not yet flushed).
+	// Together they are the worker's jobs in StateRunning. The Worker
+	// reports them with every heartbeat and beats early, at most once a
+	// second, when they change (see Worker), so they are at most about
+	// one second old while jobs come and go and exact once the worker is
+	// quiet. Drivers store them as given; the SQL drivers count a queue's
+	// running jobs as their sum over the live workers (see Counter).
+	Running  map[string]int
+	Reserved map[string]int
 }
+
+// Held reports the jobs w held in queueName when it sent its heartbeat:
+// Running plus Reserved.
+func (w WorkerInfo) Held(queueName string) int { return w.Running[queueName] + w.Reserved[queueName] }
 
 // Inspector is the optional read side of a driver.
 type Inspector interface {
@@ -208,8 +225,15 @@ type WorkerRegistry interface {
 // jobs change state. Ready, Scheduled and Running split Pending by time (a
 // job becomes ready when its run time passes, and a running one whose
 // lease expires is ready again, with no write to the store), so a driver
-// may count Scheduled and Running up to a cap: past it they carry More,
-// and Ready (Pending less the other two) carries Estimate.
+// may count Scheduled up to a cap: past it Scheduled carries More and
+// Ready (Pending less Scheduled and Running) carries Estimate. A driver
+// may take Running from what the workers report with their heartbeats
+// (WorkerInfo.Running plus Reserved, summed over the workers seen within
+// the registry's TTL) rather than from the jobs: it is then at most about
+// a second old while jobs come and go, exact once the workers are quiet,
+// and jobs leased by a process that does not report (a bare Reserve, or a
+// worker that died, until their leases expire and another worker takes
+// them) count as Ready.
 type QueueCounts struct {
 	Queue string
 	// Pending is Ready + Scheduled + Running.

@@ -32,7 +32,14 @@ type stubQueue struct {
 	extends   int
 	heartbeat func() error
 	beats     int
+	sent      []sentBeat // every heartbeat, in order
 	deregs    int
+}
+
+// sentBeat is one heartbeat a stubQueue received, and when.
+type sentBeat struct {
+	at   time.Time
+	info WorkerInfo
 }
 
 func (s *stubQueue) Push(context.Context, Job) error { s.t.Error("unexpected Push"); return nil }
@@ -93,10 +100,11 @@ func (s stubAcker) AckMany(_ context.Context, leases []Lease) ([]Lease, error) {
 	return s.ackMany(leases)
 }
 
-func (s *stubQueue) Heartbeat(context.Context, WorkerInfo) error {
+func (s *stubQueue) Heartbeat(_ context.Context, w WorkerInfo) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.beats++
+	s.sent = append(s.sent, sentBeat{time.Now(), w})
 	if s.heartbeat != nil {
 		return s.heartbeat()
 	}

@@ -18,9 +18,14 @@ import (
 // too: the triggers also count the jobs written to run later by
 // five-minute bucket of their run time (the scheduled migration), and the
 // jobs due within the current bucket are counted on the claim index (up
-// to 10,000). Running is counted up to 10,000 at the head of the claim
-// order; past either cap the count carries More and Ready, the rest of
-// Pending, carries Estimate.
+// to 10,000; past it Scheduled carries More and Ready Estimate). Running
+// is what the workers report they hold (queue.WorkerInfo Running plus
+// Reserved, summed over the workers seen within the worker TTL, see
+// WithMaintenance), O(workers) rows: at most about a second old while
+// jobs come and go, exact once the workers are quiet. Jobs leased by a
+// process that reports nothing (a bare Reserve, or a worker that died,
+// until their leases expire and another worker takes them) count as
+// Ready. Ready is the rest of Pending.
 func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
@@ -36,8 +41,12 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 		if err != nil {
 			return err
 		}
+		held, err := q.heldByQueue(ctx, st, now)
+		if err != nil {
+			return q.wrap(ctx, err, "reading the workers' held jobs")
+		}
 		for i := range cs {
-			if err := q.splitPending(ctx, st, &cs[i], micros(now), later[cs[i].Queue]); err != nil {
+			if err := q.splitPending(ctx, st, &cs[i], micros(now), later[cs[i].Queue], held[cs[i].Queue]); err != nil {
 				return err
 			}
 		}
@@ -90,9 +99,10 @@ func (q *Queue) readCounts(ctx context.Context, st statements) ([]queue.QueueCou
 // splitPending fills c's Ready, Scheduled and Running from c.Pending:
 // Scheduled is later, the jobs of the queue's buckets after the current
 // one (readScheduled), plus those due within the current bucket, counted
-// up to countCap by ranges of the claim index; Running is counted up to
-// countCap at the head of the claim order; Ready is the rest.
-func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueCounts, now, later int64) error {
+// up to countCap by ranges of the claim index; Running is held, the jobs
+// the live workers hold (heldByQueue), at most what Pending leaves (a
+// report may lag the counts by a moment); Ready is the rest.
+func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueCounts, now, later, held int64) error {
 	if c.Pending <= 0 {
 		return nil
 	}
@@ -104,19 +114,16 @@ func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueC
 	cond, args := q.d.pendingCond(queue.StateScheduled, now)
 	cond, args = cond+" AND run_at < ?", append(args, schedBucketEnd(now))
 	args = append(append([]any{c.Queue}, prios...), args...)
-	runningCount, rargs := q.d.runningCount(c.Queue, prios, now, lim)
-	args = append(args, rargs...)
-	query := q.sqlOnce(`SELECT
- (SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'` + byPriority(prios) + ` AND ` + cond + lim + `b),
- ` + runningCount)
-	var scheduled, running int64
-	if err := queryRow(ctx, st, query, args, &scheduled, &running); err != nil {
+	query := q.sqlOnce(`SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'` + byPriority(prios) + ` AND ` + cond + lim + `b`)
+	var scheduled int64
+	if err := queryRow(ctx, st, query, args, &scheduled); err != nil {
 		return q.wrap(ctx, err, "counting jobs of queue %s", c.Queue)
 	}
-	c.Scheduled, c.Running = capped(scheduled), capped(running)
+	c.Scheduled = capped(scheduled)
 	c.Scheduled.N += later
+	c.Running = queue.Count{N: max(min(held, c.Pending-c.Scheduled.N), 0)}
 	ready := c.Pending - c.Scheduled.N - c.Running.N
-	c.Ready = queue.Count{N: max(ready, 0), Estimate: c.Scheduled.More || c.Running.More}
+	c.Ready = queue.Count{N: max(ready, 0), Estimate: c.Scheduled.More}
 	return nil
 }
 

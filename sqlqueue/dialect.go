@@ -133,13 +133,10 @@ type dialect interface {
 	// pendingCond is the condition that a pending row is ready, scheduled
 	// or running (s) at now.
 	pendingCond(s queue.JobState, now int64) (string, []any)
-	// runningCount is the expression counting the jobs of one queue that
-	// run at now (prios: its priorities; lim closes a capped subquery),
-	// and its arguments.
-	runningCount(queueName string, prios []any, now int64, lim string) (string, []any)
 	// runningList is listQuery's part for one queue (the i-th) of running
-	// jobs: its first n jobs matching cond (with args) in order.
-	runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error)
+	// jobs: its first n jobs matching cond (with args) in order, among the
+	// first scan due jobs of its claim order (runningHead).
+	runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error)
 	// contains is a condition true when col contains the bind parameter (a
 	// substring, case-sensitive; bytes when blob).
 	contains(col string, blob bool) string

@@ -479,12 +479,8 @@ func (mysqlDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 	return expiryPendingCond(s, now)
 }
 
-func (mysqlDialect) runningCount(queueName string, _ []any, now int64, _ string) (string, []any) {
-	return expiryRunningCount(queueName, now)
-}
-
-func (mysqlDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return coveredRunningList(queueName, now, cond, args, order, n, i)
+func (mysqlDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return coveredRunningList(queueName, now, scan, cond, args, order, n, i)
 }
 
 func (mysqlDialect) contains(col string, _ bool) string { return "LOCATE(?, " + col + ") > 0" }
@@ -501,10 +497,10 @@ ON DUPLICATE KEY UPDATE
 }
 
 func (mysqlDialect) upsertWorker(table string) string {
-	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), queues = VALUES(queues),
-  concurrency = VALUES(concurrency), last_seen = VALUES(last_seen)`
+  concurrency = VALUES(concurrency), last_seen = VALUES(last_seen), running = VALUES(running), reserved = VALUES(reserved)`
 }
 
 func (mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {

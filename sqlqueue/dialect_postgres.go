@@ -426,12 +426,8 @@ func (pgDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 	return expiryPendingCond(s, now)
 }
 
-func (pgDialect) runningCount(queueName string, _ []any, now int64, _ string) (string, []any) {
-	return expiryRunningCount(queueName, now)
-}
-
-func (pgDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return expiryRunningList(queueName, now, cond, args, order, n, i)
+func (pgDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return expiryRunningList(queueName, now, scan, cond, args, order, n, i)
 }
 
 func (pgDialect) contains(col string, blob bool) string {
@@ -453,10 +449,10 @@ ON CONFLICT (queue, minute_at) DO UPDATE SET
 }
 
 func (pgDialect) upsertWorker(table string) string {
-	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues = EXCLUDED.queues,
-  concurrency = EXCLUDED.concurrency, last_seen = EXCLUDED.last_seen`
+  concurrency = EXCLUDED.concurrency, last_seen = EXCLUDED.last_seen, running = EXCLUDED.running, reserved = EXCLUDED.reserved`
 }
 
 // vacuumIfDue vacuums and analyzes the jobs table when its statistics

@@ -301,12 +301,8 @@ func (sqliteDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 	return expiryPendingCond(s, now)
 }
 
-func (sqliteDialect) runningCount(queueName string, _ []any, now int64, _ string) (string, []any) {
-	return expiryRunningCount(queueName, now)
-}
-
-func (sqliteDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return coveredRunningList(queueName, now, cond, args, order, n, i)
+func (sqliteDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return coveredRunningList(queueName, now, scan, cond, args, order, n, i)
 }
 
 func (sqliteDialect) contains(col string, _ bool) string { return "instr(" + col + ", ?) > 0" }
@@ -323,10 +319,10 @@ ON CONFLICT (queue, minute_at) DO UPDATE SET
 }
 
 func (sqliteDialect) upsertWorker(table string) string {
-	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-  concurrency = excluded.concurrency, last_seen = excluded.last_seen`
+  concurrency = excluded.concurrency, last_seen = excluded.last_seen, running = excluded.running, reserved = excluded.reserved`
 }
 
 // foldCounts has nothing to do: SQLite's triggers write shard 0 only.

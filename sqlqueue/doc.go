@@ -161,12 +161,18 @@
 // per priority, for waiting jobs). Queues with more than 32 distinct
 // priorities, or lists over more than 64 queues, fall back to filtering.
 // Running jobs are in no index range of their own
-// (see above), so they are counted and listed among the first 20,000 due
-// jobs of each queue in claim order: jobs are claimed from that head, so
-// every running job is there unless more than 20,000 jobs of a higher
-// priority, or with an earlier run_at, became due after its claim; such a
-// job is left out of the count and the list until they are worked down
-// (docs/benchmarks.md compares this with reading every pending job). On
+// (see above), so they are counted from what the workers report they hold
+// (queue.WorkerInfo Running and Reserved, stored by Heartbeat and summed
+// over the workers seen within the worker TTL: O(workers) rows), and
+// listed only in the queues some live worker holds jobs in, among the
+// first due jobs of each in claim order: four per job held plus 1,000, at
+// most 20,000. Jobs are claimed from that head, so a running job is there
+// unless that many jobs of a higher priority, or with an earlier run_at,
+// came before it since its claim. Jobs held by a process that does not
+// heartbeat (a bare Reserve outside a queue.Worker) count as ready and are
+// not listed; those of a worker that died count as running until its last
+// heartbeat is older than the worker TTL, then as ready until their
+// leases expire and another worker takes them. On
 // PostgreSQL the reads run in one read-only transaction with
 // plan_cache_mode = force_custom_plan, so a driver that caches prepared
 // statements (pgx) does not get a generic plan that scans the table,

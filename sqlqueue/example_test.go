@@ -139,4 +139,6 @@ func ExampleSchema() {
 	// CREATE INDEX IF NOT EXISTS "jobs_batches_finished" ON "jobs_batches" (finished_at) WHERE finished_at > 0
 	// CREATE TABLE IF NOT EXISTS "jobs_batch_jobs"
 	// UPDATE "jobs_meta" SET value = '8' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs_workers" ADD COLUMN IF NOT EXISTS running TEXT NULL, ADD COLUMN IF NOT EXISTS reserved TEXT NULL
+	// UPDATE "jobs_meta" SET value = '9' WHERE name = 'schema_version'
 }

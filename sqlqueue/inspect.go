@@ -17,11 +17,14 @@ import (
 // Bounds of the inspection queries.
 const (
 	countCap = 10000 // counts are exact up to this, then Count.More
-	// runningScan is how many due jobs per queue, in claim order, the
-	// running count and list read, since no index holds the lease expiry
-	// (see expiryPendingCond): jobs are claimed in that order, so the
-	// running ones are at its head.
+	// runningScan is the most due jobs per queue, in claim order, the
+	// running list reads, since no index holds the lease expiry (see
+	// expiryPendingCond): jobs are claimed in that order, so the running
+	// ones are at its head. It reads runningPerHeld per job the workers
+	// report they hold in the queue, plus runningSlack (see runningBound).
 	runningScan    = 20000
+	runningPerHeld = 4
+	runningSlack   = 1000
 	searchRows     = 10000           // a payload search examines at most this many jobs per page
 	searchTimeout  = 2 * time.Second // and runs at most this long
 	statsWindow    = time.Hour       // QueueStats' throughput window
@@ -136,8 +139,9 @@ func capped(n int64) queue.Count {
 
 // QueueStats returns one entry per known queue (with jobs in any state,
 // a pause, or metrics in the last hour), sorted by name. The totals by
-// state are exact (see Counts); Scheduled and Running are exact up to
-// 10,000, past which Ready is an estimate; throughput, runtime and wait come from the metrics rows of the
+// state are exact (see Counts); Scheduled is exact up to 10,000, past
+// which Ready is an estimate; Running is what the workers report they
+// hold, as Counts says; throughput, runtime and wait come from the metrics rows of the
 // last hour (JobsPerMinute from the last queue.RateWindow), summed over
 // every process.
 func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
@@ -164,6 +168,10 @@ func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([
 	later, err := q.readScheduled(ctx, st, micros(now))
 	if err != nil {
 		return nil, err
+	}
+	held, err := q.heldByQueue(ctx, st, now)
+	if err != nil {
+		return nil, q.wrap(ctx, err, "reading the workers' held jobs")
 	}
 	byName := make(map[string]*queue.QueueCounts, len(counts))
 	var names []string
@@ -208,12 +216,13 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 	}
 	out := make([]queue.QueueStats, 0, len(names))
 	for _, name := range names {
-		// The totals by state are the counts the triggers keep; only the
-		// split of the pending ones by time is counted, up to the cap,
-		// on the claim index (see splitPending).
+		// The totals by state are the counts the triggers keep; the
+		// running ones are the workers' reports; only the scheduled ones
+		// are counted, up to the cap, on the claim index (see
+		// splitPending).
 		s := queue.QueueStats{Queue: name, Paused: slices.Contains(paused, name), Window: statsWindow}
 		if c := byName[name]; c != nil {
-			if err := q.splitPending(ctx, st, c, micros(now), later[name]); err != nil {
+			if err := q.splitPending(ctx, st, c, micros(now), later[name], held[name]); err != nil {
 				return nil, err
 			}
 			s.Ready, s.Scheduled, s.Running = c.Ready, c.Scheduled, c.Running
@@ -252,8 +261,10 @@ func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 // expiryPendingCond is pendingCond where the lease expiry has a column of
 // its own, lease_expires_at (every dialect): a running job is one whose
 // lease has not expired. No index holds lease_expires_at (so that a claim
-// changes no indexed column), so the running count and list read only the
-// head of the queue's claim order (expiryRunningCount, expiryRunningList).
+// changes no indexed column), so the running list reads only the head of
+// the claim order of the queues the workers hold jobs in
+// (expiryRunningList, runningBound), and the running count is what the
+// workers report (heldByQueue).
 func expiryPendingCond(s queue.JobState, now int64) (string, []any) {
 	switch s {
 	case queue.StateReady:
@@ -264,25 +275,33 @@ func expiryPendingCond(s queue.JobState, now int64) (string, []any) {
 	return "lease_expires_at > ?", []any{now}
 }
 
-// runningHead is the query of the first runningScan due jobs (their cols)
-// of one queue in claim order; its arguments are the queue, now and
-// runningScan. A job is claimed from the head, so it stays there while it
-// runs unless more than runningScan jobs of a higher priority (or with an
-// earlier run_at) became due after its claim.
+// runningHead is the query of the first scan due jobs (their cols) of one
+// queue in claim order; its arguments are the queue, now and scan
+// (runningBound). A job is claimed from the head, so it stays there while
+// it runs unless more than scan jobs of a higher priority (or with an
+// earlier run_at) came before it meanwhile.
 func runningHead(cols string) string {
 	return "SELECT " + cols + " FROM {jobs} WHERE queue = ? AND state = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?"
 }
 
-// expiryRunningCount is runningCount over the head of the claim order.
-func expiryRunningCount(queueName string, now int64) (string, []any) {
-	return `(SELECT COUNT(*) FROM (` + runningHead("lease_expires_at AS x") + `) h WHERE x > ?)`, []any{queueName, now, runningScan, now}
+// runningBound is how many due jobs of a queue the running list reads at
+// the head of its claim order when the live workers report they hold held
+// of its jobs: runningPerHeld per job held plus runningSlack, for the
+// jobs of a higher priority pushed after the claims and those whose
+// leases expired, at most runningScan. The running jobs of a queue
+// nobody serves are not looked for at all (0).
+func runningBound(held int64) int {
+	if held <= 0 {
+		return 0
+	}
+	return int(min(held*runningPerHeld+runningSlack, runningScan))
 }
 
 // expiryRunningList is runningList over the head of the claim order, read
 // whole (PostgreSQL: the claim index does not hold the lease expiry).
-func expiryRunningList(queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+func expiryRunningList(queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
 	return "SELECT * FROM (SELECT " + jobCols + " FROM (" + runningHead(jobCols) + ") h WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
-		append(append([]any{queueName, now, runningScan}, args...), n), nil
+		append(append([]any{queueName, now, scan}, args...), n), nil
 }
 
 // coveredRunningList is runningList where the claim index ends in
@@ -293,10 +312,10 @@ func expiryRunningList(queueName string, now int64, cond string, args []any, ord
 // list: with the list in claim order, MariaDB otherwise drives the join
 // from the (state, queue, ...) index and sorts every pending job of the
 // queue.
-func coveredRunningList(queueName string, now int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+func coveredRunningList(queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
 	return "SELECT * FROM (SELECT " + jobCols + " FROM (SELECT seq AS rseq FROM (" + runningHead("seq, lease_expires_at AS x") +
 			") h WHERE x > ?) r JOIN {jobs} ON seq = r.rseq WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
-		append(append([]any{queueName, now, runningScan, now}, args...), n), nil
+		append(append([]any{queueName, now, scan, now}, args...), n), nil
 }
 
 // ListJobs returns one page of jobs in f.State, by keyset in the order of
@@ -421,7 +440,10 @@ func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []an
 // state's order (listOrder), selecting cols, which must hold the order's
 // key columns: one index scan per queue, merged. Waiting jobs are read
 // per priority on the claim index (see queueList), running ones from the
-// head of the claim order (dialect.runningList), dead and finished ones
+// head of the claim order of the queues the live workers report holding
+// jobs in, as far as runningBound of what they hold (dialect.runningList;
+// jobs held by a process that does not report, a bare Reserve, are not
+// found), dead and finished ones
 // on the list index (state, queue, finished_at, seq). Without a queue filter the
 // queues come from a loose index scan; with more than maxUnionQueues the
 // query is one scan sorted over the whole state. It returns "" when no
@@ -429,6 +451,16 @@ func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []an
 func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after *listCursor, n int, cols string) (string, []any, error) {
 	o := orderOf(f.State)
 	queues := []string{f.Queue}
+	var held map[string]int64
+	if f.State == queue.StateRunning {
+		var err error
+		if held, err = q.heldByQueue(ctx, st, fromMicros(now)); err != nil {
+			return "", nil, err
+		}
+		if f.Queue != "" && held[f.Queue] <= 0 {
+			return "", nil, nil // nobody holds a job of it
+		}
+	}
 	if f.Queue == "" {
 		state := statePending
 		switch f.State {
@@ -442,6 +474,9 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 		var err error
 		if queues, err = q.d.knownQueues(ctx, q, st, state); err != nil {
 			return "", nil, err
+		}
+		if held != nil {
+			queues = slices.DeleteFunc(queues, func(name string) bool { return held[name] <= 0 })
 		}
 		if len(queues) == 0 {
 			return "", nil, nil
@@ -470,7 +505,7 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 				c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
 			}
 			var one string
-			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, c, a, o.sql(), n, i)
+			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, runningBound(held[name]), c, a, o.sql(), n, i)
 			sub = []string{one}
 		case queue.StateReady, queue.StateScheduled:
 			sub, subArgs, err = q.queueList(ctx, st, name, cond, args, after, n, i, cols)

@@ -1,11 +1,13 @@
 package sqlqueue_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
 // TestInspectAcrossQueuesAndPriorities checks the index-driven inspection
@@ -42,6 +44,7 @@ func TestInspectAcrossQueuesAndPriorities(t *testing.T) {
 			running = append(running, j.ID)
 			ready = slices.DeleteFunc(ready, func(id string) bool { return id == j.ID })
 		}
+		report(t, q, "w1", map[string]int{"a": 2}, nil)
 
 		list := func(state queue.JobState, queueName string) []string {
 			var ids []string
@@ -109,9 +112,9 @@ func TestInspectAcrossQueuesAndPriorities(t *testing.T) {
 }
 
 // TestRunningBehindABacklog: with more due jobs than any count reads, the
-// running jobs are still counted and listed exactly (on PostgreSQL no index
-// holds the lease expiry, and they are read from the head of the claim
-// order).
+// running jobs the workers report are still counted and listed exactly (on
+// PostgreSQL no index holds the lease expiry, and they are read from the
+// head of the claim order).
 func TestRunningBehindABacklog(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		q := newStore(t, b).queue(t)
@@ -127,6 +130,7 @@ func TestRunningBehindABacklog(t *testing.T) {
 		if err != nil || len(got) != 7 {
 			t.Fatalf("Reserve = %d jobs, %v; want 7", len(got), err)
 		}
+		report(t, q, "w1", map[string]int{"big": 5}, map[string]int{"big": 2})
 		var want []string
 		for _, j := range got {
 			want = append(want, j.ID)
@@ -154,4 +158,141 @@ func TestRunningBehindABacklog(t *testing.T) {
 			}
 		}
 	})
+}
+
+// report heartbeats worker id of q holding running and reserved jobs by
+// queue, as a Worker reports the jobs it holds.
+func report(t *testing.T, q *sqlqueue.Queue, id string, running, reserved map[string]int) {
+	t.Helper()
+	w := queue.WorkerInfo{ID: id, Host: "test", PID: 1, Queues: []string{"any"}, Concurrency: 10, Running: running, Reserved: reserved}
+	if err := q.Heartbeat(t.Context(), w); err != nil {
+		t.Fatalf("Heartbeat(%s): %v", id, err)
+	}
+}
+
+// TestRunningFromWorkerReports: a queue's running count is the sum of what
+// the live workers report they hold, a dead worker's report stops counting
+// once it is older than the worker TTL, jobs held by a bare Reserve are
+// counted ready and not listed, and the running list reads only the
+// queues workers hold jobs in, paging correctly across them.
+func TestRunningFromWorkerReports(t *testing.T) {
+	eachDialect(t, func(t *testing.T, b backend) {
+		s := newStore(t, b)
+		q, db := s.open(t)
+		ctx := t.Context()
+		for _, name := range []string{"served", "other", "bare"} {
+			jobs := make([]queue.Job, 20)
+			for i := range jobs {
+				jobs[i] = queue.Job{ID: queue.NewID(), Queue: name, Name: "n", Priority: i % 3}
+			}
+			if stored, err := q.PushMany(ctx, jobs); err != nil || slices.Contains(stored, false) {
+				t.Fatalf("PushMany: %v", err)
+			}
+		}
+		reserve := func(name string, n int) []queue.Job {
+			t.Helper()
+			got, err := q.Reserve(ctx, []string{name}, n, time.Hour)
+			if err != nil || len(got) != n {
+				t.Fatalf("Reserve(%s) = %d jobs, %v; want %d", name, len(got), err, n)
+			}
+			return got
+		}
+		served, other := reserve("served", 7), reserve("other", 5)
+		reserve("bare", 4) // held by nobody who reports
+		report(t, q, "w1", map[string]int{"served": 4}, map[string]int{"other": 5})
+		report(t, q, "w2", map[string]int{"served": 2}, map[string]int{"served": 1})
+
+		counts := func() map[string][3]int64 {
+			t.Helper()
+			cs, err := q.Counts(ctx)
+			if err != nil {
+				t.Fatalf("Counts: %v", err)
+			}
+			out := map[string][3]int64{}
+			for _, c := range cs {
+				out[c.Queue] = [3]int64{c.Ready.N, c.Running.N, c.Pending}
+			}
+			return out
+		}
+		want := map[string][3]int64{"served": {13, 7, 20}, "other": {15, 5, 20}, "bare": {20, 0, 20}}
+		if got := counts(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Counts (ready, running, pending) = %v, want %v", got, want)
+		}
+		stats, err := q.QueueStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range stats {
+			if w := want[st.Queue]; st.Ready.N != w[0] || st.Running.N != w[1] || st.Running.More || st.Ready.Estimate {
+				t.Errorf("QueueStats(%s): ready %+v, running %+v; want %d, %d, exact", st.Queue, st.Ready, st.Running, w[0], w[1])
+			}
+		}
+
+		// The list walks the served queues only, in claim order, page by page.
+		var all []string
+		for after := ""; ; {
+			page, err := q.ListJobs(ctx, queue.JobFilter{State: queue.StateRunning, Limit: 3, After: after})
+			if err != nil {
+				t.Fatalf("ListJobs(running): %v", err)
+			}
+			for _, j := range page.Jobs {
+				all = append(all, j.ID)
+			}
+			if page.Next == "" {
+				break
+			}
+			after = page.Next
+		}
+		held := append(slices.Clone(served), other...)
+		if w := jobIDs(held); !sameSet(all, w) || len(all) != len(w) {
+			t.Errorf("running list = %v, want the served and other jobs %v, each once", all, w)
+		}
+		prio := map[string]int{}
+		for _, j := range held {
+			prio[j.ID] = j.Priority
+		}
+		if !slices.IsSortedFunc(all, func(a, b string) int { return prio[b] - prio[a] }) {
+			t.Errorf("running list = %v, not in claim order (highest priority first)", all)
+		}
+		for _, name := range []string{"bare", "nobody"} {
+			page, err := q.ListJobs(ctx, queue.JobFilter{State: queue.StateRunning, Queue: name})
+			if err != nil || len(page.Jobs) != 0 {
+				t.Errorf("ListJobs(running, %s) = %d jobs, %v; want none: no worker holds its jobs", name, len(page.Jobs), err)
+			}
+		}
+
+		// w2 dies: once its last heartbeat is older than the worker TTL
+		// its jobs count as ready.
+		old := time.Now().Add(-time.Hour).UnixMicro()
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("UPDATE %s_workers SET last_seen = %d WHERE id = 'w2'", s.table, old)); err != nil {
+			t.Fatal(err)
+		}
+		want["served"] = [3]int64{16, 4, 20}
+		if got := counts(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("after w2's report aged out, Counts (ready, running, pending) = %v, want %v", got, want)
+		}
+
+		// Reports past what is pending (a report lagging the acks) count
+		// no more than is pending.
+		report(t, q, "w1", map[string]int{"served": 40}, nil)
+		want["served"], want["other"] = [3]int64{0, 20, 20}, [3]int64{20, 0, 20}
+		if got := counts(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("after an excessive report, Counts (ready, running, pending) = %v, want %v", got, want)
+		}
+	})
+}
+
+func jobIDs(jobs []queue.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }

@@ -69,6 +69,13 @@ FROM (SELECT g, CASE WHEN g % 20 < 12 THEN 'done' WHEN g % 20 < 14 THEN 'dead' W
 	fill(1, planRows)
 	exec("UPDATE {jobs} SET lease_token = 't' || seq, lease_expires_at = CAST(? AS BIGINT) WHERE state = 'pending' AND run_at <= CAST(? AS BIGINT) AND seq % 500 = 0", now+3600e6, now)
 
+	// A worker holds jobs of every queue, so the running lists read them
+	// all (a queue nobody holds a job of is not read at all). Written
+	// directly, seen an hour ahead: a Heartbeat would run the maintenance
+	// pass, which prunes the finished jobs filled above.
+	exec(`INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running)
+VALUES ('w', 'h', 1, '[]', 1, CAST(? AS BIGINT), CAST(? AS BIGINT), '{"q0": 10, "q1": 10, "q2": 10, "q3": 10}')`, now, now+3600e6)
+
 	scenarios := []struct {
 		name  string
 		setup func()

@@ -1,0 +1,13 @@
+-- 0009_worker_held: the jobs each worker holds, by queue, as it reports
+-- them with its heartbeat (queue.WorkerInfo Running and Reserved: JSON
+-- objects from queue name to count; NULL when it holds none or predates
+-- this column). The running count of a queue is their sum over the live
+-- workers, and the running list reads only the queues they hold jobs in,
+-- since no index holds a job's lease expiry.
+-- SQLite has no ADD COLUMN IF NOT EXISTS: the runner skips an ALTER whose
+-- column exists.
+ALTER TABLE {workers} ADD COLUMN running TEXT;
+
+ALTER TABLE {workers} ADD COLUMN reserved TEXT;
+
+UPDATE {meta} SET value = '9' WHERE name = 'schema_version';
