@@ -414,12 +414,8 @@ func (pgDialect) inspectRead(ctx context.Context, q *Queue, timeout time.Duratio
 	return tx.Commit()
 }
 
-func (pgDialect) knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error) {
-	return q.knownQueuesCTE(ctx, st, state)
-}
-
-func (pgDialect) priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error) {
-	return q.prioritiesCTE(ctx, st, queueName)
+func (pgDialect) priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error) {
+	return q.prioritiesCTE(ctx, st, names)
 }
 
 func (pgDialect) pendingCond(s queue.JobState, now int64) (string, []any) {

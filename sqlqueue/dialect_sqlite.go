@@ -289,12 +289,8 @@ func (sqliteDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration,
 	return fn(stmts(q.db))
 }
 
-func (sqliteDialect) knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error) {
-	return q.knownQueuesCTE(ctx, st, state)
-}
-
-func (sqliteDialect) priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error) {
-	return q.prioritiesCTE(ctx, st, queueName)
+func (sqliteDialect) priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error) {
+	return q.prioritiesCTE(ctx, st, names)
 }
 
 func (sqliteDialect) pendingCond(s queue.JobState, now int64) (string, []any) {

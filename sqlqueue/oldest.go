@@ -25,16 +25,17 @@ func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 	now := micros(time.Now())
 	out := make(map[string]time.Time)
 	err := q.inspectRead(ctx, 0, false, func(st statements) error {
-		names, err := q.d.knownQueues(ctx, q, st, statePending)
+		names, err := q.knownQueues(ctx, st, statePending)
 		if err != nil {
 			return fmt.Errorf("listing queues: %w", err)
 		}
+		prios, err := q.priorities(ctx, st, names...)
+		if err != nil {
+			return fmt.Errorf("reading the queues' priorities: %w", err)
+		}
 		cond, cargs := q.d.pendingCond(queue.StateReady, now)
-		for _, name := range names[:min(len(names), maxStatsQueues)] {
-			query, args, err := q.oldestQuery(ctx, st, name, cond, cargs)
-			if err != nil {
-				return fmt.Errorf("queue %s: %w", name, err)
-			}
+		for _, name := range names {
+			query, args := q.oldestQuery(name, prios[name], cond, cargs)
 			var at sql.NullInt64
 			if err := queryRow(ctx, st, query, args, &at); err != nil {
 				return fmt.Errorf("queue %s: %w", name, err)
@@ -54,14 +55,10 @@ func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 // oldestQuery is OldestReady's query for one queue: the least run_at of
 // the first ready job of each priority, or of all its ready jobs when it
 // has too many priorities to list.
-func (q *Queue) oldestQuery(ctx context.Context, st statements, name, cond string, cargs []any) (string, []any, error) {
-	prios, err := q.priorities(ctx, st, name)
-	if err != nil {
-		return "", nil, err
-	}
+func (q *Queue) oldestQuery(name string, prios []any, cond string, cargs []any) (string, []any) {
 	const ready = "FROM {jobs} WHERE queue = ? AND state = 'pending'"
 	if prios == nil {
-		return q.sql("SELECT MIN(run_at) " + ready + " AND " + cond), append([]any{name}, cargs...), nil
+		return q.sql("SELECT MIN(run_at) " + ready + " AND " + cond), append([]any{name}, cargs...)
 	}
 	parts := make([]string, len(prios))
 	var args []any
@@ -69,5 +66,5 @@ func (q *Queue) oldestQuery(ctx context.Context, st statements, name, cond strin
 		parts[i] = fmt.Sprintf("SELECT * FROM (SELECT run_at AS t %s AND priority = ? AND %s ORDER BY run_at LIMIT 1) p%d", ready, cond, i)
 		args = append(append(args, name, p), cargs...)
 	}
-	return q.sql("SELECT MIN(t) FROM (" + strings.Join(parts, " UNION ALL ") + ") o"), args, nil
+	return q.sql("SELECT MIN(t) FROM (" + strings.Join(parts, " UNION ALL ") + ") o"), args
 }

@@ -181,6 +181,8 @@ type Queue struct {
 	direct statements
 
 	vac vacuumer // background vacuum checks after many acks
+
+	searchBudget time.Duration // a payload search's time per call (see search)
 }
 
 var (
@@ -240,7 +242,7 @@ func New(db DB, opts ...Option) (*Queue, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken()}
+	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken(), searchBudget: searchBudget}
 	d.configure(db)
 	return q, nil
 }
