@@ -454,7 +454,7 @@ func mysqlErrNumber(err error) (uint64, bool) {
 
 // inspectRead runs the reads on the pool: MySQL plans each statement anew.
 func (mysqlDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, _ bool, fn func(st statements) error) error {
-	return fn(stmts(q.db))
+	return fn(stmts(q.readDB()))
 }
 
 // priorities steps the loose scan from Go, one statement per step for

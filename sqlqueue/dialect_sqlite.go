@@ -286,7 +286,7 @@ func (sqliteDialect) isConfig(err error) bool {
 }
 
 func (sqliteDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, _ bool, fn func(st statements) error) error {
-	return fn(stmts(q.db))
+	return fn(stmts(q.readDB()))
 }
 
 func (sqliteDialect) priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error) {

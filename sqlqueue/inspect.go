@@ -899,7 +899,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 		found   bool
 	)
 	err := func() error {
-		rs, err := q.db.QueryContext(ctx, q.sql("SELECT "+jobCols+attemptCols+" FROM {jobs} WHERE id = ?"), id)
+		rs, err := q.readDB().QueryContext(ctx, q.sql("SELECT "+jobCols+attemptCols+" FROM {jobs} WHERE id = ?"), id)
 		if err != nil {
 			return err
 		}
@@ -952,7 +952,7 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	names, err := queryStrings(ctx, stmts(q.db), q.sql("SELECT queue FROM {pauses} ORDER BY queue"))
+	names, err := queryStrings(ctx, stmts(q.readDB()), q.sql("SELECT queue FROM {pauses} ORDER BY queue"))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing paused queues")
 	}
