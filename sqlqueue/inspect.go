@@ -751,14 +751,6 @@ func (o listOrder) sql() string {
 	return "priority DESC, run_at, seq"
 }
 
-// reverse is the ORDER BY list that puts the last job first.
-func (o listOrder) reverse() string {
-	if o == byFinish {
-		return "finished_at, seq"
-	}
-	return "priority, run_at DESC, seq DESC"
-}
-
 // keyCols are the columns of the order's key, as dest scans them.
 func (o listOrder) keyCols() string {
 	if o == byFinish {
