@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -485,6 +486,92 @@ func (s *suite) testInspector(t *testing.T) {
 		page, err = in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle", Limit: 1})
 		if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != ids[2] || page.Scanned != 0 || page.Next == "" {
 			t.Fatalf("search filling its page = %d jobs, Scanned %d, Next %q, %v; want job %s, 0, a cursor, nil", len(page.Jobs), page.Scanned, page.Next, err, ids[2])
+		}
+	})
+
+	checkAs(s, t, "ListJobsSearchContinues", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+		// A bounded search over several queues and priorities, followed
+		// by its Next cursors, returns every match once, in list order:
+		// ready jobs in claim order, dead letters newest first. A page
+		// that stopped at its bound before filling says it examined
+		// exactly Scan jobs (Scan is below every driver's first window).
+		const scan, limit = 7, 3
+		var ready, dead []string
+		for i := range 60 {
+			j := newJob([]string{"sc-a", "sc-b", "sc-c"}[i%3])
+			j.Priority = []int{0, 5, 0, -2}[i%4]
+			if i%11 == 4 {
+				j.Payload = fmt.Appendf(nil, `{"needle":%d}`, i)
+			}
+			push(t, q, j)
+		}
+		for i := range 14 {
+			j := newJob([]string{"sd-a", "sd-b"}[i%2])
+			if i%5 == 1 {
+				j.Payload = fmt.Appendf(nil, `{"needle":%d}`, i)
+			}
+			push(t, q, j)
+			fail(t, q, reserveOne(t, q, j.Queue, j.ID, longLease), "search test")
+		}
+		list := func(f queue.JobFilter) (ids, needles []string) {
+			t.Helper()
+			for {
+				page, err := in.ListJobs(t.Context(), f)
+				if err != nil {
+					t.Fatalf("ListJobs(%+v): %v", f, err)
+				}
+				for _, j := range page.Jobs {
+					ids = append(ids, j.ID)
+					if strings.Contains(string(j.Payload), "needle") {
+						needles = append(needles, j.ID)
+					}
+				}
+				if page.Next == "" {
+					return ids, needles
+				}
+				f.After = page.Next
+			}
+		}
+		_, ready = list(queue.JobFilter{State: queue.StateReady, Limit: 500})
+		_, dead = list(queue.JobFilter{State: queue.StateDead, Limit: 500})
+		if len(ready) != 6 || len(dead) != 3 {
+			t.Fatalf("listing: %d ready and %d dead needles, want 6 and 3", len(ready), len(dead))
+		}
+		for _, c := range []struct {
+			state queue.JobState
+			want  []string
+		}{{queue.StateReady, ready}, {queue.StateDead, dead}} {
+			f := queue.JobFilter{State: c.state, Search: "needle", Scan: scan, Limit: limit}
+			var got []string
+			for call := 1; ; call++ {
+				if call > 100 {
+					t.Fatalf("%s: the search did not end after 100 calls", c.state)
+				}
+				page, err := in.ListJobs(t.Context(), f)
+				if err != nil {
+					t.Fatalf("%s: search call %d: ListJobs(%+v): %v", c.state, call, f, err)
+				}
+				for _, j := range page.Jobs {
+					got = append(got, j.ID)
+				}
+				switch {
+				case len(page.Jobs) > limit:
+					t.Fatalf("%s: search call %d: %d jobs, over the limit %d", c.state, call, len(page.Jobs), limit)
+				case page.Next == "" && page.Scanned != 0:
+					t.Fatalf("%s: search call %d: Scanned %d on the last page", c.state, call, page.Scanned)
+				case page.Next != "" && len(page.Jobs) < limit && page.Scanned != scan:
+					t.Fatalf("%s: search call %d: a short page with more to search says Scanned %d, want %d", c.state, call, page.Scanned, scan)
+				case page.Scanned != 0 && page.Scanned != scan:
+					t.Fatalf("%s: search call %d: Scanned %d, want 0 or %d", c.state, call, page.Scanned, scan)
+				}
+				if page.Next == "" {
+					break
+				}
+				f.After = page.Next
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%s: following the search found %v, want %v", c.state, got, c.want)
+			}
 		}
 	})
 

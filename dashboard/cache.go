@@ -79,6 +79,46 @@ func (s *shared[T]) get(ctx context.Context, ttl time.Duration, fetch func(conte
 	return v, err
 }
 
+// getRecent is get, except that a value older than ttl but younger than
+// maxAge, and kept since the last reset, is returned at once while one
+// read (of at most refreshTimeout) replaces it in the background: a page
+// never waits for a slow store's figures to refresh numbers it showed a
+// moment ago. After a reset (an action) there is no such value, and the
+// caller waits for a read as with get.
+func (s *shared[T]) getRecent(ctx context.Context, ttl, maxAge time.Duration, fetch func(context.Context) (T, error)) (T, error) {
+	s.mu.Lock()
+	age := time.Since(s.at)
+	if s.at.IsZero() || age < ttl || age >= maxAge {
+		s.mu.Unlock()
+		return s.get(ctx, ttl, fetch)
+	}
+	v := s.val
+	if s.busy == nil {
+		busy := make(chan struct{})
+		s.busy = busy
+		gen := s.gen
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+			defer cancel()
+			nv, err := fetch(rctx)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.busy == busy {
+				s.busy = nil
+			}
+			close(busy)
+			if err == nil && gen == s.gen {
+				s.val, s.at = nv, time.Now()
+			}
+		}()
+	}
+	s.mu.Unlock()
+	return v, nil
+}
+
+// refreshTimeout bounds a background refresh of getRecent.
+const refreshTimeout = 30 * time.Second
+
 // reset drops the kept value and disowns any read in flight: that read
 // answers only the caller that started it and is not kept, and every other
 // caller, waiting or new, reads again.

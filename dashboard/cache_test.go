@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -111,4 +112,59 @@ func TestSharedReadOutlivesItsCaller(t *testing.T) {
 	if err != nil || got != "read" {
 		t.Fatalf("get after the caller left = %q, %v; want the kept read", got, err)
 	}
+}
+
+// TestSharedRecent: getRecent answers at once with a value past its ttl
+// but within maxAge while one read refreshes it in the background; after a
+// reset, or past maxAge, the caller waits for the read.
+func TestSharedRecent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl, maxAge = 2 * time.Second, 15 * time.Second
+		var s shared[int]
+		reads := 0
+		release := make(chan struct{})
+		fetch := func(context.Context) (int, error) {
+			reads++
+			if reads > 1 {
+				<-release // a slow store
+			}
+			return reads, nil
+		}
+		ctx := context.Background()
+		get := func(want int, wantWait bool) {
+			t.Helper()
+			start := time.Now()
+			got, err := s.getRecent(ctx, ttl, maxAge, fetch)
+			if err != nil || got != want {
+				t.Fatalf("getRecent = %d, %v; want %d", got, err, want)
+			}
+			if waited := time.Since(start) > 0; waited != wantWait {
+				t.Fatalf("getRecent waited %v, want a wait %v", time.Since(start), wantWait)
+			}
+		}
+		get(1, false) // the first read
+		time.Sleep(ttl)
+		get(1, false) // past ttl: the last value at once, a refresh started
+		get(1, false) // one refresh at a time: still the last value
+		synctest.Wait()
+		if reads != 2 {
+			t.Fatalf("%d reads, want 2: one refresh for both callers", reads)
+		}
+		time.Sleep(time.Second) // the store answers a second later
+		close(release)
+		synctest.Wait()
+		get(2, false) // the refreshed value
+
+		// After a reset (an action), the caller waits for a read.
+		s.reset()
+		release = make(chan struct{})
+		go func() { time.Sleep(time.Second); close(release) }()
+		get(3, true)
+
+		// Past maxAge the last value is too old to show: wait again.
+		time.Sleep(maxAge)
+		release = make(chan struct{})
+		go func() { time.Sleep(time.Second); close(release) }()
+		get(4, true)
+	})
 }

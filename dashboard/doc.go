@@ -102,7 +102,10 @@
 // newest first), payload search is limited by the driver. The figures and chart
 // points are shared between concurrent requests for two seconds, so the
 // store answers one QueueStats and one Metrics call per interval however
-// many dashboards are open; an action clears them.
+// many dashboards are open; an action clears them. Past those two seconds
+// a page shows figures up to 15 seconds old at once while one read in the
+// background replaces them, so no page waits for a slow store's figures
+// except the first after an action.
 //
 // NewInspector gives the Source of in-process counters and a failed-job
 // store (cookbook mode): the application feeds them, and the dashboard

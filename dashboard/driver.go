@@ -74,11 +74,14 @@ func (qi *QueueInspector) Abilities() Abilities {
 	}
 }
 
-// Figures returns the driver's figures, shared for statsTTL. When the
-// read fails (a slow store hits the request's deadline) and an earlier one
-// succeeded, it returns that one marked Stale rather than the error.
+// Figures returns the driver's figures, shared for statsTTL. Figures up
+// to figuresMaxAge old are returned at once while a read in the
+// background replaces them (none after an action: then the caller waits
+// for the read). When the read fails (a slow store hits the request's
+// deadline) and an earlier one succeeded, it returns that one marked
+// Stale rather than the error.
 func (qi *QueueInspector) Figures(ctx context.Context) (StatsView, error) {
-	sv, err := qi.figures.get(ctx, statsTTL, qi.stats)
+	sv, err := qi.figures.getRecent(ctx, statsTTL, figuresMaxAge, qi.stats)
 	qi.lastMu.Lock()
 	defer qi.lastMu.Unlock()
 	if err != nil {
@@ -94,6 +97,10 @@ func (qi *QueueInspector) Figures(ctx context.Context) (StatsView, error) {
 	}
 	return sv, nil
 }
+
+// figuresMaxAge is how old the figures Figures returns at once, while it
+// refreshes them, may be.
+const figuresMaxAge = 15 * time.Second
 
 // Metrics returns the driver's per-minute points since since, shared for
 // statsTTL: the dashboard always asks for about the same window.

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,14 +28,16 @@ import (
 )
 
 // scaleRowsEnv sets the size of TestScale's store; under CI=true it runs
-// at 100,000 rows when unset.
+// at 100,000 rows when unset (the smoke run).
 const scaleRowsEnv = "MERIDIAN_SCALE_ROWS"
 
 // TestScale fills a store per SQL dialect with the production shape of
 // internal/scale, runs live traffic beside it (a worker with 4 handlers on
 // the served queues and 40 dispatches a second), and requests every page
 // and API endpoint: once each from a new dashboard (cold) and then 40
-// times (warm). It fails on any 5xx answer, never on timing; the timings
+// times (warm; 10 in CI's smoke run, which fills SQLite with SQL rather
+// than through the API: see smokeFill). It fails on any 5xx answer, never
+// on timing; the timings
 // are logged as a table (and written to $MERIDIAN_SCALE_OUT when set)
 // for docs/benchmarks.md. MERIDIAN_SCALE_STATS sets the planner's
 // statistics of the jobs table: missing (the default: never analyzed; the
@@ -54,7 +57,7 @@ const scaleRowsEnv = "MERIDIAN_SCALE_ROWS"
 //
 //	MERIDIAN_SCALE_ROWS=1000000 go test -run '^TestScale$' -v -timeout 2h ./dashboard
 func TestScale(t *testing.T) {
-	rows := 0
+	rows, smoke := 0, false
 	if v := os.Getenv(scaleRowsEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1000 {
@@ -62,7 +65,7 @@ func TestScale(t *testing.T) {
 		}
 		rows = n
 	} else if testutil.CI() {
-		rows = 100000
+		rows, smoke = 100000, true
 	} else {
 		t.Skipf("set %s (e.g. 100000) to run the scale benchmark; CI runs it at 100,000 rows", scaleRowsEnv)
 	}
@@ -72,24 +75,29 @@ func TestScale(t *testing.T) {
 		// store returns the queue URL of a new table, and a restart of its
 		// server (nil when it cannot be restarted).
 		store func(t *testing.T, table string) (string, func(testing.TB))
+		// smokeFill is how CI's smoke run fills the store ("" through the
+		// queue's API, as scale.Fill does; "sql" as scaleFillSQL does):
+		// under -race, SQLite's engine runs instrumented in the test
+		// process, and the API fill of 100,000 jobs took over 6 minutes.
+		smokeFill string
 	}{
 		{"sqlite", func(t *testing.T, table string) (string, func(testing.TB)) {
 			return "sqlite://" + filepath.Join(t.TempDir(), "scale.db") + "?table=" + table, nil
-		}},
+		}, "sql"},
 		{"postgres", func(t *testing.T, table string) (string, func(testing.TB)) {
 			if private {
 				s := testutil.PostgresServer(t, "the scale benchmark", "shared_buffers=256MB")
 				return testutil.DSNQueueURL(t, s.Driver, s.Source, table), s.Restart
 			}
 			return testutil.QueueURL(t, testutil.PostgresEnv, table), nil
-		}},
+		}, ""},
 		{"mysql", func(t *testing.T, table string) (string, func(testing.TB)) {
 			if private {
 				s := testutil.MariaDBServer(t, "the scale benchmark", "256M", "scale")
 				return testutil.DSNQueueURL(t, s.Driver, s.Source, table), s.Restart
 			}
 			return testutil.QueueURL(t, testutil.MySQLEnv, table), nil
-		}},
+		}, ""},
 	}
 	only := os.Getenv("MERIDIAN_SCALE_DIALECTS")
 	stats := cmp.Or(os.Getenv("MERIDIAN_SCALE_STATS"), "missing")
@@ -110,7 +118,12 @@ func TestScale(t *testing.T) {
 			v := u.Query()
 			v.Set("retention", "24h")
 			u.RawQuery = v.Encode()
-			tables = append(tables, scaleRun(t, d.name, u.String(), rows, stats, restart))
+			run := scaleRunConfig{dialect: d.name, queueURL: u.String(), rows: rows, stats: stats, restart: restart,
+				fill: os.Getenv("MERIDIAN_SCALE_FILL"), warmRuns: 40}
+			if smoke {
+				run.fill, run.warmRuns = d.smokeFill, 10
+			}
+			tables = append(tables, scaleRun(t, run))
 		})
 	}
 	if out := os.Getenv("MERIDIAN_SCALE_OUT"); out != "" {
@@ -120,9 +133,20 @@ func TestScale(t *testing.T) {
 	}
 }
 
+// scaleRunConfig is one store's run of TestScale.
+type scaleRunConfig struct {
+	dialect, queueURL string
+	rows              int
+	stats             string           // the planner's statistics: missing, stale or fresh
+	restart           func(testing.TB) // restarts the server; nil when it cannot
+	fill              string           // "sql": scaleFillSQL; "": scale.Fill, through the queue's API
+	warmRuns          int              // warm requests per endpoint
+}
+
 // scaleRun is TestScale on one store; it returns the timings as a
 // Markdown table.
-func scaleRun(t *testing.T, dialect, queueURL string, rows int, stats string, restart func(testing.TB)) string {
+func scaleRun(t *testing.T, c scaleRunConfig) string {
+	dialect, queueURL, rows, stats, restart := c.dialect, c.queueURL, c.rows, c.stats, c.restart
 	ctx := context.Background()
 	q, err := queue.Open(ctx, queueURL)
 	if err != nil {
@@ -159,7 +183,7 @@ func scaleRun(t *testing.T, dialect, queueURL string, rows int, stats string, re
 	shape := scale.Shape{Jobs: rows}
 	start := time.Now()
 	var counts scale.Counts
-	if os.Getenv("MERIDIAN_SCALE_FILL") == "sql" {
+	if c.fill == "sql" {
 		counts = scaleFillSQL(t, db, dialect, tq.Table(), shape)
 	} else if counts, err = scale.Fill(ctx, q, shape); err != nil {
 		t.Fatal(err)
@@ -172,6 +196,7 @@ func scaleRun(t *testing.T, dialect, queueURL string, rows int, stats string, re
 	if err != nil || len(dead) == 0 {
 		t.Fatalf("DeadLetters = %d, %v", len(dead), err)
 	}
+	scaleTotalsMatch(t, q, db, dialect, tq.Table())
 
 	// Live traffic: a worker on the served queues and a steady producer.
 	w := queue.NewWorker(q).Queues(shape.Served()...).Concurrency(4).Poll(100 * time.Millisecond).Slog(slog.New(slog.DiscardHandler))
@@ -216,7 +241,7 @@ func scaleRun(t *testing.T, dialect, queueURL string, rows int, stats string, re
 		"api/stats", "api/jobs?state=ready", "api/jobs?state=dead", "api/jobs/" + dead[0].ID,
 		"api/metrics", "api/workers", "api/periodic",
 	}
-	const warmRuns = 40
+	warmRuns := c.warmRuns
 	var table strings.Builder
 	fmt.Fprintf(&table, "%s, %s rows (%+v), statistics %s\n\n| endpoint | cold | warm p50 | warm p95 |\n|---|---|---|---|\n", dialect, display.Int(int64(rows)), counts, stats)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -265,4 +290,45 @@ func scaleRun(t *testing.T, dialect, queueURL string, rows int, stats string, re
 
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}
+
+// scaleTotalsMatch checks that the figures' totals by state (the
+// overview's) are the store's: SELECT count(*) per state, scheduled ones
+// by their run time, while nothing runs.
+func scaleTotalsMatch(t *testing.T, q queue.Queue, db *sql.DB, dialect, table string) {
+	t.Helper()
+	ctx := context.Background()
+	stats, err := q.(queue.Inspector).QueueStats(ctx)
+	if err != nil {
+		t.Fatalf("QueueStats: %v", err)
+	}
+	var got [5]int64 // ready, scheduled, failed, done, cancelled
+	for _, s := range stats {
+		if s.Running.N != 0 {
+			t.Errorf("queue %s: %d running before any worker ran", s.Queue, s.Running.N)
+		}
+		for i, n := range []int64{s.Ready.N, s.Scheduled.N, s.Dead.N, s.Done.N, s.Cancelled.N} {
+			got[i] += n
+		}
+	}
+	query := `SELECT
+  COALESCE(SUM(CASE WHEN state = 'pending' AND run_at <= ? THEN 1 ELSE 0 END), 0),
+  COALESCE(SUM(CASE WHEN state = 'pending' AND run_at > ? THEN 1 ELSE 0 END), 0),
+  COALESCE(SUM(CASE WHEN state = 'dead' THEN 1 ELSE 0 END), 0),
+  COALESCE(SUM(CASE WHEN state = 'done' THEN 1 ELSE 0 END), 0),
+  COALESCE(SUM(CASE WHEN state = 'cancelled' THEN 1 ELSE 0 END), 0)
+FROM ` + table
+	args := []any{time.Now().UnixMicro()}
+	if dialect == "postgres" {
+		query = strings.ReplaceAll(query, "?", "$1")
+	} else {
+		args = append(args, args[0])
+	}
+	var want [5]int64
+	if err := db.QueryRowContext(ctx, query, args...).Scan(&want[0], &want[1], &want[2], &want[3], &want[4]); err != nil {
+		t.Fatalf("counting the table: %v", err)
+	}
+	if got != want {
+		t.Errorf("the figures' totals (ready, scheduled, failed, done, cancelled) = %v, count(*) = %v", got, want)
+	}
 }

@@ -15,29 +15,44 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// scanBound is a memqueue whose payload searches examine at most scan jobs
-// per call, as the SQL drivers' do at 10,000, so a test can reach the bound
-// with a few jobs.
+// inspectQueue is a queue that lists its jobs.
+type inspectQueue interface {
+	queue.Queue
+	queue.Inspector
+}
+
+// scanBound is a queue whose payload searches examine at most scan jobs
+// per call, as the SQL drivers' do at 10,000 (or fewer, when their time
+// runs out), so a test can reach the bound with a few jobs.
 type scanBound struct {
-	*memqueue.Queue
+	inspectQueue
 	scan int
 }
 
 func (s scanBound) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
 	f.Scan = s.scan
-	return s.Queue.ListJobs(ctx, f)
+	return s.inspectQueue.ListJobs(ctx, f)
 }
 
 // TestSearchSaysWhereItStopped: a bounded search that finds nothing says
 // "none among the N" and links to the next N, rather than "no jobs match",
-// and following the links reaches every match.
+// and following the links reaches every match: on memqueue and on
+// SQLite, whose search reads a window of keys, then the matches.
 func TestSearchSaysWhereItStopped(t *testing.T) {
-	q := memqueue.New()
+	for name, open := range map[string]func(t *testing.T) queue.Queue{
+		"memqueue": func(*testing.T) queue.Queue { return memqueue.New() },
+		"sqlite":   openSQLite,
+	} {
+		t.Run(name, func(t *testing.T) { testSearchSaysWhereItStopped(t, open(t)) })
+	}
+}
+
+func testSearchSaysWhereItStopped(t *testing.T, q queue.Queue) {
 	// The first failed holds the needle: the failed list is newest first,
 	// so it is the 26th, beyond two bounded searches.
 	needle := deadJobs(t, q, "mail", 1, `{"to":"needle"}`, "boom")[0]
 	deadJobs(t, q, "mail", 25, `{"to":"someone"}`, "boom")
-	s := serve(t, dashboard.ForQueue(scanBound{q, 10}))
+	s := serve(t, dashboard.ForQueue(scanBound{q.(inspectQueue), 10}))
 
 	type step struct {
 		rows      []string

@@ -138,7 +138,10 @@ type JobFilter struct {
 	// state (and queue, name and tag filters) after the cursor, in list
 	// order. 0 means the driver's default: 10,000 on the SQL drivers, no
 	// bound in memqueue. Drivers cap it at their default where they have
-	// one. Without Search it is ignored.
+	// one, and may stop sooner to bound the call's time (the SQL drivers
+	// after about 40 ms, once they examined a first window: the page's
+	// size, at least 100 jobs, or Scan if fewer), saying so in
+	// JobPage.Scanned. Without Search it is ignored.
 	Scan int
 }
 
@@ -148,7 +151,7 @@ type JobPage struct {
 	// Next is the cursor for the following page, empty on the last page.
 	Next string
 	// Scanned is set when a Search stopped at its row bound (Scan, or the
-	// driver's default) before it filled the page: how many jobs it
+	// driver's default) or its time bound before it filled the page: how many jobs it
 	// examined. Next then continues the search after the last of them,
 	// so a caller can say "none among the N examined" and offer the next
 	// N, rather than "none match". It is 0 when the search saw every

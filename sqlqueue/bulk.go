@@ -152,7 +152,7 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 		if f.Search != "" {
 			cols += ", payload"
 		}
-		query, args, err := q.listQuery(ctx, st, f, now, cond, args, nil, inner, cols)
+		query, args, err := q.listQuery(ctx, st, f, now, cond, args, nil, nil, inner, cols)
 		if err != nil || query == "" {
 			return err
 		}

@@ -45,8 +45,12 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 		if err != nil {
 			return q.wrap(ctx, err, "reading the workers' held jobs")
 		}
+		prios, err := q.priorities(ctx, st, pendingQueues(cs)...)
+		if err != nil {
+			return q.wrap(ctx, err, "reading the queues' priorities")
+		}
 		for i := range cs {
-			if err := q.splitPending(ctx, st, &cs[i], micros(now), later[cs[i].Queue], held[cs[i].Queue]); err != nil {
+			if err := q.splitPending(ctx, st, &cs[i], prios[cs[i].Queue], micros(now), later[cs[i].Queue], held[cs[i].Queue]); err != nil {
 				return err
 			}
 		}
@@ -96,19 +100,27 @@ func (q *Queue) readCounts(ctx context.Context, st statements) ([]queue.QueueCou
 	return out, nil
 }
 
-// splitPending fills c's Ready, Scheduled and Running from c.Pending:
+// pendingQueues names the queues of cs with pending jobs.
+func pendingQueues(cs []queue.QueueCounts) []string {
+	var names []string
+	for _, c := range cs {
+		if c.Pending > 0 {
+			names = append(names, c.Queue)
+		}
+	}
+	return names
+}
+
+// splitPending fills c's Ready, Scheduled and Running from c.Pending
+// (prios: the queue's priorities, see priorities):
 // Scheduled is later, the jobs of the queue's buckets after the current
 // one (readScheduled), plus those due within the current bucket, counted
 // up to countCap by ranges of the claim index; Running is held, the jobs
 // the live workers hold (heldByQueue), at most what Pending leaves (a
 // report may lag the counts by a moment); Ready is the rest.
-func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueCounts, now, later, held int64) error {
+func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueCounts, prios []any, now, later, held int64) error {
 	if c.Pending <= 0 {
 		return nil
-	}
-	prios, err := q.priorities(ctx, st, c.Queue)
-	if err != nil {
-		return q.wrap(ctx, err, "counting jobs of queue %s", c.Queue)
 	}
 	lim := " LIMIT " + strconv.Itoa(countCap+1) + ") "
 	cond, args := q.d.pendingCond(queue.StateScheduled, now)

@@ -124,12 +124,10 @@ type dialect interface {
 	// ListJobs of done, dead or ready jobs) on one statements, bounded by
 	// timeout when it is positive.
 	inspectRead(ctx context.Context, q *Queue, timeout time.Duration, listing bool, fn func(st statements) error) error
-	// knownQueues lists the queues with jobs in state by a loose index
-	// scan, at most maxStatsQueues.
-	knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error)
-	// priorities lists up to maxPriorities+1 distinct priorities of the
-	// queue's pending jobs, highest first.
-	priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error)
+	// priorities lists up to maxPriorities+1 distinct priorities of each
+	// named queue's pending jobs, highest first (none for a queue without
+	// pending jobs).
+	priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error)
 	// pendingCond is the condition that a pending row is ready, scheduled
 	// or running (s) at now.
 	pendingCond(s queue.JobState, now int64) (string, []any)

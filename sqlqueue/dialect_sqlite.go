@@ -286,15 +286,11 @@ func (sqliteDialect) isConfig(err error) bool {
 }
 
 func (sqliteDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration, _ bool, fn func(st statements) error) error {
-	return fn(stmts(q.db))
+	return fn(stmts(q.readDB()))
 }
 
-func (sqliteDialect) knownQueues(ctx context.Context, q *Queue, st statements, state string) ([]string, error) {
-	return q.knownQueuesCTE(ctx, st, state)
-}
-
-func (sqliteDialect) priorities(ctx context.Context, q *Queue, st statements, queueName string) ([]int64, error) {
-	return q.prioritiesCTE(ctx, st, queueName)
+func (sqliteDialect) priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error) {
+	return q.prioritiesCTE(ctx, st, names)
 }
 
 func (sqliteDialect) pendingCond(s queue.JobState, now int64) (string, []any) {

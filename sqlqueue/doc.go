@@ -148,12 +148,15 @@
 // by keyset in the order of the index that serves them (waiting and
 // running jobs in claim order on the claim index, finished ones by
 // finish time, newest first, on (state, queue, finished_at, seq)); and
-// payload search examines at most 10,000 rows per page for at most two
-// seconds.
+// payload search examines at most 10,000 rows per page, a window at a
+// time, and starts no new window after 40 ms (its reads run at most two
+// seconds): it reads the window's keys from the index, then whole only
+// the jobs whose payload matches.
 //
 // Inspection reads use the existing indexes and stay fast on large tables
-// (measured in docs/benchmarks.md, BenchmarkInspect): the queues are found
-// by a loose index scan,
+// (measured in docs/benchmarks.md, BenchmarkInspect): the queues are read
+// from the counts table, their priorities by a loose index scan (one
+// statement per queue, or per step for all queues on MariaDB),
 // each count reads one capped index range per priority of the queue (the
 // claim index keeps scheduled jobs, whose run_at is in the future, apart
 // from the ready ones), and a list

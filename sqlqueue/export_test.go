@@ -1,8 +1,14 @@
 package sqlqueue
 
+import "time"
+
 // SetVacuumThresholds makes q check for a vacuum after every acked jobs
 // and vacuum from deadRows dead rows (tests: the defaults take 100,000
 // acks and 10,000 dead rows).
 func SetVacuumThresholds(q *Queue, acked, deadRows int64) {
 	q.vac.after, q.vac.deadRows = acked, deadRows
 }
+
+// SetSearchBudget sets the time a payload search spends per call before
+// it starts no new window (0: it examines its first window only).
+func SetSearchBudget(q *Queue, d time.Duration) { q.searchBudget = d }

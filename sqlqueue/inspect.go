@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,10 +27,18 @@ const (
 	runningSlack   = 1000
 	searchRows     = 10000           // a payload search examines at most this many jobs per page
 	searchTimeout  = 2 * time.Second // and runs at most this long
-	statsWindow    = time.Hour       // QueueStats' throughput window
-	defaultPage    = 50
-	maxPage        = 500
-	maxStatsQueues = 1000
+	// A payload search examines its page's jobs a window at a time (see
+	// search): the page's size or searchWindow jobs first, then twice as
+	// many each time up to searchMaxWindow, and starts no new window
+	// after searchBudget, so a page answers in about that time however
+	// slow the store.
+	searchWindow    = 100
+	searchMaxWindow = 4000
+	searchBudget    = 40 * time.Millisecond
+	statsWindow     = time.Hour // QueueStats' throughput window
+	defaultPage     = 50
+	maxPage         = 500
+	maxStatsQueues  = 1000
 	// maxPriorities is how many distinct priorities of one queue the
 	// inspection queries enumerate (see priorities) before they give up
 	// on the claim index and filter every pending row of the queue.
@@ -41,66 +49,63 @@ const (
 	maxUnionQueues = 64
 )
 
-// knownQueuesCTE lists the queues that have jobs in state, by a loose
-// index scan over the (state, queue, seq) index written as a recursive
-// CTE: one index probe per queue, whatever the number of jobs.
-func (q *Queue) knownQueuesCTE(ctx context.Context, st statements, state string) ([]string, error) {
-	return queryStrings(ctx, st, q.sql(`WITH RECURSIVE s (queue) AS (
-  SELECT MIN(queue) FROM {jobs} WHERE state = ?
-  UNION ALL
-  SELECT (SELECT MIN(queue) FROM {jobs} WHERE state = ? AND queue > s.queue) FROM s WHERE s.queue IS NOT NULL
-) SELECT queue FROM s WHERE queue IS NOT NULL`), state, state)
+// knownQueues lists the queues with jobs in state (statePending and the
+// others of the counts table), sorted, at most maxStatsQueues: one read
+// of the counts table the triggers keep (see readCounts), whatever the
+// number of jobs and on every dialect one statement (a loose index scan
+// took one statement per queue on MariaDB).
+func (q *Queue) knownQueues(ctx context.Context, st statements, state string) ([]string, error) {
+	return queryStrings(ctx, st, q.sql("SELECT queue FROM {counts} WHERE state = ? GROUP BY queue HAVING SUM(n) > 0 ORDER BY queue LIMIT "+strconv.Itoa(maxStatsQueues)), state)
 }
 
-// looseScan is a loose index scan run step by step: first returns the
-// first value (NULL or no row when there is none), next the value after
-// its last parameter. args come before that parameter. It stops after limit values.
-func looseScan[T any](ctx context.Context, st statements, limit int, first, next string, args ...any) ([]T, error) {
-	var out []T
-	var v sql.Null[T]
-	if err := queryRow(ctx, st, first, args, &v); err != nil && !errors.Is(err, sql.ErrNoRows) {
+// priorities lists the distinct priorities of each named queue's pending
+// jobs, highest first, by a loose scan over the claim index (queue,
+// priority, run_at, seq), so that a condition on run_at can use the index
+// as one range per priority: "scheduled" and "running" jobs (run_at in
+// the future) are then found without reading the ready ones. A queue
+// with more than maxPriorities of them maps to nil; callers then filter
+// without the priority list. A queue with no pending job maps to one
+// value, so that an IN list stays valid.
+func (q *Queue) priorities(ctx context.Context, st statements, names ...string) (map[string][]any, error) {
+	byQueue, err := q.d.priorities(ctx, q, st, names)
+	if err != nil {
 		return nil, err
 	}
-	for v.Valid && len(out) < limit {
-		out = append(out, v.V)
-		last := v.V
-		v = sql.Null[T]{}
-		if err := queryRow(ctx, st, next, append(slices.Clip(args), last), &v); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, err
+	out := make(map[string][]any, len(names))
+	for _, name := range names {
+		prios := byQueue[name]
+		switch {
+		case len(prios) > maxPriorities:
+			out[name] = nil
+		case len(prios) == 0:
+			out[name] = []any{int64(0)} // no pending job: any one value keeps the IN list valid
+		default:
+			vs := make([]any, len(prios))
+			for i, p := range prios {
+				vs[i] = p
+			}
+			out[name] = vs
 		}
 	}
 	return out, nil
 }
 
-// priorities lists the distinct priorities of queueName's pending jobs,
-// highest first, by a loose scan over the claim index (queue, priority,
-// run_at, seq), so that a condition on run_at can use the index as one
-// range per priority: "scheduled" and "running" jobs (run_at in the
-// future) are then found without reading the ready ones. It returns nil
-// when the queue has more than maxPriorities of them; callers then filter
-// without the priority list.
-func (q *Queue) priorities(ctx context.Context, st statements, queueName string) ([]any, error) {
-	prios, err := q.d.priorities(ctx, q, st, queueName)
-	if err != nil || len(prios) > maxPriorities {
-		return nil, err
-	}
-	if len(prios) == 0 {
-		return []any{int64(0)}, nil // no pending job: any one value keeps the IN list valid
-	}
-	out := make([]any, len(prios))
-	for i, p := range prios {
-		out[i] = p
-	}
-	return out, nil
-}
-
-// prioritiesCTE is the loose scan of priorities as a recursive CTE.
-func (q *Queue) prioritiesCTE(ctx context.Context, st statements, queueName string) ([]int64, error) {
-	return queryInts(ctx, st, q.sql(`WITH RECURSIVE p (pr) AS (
+// prioritiesCTE is the loose scan of priorities as a recursive CTE, one
+// statement per queue.
+func (q *Queue) prioritiesCTE(ctx context.Context, st statements, names []string) (map[string][]int64, error) {
+	out := make(map[string][]int64, len(names))
+	for _, name := range names {
+		prios, err := queryInts(ctx, st, q.sql(`WITH RECURSIVE p (pr) AS (
   SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending'
   UNION ALL
   SELECT (SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < p.pr) FROM p WHERE p.pr IS NOT NULL
-) SELECT pr FROM p WHERE pr IS NOT NULL LIMIT `+strconv.Itoa(maxPriorities+1)), queueName, queueName)
+) SELECT pr FROM p WHERE pr IS NOT NULL LIMIT `+strconv.Itoa(maxPriorities+1)), name, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = prios
+	}
+	return out, nil
 }
 
 // queryInts runs a query returning one integer column.
@@ -214,6 +219,10 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 	if len(names) > maxStatsQueues {
 		names = names[:maxStatsQueues]
 	}
+	prios, err := q.priorities(ctx, st, pendingQueues(counts)...)
+	if err != nil {
+		return nil, q.wrap(ctx, err, "reading the queues' priorities")
+	}
 	out := make([]queue.QueueStats, 0, len(names))
 	for _, name := range names {
 		// The totals by state are the counts the triggers keep; the
@@ -222,7 +231,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
 		// splitPending).
 		s := queue.QueueStats{Queue: name, Paused: slices.Contains(paused, name), Window: statsWindow}
 		if c := byName[name]; c != nil {
-			if err := q.splitPending(ctx, st, c, micros(now), later[name], held[name]); err != nil {
+			if err := q.splitPending(ctx, st, c, prios[c.Queue], micros(now), later[name], held[name]); err != nil {
 				return nil, err
 			}
 			s.Ready, s.Scheduled, s.Running = c.Ready, c.Scheduled, c.Running
@@ -322,11 +331,16 @@ func coveredRunningList(queueName string, now int64, scan int, cond string, args
 // the index that orders the state (listOrder): waiting and running jobs
 // in claim order (priority, then run time, then insertion), from the
 // claim index; dead letters (by failure time), done and cancelled jobs
-// by the time they finished, newest first, from the list index. Limit defaults to 50 and is capped at 500.
+// by the time they finished, newest first, from the list index. Limit
+// defaults to 50 and is capped at 500.
+//
 // A payload search examines at most 10,000 jobs (f.Scan, if smaller)
-// after the cursor and runs at most two seconds (on PostgreSQL a
-// statement timeout, elsewhere the context); when it stops at that row
-// bound before filling the page, JobPage.Scanned says how many it
+// after the cursor, a window at a time, and starts no new window after
+// 40 ms once it has examined the first (the page's size, at least 100,
+// or f.Scan, if fewer), so a page answers in about that time on every
+// dialect (see search). Its reads run at most two seconds (on PostgreSQL
+// a statement timeout, elsewhere the context). When it stops at either
+// bound before filling the page, JobPage.Scanned says how many jobs it
 // examined and Next continues after the last of them.
 //
 // Without a queue filter the page merges one ordered index scan per queue
@@ -354,12 +368,9 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		limit = defaultPage
 	}
 	limit = min(limit, maxPage)
-	inner := limit + 1
-	if f.Search != "" {
-		inner = searchRows
-		if f.Scan > 0 {
-			inner = min(f.Scan, searchRows)
-		}
+	bound := searchRows
+	if f.Scan > 0 {
+		bound = min(f.Scan, searchRows)
 	}
 	var timeout time.Duration
 	if f.Search != "" {
@@ -369,36 +380,17 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	var scanned int
 	var edge *listCursor
 	err = q.inspectRead(ctx, timeout, true, func(st statements) error {
-		query, qargs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), after, inner, jobCols)
+		if f.Search != "" {
+			var err error
+			rows, scanned, edge, err = q.search(ctx, st, f, now, cond, slices.Clip(args), after, limit, bound)
+			return err
+		}
+		query, qargs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), after, nil, limit+1, jobCols)
 		if err != nil || query == "" {
 			return err
 		}
-		if f.Search == "" {
-			rows, err = q.scanRows(ctx, st, q.sqlOnce(query), qargs)
-			return err
-		}
-		search := "SELECT " + jobCols + " FROM (" + query + ") s WHERE " + q.d.contains("payload", true) + " ORDER BY " + o.sql() + " LIMIT ?"
-		if rows, err = q.scanRows(ctx, st, q.sqlOnce(search), append(slices.Clip(qargs), []byte(f.Search), limit+1)); err != nil || len(rows) > limit {
-			return err
-		}
-		// A short page: did the search stop at its row bound? Count the
-		// rows it examined and find the last of them, so the caller can
-		// continue after it: the same bounded index scans, reading the
-		// order's key only (MariaDB materializes a derived table's every
-		// column).
-		lean, largs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), after, inner, o.keyCols())
-		if err != nil {
-			return err
-		}
-		if err := queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*) FROM ("+lean+") s"), largs, &scanned); err != nil || scanned < inner {
-			return err
-		}
-		var c listCursor
-		if err := queryRow(ctx, st, q.sqlOnce("SELECT "+o.keyCols()+" FROM ("+lean+") s ORDER BY "+o.reverse()+" LIMIT 1"), largs, o.dest(&c)...); err != nil {
-			return err
-		}
-		edge = &c
-		return nil
+		rows, err = q.scanRows(ctx, st, q.sqlOnce(query), qargs)
+		return err
 	})
 	if err != nil {
 		return queue.JobPage{}, q.wrap(ctx, err, "listing %s jobs", f.State)
@@ -407,7 +399,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	if len(rows) > limit {
 		rows = rows[:limit]
 		page.Next = o.encode(o.cursorOf(rows[limit-1]))
-	} else if scanned >= inner && edge != nil {
+	} else if edge != nil {
 		page.Scanned = scanned
 		page.Next = o.encode(*edge)
 	}
@@ -416,6 +408,145 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		page.Jobs[i] = r.info(now)
 	}
 	return page, nil
+}
+
+// search is ListJobs' payload search: it examines the jobs of the list
+// after the cursor a window at a time, the first the page's size (limit+1,
+// at least searchWindow; bound, if fewer), then twice the last each time
+// up to searchMaxWindow, until the page holds limit+1 matches, no job is
+// left, bound jobs were examined, or searchBudget has passed (a window is
+// shrunk to what the time left fits at the pace so far). A window costs
+// three reads: its jobs' keys, from the index alone (the same bounded
+// index scans as a page, merged); the keys and IDs of the jobs in that
+// key range whose payload matches; and those jobs whole, by ID. Only the
+// matching jobs are read whole, and no derived table holds a payload:
+// reading every examined job whole and merging the queues' rows made
+// MariaDB (whose derived tables with a BLOB column go to disk) and
+// SQLite materialize and sort up to 10,000 wide rows per queue, about
+// 1 s over 1,000,000 jobs. When it stopped before the end with the page
+// not full, it returns how many jobs it examined and the key of the
+// last, so the caller can say "none among these" and continue after them.
+func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after *listCursor, limit, bound int) (rows []row, scanned int, edge *listCursor, err error) {
+	o := orderOf(f.State)
+	match := cond + " AND " + q.d.contains("payload", true)
+	margs := append(slices.Clip(args), []byte(f.Search))
+	l := q.lister(st, f, now)
+	start := time.Now()
+	window := min(max(limit+1, searchWindow), bound)
+	var ids []string
+	for {
+		n := min(window, bound-scanned)
+		lean, largs, err := l.query(ctx, cond, slices.Clip(args), after, nil, n, o.keyCols())
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if lean == "" {
+			break
+		}
+		keys, err := q.readKeys(ctx, st, q.sqlOnce(lean), largs, o, false)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		last := keys[len(keys)-1].key
+		query, qargs, err := l.query(ctx, match, slices.Clip(margs), after, &last, limit+1-len(ids), o.keyCols()+", id")
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if query != "" {
+			got, err := q.readKeys(ctx, st, q.sqlOnce(query), qargs, o, true)
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			for _, k := range got {
+				ids = append(ids, k.id)
+			}
+		}
+		scanned += len(keys)
+		if len(ids) > limit || len(keys) < n {
+			scanned = 0 // a full page, or every candidate seen
+			break
+		}
+		after = &last
+		// The next window is twice the last, or as many jobs as the
+		// time left fits at the pace so far; too few to be worth a
+		// window, and the search stops here.
+		spent := time.Since(start)
+		fit := int64(bound - scanned)
+		if spent > 0 {
+			fit = min(fit, int64(q.searchBudget-spent)*int64(scanned)/int64(spent))
+		}
+		if scanned >= bound || fit < searchWindow/2 {
+			edge = after
+			break
+		}
+		window = min(2*window, searchMaxWindow, int(fit))
+	}
+	if edge == nil {
+		scanned = 0
+	}
+	if rows, err = q.rowsByID(ctx, st, ids); err != nil {
+		return nil, 0, nil, err
+	}
+	return rows, scanned, edge, nil
+}
+
+// keyed is a job's key in a list order, and its ID when read.
+type keyed struct {
+	key listCursor
+	id  string
+}
+
+// readKeys runs a query of o's key columns (and id, withID) and returns
+// every row's key.
+func (q *Queue) readKeys(ctx context.Context, st statements, query string, args []any, o listOrder, withID bool) ([]keyed, error) {
+	rs, err := st.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []keyed
+	for rs.Next() {
+		var k keyed
+		dest := o.dest(&k.key)
+		if withID {
+			dest = append(dest, &k.id)
+		}
+		if err := rs.Scan(dest...); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rs.Err()
+}
+
+// rowsByID reads the jobs ids whole, in the order of ids; a job deleted
+// since its ID was read is left out.
+func (q *Queue) rowsByID(ctx context.Context, st statements, ids []string) ([]row, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	query, args, err := q.sqlIn("SELECT "+jobCols+" FROM {jobs} WHERE id IN (?)", ids)
+	if err != nil {
+		return nil, err
+	}
+	got, err := q.scanRows(ctx, st, query, args)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]row, len(got))
+	for _, r := range got {
+		byID[r.job.ID] = r
+	}
+	out := make([]row, 0, len(ids))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // filterCond turns f's state, name and tag into a condition on {jobs}
@@ -436,7 +567,8 @@ func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []an
 }
 
 // listQuery returns the query template (and its arguments) of the first n
-// jobs matching cond after the cursor (nil: from the start), in the
+// jobs matching cond after the cursor after (nil: from the start) and up
+// to upTo, that job included (nil: no end), in the
 // state's order (listOrder), selecting cols, which must hold the order's
 // key columns: one index scan per queue, merged. Waiting jobs are read
 // per priority on the claim index (see queueList), running ones from the
@@ -448,20 +580,69 @@ func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []an
 // queues come from a loose index scan; with more than maxUnionQueues the
 // query is one scan sorted over the whole state. It returns "" when no
 // queue has jobs in the state.
-func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after *listCursor, n int, cols string) (string, []any, error) {
-	o := orderOf(f.State)
-	queues := []string{f.Queue}
-	var held map[string]int64
-	if f.State == queue.StateRunning {
-		var err error
-		if held, err = q.heldByQueue(ctx, st, fromMicros(now)); err != nil {
-			return "", nil, err
-		}
-		if f.Queue != "" && held[f.Queue] <= 0 {
-			return "", nil, nil // nobody holds a job of it
+func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after, upTo *listCursor, n int, cols string) (string, []any, error) {
+	return q.lister(st, f, now).query(ctx, cond, args, after, upTo, n, cols)
+}
+
+// lister builds the list queries of one filter on st (see listQuery),
+// reading the queues and their priorities once for all the queries it
+// builds: a payload search builds two per window, and on MariaDB each
+// loose scan step is a round trip.
+type lister struct {
+	q      *Queue
+	st     statements
+	f      queue.JobFilter
+	now    int64
+	queues []string         // the queues with jobs in the state, once read
+	prios  map[string][]any // each queue's priorities, once read
+	// held is what the live workers report they hold, by queue, once
+	// read (heldRead) for a running list.
+	held     map[string]int64
+	heldRead bool
+}
+
+func (q *Queue) lister(st statements, f queue.JobFilter, now int64) *lister {
+	return &lister{q: q, st: st, f: f, now: now, prios: map[string][]any{}}
+}
+
+// readPriorities reads the priorities of those of queues whose
+// priorities l has not read yet, in one call.
+func (l *lister) readPriorities(ctx context.Context, queues []string) error {
+	var missing []string
+	for _, name := range queues {
+		if _, ok := l.prios[name]; !ok {
+			missing = append(missing, name)
 		}
 	}
-	if f.Queue == "" {
+	if len(missing) == 0 {
+		return nil
+	}
+	prios, err := l.q.priorities(ctx, l.st, missing...)
+	if err != nil {
+		return err
+	}
+	maps.Copy(l.prios, prios)
+	return nil
+}
+
+// query is listQuery with l's filter.
+func (l *lister) query(ctx context.Context, cond string, args []any, after, upTo *listCursor, n int, cols string) (string, []any, error) {
+	q, st, f, now := l.q, l.st, l.f, l.now
+	o := orderOf(f.State)
+	queues := []string{f.Queue}
+	if f.State == queue.StateRunning && !l.heldRead {
+		held, err := q.heldByQueue(ctx, st, fromMicros(now))
+		if err != nil {
+			return "", nil, err
+		}
+		l.held, l.heldRead = held, true
+	}
+	if f.State == queue.StateRunning && f.Queue != "" && l.held[f.Queue] <= 0 {
+		return "", nil, nil // nobody holds a job of it
+	}
+	if f.Queue == "" && l.queues != nil {
+		queues = l.queues
+	} else if f.Queue == "" {
 		state := statePending
 		switch f.State {
 		case queue.StateDone:
@@ -472,22 +653,24 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 			state = stateCancelled
 		}
 		var err error
-		if queues, err = q.d.knownQueues(ctx, q, st, state); err != nil {
+		if queues, err = q.knownQueues(ctx, st, state); err != nil {
 			return "", nil, err
 		}
-		if held != nil {
-			queues = slices.DeleteFunc(queues, func(name string) bool { return held[name] <= 0 })
+		if f.State == queue.StateRunning {
+			queues = slices.DeleteFunc(queues, func(name string) bool { return l.held[name] <= 0 })
 		}
-		if len(queues) == 0 {
-			return "", nil, nil
-		}
-		if len(queues) > maxUnionQueues {
-			c, a := cond, args
-			if after != nil {
-				ac, aa := o.after(*after)
-				c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
-			}
-			return "SELECT " + cols + " FROM {jobs} WHERE " + c + " ORDER BY " + o.sql() + " LIMIT ?", append(a, n), nil
+		l.queues = append([]string{}, queues...) // not nil: read
+	}
+	if len(queues) == 0 {
+		return "", nil, nil
+	}
+	if f.Queue == "" && len(queues) > maxUnionQueues {
+		c, a := o.between(cond, args, after, upTo)
+		return "SELECT " + cols + " FROM {jobs} WHERE " + c + " ORDER BY " + o.sql() + " LIMIT ?", append(a, n), nil
+	}
+	if f.State == queue.StateReady || f.State == queue.StateScheduled {
+		if err := l.readPriorities(ctx, queues); err != nil {
+			return "", nil, err
 		}
 	}
 	var parts []string
@@ -499,22 +682,14 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 		var err error
 		switch f.State {
 		case queue.StateRunning:
-			c, a := cond, args
-			if after != nil {
-				ac, aa := o.after(*after)
-				c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
-			}
+			c, a := o.between(cond, args, after, upTo)
 			var one string
-			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, runningBound(held[name]), c, a, o.sql(), n, i)
+			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, runningBound(l.held[name]), c, a, o.sql(), n, i)
 			sub = []string{one}
 		case queue.StateReady, queue.StateScheduled:
-			sub, subArgs, err = q.queueList(ctx, st, name, cond, args, after, n, i, cols)
+			sub, subArgs, err = l.queueList(ctx, name, cond, args, after, upTo, n, i, cols)
 		default:
-			c, a := cond, args
-			if after != nil {
-				ac, aa := o.after(*after)
-				c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
-			}
+			c, a := o.between(cond, args, after, upTo)
 			sub = []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, c, o.sql(), i)}
 			subArgs = append(append([]any{name}, a...), n)
 		}
@@ -538,20 +713,13 @@ func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter,
 // (see priorities), each a range of the claim index read in its order
 // (run_at, seq), so a page of ready jobs never reads the scheduled ones
 // after them, nor the reverse. Priorities before the cursor's are left
-// out. With more priorities than maxPriorities, one query filters and
-// sorts the queue's pending jobs.
-func (q *Queue) queueList(ctx context.Context, st statements, name, cond string, args []any, after *listCursor, n, i int, cols string) ([]string, []any, error) {
-	prios, err := q.priorities(ctx, st, name)
-	if err != nil {
-		return nil, nil, err
-	}
+// out, and so are those after upTo's. With more priorities than
+// maxPriorities, one query filters and sorts the queue's pending jobs.
+func (l *lister) queueList(ctx context.Context, name, cond string, args []any, after, upTo *listCursor, n, i int, cols string) ([]string, []any, error) {
+	prios := l.prios[name]
 	o := byClaim
 	if prios == nil {
-		c, a := cond, args
-		if after != nil {
-			ac, aa := o.after(*after)
-			c, a = c+" AND "+ac, append(slices.Clip(a), aa...)
-		}
+		c, a := o.between(cond, args, after, upTo)
 		return []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, c, o.sql(), i)},
 			append(append([]any{name}, a...), n), nil
 	}
@@ -559,17 +727,28 @@ func (q *Queue) queueList(ctx context.Context, st statements, name, cond string,
 	var all []any
 	for k, p := range prios {
 		prio := p.(int64)
-		c, a := cond, args
+		// The cursor's bounds come first (see between).
+		var terms []string
+		var targs []any
 		if after != nil {
 			if prio > after.prio {
 				continue // wholly before the cursor
 			}
 			if prio == after.prio {
-				c, a = c+" AND run_at >= ? AND (run_at > ? OR seq > ?)", append(slices.Clip(a), after.at, after.at, after.seq)
+				terms, targs = append(terms, "run_at >= ? AND (run_at > ? OR seq > ?)"), append(targs, after.at, after.at, after.seq)
 			}
 		}
+		if upTo != nil {
+			if prio < upTo.prio {
+				continue // wholly after the end
+			}
+			if prio == upTo.prio {
+				terms, targs = append(terms, "run_at <= ? AND (run_at < ? OR seq <= ?)"), append(targs, upTo.at, upTo.at, upTo.seq)
+			}
+		}
+		c := strings.Join(append(terms, cond), " AND ")
 		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND priority = ? AND %s ORDER BY run_at, seq LIMIT ?) b%d_%d", cols, c, i, k))
-		all = append(append(append(all, name, prio), a...), n)
+		all = append(append(append(append(all, name, prio), targs...), args...), n)
 	}
 	return parts, all, nil
 }
@@ -609,14 +788,6 @@ func (o listOrder) sql() string {
 		return "finished_at DESC, seq DESC"
 	}
 	return "priority DESC, run_at, seq"
-}
-
-// reverse is the ORDER BY list that puts the last job first.
-func (o listOrder) reverse() string {
-	if o == byFinish {
-		return "finished_at, seq"
-	}
-	return "priority, run_at DESC, seq DESC"
 }
 
 // keyCols are the columns of the order's key, as dest scans them.
@@ -684,6 +855,37 @@ func (o listOrder) after(c listCursor) (string, []any) {
 	return "priority <= ? AND (priority < ? OR (run_at >= ? AND (run_at > ? OR seq > ?)))", []any{c.prio, c.prio, c.at, c.at, c.seq}
 }
 
+// upTo is the condition that a job comes no later than c in the order (c
+// itself included), written as after is.
+func (o listOrder) upTo(c listCursor) (string, []any) {
+	if o == byFinish {
+		return "finished_at >= ? AND (finished_at > ? OR seq >= ?)", []any{c.at, c.at, c.seq}
+	}
+	return "priority >= ? AND (priority > ? OR (run_at <= ? AND (run_at < ? OR seq <= ?)))", []any{c.prio, c.prio, c.at, c.at, c.seq}
+}
+
+// between adds to cond (and its args) that a job comes after after and
+// no later than upTo, where they are not nil. The bounds come first:
+// SQLite bounds an index range by the first of two conditions on a
+// column, so "run_at <= now AND run_at <= edge" would read every ready
+// job of the queue up to now, not up to the edge.
+func (o listOrder) between(cond string, args []any, after, upTo *listCursor) (string, []any) {
+	var terms []string
+	var targs []any
+	if after != nil {
+		c, a := o.after(*after)
+		terms, targs = append(terms, c), append(targs, a...)
+	}
+	if upTo != nil {
+		c, a := o.upTo(*upTo)
+		terms, targs = append(terms, c), append(targs, a...)
+	}
+	if terms == nil {
+		return cond, args
+	}
+	return strings.Join(append(terms, cond), " AND "), append(targs, args...)
+}
+
 // inspectRead runs the reads of one inspection call through the dialect
 // (see dialect.inspectRead); a timeout > 0 bounds the call's context.
 func (q *Queue) inspectRead(ctx context.Context, timeout time.Duration, listing bool, fn func(st statements) error) error {
@@ -728,7 +930,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 		found   bool
 	)
 	err := func() error {
-		rs, err := q.db.QueryContext(ctx, q.sql("SELECT "+jobCols+attemptCols+" FROM {jobs} WHERE id = ?"), id)
+		rs, err := q.readDB().QueryContext(ctx, q.sql("SELECT "+jobCols+attemptCols+" FROM {jobs} WHERE id = ?"), id)
 		if err != nil {
 			return err
 		}
@@ -781,7 +983,7 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	names, err := queryStrings(ctx, stmts(q.db), q.sql("SELECT queue FROM {pauses} ORDER BY queue"))
+	names, err := queryStrings(ctx, stmts(q.readDB()), q.sql("SELECT queue FROM {pauses} ORDER BY queue"))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing paused queues")
 	}

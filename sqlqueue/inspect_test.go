@@ -296,3 +296,73 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestManyPriorities: a queue with more distinct priorities than the
+// inspection reads enumerate (32) is read by filtering its pending jobs,
+// beside a queue read per priority: its oldest ready job, its counts, its
+// list in claim order and a search over it are the same as with few.
+func TestManyPriorities(t *testing.T) {
+	eachDialect(t, func(t *testing.T, b backend) {
+		q := newStore(t, b).queue(t)
+		ctx := t.Context()
+		base := time.Now().Add(-time.Hour).Truncate(time.Second)
+		var jobs []queue.Job
+		var many []string // queue "m" in claim order: priority 39 down to 0
+		for p := 39; p >= 0; p-- {
+			j := queue.Job{ID: queue.NewID(), Queue: "m", Name: "n", Priority: p, AvailableAt: base.Add(time.Duration(p) * time.Second)}
+			if p%10 == 3 {
+				j.Payload = []byte(`{"needle":true}`)
+			}
+			jobs = append(jobs, j)
+			many = append(many, j.ID)
+		}
+		jobs = append(jobs,
+			queue.Job{ID: queue.NewID(), Queue: "f", Name: "n", Priority: 1, AvailableAt: base.Add(time.Minute)},
+			queue.Job{ID: queue.NewID(), Queue: "f", Name: "n", AvailableAt: base.Add(2 * time.Minute)},
+			queue.Job{ID: queue.NewID(), Queue: "m", Name: "n", Priority: 50, AvailableAt: time.Now().Add(time.Hour)})
+		if stored, err := q.PushMany(ctx, jobs); err != nil || slices.Contains(stored, false) {
+			t.Fatalf("PushMany = %v, %v", stored, err)
+		}
+		oldest, err := q.OldestReady(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !oldest["m"].Equal(base) || !oldest["f"].Equal(base.Add(time.Minute)) || len(oldest) != 2 {
+			t.Errorf("OldestReady = %v, want m at %v and f at %v", oldest, base, base.Add(time.Minute))
+		}
+		stats, err := q.QueueStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stats {
+			if s.Queue == "m" && (s.Ready.N != 40 || s.Scheduled.N != 1) {
+				t.Errorf("queue m: ready %d, scheduled %d; want 40 and 1", s.Ready.N, s.Scheduled.N)
+			}
+		}
+		var listed, found []string
+		for _, search := range []string{"", "needle"} {
+			for after := ""; ; {
+				page, err := q.ListJobs(ctx, queue.JobFilter{State: queue.StateReady, Queue: "m", Search: search, Limit: 7, After: after})
+				if err != nil {
+					t.Fatalf("ListJobs(search %q): %v", search, err)
+				}
+				for _, j := range page.Jobs {
+					if search == "" {
+						listed = append(listed, j.ID)
+					} else {
+						found = append(found, j.ID)
+					}
+				}
+				if after = page.Next; after == "" {
+					break
+				}
+			}
+		}
+		if !slices.Equal(listed, many) {
+			t.Errorf("ready jobs of m listed as %v, want by priority %v", listed, many)
+		}
+		if want := []string{many[6], many[16], many[26], many[36]}; !slices.Equal(found, want) {
+			t.Errorf("search found %v, want %v", found, want)
+		}
+	})
+}

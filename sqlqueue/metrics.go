@@ -144,7 +144,7 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoi
 		return nil, err
 	}
 	q.flushMetricsLogged(ctx)
-	rs, err := q.db.QueryContext(ctx, q.sql(`SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
+	rs, err := q.readDB().QueryContext(ctx, q.sql(`SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
 FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`), since.Truncate(time.Minute).Unix())
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading metrics")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // priorities, not of jobs; on PostgreSQL, where a running job keeps its
 // run_at, the read also steps over the queue's running jobs at that head.
 // A queue with more than 32 priorities is read by one MIN over its ready
-// jobs. At most 1,000 queues are read, as by QueueStats.
+// jobs. The reads of up to oldestChunk queues are one statement. At most
+// 1,000 queues are read, as by QueueStats.
 func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
@@ -25,22 +27,35 @@ func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 	now := micros(time.Now())
 	out := make(map[string]time.Time)
 	err := q.inspectRead(ctx, 0, false, func(st statements) error {
-		names, err := q.d.knownQueues(ctx, q, st, statePending)
+		names, err := q.knownQueues(ctx, st, statePending)
 		if err != nil {
 			return fmt.Errorf("listing queues: %w", err)
 		}
+		prios, err := q.priorities(ctx, st, names...)
+		if err != nil {
+			return fmt.Errorf("reading the queues' priorities: %w", err)
+		}
 		cond, cargs := q.d.pendingCond(queue.StateReady, now)
-		for _, name := range names[:min(len(names), maxStatsQueues)] {
-			query, args, err := q.oldestQuery(ctx, st, name, cond, cargs)
+		for chunk := range slices.Chunk(names, oldestChunk) {
+			query, args := q.oldestQuery(chunk, prios, cond, cargs)
+			rows, err := st.Query(ctx, query, args...)
 			if err != nil {
-				return fmt.Errorf("queue %s: %w", name, err)
+				return err
 			}
-			var at sql.NullInt64
-			if err := queryRow(ctx, st, query, args, &at); err != nil {
-				return fmt.Errorf("queue %s: %w", name, err)
+			for rows.Next() {
+				var name string
+				var at sql.NullInt64
+				if err := rows.Scan(&name, &at); err != nil {
+					rows.Close()
+					return err
+				}
+				if at.Valid {
+					out[name] = fromMicros(at.Int64)
+				}
 			}
-			if at.Valid {
-				out[name] = fromMicros(at.Int64)
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -51,23 +66,28 @@ func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 	return out, nil
 }
 
-// oldestQuery is OldestReady's query for one queue: the least run_at of
-// the first ready job of each priority, or of all its ready jobs when it
-// has too many priorities to list.
-func (q *Queue) oldestQuery(ctx context.Context, st statements, name, cond string, cargs []any) (string, []any, error) {
-	prios, err := q.priorities(ctx, st, name)
-	if err != nil {
-		return "", nil, err
-	}
+// oldestChunk is how many queues one statement of OldestReady reads.
+const oldestChunk = 64
+
+// oldestQuery is OldestReady's statement for the queues names: per queue
+// the least run_at of the first ready job of each priority, or of all its
+// ready jobs when it has too many priorities to list; one row per queue
+// (queue, least run_at or NULL).
+func (q *Queue) oldestQuery(names []string, prios map[string][]any, cond string, cargs []any) (string, []any) {
 	const ready = "FROM {jobs} WHERE queue = ? AND state = 'pending'"
-	if prios == nil {
-		return q.sql("SELECT MIN(run_at) " + ready + " AND " + cond), append([]any{name}, cargs...), nil
-	}
-	parts := make([]string, len(prios))
+	var parts []string
 	var args []any
-	for i, p := range prios {
-		parts[i] = fmt.Sprintf("SELECT * FROM (SELECT run_at AS t %s AND priority = ? AND %s ORDER BY run_at LIMIT 1) p%d", ready, cond, i)
-		args = append(append(args, name, p), cargs...)
+	for _, name := range names {
+		ps := prios[name]
+		if ps == nil {
+			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT MIN(queue) AS q, MIN(run_at) AS t %s AND %s) p%d", ready, cond, len(parts)))
+			args = append(append(args, name), cargs...)
+			continue
+		}
+		for _, p := range ps {
+			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT queue AS q, run_at AS t %s AND priority = ? AND %s ORDER BY run_at LIMIT 1) p%d", ready, cond, len(parts)))
+			args = append(append(args, name, p), cargs...)
+		}
 	}
-	return q.sql("SELECT MIN(t) FROM (" + strings.Join(parts, " UNION ALL ") + ") o"), args, nil
+	return q.sqlOnce("SELECT q, MIN(t) FROM (" + strings.Join(parts, " UNION ALL ") + ") o WHERE q IS NOT NULL GROUP BY q"), args
 }

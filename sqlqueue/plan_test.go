@@ -120,7 +120,7 @@ func explainList(t *testing.T, q *Queue, f queue.JobFilter, after *listCursor) (
 	var plan any
 	var last *listCursor
 	err = q.inspectRead(ctx, 0, true, func(st statements) error {
-		query, qargs, err := q.listQuery(ctx, st, f, now, cond, args, after, defaultPage+1, jobCols)
+		query, qargs, err := q.listQuery(ctx, st, f, now, cond, args, after, nil, defaultPage+1, jobCols)
 		if err != nil || query == "" {
 			return err
 		}

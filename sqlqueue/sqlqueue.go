@@ -51,6 +51,7 @@ type config struct {
 	metricsKeep    time.Duration
 	metricsFlushIn time.Duration
 	logger         *slog.Logger
+	reads          DB
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
@@ -136,6 +137,24 @@ func WithMaintenance(every, workerTTL time.Duration) Option {
 	}
 }
 
+// WithReads sends the reads of the inspection calls (ListJobs,
+// QueueStats, Counts, GetJob, OldestReady, DeadSince, CountJobs, Metrics,
+// Workers, Paused: what the dashboard reads) to db, a second handle on
+// the same database, instead of the queue's own. On SQLite, where New
+// limits the queue's handle to one connection (the one writer), they
+// then no longer wait for the workers' claims and acks, nor make them
+// wait: in WAL mode readers run beside the writer. sqlqueue/sqlite's
+// opener passes one for a database file. The Queue never closes db.
+func WithReads(db DB) Option {
+	return func(c *config) error {
+		if db == nil {
+			return errors.New("sqlqueue: WithReads needs a database")
+		}
+		c.reads = db
+		return nil
+	}
+}
+
 // Queue is a queue.Queue stored in a SQL database. It also implements
 // queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
 // queue.Inspector, queue.OldestReadyReader, queue.Pauser,
@@ -181,6 +200,8 @@ type Queue struct {
 	direct statements
 
 	vac vacuumer // background vacuum checks after many acks
+
+	searchBudget time.Duration // a payload search's time per call (see search)
 }
 
 var (
@@ -240,9 +261,18 @@ func New(db DB, opts ...Option) (*Queue, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken()}
+	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken(), searchBudget: searchBudget}
 	d.configure(db)
 	return q, nil
+}
+
+// readDB is the handle of the inspection reads (WithReads), or the
+// queue's own.
+func (q *Queue) readDB() DB {
+	if q.cfg.reads != nil {
+		return q.cfg.reads
+	}
+	return q.db
 }
 
 // DefaultLease is the visibility timeout (WithVisibilityTimeout): the lease

@@ -89,7 +89,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	rs, err := q.db.QueryContext(ctx, q.sql(`SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved FROM {workers}
+	rs, err := q.readDB().QueryContext(ctx, q.sql(`SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`), micros(time.Now().Add(-q.cfg.workerTTL)))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing workers")

@@ -20,6 +20,12 @@
 // owns the database it opened: close it with its Close method
 // (*sqlqueue.Queue).
 //
+// It opens two handles on the file: the queue's, of one connection (the
+// writer, see sqlqueue.New), and one of two connections for the
+// inspection reads (sqlqueue.WithReads: the dashboard's lists and
+// figures), which in WAL mode run beside the writer instead of waiting
+// for the workers' claims and acks. An in-memory database has the one.
+//
 // The connections it opens keep the statements sqlqueue runs again and
 // again prepared (up to 48 per connection), so SQLite parses each only
 // once. They use the driver modernc.org/sqlite registers as "sqlite", with
@@ -29,8 +35,10 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -57,11 +65,34 @@ func openDB(ctx context.Context, path string, setup bool, opts []sqlqueue.Option
 		return nil, fmt.Errorf("sqlqueue/sqlite: opening %s: %w", path, err)
 	}
 	db := sql.OpenDB(&connector{dsn: path, drv: drv})
-	return hook.OpenOwned(ctx, setup, db.Close,
-		func() (*sqlqueue.Queue, error) {
-			return sqlqueue.New(db, append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.SQLite)}, opts...)...)
-		},
-		func(q *sqlqueue.Queue) { hook.Of(q).Own(db.Close) })
+	closeDB := db.Close
+	opts = append([]sqlqueue.Option{sqlqueue.WithDialect(sqlqueue.SQLite)}, opts...)
+	if !inMemory(path) {
+		// The inspection reads (the dashboard's) on connections of their
+		// own: the queue's handle has one connection, the writer's, and
+		// in WAL mode readers need not wait for it (sqlqueue.WithReads).
+		reads := sql.OpenDB(&connector{dsn: path, drv: drv, pragmas: readPragmas})
+		reads.SetMaxOpenConns(readConns)
+		opts = append(opts, sqlqueue.WithReads(reads))
+		closeDB = func() error { return errors.Join(db.Close(), reads.Close()) }
+	}
+	return hook.OpenOwned(ctx, setup, closeDB,
+		func() (*sqlqueue.Queue, error) { return sqlqueue.New(db, opts...) },
+		func(q *sqlqueue.Queue) { hook.Of(q).Own(closeDB) })
+}
+
+// readConns is how many connections the inspection reads use.
+const readConns = 2
+
+// readPragmas set up a connection of the inspection reads: it waits for
+// a lock as the queue's own does (a checkpoint, or the WAL's recovery,
+// can hold readers off briefly) and refuses to write.
+const readPragmas = "PRAGMA busy_timeout=30000; PRAGMA query_only=1"
+
+// inMemory reports whether path names an in-memory database, which a
+// second handle would not share.
+func inMemory(path string) bool {
+	return path == ":memory:" || strings.Contains(path, "mode=memory") || strings.HasPrefix(path, "file::memory:")
 }
 
 // registered returns the driver modernc.org/sqlite registers as "sqlite",

@@ -25,16 +25,24 @@ const (
 	seenTexts = 512
 )
 
-// connector opens modernc.org/sqlite connections that cache statements.
+// connector opens modernc.org/sqlite connections that cache statements,
+// running pragmas (if any) on each new one.
 type connector struct {
-	dsn string
-	drv *sqlite.Driver
+	dsn     string
+	drv     *sqlite.Driver
+	pragmas string
 }
 
-func (c *connector) Connect(context.Context) (driver.Conn, error) {
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	dc, err := c.drv.Open(c.dsn)
 	if err != nil {
 		return nil, err
+	}
+	if ex, ok := dc.(driver.ExecerContext); ok && c.pragmas != "" {
+		if _, err := ex.ExecContext(ctx, c.pragmas, nil); err != nil {
+			_ = dc.Close()
+			return nil, err
+		}
 	}
 	return newCachingConn(dc)
 }
