@@ -139,4 +139,15 @@ func ExampleSchema() {
 	// CREATE INDEX IF NOT EXISTS "jobs_batches_finished" ON "jobs_batches" (finished_at) WHERE finished_at > 0
 	// CREATE TABLE IF NOT EXISTS "jobs_batch_jobs"
 	// UPDATE "jobs_meta" SET value = '8' WHERE name = 'schema_version'
+	// CREATE OR REPLACE FUNCTION "jobs_count_ins_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_count_del_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_count_upd_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// DROP TRIGGER IF EXISTS "jobs_sched_upd" ON "jobs"
+	// DROP TRIGGER IF EXISTS "jobs_sched_del" ON "jobs"
+	// DROP TRIGGER IF EXISTS "jobs_sched_ins" ON "jobs"
+	// DROP FUNCTION IF EXISTS "jobs_sched_upd_fn"()
+	// DROP FUNCTION IF EXISTS "jobs_sched_del_fn"()
+	// DROP FUNCTION IF EXISTS "jobs_sched_ins_fn"()
+	// ALTER TABLE "jobs" SET (fillfactor = 36)
+	// UPDATE "jobs_meta" SET value = '9' WHERE name = 'schema_version'
 }
