@@ -149,5 +149,7 @@ func ExampleSchema() {
 	// DROP FUNCTION IF EXISTS "jobs_sched_del_fn"()
 	// DROP FUNCTION IF EXISTS "jobs_sched_ins_fn"()
 	// ALTER TABLE "jobs" SET (fillfactor = 36)
+	// DROP INDEX IF EXISTS "jobs_list"
+	// CREATE INDEX IF NOT EXISTS "jobs_list" ON "jobs" (state, queue, finished_at, seq) WHERE state <> 'pending'
 	// UPDATE "jobs_meta" SET value = '9' WHERE name = 'schema_version'
 }

@@ -1,5 +1,6 @@
 -- 0009_counts_fold down: the state counts' functions of 0004 and the
--- scheduled-bucket triggers of 0005 again, and the fillfactor of 0001.
+-- scheduled-bucket triggers of 0005 again, the fillfactor of 0001 and the
+-- list index of 0007 over every job.
 -- The counts rows are kept: both shapes maintain the same rows.
 CREATE OR REPLACE FUNCTION {count_ins_fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
   INSERT INTO {counts} AS c (queue, state, shard, n) SELECT queue, state, pg_backend_pid(), COUNT(*) FROM new_rows GROUP BY queue, state
@@ -49,5 +50,9 @@ CREATE TRIGGER {sched_upd_trg} AFTER UPDATE ON {jobs} REFERENCING OLD TABLE AS o
   FOR EACH STATEMENT EXECUTE FUNCTION {sched_upd_fn}();
 
 ALTER TABLE {jobs} SET (fillfactor = 50);
+
+DROP INDEX IF EXISTS {list_idx};
+
+CREATE INDEX IF NOT EXISTS {list_idx} ON {jobs} (state, queue, finished_at, seq);
 
 UPDATE {meta} SET value = '8' WHERE name = 'schema_version';
