@@ -12,8 +12,9 @@ import (
 // fetcher adds to it, the executor marks handlers running in it, the
 // completer removes from it and the extender keeps it alive.
 type heldLeases struct {
-	mu sync.Mutex
-	m  map[string]*held
+	mu      sync.Mutex
+	m       map[string]*held
+	running int // handlers between start and stop
 }
 
 // held is one lease the run holds.
@@ -79,8 +80,16 @@ func (s *heldLeases) start(id string, cancel context.CancelCauseFunc) *held {
 	h := s.m[id]
 	if h != nil {
 		h.cancel = cancel
+		s.running++
 	}
 	return h
+}
+
+// runningHandlers reports how many handlers run (between start and stop).
+func (s *heldLeases) runningHandlers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running
 }
 
 // stop records that h's handler returned and reports whether its lease was
@@ -93,6 +102,7 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h.cancel = nil
+	s.running--
 	return h.lost, h.cancelled, h.released
 }
 
