@@ -67,7 +67,9 @@
 // one round trip per batch while slow jobs are never hoarded by one process.
 // With a Starter the buffered jobs are reserved without counting an attempt,
 // and the attempts of the jobs that start while one such write is in flight
-// are counted together in the next, just before their handlers run. Where
+// are counted together in the next, just before their handlers run; such a
+// buffer is kept only while at least half the handlers are running jobs
+// (otherwise the reservations, not the handlers, limit the run). Where
 // the queue also acks in batches, those counts ride in the ack flushes
 // (one StartAck transaction per flush when the driver is a StartAcker).
 // Acks are collected and flushed together through the driver's BatchAcker

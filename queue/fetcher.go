@@ -19,7 +19,10 @@ const prefetchHorizon = 50 * time.Millisecond
 // finish quickly, a short buffer beyond them: up to the jobs the worker
 // completes in prefetchHorizon at its recent rate, capped by Prefetch. Slow
 // jobs therefore get no prefetch (no job waits long leased to a busy
-// process), while fast ones are reserved hundreds per round trip.
+// process), while fast ones are reserved hundreds per round trip. With a
+// Starter the buffer is kept only while at least half the handlers are
+// running jobs: buffered jobs each cost a start mark, which pays only when
+// handlers, not reservations, are what the run waits for.
 type fetcher struct {
 	q           Queue
 	starter     Starter // nil: every reservation counts its attempt
@@ -119,6 +122,15 @@ func (f *fetcher) run(stopCtx context.Context) {
 			return
 		}
 		ahead := f.pace.ahead(time.Now())
+		if f.starter != nil && 2*f.leases.runningHandlers() < f.concurrency {
+			// Fewer than half the handlers run a job: the reservations,
+			// not the handlers, limit the run, and jobs reserved beyond
+			// the idle handlers would only wait for a start mark each
+			// (a write of its own; in a PostgreSQL burn-down with no-op
+			// handlers 40% of the server's CPU). Reserve for the idle
+			// handlers only; the next reservation follows at once.
+			ahead = 0
+		}
 		want := f.concurrency + ahead - outstanding
 		// Reserve when a handler is idle, or when the buffer has room for a
 		// batch worth a round trip; else wait for a handler to finish.

@@ -25,6 +25,8 @@ type heldLeases struct {
 	// byQueue counts the entries of m by queue; an entry is counted as
 	// running while it is in m with running set.
 	byQueue map[string]*heldCount
+	// handlers counts the handlers between run and stop, held or not.
+	handlers int
 }
 
 // heldCount is what one queue's entries of heldLeases hold.
@@ -179,12 +181,22 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobCont
 	if h == nil {
 		return nil, newJobContext(base, j)
 	}
-	if h.running == nil && !h.gone {
-		h.count.running++
+	if h.running == nil {
+		s.handlers++
+		if !h.gone {
+			h.count.running++
+		}
 	}
 	h.jc = jobContext{base: base, job: j}
 	h.running = &h.jc
 	return h, &h.jc
+}
+
+// runningHandlers reports how many handlers run (between run and stop).
+func (s *heldLeases) runningHandlers() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.handlers
 }
 
 // stop records that h's handler returned and reports whether its lease was
@@ -196,8 +208,11 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if h.running != nil && !h.gone {
-		h.count.running--
+	if h.running != nil {
+		s.handlers--
+		if !h.gone {
+			h.count.running--
+		}
 	}
 	h.running = nil
 	return h.lost, h.cancelled, h.released

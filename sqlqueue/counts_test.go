@@ -2,7 +2,9 @@ package sqlqueue_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -164,5 +166,150 @@ func TestCountsOfBatchAcks(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestCountsAcrossTheLastMigration checks that the counts stay exact when
+// the newest migration is applied to a filled table, and undone and
+// applied again: the states and the scheduled buckets of jobs counted
+// before it, changed by statements between the two versions, and changed
+// after it.
+func TestCountsAcrossTheLastMigration(t *testing.T) {
+	eachDialect(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		s := newStore(t, b)
+		q, db := s.open(t, sqlqueue.WithRetention(time.Hour, time.Hour))
+		latest, err := sqlqueue.LatestSchemaVersion(b.dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		hour := func(n int) time.Time { return now.Add(time.Duration(n) * time.Hour) }
+		var js []queue.Job
+		add := func(queueName, prefix string, n int, at time.Time) {
+			for i := range n {
+				js = append(js, queue.Job{ID: fmt.Sprintf("%s-%d", prefix, i), Queue: queueName, Name: "n", AvailableAt: at})
+			}
+		}
+		add("cm-a", "ra", 30, time.Time{})
+		add("cm-b", "rb", 20, time.Time{})
+		add("cm-a", "sa1", 12, hour(1))
+		add("cm-b", "sb2", 8, hour(2))
+		add("cm-a", "sa3", 5, hour(3))
+		if _, err := q.PushMany(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		held, err := q.Reserve(ctx, []string{"cm-a"}, 10, time.Hour)
+		if err != nil || len(held) != 10 {
+			t.Fatalf("Reserve = %d jobs, %v", len(held), err)
+		}
+		if lost, err := q.AckMany(ctx, []queue.Lease{held[0].Lease(), held[1].Lease(), held[2].Lease(), held[3].Lease()}); err != nil || len(lost) != 0 {
+			t.Fatalf("AckMany = %v, %v", lost, err)
+		}
+		for _, j := range held[4:7] {
+			if err := q.Fail(ctx, j.Lease(), "boom"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		checkCounts(t, q, db, s.table, "before the migration")
+
+		// One version back, the rows stay; statements made there are
+		// counted by that version's triggers.
+		if _, got, err := q.MigrateDown(ctx, latest-1); err != nil || got != latest-1 {
+			t.Fatalf("MigrateDown(%d) = %d, %v", latest-1, got, err)
+		}
+		for _, stmt := range []string{
+			// Three scheduled jobs of cm-a come due, and cm-b's move an hour on.
+			fmt.Sprintf("UPDATE %s SET run_at = %d WHERE id IN ('sa1-0', 'sa1-1', 'sa3-0')", s.table, hour(-1).UnixMicro()),
+			fmt.Sprintf("UPDATE %s SET run_at = run_at + 3600000000 WHERE queue = 'cm-b' AND run_at > updated_at", s.table),
+			fmt.Sprintf("DELETE FROM %s WHERE id IN ('rb-0', 'rb-1', 'rb-2', 'rb-3', 'rb-4', 'sb2-0')", s.table),
+			fmt.Sprintf("UPDATE %s SET state = 'dead' WHERE id IN ('rb-5', 'rb-6')", s.table),
+		} {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+		if err := q.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, q, db, s.table, "after the migration")
+
+		// And after it: delays, retries into a later bucket, claims of due
+		// scheduled jobs, acks, fails, a dead letter retried.
+		js = js[:0]
+		add("cm-a", "la", 6, hour(2))
+		if _, err := q.PushMany(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		more, err := q.Reserve(ctx, []string{"cm-a", "cm-b"}, 30, time.Hour)
+		if err != nil || len(more) != 30 {
+			t.Fatalf("Reserve = %d jobs, %v", len(more), err)
+		}
+		for _, j := range more[:3] {
+			if err := q.Nack(ctx, j.Lease(), hour(1), "later"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var acks []queue.Lease
+		for _, j := range more[3:20] {
+			acks = append(acks, j.Lease())
+		}
+		if lost, err := q.AckMany(ctx, acks); err != nil || len(lost) != 0 {
+			t.Fatalf("AckMany = %v, %v", lost, err)
+		}
+		if err := q.Fail(ctx, more[20].Lease(), "boom"); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.RetryDead(ctx, "rb-5"); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, q, db, s.table, "after later changes")
+
+		// Down and up again.
+		if _, _, err := q.MigrateDown(ctx, latest-1); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Setup(ctx); err != nil {
+			t.Fatal(err)
+		}
+		checkCounts(t, q, db, s.table, "after the migration was undone and applied again")
+	})
+}
+
+// checkCounts compares q's counts of each queue's pending, scheduled, done
+// and dead jobs with those the table holds.
+func checkCounts(t *testing.T, q *sqlqueue.Queue, db *sql.DB, table, when string) {
+	t.Helper()
+	ctx := t.Context()
+	got, err := q.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]int64{}
+	for _, c := range got {
+		have[c.Queue+"/pending"], have[c.Queue+"/done"], have[c.Queue+"/dead"] = c.Pending, c.Done, c.Dead
+		have[c.Queue+"/scheduled"] = c.Scheduled.N
+	}
+	want := map[string]int64{}
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT queue, state, COUNT(*) FROM %s GROUP BY queue, state
+UNION ALL SELECT queue, 'scheduled', COUNT(*) FROM %s WHERE state = 'pending' AND run_at > %d GROUP BY queue`, table, table, time.Now().UnixMicro()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, state string
+		var n int64
+		if err := rows.Scan(&name, &state, &n); err != nil {
+			t.Fatal(err)
+		}
+		want[name+"/"+state] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	maps.DeleteFunc(have, func(_ string, n int64) bool { return n == 0 })
+	if !maps.Equal(have, want) {
+		t.Errorf("%s: counts %v, the table holds %v", when, have, want)
 	}
 }

@@ -61,13 +61,14 @@
 // own, lease_expires_at (0 without a lease), so a job whose lease expired
 // keeps its place in the claim order. On PostgreSQL no index holds it, so a
 // claim changes only unindexed columns and is a HOT update that writes no
-// index entry (the table's fillfactor is 50, so the new row version finds
-// room on its page); on SQLite and MySQL/MariaDB the claim index ends in
-// it, so counts and lists of ready, scheduled and running jobs read the
-// index alone (a claim there changes one indexed column, as it did when
-// run_at held the expiry). A row is claimable when its run_at has come and
-// its lease_expires_at has passed, and a claim passes the rows ahead of it in
-// claim order that are still running. Reserve orders by priority
+// index entry (the table's fillfactor is 36, so the claim's new row
+// version, some 70 bytes wider with its lease token and worker, finds
+// room on its page beside the old one); on SQLite and MySQL/MariaDB the
+// claim index ends in it, so counts and lists of ready, scheduled and
+// running jobs read the index alone (a claim there changes one indexed
+// column, as it did when run_at held the expiry). A row is claimable when
+// its run_at has come and its lease_expires_at has passed, and a claim
+// passes the rows ahead of it in claim order that are still running. Reserve orders by priority
 // (descending), then run_at, then insertion (an autoincrement seq column);
 // the claim index is (queue, priority DESC, run_at, seq) over pending rows,
 // with lease_expires_at after them on SQLite and MySQL. Each reserved job gets its own lease token; Ack, Nack, Fail

@@ -141,4 +141,17 @@ func ExampleSchema() {
 	// UPDATE "jobs_meta" SET value = '8' WHERE name = 'schema_version'
 	// ALTER TABLE "jobs_workers" ADD COLUMN IF NOT EXISTS running TEXT NULL, ADD COLUMN IF NOT EXISTS reserved TEXT NULL
 	// UPDATE "jobs_meta" SET value = '9' WHERE name = 'schema_version'
+	// CREATE OR REPLACE FUNCTION "jobs_count_ins_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_count_del_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// CREATE OR REPLACE FUNCTION "jobs_count_upd_fn"() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+	// DROP TRIGGER IF EXISTS "jobs_sched_upd" ON "jobs"
+	// DROP TRIGGER IF EXISTS "jobs_sched_del" ON "jobs"
+	// DROP TRIGGER IF EXISTS "jobs_sched_ins" ON "jobs"
+	// DROP FUNCTION IF EXISTS "jobs_sched_upd_fn"()
+	// DROP FUNCTION IF EXISTS "jobs_sched_del_fn"()
+	// DROP FUNCTION IF EXISTS "jobs_sched_ins_fn"()
+	// ALTER TABLE "jobs" SET (fillfactor = 36)
+	// DROP INDEX IF EXISTS "jobs_list"
+	// CREATE INDEX IF NOT EXISTS "jobs_list" ON "jobs" (state, queue, finished_at, seq) WHERE state <> 'pending'
+	// UPDATE "jobs_meta" SET value = '10' WHERE name = 'schema_version'
 }

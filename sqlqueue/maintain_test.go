@@ -128,3 +128,39 @@ func TestPostgresVacuumsAfterAcks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPostgresVacuumAnalyzesAtMostEvery10Minutes checks that the vacuum
+// of the jobs table analyzes it only when no analyze ran in the last ten
+// minutes: the first of two vacuums in a row analyzes, the second not.
+func TestPostgresVacuumAnalyzesAtMostEvery10Minutes(t *testing.T) {
+	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
+	s := newStore(t, b)
+	q, db := s.open(t)
+	ctx := t.Context()
+	sqlqueue.SetVacuumThresholds(q, 100, -1) // vacuum whatever the dead rows
+	counts := func() (vacuums, analyzes int64) {
+		t.Helper()
+		err := db.QueryRowContext(ctx, "SELECT vacuum_count, analyze_count + autoanalyze_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)", s.table).Scan(&vacuums, &analyzes)
+		if err != nil {
+			t.Fatalf("reading the table's statistics: %v", err)
+		}
+		return vacuums, analyzes
+	}
+	var analyzed int64
+	for i := range 2 {
+		if leader, _, err := q.Maintain(ctx); err != nil || !leader {
+			t.Fatalf("Maintain = leader %v, %v", leader, err)
+		}
+		v, a := counts()
+		if v != int64(i+1) {
+			t.Fatalf("after %d maintenance passes the table was vacuumed %d times", i+1, v)
+		}
+		if i == 0 && a == 0 {
+			t.Fatal("the first vacuum of a table never analyzed did not analyze it")
+		}
+		if i == 1 && a != analyzed {
+			t.Errorf("the second vacuum in a row analyzed the table again (%d analyzes, then %d)", analyzed, a)
+		}
+		analyzed = a
+	}
+}

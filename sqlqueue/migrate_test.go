@@ -250,7 +250,9 @@ func catalog(t *testing.T, db *sql.DB, d sqlqueue.Dialect, table string) []strin
 			queries = append(queries,
 				"SELECT concat_ws(' ', column_name, data_type, is_nullable, column_default, is_identity, identity_generation, ordinal_position) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = '"+name+"'",
 				"SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = '"+name+"'",
-				"SELECT coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE oid = to_regclass('"+name+"')",
+				// The options sorted: ALTER TABLE ... SET moves an option it
+				// changes to the end of the list.
+				"SELECT coalesce(array_to_string(ARRAY(SELECT o FROM unnest(reloptions) AS o ORDER BY o), ','), '') FROM pg_class WHERE oid = to_regclass('"+name+"')",
 			)
 		case sqlqueue.MySQL:
 			// SHOW CREATE TABLE fails on a missing table (an older version

@@ -136,7 +136,8 @@ func (o Options) heapInUse() uint64 {
 }
 
 // continuous runs producers and workers together for o.Duration and
-// measures the jobs handled per second after the warm-up.
+// measures the jobs handled per second after the warm-up, and the CPU
+// per 1,000 of them.
 func continuous(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	o.progress("  continuous: %d producer(s) x%d, %d worker(s) x %d, %s", o.Producers, o.BatchSize, o.Workers, o.Concurrency, o.Duration)
 	var handled, dispatched atomic.Int64
@@ -174,9 +175,14 @@ func continuous(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	sleepCtx(ctx, o.Warmup)
 	waitHandled(ctx, &handled, 0)
 	h0, t0 := handled.Load(), time.Now()
+	cpu := o.startCPU()
 	sleepCtx(ctx, o.Duration-o.Warmup)
 	waitHandled(ctx, &handled, h0)
 	h1, el := handled.Load(), time.Since(t0)
+	// Per job handled in the window, which queued about as many (the
+	// producers pause above the backlog): the cost of one job pushed and
+	// worked while both run.
+	cpuFigs := cpu.figures(fmt.Sprintf("continuous x%d", o.BatchSize), int(h1-h0))
 	stopProducers()
 	wg.Wait()
 	if err := errors.Join(append(errs, stop(), ctx.Err())...); err != nil {
@@ -185,10 +191,10 @@ func continuous(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	if h1 == h0 {
 		return nil, fmt.Errorf("no job was handled in %s", el)
 	}
-	return []Figure{{
+	return append([]Figure{{
 		Name:  fmt.Sprintf("continuous: work while dispatching x%d", o.BatchSize),
 		Value: float64(h1-h0) / el.Seconds(), Unit: PerSecond,
-	}}, nil
+	}}, cpuFigs...), nil
 }
 
 // dispatchOne measures Dispatch of one job at a time from o.Dispatchers
