@@ -249,10 +249,6 @@ func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []lease
 	return out, nil
 }
 
-// errPairMismatch rolls back a finishLeases whose by-token statement met a
-// lease naming another job's current token.
-var errPairMismatch = errors.New("sqlqueue: a lease token names another job")
-
 // jsonTokens is the JSON array of the leases' tokens.
 func jsonTokens(leases []queue.Lease) string {
 	toks := make([]string, len(leases))
