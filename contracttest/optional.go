@@ -161,6 +161,22 @@ func staleBatch(t *testing.T, q queue.Queue, queueName string, lease time.Durati
 	return jobs, batch, []queue.Lease{jobs[0].Lease(), wrong, unknown}
 }
 
+// swappedBatch reserves three jobs of queueName and returns them and a
+// batch of leases: the first job's, then the second's and third's IDs
+// each with the other's current token. Only the first lease is current: a
+// token current for another job than the one its lease names is not.
+func swappedBatch(t *testing.T, q queue.Queue, queueName string) (jobs []queue.Job, batch []queue.Lease) {
+	t.Helper()
+	pushN(t, q, queueName, 3)
+	jobs = reserve(t, q, []string{queueName}, 3, longLease)
+	if len(jobs) != 3 {
+		t.Fatalf("Reserve returned %d jobs, want 3", len(jobs))
+	}
+	return jobs, []queue.Lease{jobs[0].Lease(),
+		{JobID: jobs[1].ID, Token: jobs[2].LeaseToken},
+		{JobID: jobs[2].ID, Token: jobs[1].LeaseToken}}
+}
+
 // wantLost fails unless a batch call called what reported exactly the
 // leases want as lost, in any order.
 func wantLost(t *testing.T, what string, got, want []queue.Lease) {
@@ -195,6 +211,21 @@ func (s *suite) testBatchAcker(t *testing.T) {
 		if err != nil || len(lost) != 0 {
 			t.Fatalf("AckMany(nil) = %v, %v; want none, nil", lost, err)
 		}
+	})
+
+	checkAs(s, t, "SwappedTokens", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {
+		jobs, batch := swappedBatch(t, q, "bas")
+		lost, err := ba.AckMany(t.Context(), batch)
+		if err != nil {
+			t.Fatalf("AckMany: %v", err)
+		}
+		wantLost(t, "AckMany", lost, batch[1:])
+		// The first job is gone, the other two are still held under their
+		// own leases.
+		wantLen(t, q, "bas", 2)
+		expectNone(t, q, "bas")
+		ack(t, q, jobs[1])
+		ack(t, q, jobs[2])
 	})
 
 	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {

@@ -89,6 +89,34 @@ func (s *suite) testStarter(t *testing.T) {
 		}
 	})
 
+	checkAs(s, t, "SwappedTokens", func(t *testing.T, q queue.Queue, sa queue.StartAcker) {
+		// Starts and acks each name two jobs with the other's token; only
+		// the first lease of each list is current.
+		jobs, starts := swappedBatch(t, q, "sws")
+		acked, acks := swappedBatch(t, q, "swa")
+		lostStarts, lostAcks, err := sa.StartAck(t.Context(), starts, acks)
+		if err != nil {
+			t.Fatalf("StartAck: %v", err)
+		}
+		wantLost(t, "StartAck's starts", lostStarts, starts[1:])
+		wantLost(t, "StartAck's acks", lostAcks, acks[1:])
+		wantLen(t, q, "swa", 2)
+		ack(t, q, acked[1])
+		ack(t, q, acked[2])
+		// Only the first job's attempt was counted twice (Reserve, Start).
+		for _, j := range jobs {
+			nack(t, q, j, time.Now(), "retry")
+		}
+		want := map[string]int{jobs[0].ID: 3, jobs[1].ID: 2, jobs[2].ID: 2}
+		for range 3 {
+			r := awaitReserve(t, q, "sws", longLease)
+			if r.Attempts != want[r.ID] {
+				t.Errorf("job %s has %d attempts, want %d", r.ID, r.Attempts, want[r.ID])
+			}
+			ack(t, q, r)
+		}
+	})
+
 	checkAs(s, t, "StartAck", func(t *testing.T, q queue.Queue, sa queue.StartAcker) {
 		// The acks: one already acked, two current, a wrong token, an
 		// unknown job.

@@ -113,6 +113,16 @@ func TestCountsOfBatchAcks(t *testing.T) {
 				if _, err := q.AckMany(ctx, []queue.Lease{held[2].Lease(), pre[0].Lease()}); err != nil {
 					t.Fatal(err)
 				}
+				// Two leases naming each other's current tokens finish
+				// nothing (the by-token statements roll back and the exact
+				// ones run) and count nothing.
+				swapped := []queue.Lease{{JobID: held[5].ID, Token: pre[1].LeaseToken}, {JobID: pre[1].ID, Token: held[5].LeaseToken}}
+				if lost, err := q.AckMany(ctx, swapped); err != nil || len(lost) != 2 {
+					t.Fatalf("AckMany of swapped tokens = %d lost, %v; want 2 lost", len(lost), err)
+				}
+				if lost, err := q.AckMany(ctx, []queue.Lease{held[5].Lease(), pre[1].Lease()}); err != nil || len(lost) != 0 {
+					t.Fatalf("AckMany after swapped tokens = %d lost, %v; want none lost", len(lost), err)
+				}
 				// Statements the triggers count, on whichever connections.
 				for range 3 {
 					if err := q.Push(ctx, queue.Job{Queue: "c", Name: "n"}); err != nil {

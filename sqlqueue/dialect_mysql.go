@@ -66,7 +66,9 @@ func (mysqlDialect) scan(sc scanner, extra ...any) (row, error) { return scanExp
 // prepared learns whether the connection reports changed rows, not matched
 // ones (no clientFoundRows DSN flag): a no-op update changes no row, so it
 // affects one only when the connection counts matched rows. insertJobs
-// trusts the affected-row count only in the changed-rows mode.
+// trusts the affected-row count only in the changed-rows mode. It also
+// learns whether the server is MariaDB, whose DELETE ... RETURNING the
+// batch ack uses (finishReturning).
 func (mysqlDialect) prepared(ctx context.Context, q *Queue) error {
 	res, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = value WHERE name = 'schema_version'"))
 	if err != nil {
@@ -77,6 +79,11 @@ func (mysqlDialect) prepared(ctx context.Context, q *Queue) error {
 		return err
 	}
 	q.changedRows.Store(n == 0)
+	var version string
+	if err := q.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return err
+	}
+	q.deleteReturning.Store(strings.Contains(strings.ToLower(version), "mariadb"))
 	return nil
 }
 
@@ -97,20 +104,30 @@ func (mysqlDialect) readyCond(alias string, now int64) (string, []any) {
 }
 
 // reserve selects with FOR UPDATE SKIP LOCKED, then updates by primary key
-// (the rows are clustered on id), in one short transaction.
+// (the rows are clustered on id), in one short transaction. A claim the
+// server rolled back to break a deadlock is run again: its locking read
+// can wait on the row of a job a batch ack is deleting while holding that
+// row's claim-index entry, which the ack needs next (MariaDB 10.11, a few
+// times per 200,000-job burn-down). Returned, the error would send the
+// Worker into its idle wait with jobs queued.
 func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	var rows []row
-	err := d.writeTx(ctx, q, func(ex execer) error {
-		var err error
-		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, inc, claimStatements{
-			lock:  " FOR UPDATE SKIP LOCKED",
-			token: "CONCAT(?, '-', seq)",
-			key:   "id",
-			keyOf: func(r row) any { return r.job.ID },
+	err := q.againOnConflict(ctx, func() error {
+		return d.writeTx(ctx, q, func(ex execer) error {
+			var err error
+			rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, inc, claimStatements{
+				lock:  " FOR UPDATE SKIP LOCKED",
+				token: "CONCAT(?, '-', seq)",
+				key:   "id",
+				keyOf: func(r row) any { return r.job.ID },
+			})
+			return err
 		})
-		return err
 	})
-	return rows, err
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
 }
 
 // insertJobs has no RETURNING: the rows the statement inserted are the
@@ -260,6 +277,12 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 	out := make([]map[queue.Lease]bool, len(parts))
 	for _, p := range parts {
 		if p.finish {
+			if q.deleteReturning.Load() && deletesOnly(parts) {
+				err := d.finishReturning(ctx, q, parts, ps, now, out)
+				if !errors.Is(err, errPairMismatch) {
+					return out, err
+				}
+			}
 			return out, d.finishCounted(ctx, q, parts, ps, now, out)
 		}
 	}
@@ -336,14 +359,130 @@ func mysqlChange(set string) string {
 const mysqlCountedVar = "@meridian_counted_by_statement"
 
 // finishCounted is finishLeases for parts that ack (finish), whose jobs
-// are counted here rather than by the row triggers: in one READ COMMITTED
-// transaction on a connection of its own it sets mysqlCountedVar, locks
-// and reads each part's rows still under its leases (with their queues),
-// changes those by primary key, adds the finished jobs to the counts of
-// this connection's shard, and clears the variable before the commit. A
-// connection on which the variable may still be set (clearing it failed)
-// is discarded, so no later statement on it goes uncounted.
+// are counted here rather than by the row triggers (countedTx): each part
+// is lockAndChange, and the finished jobs are added to the counts of this
+// connection's shard.
 func (d mysqlDialect) finishCounted(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
+	return countedTx(ctx, q, out, func(ex execer) error {
+		fcs := make([]finishedCounts, len(parts))
+		for i, p := range parts {
+			fcs[i] = finishedCounts{}
+			var err error
+			if out[i], err = lockAndChange(ctx, q, ex, p, ps[i], now, fcs[i]); err != nil {
+				return err
+			}
+		}
+		return addAllFinished(ctx, q, ex, parts, fcs)
+	})
+}
+
+// lockAndChange locks and reads the rows of one part still under its
+// leases (with their queues, counted into fc), then changes those by
+// primary key, in the caller's transaction ex. It returns the leases it
+// finished.
+func lockAndChange(ctx context.Context, q *Queue, ex execer, p leaseStmt, ls mysqlLeases, now int64, fc finishedCounts) (map[queue.Lease]bool, error) {
+	sel := q.sql("SELECT id, lease_token, queue FROM {jobs}" + ls.where + " FOR UPDATE")
+	done, err := scanFinished(ctx, stmts(ex), sel, append(append(slices.Clip(ls.ids), ls.pairs...), now), fc)
+	if err != nil || len(done) == 0 {
+		return done, err
+	}
+	in := make([]any, 0, len(done))
+	for l := range done {
+		in = append(in, l.JobID)
+	}
+	stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
+	if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
+		return nil, err
+	}
+	return done, nil
+}
+
+// deletesOnly reports whether every part that finishes its jobs deletes
+// them (no retention of finished jobs).
+func deletesOnly(parts []leaseStmt) bool {
+	for _, p := range parts {
+		if p.finish && p.set != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// finishReturning is finishLeases on MariaDB for parts that ack by
+// deleting (deletesOnly). An ack part is one DELETE ... RETURNING id,
+// lease_token, queue, with no locking read first, that matches the tokens
+// alone (lease_token IN, beside the id list that finds the rows by
+// primary key): comparing (id, token) pairs in SQL cost the server 2-3 us
+// per row. The rows it returns are checked here against the leases, and a
+// token that is current for a job other than the one its lease names (a
+// caller's mistake, never the Worker's) rolls everything back with
+// errPairMismatch; the caller then runs finishCounted. A part that does
+// not finish (start marks) is lockAndChange, as in finishCounted: as one
+// UPDATE matching the pairs, inside this transaction, it made claims come
+// back empty with jobs queued (MariaDB 10.11, in half the 200,000-job
+// burn-downs, up to 19 times each; never with the locking read first).
+func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
+	return countedTx(ctx, q, out, func(ex execer) error {
+		fcs := make([]finishedCounts, len(parts))
+		for i, p := range parts {
+			if !p.finish {
+				var err error
+				if out[i], err = lockAndChange(ctx, q, ex, p, ps[i], now, finishedCounts{}); err != nil {
+					return err
+				}
+				continue
+			}
+			args := make([]any, 0, 2*len(p.leases)+1)
+			args = append(args, ps[i].ids...)
+			for _, l := range p.leases {
+				args = append(args, l.Token)
+			}
+			args = append(args, now)
+			fcs[i] = finishedCounts{}
+			del := q.sql("DELETE FROM {jobs} WHERE id IN (" + placeholders(len(p.leases)) + ") AND lease_token IN (" + placeholders(len(p.leases)) +
+				") AND state = 'pending' AND lease_expires_at > ? RETURNING id, lease_token, queue")
+			done, err := scanFinished(ctx, stmts(ex), del, args, fcs[i])
+			if err != nil {
+				return err
+			}
+			if len(done) > 0 {
+				named := make(map[queue.Lease]bool, len(p.leases))
+				for _, l := range p.leases {
+					named[l] = true
+				}
+				for l := range done {
+					if !named[l] {
+						return errPairMismatch
+					}
+				}
+			}
+			out[i] = done
+		}
+		return addAllFinished(ctx, q, ex, parts, fcs)
+	})
+}
+
+// addAllFinished adds the jobs each finishing part finished (fcs) to the
+// counts of this connection's shard.
+func addAllFinished(ctx context.Context, q *Queue, ex execer, parts []leaseStmt, fcs []finishedCounts) error {
+	for i, p := range parts {
+		if !p.finish {
+			continue
+		}
+		if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "CONNECTION_ID()", "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countedTx runs fn in one READ COMMITTED transaction on a connection of
+// its own with mysqlCountedVar set, so the row triggers leave the jobs it
+// finishes to fn to count, and clears the variable before the commit. A
+// connection on which the variable may still be set (clearing it failed)
+// is discarded, so no later statement on it goes uncounted. On error out
+// is cleared: nothing is known to be finished.
+func countedTx(ctx context.Context, q *Queue, out []map[queue.Lease]bool, fn func(ex execer) error) error {
 	conn, err := q.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -353,42 +492,16 @@ func (d mysqlDialect) finishCounted(ctx context.Context, q *Queue, parts []lease
 	if err != nil {
 		return err
 	}
-	err = func(ex execer) error {
-		if _, err := ex.ExecContext(ctx, "SET "+mysqlCountedVar+" = 1"); err != nil {
+	err = func() error {
+		if _, err := tx.ExecContext(ctx, "SET "+mysqlCountedVar+" = 1"); err != nil {
 			return err
 		}
-		fcs := make([]finishedCounts, len(parts))
-		for i, p := range parts {
-			fcs[i] = finishedCounts{}
-			sel := q.sql("SELECT id, lease_token, queue FROM {jobs}" + ps[i].where + " FOR UPDATE")
-			done, err := scanFinished(ctx, stmts(ex), sel, append(append(slices.Clip(ps[i].ids), ps[i].pairs...), now), fcs[i])
-			if err != nil {
-				return err
-			}
-			out[i] = done
-			if len(done) == 0 {
-				continue
-			}
-			in := make([]any, 0, len(done))
-			for l := range done {
-				in = append(in, l.JobID)
-			}
-			stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
-			if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
-				return err
-			}
+		if err := fn(tx); err != nil {
+			return err
 		}
-		for i, p := range parts {
-			if !p.finish {
-				continue
-			}
-			if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "CONNECTION_ID()", "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"); err != nil {
-				return err
-			}
-		}
-		_, err := ex.ExecContext(ctx, "SET "+mysqlCountedVar+" = NULL")
+		_, err := tx.ExecContext(ctx, "SET "+mysqlCountedVar+" = NULL")
 		return err
-	}(tx)
+	}()
 	if err == nil {
 		err = tx.Commit()
 	} else {

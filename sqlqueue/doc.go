@@ -106,10 +106,15 @@
 // Active-key uniqueness is a UNIQUE index over a stored generated column
 // that holds the key only while the job is pending (NULLs do not collide).
 // Reserve is one short READ COMMITTED transaction: SELECT ... FOR UPDATE
-// SKIP LOCKED, then UPDATE by primary key. A batch ack is one DELETE by
-// primary key in a short transaction; only when it finished fewer rows
-// than it had leases is it rolled back and redone locking the rows first,
-// to learn which leases were lost. A batch push is one INSERT: its
+// SKIP LOCKED, then UPDATE by primary key; one the server rolled back to
+// break a deadlock is run again. A batch ack locks and reads its rows,
+// deletes (or updates) them by primary key and counts them itself, in one
+// short transaction; on MariaDB an ack that deletes is one DELETE ...
+// RETURNING matching the lease tokens, whose rows' IDs are checked against
+// the leases in Go. A batch of start marks or extensions alone is one
+// UPDATE; only when it changed fewer rows than it had leases is it rolled
+// back and redone locking the rows first, to learn which leases were lost.
+// A batch push is one INSERT: its
 // affected-row count and first AUTO_INCREMENT value tell which jobs it
 // stored, with one lookup by ID only when it skipped some.
 // Tables use utf8mb4_bin, so IDs, names and keys compare byte for byte.
@@ -123,8 +128,11 @@
 // writer. New limits the *sql.DB to one connection; first use switches the
 // file to WAL and sets busy_timeout; multi-statement writes run under BEGIN
 // IMMEDIATE, so concurrent writers queue instead of failing with "database
-// is locked". Because the pool has one connection, code holding a *sql.Tx
-// on it must push through q.Tx(tx), not q, until the transaction ends.
+// is locked"; statement journals stay in memory (temp_store=MEMORY). A
+// batch ack or start is one statement that finds each row by the seq its
+// lease token ends in, the IDs checked against the leases in Go. Because
+// the pool has one connection, code holding a *sql.Tx on it must push
+// through q.Tx(tx), not q, until the transaction ends.
 //
 // # Retention and maintenance
 //

@@ -2,6 +2,7 @@ package sqlqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -323,6 +324,11 @@ func arrayArgs(leases []queue.Lease, now int64, args []any) []any {
 	}
 	return append(slices.Clip(args), pgArray(ids), pgArray(toks), now)
 }
+
+// errPairMismatch rolls back a dialect's batch statement that matched the
+// leases by token alone (finishLeases) when it met a token current for
+// another job than the one its lease names; the exact statement runs then.
+var errPairMismatch = errors.New("sqlqueue: a lease token names another job")
 
 // finishByArrays runs on st a dialect's batch statement whose arguments
 // are arrayArgs, and returns the (id, lease_token) of the rows it finished.

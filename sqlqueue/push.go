@@ -121,11 +121,12 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 // deadlock is run in all.
 const conflictTries = 3
 
-// againOnConflict runs push, a push in a transaction of q's own (never a
-// caller's), again when the server rolled it back whole to break a
-// deadlock: MariaDB's row triggers on the counts table can meet another
-// transaction's in lock order. Nothing of a rolled-back try was stored, so
-// a new try cannot store a job twice.
+// againOnConflict runs push, a push (or a claim) in a transaction of q's
+// own (never a caller's), again when the server rolled it back whole to
+// break a deadlock: MariaDB's row triggers on the counts table can meet
+// another transaction's in lock order, and a claim's locking read can meet
+// a batch ack's rows. Nothing of a rolled-back try was stored, so a new
+// try cannot store a job (or lease one) twice.
 func (q *Queue) againOnConflict(ctx context.Context, push func() error) error {
 	for try := 1; ; try++ {
 		err := push()

@@ -184,6 +184,9 @@ type Queue struct {
 	// changed rows, not matched ones (no clientFoundRows DSN flag), so an
 	// INSERT ... ON DUPLICATE KEY UPDATE that skips a row does not count it.
 	changedRows atomic.Bool
+	// deleteReturning: the MySQL-dialect server was found at first use to
+	// be MariaDB, whose DELETE takes RETURNING (MySQL 8's does not).
+	deleteReturning atomic.Bool
 
 	metrics   metricsBuffer
 	wake      waker
