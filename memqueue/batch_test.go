@@ -31,7 +31,7 @@ func TestFinishedBatchesForgotten(t *testing.T) {
 		return id
 	}
 	running := push() // never finished
-	const n = 2600 // past the compaction of the batch list at half cleared
+	const n = 2600    // past the compaction of the batch list at half cleared
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = push()

@@ -445,16 +445,8 @@ func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []lea
 			if err != nil {
 				return err
 			}
-			if len(done) > 0 {
-				named := make(map[queue.Lease]bool, len(p.leases))
-				for _, l := range p.leases {
-					named[l] = true
-				}
-				for l := range done {
-					if !named[l] {
-						return errPairMismatch
-					}
-				}
+			if err := checkPairs(p.leases, done); err != nil {
+				return err
 			}
 			out[i] = done
 		}

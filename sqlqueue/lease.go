@@ -330,6 +330,24 @@ func arrayArgs(leases []queue.Lease, now int64, args []any) []any {
 // another job than the one its lease names; the exact statement runs then.
 var errPairMismatch = errors.New("sqlqueue: a lease token names another job")
 
+// checkPairs returns errPairMismatch if done, the leases a statement that
+// matched rows by token alone changed, holds one not among leases.
+func checkPairs(leases []queue.Lease, done map[queue.Lease]bool) error {
+	if len(done) == 0 {
+		return nil
+	}
+	named := make(map[queue.Lease]bool, len(leases))
+	for _, l := range leases {
+		named[l] = true
+	}
+	for l := range done {
+		if !named[l] {
+			return errPairMismatch
+		}
+	}
+	return nil
+}
+
 // finishByArrays runs on st a dialect's batch statement whose arguments
 // are arrayArgs, and returns the (id, lease_token) of the rows it finished.
 func (q *Queue) finishByArrays(ctx context.Context, st statements, stmt string, leases []queue.Lease, now int64, args []any) (map[queue.Lease]bool, error) {

@@ -49,15 +49,9 @@ type memberJSON struct {
 }
 
 func newBatchJSON(b queue.BatchInfo) batchJSON {
-	opt := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
 	return batchJSON{ID: b.ID, Name: b.Name, AllowFailures: b.AllowFailures,
 		Total: b.Total, Pending: b.Pending, Done: b.Done, Failed: b.Failed, Cancelled: b.Cancelled,
-		CreatedAt: b.CreatedAt, CancelledAt: opt(b.CancelledAt), ThenAt: opt(b.ThenAt), CatchAt: opt(b.CatchAt), FinishedAt: opt(b.FinishedAt)}
+		CreatedAt: b.CreatedAt, CancelledAt: optTime(b.CancelledAt), ThenAt: optTime(b.ThenAt), CatchAt: optTime(b.CatchAt), FinishedAt: optTime(b.FinishedAt)}
 }
 
 func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -185,12 +179,6 @@ func batchStatus(b queue.BatchInfo) string {
 func printBatch(out io.Writer, b queue.BatchInfo, members queue.MemberPage) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
-	at := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
 	row("id", b.ID)
 	if b.Name != "" {
 		row("name", b.Name)
@@ -199,11 +187,11 @@ func printBatch(out io.Writer, b queue.BatchInfo, members queue.MemberPage) erro
 	row("progress", fmt.Sprintf("%d%% (%d of %d finished)", b.Progress(), b.Total-b.Pending, b.Total))
 	row("members", fmt.Sprintf("%d pending, %d done, %d failed, %d cancelled", b.Pending, b.Done, b.Failed, b.Cancelled))
 	row("allow failures", b.AllowFailures)
-	row("created", at(b.CreatedAt))
-	row("cancelled", at(b.CancelledAt))
-	row("then", at(b.ThenAt))
-	row("catch", at(b.CatchAt))
-	row("finished", at(b.FinishedAt))
+	row("created", timeOrDash(b.CreatedAt))
+	row("cancelled", timeOrDash(b.CancelledAt))
+	row("then", timeOrDash(b.ThenAt))
+	row("catch", timeOrDash(b.CatchAt))
+	row("finished", timeOrDash(b.FinishedAt))
 	if err := tw.Flush(); err != nil {
 		return err
 	}

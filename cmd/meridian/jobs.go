@@ -45,17 +45,11 @@ type jobJSON struct {
 }
 
 func newJobJSON(j queue.JobInfo) jobJSON {
-	opt := func(t time.Time) *time.Time {
-		if t.IsZero() {
-			return nil
-		}
-		return &t
-	}
 	return jobJSON{
 		ID: j.ID, Queue: j.QueueName(), Name: j.Name, State: j.State,
 		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		UniqueKey: j.UniqueKey, Tags: j.Tags, Meta: j.Meta,
-		CreatedAt: j.CreatedAt, AvailableAt: opt(j.AvailableAt), UpdatedAt: opt(j.UpdatedAt), FinishedAt: opt(j.FinishedAt),
+		CreatedAt: j.CreatedAt, AvailableAt: optTime(j.AvailableAt), UpdatedAt: optTime(j.UpdatedAt), FinishedAt: optTime(j.FinishedAt),
 		LastError: j.LastError, Payload: string(j.Payload),
 	}
 }
@@ -142,12 +136,6 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 func printJob(out io.Writer, j queue.JobInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
-	at := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
 	row("id", j.ID)
 	row("queue", j.QueueName())
 	row("name", j.Name)
@@ -163,10 +151,10 @@ func printJob(out io.Writer, j queue.JobInfo) error {
 	if len(j.Tags) > 0 {
 		row("tags", strings.Join(j.Tags, ", "))
 	}
-	row("created", at(j.CreatedAt))
-	row("available", at(j.AvailableAt))
-	row("updated", at(j.UpdatedAt))
-	row("finished", at(j.FinishedAt))
+	row("created", timeOrDash(j.CreatedAt))
+	row("available", timeOrDash(j.AvailableAt))
+	row("updated", timeOrDash(j.UpdatedAt))
+	row("finished", timeOrDash(j.FinishedAt))
 	row("payload", string(j.Payload))
 	if err := tw.Flush(); err != nil {
 		return err
