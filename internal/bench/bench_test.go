@@ -152,7 +152,7 @@ func TestRunMemory(t *testing.T) {
 	}
 	for _, prefix := range []string{
 		"burn-down: queue", "burn-down: work", "continuous", "dispatch: Dispatch,",
-		"dispatch: DispatchMany", "dispatch: one DispatchMany", "latency p50", "latency p95", "latency p99", "latency: the Dispatch call itself, p50",
+		"dispatch: DispatchMany", "dispatch: one DispatchMany", "latency p50", "latency p95", "latency p99", "latency max", "latency: the Dispatch call itself, p50",
 	} {
 		f, ok := rep.Figure(prefix)
 		if !ok {
@@ -182,6 +182,9 @@ func TestRunMemory(t *testing.T) {
 	p99, _ := rep.Figure("latency p99")
 	if p50.Value > p99.Value {
 		t.Errorf("p50 %v > p99 %v", p50.Value, p99.Value)
+	}
+	if top, _ := rep.Figure("latency max"); p99.Value > top.Value {
+		t.Errorf("p99 %v > max %v", p99.Value, top.Value)
 	}
 }
 

@@ -20,8 +20,8 @@
 //     Options.Producers goroutines, each for Options.Duration, no workers.
 //   - latency: single Dispatches paced at Options.Rate jobs/s for
 //     Options.LatencyDuration while the workers run; the figures are the
-//     50th, 95th and 99th percentiles of the time from the Dispatch call to
-//     the handler's start.
+//     50th, 95th and 99th percentiles and the maximum of the time from the
+//     Dispatch call to the handler's start.
 //
 // Each mode drives an Engine: Meridian over a queue.Queue (QueueEngine),
 // or another job system measured by the same code through Measure (the

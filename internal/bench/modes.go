@@ -328,11 +328,12 @@ func latency(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	ps := Percentiles(samples, 50, 95, 99)
+	ps := Percentiles(samples, 50, 95, 99, 100)
 	var figs []Figure
 	for i, p := range []int{50, 95, 99} {
 		figs = append(figs, Figure{Name: fmt.Sprintf("latency p%d, dispatch to start @%d/s", p, o.Rate), Value: ms(ps[i]), Unit: Milliseconds})
 	}
+	figs = append(figs, Figure{Name: fmt.Sprintf("latency max, dispatch to start @%d/s", o.Rate), Value: ms(ps[3]), Unit: Milliseconds})
 	// The Dispatch call's own time is part of the latency: the job cannot
 	// start before it is stored. Reported apart, it shows how much of the
 	// latency is the push and how much the wake-up and reservation.
