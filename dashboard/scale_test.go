@@ -32,7 +32,7 @@ import (
 const scaleRowsEnv = "MERIDIAN_SCALE_ROWS"
 
 // TestScale fills a store per SQL dialect with the production shape of
-// internal/scale, runs live traffic beside it (a worker with 4 handlers on
+// internal/scale, runs live traffic beside it (four workers with 4 handlers each on
 // the served queues and 40 dispatches a second), and requests every page
 // and API endpoint: once each from a new dashboard (cold) and then 40
 // times (warm; 10 in CI's smoke run, which fills SQLite with SQL rather
@@ -198,11 +198,24 @@ func scaleRun(t *testing.T, c scaleRunConfig) string {
 	}
 	scaleTotalsMatch(t, q, db, dialect, tq.Table())
 
-	// Live traffic: a worker on the served queues and a steady producer.
-	w := queue.NewWorker(q).Queues(shape.Served()...).Concurrency(4).Poll(100 * time.Millisecond).Slog(slog.New(slog.DiscardHandler))
-	queue.Handle(w, func(context.Context, scale.Job) error { return nil })
-	runDone := make(chan error, 1)
-	go func() { runDone <- w.Run(context.Background()) }()
+	// Live traffic: four workers on the served queues, whose handlers
+	// take a while (so that jobs are seen running, and the workers hold
+	// jobs ahead as busy ones do), and a steady producer.
+	const workers = 4
+	var ws []*queue.Worker
+	runDone := make(chan error, workers)
+	for range workers {
+		w := queue.NewWorker(q).Queues(shape.Served()...).Concurrency(4).Poll(100 * time.Millisecond).Slog(slog.New(slog.DiscardHandler))
+		queue.Handle(w, func(ctx context.Context, _ scale.Job) error {
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+			return nil
+		})
+		ws = append(ws, w)
+		go func() { runDone <- w.Run(context.Background()) }()
+	}
 	var dispatchErrors atomic.Int64
 	stopProducer := make(chan struct{})
 	var producer sync.WaitGroup
@@ -228,9 +241,13 @@ func scaleRun(t *testing.T, c scaleRunConfig) string {
 	defer func() {
 		close(stopProducer)
 		producer.Wait()
-		w.Stop()
-		if err := <-runDone; err != nil {
-			t.Errorf("worker: %v", err)
+		for _, w := range ws {
+			w.Stop()
+		}
+		for range ws {
+			if err := <-runDone; err != nil {
+				t.Errorf("worker: %v", err)
+			}
 		}
 	}()
 
