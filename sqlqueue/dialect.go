@@ -133,8 +133,10 @@ type dialect interface {
 	pendingCond(s queue.JobState, now int64) (string, []any)
 	// runningList is listQuery's part for one queue (the i-th) of running
 	// jobs: its first n jobs matching cond (with args) in order, among the
-	// first scan due jobs of its claim order (runningHead).
-	runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error)
+	// first scan due jobs of its claim order (runningHead). held is how
+	// many jobs of the queue the live workers report holding: a dialect
+	// that looks rows up one by one may stop once it found that many.
+	runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, scan int, held int64, cond string, args []any, order string, n, i int) (string, []any, error)
 	// contains is a condition true when col contains the bind parameter (a
 	// substring, case-sensitive; bytes when blob).
 	contains(col string, blob bool) string

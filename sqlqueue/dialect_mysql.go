@@ -7,6 +7,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -610,12 +611,59 @@ func (mysqlDialect) priorities(ctx context.Context, q *Queue, st statements, nam
 	return out, nil
 }
 
+// pendingCond is expiryPendingCond, but a scheduled job is one whose
+// run_at is still to come, with no test of its lease: the claim index does
+// not hold the lease expiry (migration 0013), so the test would look up
+// every row a scheduled count or list passes, and it never fails. A claim
+// takes only due jobs and leaves run_at as it is, and every statement that
+// moves run_at into the future (a nack's or a fail's backoff, a snooze, a
+// retry) ends the lease in the same statement.
 func (mysqlDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
+	if s == queue.StateScheduled {
+		return "run_at > ?", []any{now}
+	}
 	return expiryPendingCond(s, now)
 }
 
-func (mysqlDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return coveredRunningList(queueName, now, scan, cond, args, order, n, i)
+// runningList reads the head of the queue's claim order (runningHead: the
+// first scan due jobs, runningBound) as primary keys from the claim index
+// alone, then looks those rows up by primary key, a chunk at a time in
+// claim order, keeping the ones under a lease (cond), until it has n: the
+// index does not hold the lease expiry (migration 0013), and the jobs the
+// workers hold sit at the head, so a page costs about as many lookups as
+// it shows, and at most scan. It also stops once it found as many as the
+// workers report holding (held), since a job held by no reporting process
+// is not listed (see ListJobs). The part it returns selects the rows it
+// found.
+func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, scan int, held int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+	var found []any
+	if scan > 0 {
+		head, err := queryStrings(ctx, st, q.sql(runningHead("id")), queueName, now, scan)
+		if err != nil {
+			return "", nil, err
+		}
+		for chunk := range slices.Chunk(head, max(2*n, 100)) {
+			in := make([]any, len(chunk), len(chunk)+len(args))
+			for k, id := range chunk {
+				in[k] = id
+			}
+			ids, err := queryStrings(ctx, st, q.sqlOnce("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(chunk))+") AND "+cond), append(in, args...)...)
+			if err != nil {
+				return "", nil, err
+			}
+			for _, id := range ids {
+				found = append(found, id)
+			}
+			if len(found) >= min(n, int(held)) {
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "SELECT * FROM (SELECT " + jobCols + " FROM {jobs} WHERE 1 = 0) b" + strconv.Itoa(i), nil, nil
+	}
+	return "SELECT * FROM (SELECT " + jobCols + " FROM {jobs} WHERE id IN (" + placeholders(len(found)) + ") ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
+		append(found, n), nil
 }
 
 func (mysqlDialect) contains(col string, _ bool) string { return "LOCATE(?, " + col + ") > 0" }

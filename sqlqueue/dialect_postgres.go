@@ -438,7 +438,7 @@ func (pgDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 	return expiryPendingCond(s, now)
 }
 
-func (pgDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
+func (pgDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, _ int64, cond string, args []any, order string, n, i int) (string, []any, error) {
 	return expiryRunningList(queueName, now, scan, cond, args, order, n, i)
 }
 

@@ -360,7 +360,7 @@ func (sqliteDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 	return expiryPendingCond(s, now)
 }
 
-func (sqliteDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
+func (sqliteDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, _ int64, cond string, args []any, order string, n, i int) (string, []any, error) {
 	return coveredRunningList(queueName, now, scan, cond, args, order, n, i)
 }
 

@@ -314,7 +314,7 @@ func expiryRunningList(queueName string, now int64, scan int, cond string, args 
 }
 
 // coveredRunningList is runningList where the claim index ends in
-// lease_expires_at (SQLite, MySQL): the head of the claim order is read
+// lease_expires_at (SQLite): the head of the claim order is read
 // from the index alone, and only the running jobs' rows by seq (MariaDB
 // over 1,000,000 jobs: 1.3 s per queue when the head is read whole). The
 // running jobs' seqs are a derived table joined to the jobs, not an IN
@@ -684,7 +684,7 @@ func (l *lister) query(ctx context.Context, cond string, args []any, after, upTo
 		case queue.StateRunning:
 			c, a := o.between(cond, args, after, upTo)
 			var one string
-			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, runningBound(l.held[name]), c, a, o.sql(), n, i)
+			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, runningBound(l.held[name]), l.held[name], c, a, o.sql(), n, i)
 			sub = []string{one}
 		case queue.StateReady, queue.StateScheduled:
 			sub, subArgs, err = l.queueList(ctx, name, cond, args, after, upTo, n, i, cols)
