@@ -59,11 +59,13 @@
 // sweeper, since a job whose lease expired is claimable again as it is.
 // run_at is the job's available-at; the lease expiry is a column of its
 // own, lease_expires_at (0 without a lease), so a job whose lease expired
-// keeps its place in the claim order. On PostgreSQL no index holds it, so a
-// claim changes only unindexed columns and is a HOT update that writes no
-// index entry (the table's fillfactor is 36, so the claim's new row
-// version, some 70 bytes wider with its lease token and worker, finds
-// room on its page beside the old one); on SQLite and MySQL/MariaDB the
+// keeps its place in the claim order. On PostgreSQL and MySQL/MariaDB no
+// index holds it, so a claim changes only unindexed columns and writes no
+// secondary index entry (on PostgreSQL a HOT update: the table's
+// fillfactor is 36, so the claim's new row version, some 70 bytes wider
+// with its lease token and worker, finds room on its page beside the old
+// one); the reads that test a lease look up the rows they pass, which the
+// running list bounds by what the workers report holding. On SQLite the
 // claim index ends in it, so counts and lists of ready, scheduled and
 // running jobs read the index alone (a claim there changes one indexed
 // column, as it did when run_at held the expiry). A row is claimable when
@@ -71,7 +73,7 @@
 // passes the rows ahead of it in claim order that are still running. Reserve orders by priority
 // (descending), then run_at, then insertion (an autoincrement seq column);
 // the claim index is (queue, priority DESC, run_at, seq) over pending rows,
-// with lease_expires_at after them on SQLite and MySQL. Each reserved job gets its own lease token; Ack, Nack, Fail
+// with lease_expires_at after them on SQLite. Each reserved job gets its own lease token; Ack, Nack, Fail
 // and Extend update or delete by primary key guarded by the token, the
 // pending state and an unexpired lease, and return queue.ErrLeaseLost when
 // no row matched.
