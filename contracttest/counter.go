@@ -257,6 +257,39 @@ func (s *suite) testDeadSince(t *testing.T) {
 			t.Errorf("DeadSince(an hour ahead) = %+v, want 0", got)
 		}
 	})
+	// Dead letters in several queues, some of each dead-lettered before
+	// the time asked about (drivers may count queue by queue).
+	checkAs(s, t, "SeveralQueues", func(t *testing.T, q queue.Queue, c queue.RecentDeadCounter) {
+		older := map[string]int{"since-x": 3, "since-y": 1, "since-z": 0}
+		newer := map[string]int{"since-x": 1, "since-y": 0, "since-z": 2}
+		for name, n := range older {
+			for range n {
+				killJob(t, q, name, "old")
+			}
+		}
+		between := time.Now().Add(s.tol)
+		for !time.Now().After(between.Add(s.tol)) {
+			time.Sleep(time.Millisecond)
+		}
+		for name, n := range newer {
+			for range n {
+				killJob(t, q, name, "new")
+			}
+		}
+		pushN(t, q, "since-y", 2)
+		for _, tc := range []struct {
+			since time.Time
+			want  int64
+		}{{time.Now().Add(-time.Hour), 7}, {between, 3}, {time.Now().Add(time.Hour), 0}} {
+			got, err := c.DeadSince(t.Context(), tc.since)
+			if err != nil {
+				t.Fatalf("DeadSince: %v", err)
+			}
+			if got != (queue.Count{N: tc.want}) {
+				t.Errorf("DeadSince(%v) = %+v, want %d", tc.since, got, tc.want)
+			}
+		}
+	})
 }
 
 // wantCounts compares c's counts with the jobs listed in each state.

@@ -2,6 +2,7 @@ package contracttest
 
 import (
 	"errors"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -162,6 +163,36 @@ func (s *suite) testCanceller(t *testing.T) {
 		again := newJob("cancel")
 		again.UniqueKey = "k"
 		push(t, q, again)
+	})
+	checkAs(s, t, "RunningInSeveralQueues", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+		before := time.Now().Add(-time.Second)
+		want := map[queue.Lease]bool{}
+		for _, name := range []string{"cancel-a", "cancel-b", "cancel-c"} {
+			j := newJob(name)
+			push(t, q, j)
+			r := reserveOne(t, q, name, j.ID, longLease)
+			if name == "cancel-c" {
+				continue // running, not cancelled
+			}
+			if _, err := c.Cancel(t.Context(), j.ID); err != nil {
+				t.Fatalf("Cancel of a running job: %v", err)
+			}
+			want[r.Lease()] = true
+		}
+		leases, err := c.CancelledSince(t.Context(), before)
+		if err != nil {
+			t.Fatalf("CancelledSince: %v", err)
+		}
+		got := map[queue.Lease]bool{}
+		for _, l := range leases {
+			got[l] = true
+		}
+		if len(got) != len(want) || !maps.Equal(got, want) {
+			t.Fatalf("CancelledSince = %v; want the leases of the two cancelled jobs %v", leases, want)
+		}
+		if leases, err := c.CancelledSince(t.Context(), time.Now().Add(time.Hour)); err != nil || len(leases) != 0 {
+			t.Fatalf("CancelledSince(an hour ahead) = %v, %v; want none", leases, err)
+		}
 	})
 	checkAs(s, t, "DeadIsFinished", func(t *testing.T, q queue.Queue, c queue.Canceller) {
 		d := killJob(t, q, "cancel", "boom")

@@ -77,13 +77,22 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 }
 
 // CancelledSince returns the leases of jobs cancelled while they ran, at
-// or after since (see queue.Canceller): a range of the finished index.
+// or after since (see queue.Canceller): one range of the list index
+// (state, queue, finished_at, seq) per queue with cancelled jobs (from the
+// counts table), in one statement of UNION ALL per unionProbes queues.
 func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Lease, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
+	st := stmts(q.db)
+	names, _, err := q.finishedQueues(ctx, st, stateCancelled)
 	set := make(map[queue.Lease]bool)
-	err := scanLeases(ctx, stmts(q.db), set, q.sql("SELECT id, lease_token FROM {jobs} WHERE state = 'cancelled' AND finished_at >= ? AND lease_token IS NOT NULL"), micros(since))
+	for len(names) > 0 && err == nil {
+		part := names[:min(len(names), unionProbes)]
+		names = names[len(part):]
+		query, args := q.cancelledQuery(micros(since), part)
+		err = scanLeases(ctx, st, set, query, args...)
+	}
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing cancelled jobs")
 	}

@@ -142,7 +142,11 @@
 // small. WithRetention(finished, dead) keeps acked jobs in the done state
 // for finished (for the dashboard) and dead letters for dead (default
 // seven days). Maintain prunes them in batches of 1,000 by primary key,
-// together with stale worker entries and metrics older than seven days. It
+// found queue by queue on the (state, queue, finished_at, seq) list index
+// (the queues with such jobs read from the counts table; MySQL has no
+// (state, finished_at) index, which would cost every job an entry since
+// MySQL has no partial indexes), together with stale worker entries and
+// metrics older than seven days. It
 // runs in one process at a time, elected through a lease row in the _meta
 // table. Workers run it through Heartbeat once per maintenance interval
 // (WithMaintenance, default one minute); deployments without workers call

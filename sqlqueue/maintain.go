@@ -2,6 +2,7 @@ package sqlqueue
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -93,16 +94,56 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	return true, pruned, nil
 }
 
-// pruneJobs deletes up to maxPruneBatches batches of jobs in state that
-// finished before cutoff.
+// pruneJobs deletes up to maxPruneBatches batches of at most pruneBatch
+// jobs in state that finished before cutoff. It steps through the queues
+// with such jobs (see finishedQueues) on the list index: each step reads,
+// in one statement, the oldest jobs of up to unionProbes queues, pruneBatch
+// split among them, and deletes them by primary key. A queue that had
+// fewer than its share is done; one that had its share is probed again
+// after the queues not probed yet. A step that finds nothing does not
+// count as a batch, so every queue is probed at least once per pass
+// (ceil(queues/unionProbes) statements when there is nothing to prune).
 func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (int, error) {
-	total := 0
-	sel := q.sql("SELECT id FROM {jobs} WHERE state = ? AND finished_at < ? ORDER BY finished_at LIMIT 1000")
-	for range maxPruneBatches {
-		ids, err := queryStrings(ctx, stmts(q.db), sel, state, micros(cutoff))
-		if err != nil || len(ids) == 0 {
+	st := stmts(q.db)
+	open, _, err := q.finishedQueues(ctx, st, state)
+	if err != nil {
+		return 0, err
+	}
+	total, batches := 0, 0
+	for len(open) > 0 && batches < maxPruneBatches {
+		probe := open[:min(len(open), unionProbes)]
+		lim := max(pruneBatch/len(probe), 1)
+		sel, args := q.pruneQuery(state, micros(cutoff), probe, lim)
+		rows, err := st.Query(ctx, sel, args...)
+		if err != nil {
 			return total, err
 		}
+		var ids []string
+		found := make(map[string]int, len(probe))
+		for rows.Next() {
+			var id, name string
+			if err := rows.Scan(&id, &name); err != nil {
+				rows.Close()
+				return total, err
+			}
+			ids = append(ids, id)
+			found[name]++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return total, err
+		}
+		rest := slices.Clone(open[len(probe):])
+		for _, name := range probe {
+			if found[name] >= lim {
+				rest = append(rest, name)
+			}
+		}
+		open = rest
+		if len(ids) == 0 {
+			continue
+		}
+		batches++
 		del, args, err := q.sqlIn("DELETE FROM {jobs} WHERE id IN (?) AND state = ?", ids, state)
 		if err != nil {
 			return total, err
@@ -113,9 +154,6 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 		}
 		n, _ := res.RowsAffected()
 		total += int(n)
-		if len(ids) < pruneBatch {
-			break
-		}
 	}
 	return total, nil
 }

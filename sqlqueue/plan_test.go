@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
@@ -102,6 +103,27 @@ VALUES ('w', 'h', 1, '[]', 1, CAST(? AS BIGINT), CAST(? AS BIGINT), '{"q0": 10, 
 				}
 			}
 		}
+		// The reads of finished jobs by finish time, one range of the list
+		// index per queue (see finished.go).
+		names := []string{"q0", "q1", "q2", "q3"}
+		for what, query := range map[string]func() (string, []any){
+			"prune": func() (string, []any) { return q.pruneQuery(stateDone, now-1000, names, pruneBatch/len(names)) },
+			"DeadSince": func() (string, []any) {
+				return q.countFinishedQuery(stateDead, "<", now-1000, names, []int64{1, 10, 100, 1000})
+			},
+			"CancelledSince": func() (string, []any) { return q.cancelledQuery(now-1000, names) },
+		} {
+			stmt, args := query()
+			var out string
+			var plan any
+			if err := queryRow(ctx, stmts(db), "EXPLAIN (FORMAT JSON) "+stmt, args, &out); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if err := json.Unmarshal([]byte(out), &plan); err != nil {
+				t.Fatal(err)
+			}
+			checkPlan(t, sc.name+"/"+what, plan, q.t.raw, q.t.raw+"_list")
+		}
 	}
 }
 
@@ -176,5 +198,131 @@ func checkPlan(t *testing.T, what string, plan any, table, index string) {
 	if seq || !indexed || jit {
 		b, _ := json.MarshalIndent(plan, "", " ")
 		t.Errorf("%s: the plan scans the table (%v), does not read %s (%v) or compiles with JIT (%v):\n%s", what, seq, index, !indexed, jit, b)
+	}
+}
+
+// TestFinishedPlansMySQL checks on MySQL/MariaDB, which have no
+// (state, finished_at) index since migration 0014, that the reads of
+// finished jobs by finish time (the prune, DeadSince's counts and
+// CancelledSince) read the list index, one range per queue, and scan no
+// table: each is explained as the code builds it, over several queues.
+func TestFinishedPlansMySQL(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("mysql", testutil.DSN(t, testutil.MySQLEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	q, err := New(db, WithTable(testutil.Name("fplans_")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := q.DropTables(context.Background()); err != nil {
+			t.Errorf("DropTables: %v", err)
+		}
+	})
+	var finished int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?", q.t.raw, q.t.raw+"_finished").Scan(&finished); err != nil {
+		t.Fatal(err)
+	}
+	if finished != 0 {
+		t.Fatalf("the jobs table still has the (state, finished_at) index %s_finished", q.t.raw)
+	}
+	// Most jobs finished, in four queues, a few cancelled ones still
+	// holding their lease token, some pending, every state in every queue
+	// (as the queues probed are those the counts table has jobs of in the
+	// state). The rows come from the
+	// numbers 1 to 20,000 (a cross join of digits, which MySQL has too).
+	now := time.Now().UnixMicro()
+	if _, err := db.ExecContext(ctx, q.sqlOnce(`INSERT INTO {jobs} (id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta,
+  available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state)
+SELECT CONCAT('j', g), CONCAT('q', FLOOR(g / 7) % 4), 'Job', '{}', 0, 0, 0, 0, NULL, '', '', ?, ?, ?, ?,
+  CASE WHEN s = 'pending' THEN 0 ELSE ? - g * 1000 END, '', CASE WHEN s = 'cancelled' AND g % 40 = 14 THEN CONCAT('t', g) END, s
+FROM (SELECT g, CASE WHEN g % 20 < 12 THEN 'done' WHEN g % 20 < 14 THEN 'dead' WHEN g % 20 = 14 THEN 'cancelled' ELSE 'pending' END AS s
+  FROM (SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS g
+    FROM (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
+      (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b,
+      (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c,
+      (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) e,
+      (SELECT 0 AS d UNION ALL SELECT 1) f) n) x`), now, now, now, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, q.sqlOnce("ANALYZE TABLE {jobs}")); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"q0", "q1", "q2", "q3"}
+	cutoff := now - 10000*1000
+	for _, tc := range []struct {
+		what  string
+		query string
+		args  []any
+	}{
+		{"prune", "", nil},
+		{"DeadSince older", "", nil},
+		{"DeadSince recent", "", nil},
+		{"CancelledSince", "", nil},
+	} {
+		switch tc.what {
+		case "prune":
+			tc.query, tc.args = q.pruneQuery(stateDone, cutoff, names, pruneBatch/len(names))
+		case "DeadSince older":
+			tc.query, tc.args = q.countFinishedQuery(stateDead, "<", cutoff, names, []int64{1, 10, 100, 1000})
+		case "DeadSince recent":
+			tc.query, tc.args = q.countFinishedQuery(stateDead, ">=", cutoff, names, []int64{1, 10, 100, 1000})
+		case "CancelledSince":
+			tc.query, tc.args = q.cancelledQuery(cutoff, names)
+		}
+		checkMySQLPlan(t, db, tc.what, tc.query, tc.args, q.t.raw, q.t.raw+"_list")
+	}
+}
+
+// checkMySQLPlan fails unless every row of EXPLAIN query that reads table
+// reads it through index, by a range or a lookup, never a full scan.
+func checkMySQLPlan(t *testing.T, db *sql.DB, what, query string, args []any, table, index string) {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatalf("%s: EXPLAIN: %v\n%s", what, err, query)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []map[string]string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = vals[i].String
+		}
+		plan = append(plan, row)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	for _, r := range plan {
+		if r["table"] != table {
+			continue
+		}
+		reads++
+		if r["key"] != index || r["type"] == "ALL" || r["type"] == "index" {
+			t.Errorf("%s: reads %s by %s (%s), want a range of %s:\n%v", what, table, r["key"], r["type"], index, plan)
+		}
+	}
+	if reads == 0 {
+		t.Errorf("%s: the plan does not read %s:\n%v", what, table, plan)
 	}
 }

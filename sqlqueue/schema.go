@@ -82,8 +82,9 @@ func names(d dialect, table string) tableNames {
 // ALTER TABLE ... ADD COLUMN on SQLite and MySQL (neither has ADD COLUMN IF
 // NOT EXISTS), which fails with "duplicate column" when its column exists,
 // and MySQL's ALTER TABLE ... ADD KEY ... DROP KEY that swaps the list
-// index (MySQL has no IF [NOT] EXISTS for indexes), which fails with
-// error 1061 or 1091 once done; skip those errors, as Setup's runner does.
+// index and ALTER TABLE ... DROP KEY of the (state, finished_at) index
+// (MySQL has no IF [NOT] EXISTS for indexes), which fail with error 1061
+// or 1091 once done; skip those errors, as Setup's runner does.
 func Schema(d Dialect, opts ...Option) (string, error) {
 	cfg := config{table: "meridian_jobs"}
 	for _, o := range opts {
