@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -276,12 +277,8 @@ func catalog(t *testing.T, db *sql.DB, d sqlqueue.Dialect, table string) []strin
 		}
 		cols, _ := rows.Columns()
 		for rows.Next() {
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
+			vals, err := testutil.NullStrings(rows, len(cols))
+			if err != nil {
 				t.Fatal(err)
 			}
 			line := sortedKeys(vals[len(vals)-1].String)

@@ -31,24 +31,7 @@ const planRows = 60000
 // jit_above_cost: seconds of compiling for a 1 ms query).
 func TestListPlans(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("pgx", testutil.DSN(t, testutil.PostgresEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	table := testutil.Name("plans_")
-	q, err := New(db, WithTable(table))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := q.DropTables(context.Background()); err != nil {
-			t.Errorf("DropTables: %v", err)
-		}
-	})
+	db, q := planQueue(t, "pgx", testutil.PostgresEnv, "plans_")
 	now := time.Now().UnixMicro()
 	exec := func(stmt string, args ...any) {
 		t.Helper()
@@ -208,23 +191,7 @@ func checkPlan(t *testing.T, what string, plan any, table, index string) {
 // table: each is explained as the code builds it, over several queues.
 func TestFinishedPlansMySQL(t *testing.T) {
 	ctx := context.Background()
-	db, err := sql.Open("mysql", testutil.DSN(t, testutil.MySQLEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	q, err := New(db, WithTable(testutil.Name("fplans_")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := q.DropTables(context.Background()); err != nil {
-			t.Errorf("DropTables: %v", err)
-		}
-	})
+	db, q := planQueue(t, "mysql", testutil.MySQLEnv, "fplans_")
 	var finished int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?", q.t.raw, q.t.raw+"_finished").Scan(&finished); err != nil {
 		t.Fatal(err)
@@ -295,12 +262,8 @@ func checkMySQLPlan(t *testing.T, db *sql.DB, what, query string, args []any, ta
 	}
 	var plan []map[string]string
 	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := testutil.NullStrings(rows, len(cols))
+		if err != nil {
 			t.Fatal(err)
 		}
 		row := map[string]string{}
@@ -325,4 +288,29 @@ func checkMySQLPlan(t *testing.T, db *sql.DB, what, query string, args []any, ta
 	if reads == 0 {
 		t.Errorf("%s: the plan does not read %s:\n%v", what, table, plan)
 	}
+}
+
+// planQueue opens a Queue of its own tables on the server env names
+// (through the database/sql driver driverName), set up, and dropped with
+// the database closed when the test ends.
+func planQueue(t *testing.T, driverName, env, prefix string) (*sql.DB, *Queue) {
+	t.Helper()
+	db, err := sql.Open(driverName, testutil.DSN(t, env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	q, err := New(db, WithTable(testutil.Name(prefix)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := q.DropTables(context.Background()); err != nil {
+			t.Errorf("DropTables: %v", err)
+		}
+	})
+	return db, q
 }

@@ -215,3 +215,15 @@ func DSNQueueURL(t testing.TB, driver, dsn, table string) string {
 	u.RawQuery = v.Encode()
 	return u.String()
 }
+
+// NullStrings scans the current row of rows, which has n columns, as
+// strings (NULL where the column is NULL): for tests that read EXPLAIN
+// output or SHOW statements whose columns vary by server.
+func NullStrings(rows *sql.Rows, n int) ([]sql.NullString, error) {
+	vals := make([]sql.NullString, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return vals, rows.Scan(ptrs...)
+}
