@@ -48,7 +48,7 @@ const scaleRowsEnv = "MERIDIAN_SCALE_ROWS"
 // dialects (postgres,mysql,sqlite); MERIDIAN_SCALE_FILL=sql fills the
 // table with one INSERT ... SELECT per 100,000 rows instead of through
 // the queue's API (minutes instead of an hour at 2,000,000 rows; the
-// counting triggers still count every row); MERIDIAN_SCALE_SERVERS=private
+// rows are then counted as the migrations count them); MERIDIAN_SCALE_SERVERS=private
 // runs PostgreSQL and MariaDB servers of the test's own
 // (testutil.PostgresServer, testutil.MariaDBServer) and restarts the
 // server before each cold request, so a cold request meets an empty

@@ -124,7 +124,7 @@ func BenchmarkAckManyCounts(b *testing.B) {
 					var setup []string
 					switch variant {
 					case "no-triggers":
-						setup = []string{`DROP TRIGGER %[1]s_count_del`, `DROP TRIGGER %[1]s_count_upd`, `DROP TRIGGER %[1]s_count_ins`}
+						setup = []string{`DROP TRIGGER %[1]s_count_del`, `DROP TRIGGER %[1]s_count_upd`, `DROP TRIGGER IF EXISTS %[1]s_count_ins`} // MySQL has none since 0015
 					case "row-triggers":
 						if setup = rowTriggers[d]; setup == nil {
 							b.Skip("the shipped triggers are row triggers")

@@ -13,7 +13,8 @@ import (
 // Counts returns each queue's jobs by state (queue.Counter), sorted by
 // queue name. Pending, Dead, Done and Cancelled are read from the counts
 // table that the database's triggers keep as jobs are inserted, change
-// state or are deleted (see the counts migration of each dialect), so
+// state or are deleted (see the counts migration of each dialect; on
+// MySQL the pushes and batch acks count their own jobs instead), so
 // they are exact and cost one row per queue and state. Scheduled is exact
 // too: the triggers also count the jobs written to run later by
 // five-minute bucket of their run time (the scheduled migration), and the
@@ -207,23 +208,50 @@ func (q *Queue) foldCountsTx(ctx context.Context, lockFree, upsert string) error
 // them (MySQL: see migration 0010_counts_by_statement).
 type finishedCounts map[string]int64
 
+// countKey is a row of the counts table, bar its shard: a queue and a
+// state, or a queue and a scheduled bucket (schedPrefix and the bucket).
+type countKey struct{ queue, state string }
+
 // addFinished counts the finished jobs into the counts table on ex, in one
 // statement: each queue's pending count goes down, and its done count up
 // when the jobs are kept (done). shard is the counter rows' shard
 // expression and upsert the dialect's "add on conflict" clause.
 func (q *Queue) addFinished(ctx context.Context, ex execer, fc finishedCounts, done bool, shard, upsert string) error {
-	if len(fc) == 0 {
-		return nil
+	deltas := make(map[countKey]int64, 2*len(fc))
+	for name, c := range fc {
+		deltas[countKey{name, statePending}] -= c
+		if done {
+			deltas[countKey{name, stateDone}] += c
+		}
 	}
+	return q.addCounts(ctx, stmts(ex), deltas, shard, upsert)
+}
+
+// addStored counts jobs just inserted as pending into deltas, as the
+// insert triggers of the other dialects do: one pending job of its queue
+// each, and, for a job written to run later (run_at after now, the row's
+// updated_at), one in its queue's bucket of run_at.
+func addStored(deltas map[countKey]int64, j queue.Job, now int64) {
+	deltas[countKey{j.Queue, statePending}]++
+	if at := micros(j.AvailableAt); at > now {
+		deltas[countKey{j.Queue, schedPrefix + strconv.FormatInt(at/schedBucket, 10)}]++
+	}
+}
+
+// addCounts adds deltas to the counts table on ex in one statement (none
+// when every delta is 0). shard is the counter rows' shard expression and
+// upsert the dialect's "add on conflict" clause.
+func (q *Queue) addCounts(ctx context.Context, st statements, deltas map[countKey]int64, shard, upsert string) error {
 	var args []any
 	n := 0
-	for name, c := range fc {
-		args = append(args, name, statePending, -c)
-		n++
-		if done {
-			args = append(args, name, stateDone, c)
+	for k, d := range deltas {
+		if d != 0 {
+			args = append(args, k.queue, k.state, d)
 			n++
 		}
+	}
+	if n == 0 {
+		return nil
 	}
 	row := "(?, ?, " + shard + ", ?)"
 	values := strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
@@ -233,7 +261,7 @@ func (q *Queue) addFinished(ctx context.Context, ex execer, fc finishedCounts, d
 	} else {
 		stmt = q.sqlOnce(stmt)
 	}
-	_, err := ex.ExecContext(ctx, stmt, args...)
+	_, err := st.Exec(ctx, stmt, args...)
 	return err
 }
 

@@ -131,6 +131,9 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 	return rows, nil
 }
 
+// mysqlUpsert is the counts table's "add on conflict" clause.
+const mysqlUpsert = "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
+
 // insertJobs has no RETURNING: the rows the statement inserted are the
 // rows with these IDs whose seq is at least the first AUTO_INCREMENT value
 // it generated (LastInsertId, 0 when it inserted none). When the
@@ -139,7 +142,46 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 // count too, so the lookup runs. A statements without a sql.Result (a
 // transaction database/sql does not own) compares the IDs present before
 // and after instead.
-func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
+//
+// The jobs it inserted are counted by one more statement on ex (no insert
+// trigger counts them since migration 0015: a row trigger's upsert per job
+// cost a third of the push), so on the pool the two run in a transaction
+// of their own, and in the caller's transaction otherwise.
+func (d mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
+	if s, ok := ex.(sqlStatements); ok {
+		if _, pool := s.ex.(DB); pool {
+			var inserted map[string]bool
+			err := d.writeTx(ctx, q, func(tx execer) error {
+				var err error
+				inserted, _, err = d.insertJobs(ctx, q, stmts(tx), js, now, false)
+				return err
+			})
+			if err != nil {
+				return nil, false, err
+			}
+			return inserted, false, nil
+		}
+	}
+	inserted, err := insertMySQL(ctx, q, ex, js, now)
+	if err != nil {
+		return nil, false, err
+	}
+	deltas := make(map[countKey]int64, 2)
+	counted := make(map[string]bool, len(inserted))
+	for _, j := range js {
+		if inserted[j.ID] && !counted[j.ID] { // a repeated ID: its first job was stored
+			counted[j.ID] = true
+			addStored(deltas, j, micros(now))
+		}
+	}
+	if err := q.addCounts(ctx, ex, deltas, "CONNECTION_ID()", mysqlUpsert); err != nil {
+		return nil, false, err
+	}
+	return inserted, false, nil
+}
+
+// insertMySQL is insertJobs' INSERT, and the reading of what it inserted.
+func insertMySQL(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time) (map[string]bool, error) {
 	insert, args := insertStatement(js, now, " ON DUPLICATE KEY UPDATE seq = seq")
 	ids := make([]string, len(js))
 	for i, j := range js {
@@ -160,32 +202,32 @@ func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js 
 	s, ok := ex.(sqlStatements)
 	if !ok {
 		if err := lookup("SELECT id FROM {jobs} WHERE id IN (?)", ids); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		before := inserted
 		inserted = make(map[string]bool, len(js))
 		if _, err := ex.Exec(ctx, q.sql(insert), args...); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		fresh := slices.DeleteFunc(ids, func(id string) bool { return before[id] })
 		if len(fresh) > 0 {
 			if err := lookup("SELECT id FROM {jobs} WHERE id IN (?)", fresh); err != nil {
-				return nil, false, err
+				return nil, err
 			}
 		}
-		return inserted, false, nil
+		return inserted, nil
 	}
 	res, err := s.ex.ExecContext(ctx, q.sql(insert), args...)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	first, err := res.LastInsertId()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	switch {
 	case first == 0:
@@ -195,10 +237,10 @@ func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js 
 		}
 	default:
 		if err := lookup("SELECT id FROM {jobs} WHERE id IN (?) AND seq >= ?", ids, first); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 	}
-	return inserted, false, nil
+	return inserted, nil
 }
 
 // errKeyHeld rolls back a revive whose unique key is held.
@@ -234,7 +276,14 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 		if d.isUniqueViolation(err) {
 			return errKeyHeld
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// The delete trigger counted the finished row out; the insert
+		// is counted here (migration 0015).
+		deltas := make(map[countKey]int64, 2)
+		addStored(deltas, j, micros(now))
+		return q.addCounts(ctx, ex, deltas, "CONNECTION_ID()", mysqlUpsert)
 	}
 	var err error
 	if inTx {
@@ -462,7 +511,7 @@ func addAllFinished(ctx context.Context, q *Queue, ex execer, parts []leaseStmt,
 		if !p.finish {
 			continue
 		}
-		if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "CONNECTION_ID()", "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"); err != nil {
+		if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "CONNECTION_ID()", mysqlUpsert); err != nil {
 			return err
 		}
 	}
@@ -687,5 +736,5 @@ ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), queues = VALUES(
 }
 
 func (mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {
-	return q.foldCountsTx(ctx, "FOR UPDATE SKIP LOCKED", "ON DUPLICATE KEY UPDATE n = n + VALUES(n)")
+	return q.foldCountsTx(ctx, "FOR UPDATE SKIP LOCKED", mysqlUpsert)
 }
