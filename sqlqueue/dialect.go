@@ -83,7 +83,8 @@ type dialect interface {
 	// insertJobs inserts js in one statement on ex, skipping rows whose ID
 	// or unique key is taken, and returns the IDs it inserted. With
 	// notify the same statement wakes listeners when it inserted anything
-	// (notified).
+	// (notified). Where no trigger counts inserted rows (MySQL), it also
+	// counts them, atomically with the insert.
 	insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (inserted map[string]bool, notified bool, err error)
 	// revive moves the finished or dead job j.ID back to pending as j,
 	// behind the jobs pushed before it. It reports false when the row is
