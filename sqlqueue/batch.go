@@ -279,7 +279,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 		}
 	}
 	// The job, under its lease: nothing happened if the lease is gone.
-	n, err := st.Exec(ctx, q.sql(stmt), append(args, l.JobID, l.Token, now)...)
+	n, err := q.changeJobs(ctx, st, stmt, leaseGuard, append(args, l.JobID, l.Token, now)...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -366,12 +366,8 @@ func (q *Queue) cancelMemberJobs(ctx context.Context, st statements, id string, 
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), memberChunk)]
 		ids = ids[len(chunk):]
-		query, args, err := q.sqlIn("UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE state = 'pending' AND id IN (?)",
-			now, now, queue.ErrCancelled.Error(), chunk)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := st.Exec(ctx, query, args...); err != nil {
+		if _, err := q.changeJobs(ctx, st, cancelHead, "state = 'pending' AND id IN (?)",
+			now, now, queue.ErrCancelled.Error(), chunk); err != nil {
 			return 0, err
 		}
 	}

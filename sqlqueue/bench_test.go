@@ -97,10 +97,11 @@ func BenchmarkReserveAckMany(b *testing.B) {
 // BenchmarkAckManyCounts measures what the counts cost a batch ack of
 // 1,000 jobs (the burn-down's hot statement), on SQLite and MySQL/MariaDB,
 // whose triggers are row triggers: as shipped (SQLite: a trigger upsert
-// per job; MySQL: the ack counts its jobs with one upsert per queue and
-// the triggers skip its rows), with the triggers dropped (no counting at
-// all on SQLite; on MySQL the ack's own), and on MySQL with the per-row
-// delete trigger of the first counts migration back (one upsert per job).
+// per job; MySQL: no trigger since migration 0016, the ack counts its jobs
+// with one upsert per queue), with the triggers dropped (no counting at
+// all on SQLite; on MySQL the same as shipped), and on MySQL with the
+// per-row delete trigger of the first counts migration back (one upsert
+// per job, besides the ack's own).
 // Reserve and the fill are outside the timer.
 func BenchmarkAckManyCounts(b *testing.B) {
 	rowTriggers := map[sqlqueue.Dialect][]string{
@@ -124,7 +125,7 @@ func BenchmarkAckManyCounts(b *testing.B) {
 					var setup []string
 					switch variant {
 					case "no-triggers":
-						setup = []string{`DROP TRIGGER %[1]s_count_del`, `DROP TRIGGER %[1]s_count_upd`, `DROP TRIGGER IF EXISTS %[1]s_count_ins`} // MySQL has none since 0015
+						setup = []string{`DROP TRIGGER IF EXISTS %[1]s_count_del`, `DROP TRIGGER IF EXISTS %[1]s_count_upd`, `DROP TRIGGER IF EXISTS %[1]s_count_ins`} // MySQL has none since 0016
 					case "row-triggers":
 						if setup = rowTriggers[d]; setup == nil {
 							b.Skip("the shipped triggers are row triggers")

@@ -71,38 +71,39 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 // on, in one statement, and reports how many it changed.
 func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) (int, error) {
 	now := micros(time.Now())
-	var tmpl string
+	var head, where string
 	var args []any
 	switch a {
 	case queue.BulkRetry:
-		tmpl = `UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
-  updated_at = ?, finished_at = 0, lease_token = NULL{unlease} WHERE id IN (?) AND state = 'dead'`
+		head, where = retryHead, "id IN (?) AND state = 'dead'"
 		args = []any{now, now, now, ids}
 	case queue.BulkForget:
-		tmpl, args = "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'", []any{ids}
+		head, where, args = "DELETE FROM {jobs}", "id IN (?) AND state = 'dead'", []any{ids}
 	case queue.BulkCancel:
-		tmpl = "UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE id IN (?) AND state = 'pending'"
+		head, where = cancelHead, "id IN (?) AND state = 'pending'"
 		args = []any{now, now, queue.ErrCancelled.Error(), ids}
 	default:
 		return 0, fmt.Errorf("unknown bulk action %q: %w", a, queue.ErrBulkState)
 	}
-	query, args, err := q.sqlIn(tmpl, args...)
-	if err != nil {
-		return 0, err
-	}
-	res, err := q.db.ExecContext(ctx, query, args...)
+	n, err := q.changeJobs(ctx, stmts(q.db), head, where, args...)
 	if a == queue.BulkRetry && q.d.isUniqueViolation(err) {
 		// Some dead letter's unique key is held by an active job, which
 		// fails the whole statement: retry this chunk one by one and
 		// skip those.
 		return q.retryEach(ctx, ids)
 	}
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// retryHead is the head (see changeJobs) of the statement that retries
+// dead letters: pending again, available now (three bind parameters: now),
+// attempts reset.
+const retryHead = `UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
+  updated_at = ?, finished_at = 0, lease_token = NULL{unlease}`
+
+// cancelHead is the head (see changeJobs) of the statement that cancels
+// jobs (three bind parameters: now, now and the error recorded).
+const cancelHead = "UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ?"
 
 // retryEach retries the dead letters ids one by one, skipping those whose
 // unique key is taken and those no longer dead.

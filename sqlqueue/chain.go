@@ -32,9 +32,10 @@ func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs
 	return q.finishPush(ctx, "dead-lettering", l, stmt, args, now, jobs)
 }
 
-// finishStatement is the lease-guarded statement that ends the job under a
-// lease with outcome o at now, and its arguments before the lease's and
-// now: OutcomeDone deletes it (or keeps it as done under WithRetention),
+// finishStatement is the head of the lease-guarded statement (see
+// changeJobs; its condition is leaseGuard) that ends the job under a lease
+// with outcome o at now, and its arguments before the lease's and now:
+// OutcomeDone deletes it (or keeps it as done under WithRetention),
 // OutcomeFailed dead-letters it with reason, recorded in its attempt
 // history as Fail does, and OutcomeCancelled cancels it. Any other outcome
 // gives "".
@@ -42,22 +43,23 @@ func (q *Queue) finishStatement(o queue.Outcome, reason string, now int64) (stri
 	switch o {
 	case queue.OutcomeDone:
 		if set := q.finishSet(); set != "" {
-			return "UPDATE {jobs} SET " + set + " WHERE " + leaseGuard, []any{now, now}
+			return "UPDATE {jobs} SET " + set, []any{now, now}
 		}
-		return "DELETE FROM {jobs} WHERE " + leaseGuard, nil
+		return "DELETE FROM {jobs}", nil
 	case queue.OutcomeFailed:
 		hist, hargs := q.historySet(now, reason)
-		return "UPDATE {jobs} SET " + hist + ", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE " + leaseGuard,
+		return "UPDATE {jobs} SET " + hist + ", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ?",
 			append(hargs, reason, now, now)
 	case queue.OutcomeCancelled:
-		return "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE " + leaseGuard,
+		return "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ?",
 			[]any{queue.ErrCancelled.Error(), now, now}
 	}
 	return "", nil
 }
 
-// finishPush runs the lease-guarded stmt (args, then the lease and now)
-// and, when it changed the job, pushes jobs in the same transaction.
+// finishPush runs the lease-guarded stmt (a finishStatement: args, then
+// the lease and now) and, when it changed the job, pushes jobs in the same
+// transaction.
 func (q *Queue) finishPush(ctx context.Context, what string, l queue.Lease, stmt string, args []any, now int64, jobs []queue.Job) error {
 	if err := queue.ValidateBatch(jobs); err != nil {
 		return err
@@ -68,7 +70,7 @@ func (q *Queue) finishPush(ctx context.Context, what string, l queue.Lease, stmt
 	var stored []bool
 	err := q.d.writeTx(ctx, q, func(ex execer) error {
 		st := stmts(ex)
-		n, err := st.Exec(ctx, q.sql(stmt), append(args, l.JobID, l.Token, now)...)
+		n, err := q.changeJobs(ctx, st, stmt, leaseGuard, append(args, l.JobID, l.Token, now)...)
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 					return err
 				}
 			}
-			n, err := st.Exec(ctx, q.sql("UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ? WHERE id = ? AND state = 'pending'"),
+			n, err := q.changeJobs(ctx, st, cancelHead, "id = ? AND state = 'pending'",
 				micros(now), micros(now), queue.ErrCancelled.Error(), id)
 			if err != nil {
 				return err
@@ -115,7 +115,7 @@ func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted
 		inc = 1
 	}
 	t := micros(at)
-	err := q.guarded(ctx, "snoozing", l, "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL{unlease}, run_at = ?, available_at = ?, updated_at = ? WHERE "+leaseGuard,
+	err := q.guarded(ctx, "snoozing", l, "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL{unlease}, run_at = ?, available_at = ?, updated_at = ?",
 		inc, t, t, micros(now))
 	if err != nil {
 		return err

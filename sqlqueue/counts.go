@@ -14,12 +14,13 @@ import (
 // queue name. Pending, Dead, Done and Cancelled are read from the counts
 // table that the database's triggers keep as jobs are inserted, change
 // state or are deleted (see the counts migration of each dialect; on
-// MySQL the pushes and batch acks count their own jobs instead), so
-// they are exact and cost one row per queue and state. Scheduled is exact
-// too: the triggers also count the jobs written to run later by
-// five-minute bucket of their run time (the scheduled migration), and the
-// jobs due within the current bucket are counted on the claim index (up
-// to 10,000; past it Scheduled carries More and Ready Estimate). Running
+// MySQL every statement counts the jobs it writes instead, see
+// dialect_mysql_counts.go), so they are exact and cost one row per queue
+// and state. Scheduled is exact too: the counts also take the jobs
+// written to run later by five-minute bucket of their run time (the
+// scheduled migration), and the jobs due within the current bucket are
+// counted on the claim index (up to 10,000; past it Scheduled carries
+// More and Ready Estimate). Running
 // is what the workers report they hold (queue.WorkerInfo Running plus
 // Reserved, summed over the workers seen within the worker TTL, see
 // WithMaintenance), O(workers) rows: at most about a second old while
@@ -204,8 +205,8 @@ func (q *Queue) foldCountsTx(ctx context.Context, lockFree, upsert string) error
 }
 
 // finishedCounts are the jobs a batch ack finished, by queue: counted by
-// the statement that finished them where the dialect's row triggers skip
-// them (MySQL: see migration 0010_counts_by_statement).
+// the statement that finished them where no trigger counts them (MySQL:
+// see dialect_mysql_counts.go).
 type finishedCounts map[string]int64
 
 // countKey is a row of the counts table, bar its shard: a queue and a
@@ -232,10 +233,7 @@ func (q *Queue) addFinished(ctx context.Context, ex execer, fc finishedCounts, d
 // each, and, for a job written to run later (run_at after now, the row's
 // updated_at), one in its queue's bucket of run_at.
 func addStored(deltas map[countKey]int64, j queue.Job, now int64) {
-	deltas[countKey{j.Queue, statePending}]++
-	if at := micros(j.AvailableAt); at > now {
-		deltas[countKey{j.Queue, schedPrefix + strconv.FormatInt(at/schedBucket, 10)}]++
-	}
+	countRow(deltas, countedRow{j.Queue, statePending, micros(j.AvailableAt), now}, 1)
 }
 
 // addCounts adds deltas to the counts table on ex in one statement (none

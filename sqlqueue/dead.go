@@ -54,24 +54,19 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 		return err
 	}
 	now := micros(time.Now())
-	res, err := q.db.ExecContext(ctx, q.sql(`UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
-  updated_at = ?, finished_at = 0, lease_token = NULL{unlease} WHERE id = ? AND state = 'dead'`), now, now, now, id)
+	n, err := q.changeJobs(ctx, stmts(q.db), retryHead, "id = ? AND state = 'dead'", now, now, now, id)
 	if q.d.isUniqueViolation(err) {
 		return fmt.Errorf("sqlqueue: retrying dead letter %s: its unique key is held by an active job: %w", id, queue.ErrDuplicate)
 	}
-	if err := q.affectedOne(ctx, res, err, "retrying dead letter "+id); err != nil {
+	if err := q.affectedOne(ctx, n, err, "retrying dead letter "+id); err != nil {
 		return err
 	}
 	q.wake.signal()
 	return nil
 }
 
-// affectedOne turns a statement that changed no row into ErrNotFound.
-func (q *Queue) affectedOne(ctx context.Context, res interface{ RowsAffected() (int64, error) }, err error, what string) error {
-	if err != nil {
-		return q.wrap(ctx, err, "%s", what)
-	}
-	n, err := res.RowsAffected()
+// affectedOne turns a statement that changed no row (n) into ErrNotFound.
+func (q *Queue) affectedOne(ctx context.Context, n int64, err error, what string) error {
 	if err != nil {
 		return q.wrap(ctx, err, "%s", what)
 	}
@@ -86,8 +81,8 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	res, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {jobs} WHERE id = ? AND state = 'dead'"), id)
-	return q.affectedOne(ctx, res, err, "forgetting dead letter "+id)
+	n, err := q.changeJobs(ctx, stmts(q.db), "DELETE FROM {jobs}", "id = ? AND state = 'dead'", id)
+	return q.affectedOne(ctx, n, err, "forgetting dead letter "+id)
 }
 
 // FlushDead deletes every dead letter of queueName ("" for all), in batches
@@ -195,15 +190,7 @@ func (q *Queue) deleteBatches(ctx context.Context, cond string, args []any) (int
 		if len(ids) == 0 {
 			return total, nil
 		}
-		del, delArgs, err := q.sqlIn("DELETE FROM {jobs} WHERE id IN (?) AND "+cond, append([]any{ids}, args...)...)
-		if err != nil {
-			return total, err
-		}
-		res, err := q.db.ExecContext(ctx, del, delArgs...)
-		if err != nil {
-			return total, err
-		}
-		n, err := res.RowsAffected()
+		n, err := q.changeJobs(ctx, stmts(q.db), "DELETE FROM {jobs}", "id IN (?) AND "+cond, append([]any{ids}, args...)...)
 		if err != nil {
 			return total, err
 		}

@@ -121,6 +121,7 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 				token: "CONCAT(?, '-', seq)",
 				key:   "id",
 				keyOf: func(r row) any { return r.job.ID },
+				count: countClaimed,
 			})
 			return err
 		})
@@ -148,19 +149,17 @@ const mysqlUpsert = "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
 // cost a third of the push), so on the pool the two run in a transaction
 // of their own, and in the caller's transaction otherwise.
 func (d mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
-	if s, ok := ex.(sqlStatements); ok {
-		if _, pool := s.ex.(DB); pool {
-			var inserted map[string]bool
-			err := d.writeTx(ctx, q, func(tx execer) error {
-				var err error
-				inserted, _, err = d.insertJobs(ctx, q, stmts(tx), js, now, false)
-				return err
-			})
-			if err != nil {
-				return nil, false, err
-			}
-			return inserted, false, nil
+	if onPool(ex) {
+		var inserted map[string]bool
+		err := d.writeTx(ctx, q, func(tx execer) error {
+			var err error
+			inserted, _, err = d.insertJobs(ctx, q, stmts(tx), js, now, false)
+			return err
+		})
+		if err != nil {
+			return nil, false, err
 		}
+		return inserted, false, nil
 	}
 	inserted, err := insertMySQL(ctx, q, ex, js, now)
 	if err != nil {
@@ -255,8 +254,8 @@ var errKeyHeld = errors.New("sqlqueue: unique key held")
 func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
 	body := func(ex statements) error {
 		var created int64
-		var state string
-		err := queryRow(ctx, ex, q.sql("SELECT created_at, state FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE"), []any{j.ID}, &created, &state)
+		var state, was string
+		err := queryRow(ctx, ex, q.sql("SELECT created_at, state, queue FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE"), []any{j.ID}, &created, &state, &was)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errKeyHeld // revived or replaced meanwhile: not ours
 		}
@@ -279,9 +278,11 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 		if err != nil {
 			return err
 		}
-		// The delete trigger counted the finished row out; the insert
-		// is counted here (migration 0015).
-		deltas := make(map[countKey]int64, 2)
+		// No trigger counts the delete or the insert (migrations 0015
+		// and 0016): a finished row leaves its state's count, j joins
+		// pending.
+		deltas := make(map[countKey]int64, 3)
+		deltas[countKey{was, state}]--
 		addStored(deltas, j, micros(now))
 		return q.addCounts(ctx, ex, deltas, "CONNECTION_ID()", mysqlUpsert)
 	}
@@ -403,17 +404,12 @@ func mysqlChange(set string) string {
 	return "UPDATE {jobs} SET " + set
 }
 
-// mysqlCountedVar is the session variable the counting triggers test
-// (migration 0010_counts_by_statement): while it is set, they skip the
-// rows the session changes.
-const mysqlCountedVar = "@meridian_counted_by_statement"
-
 // finishCounted is finishLeases for parts that ack (finish), whose jobs
-// are counted here rather than by the row triggers (countedTx): each part
-// is lockAndChange, and the finished jobs are added to the counts of this
-// connection's shard.
+// are counted here (no trigger counts them, see dialect_mysql_counts.go):
+// each part is lockAndChange, and the finished jobs are added to the
+// counts of this connection's shard.
 func (d mysqlDialect) finishCounted(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
-	return countedTx(ctx, q, out, func(ex execer) error {
+	return d.countedTx(ctx, q, out, func(ex execer) error {
 		fcs := make([]finishedCounts, len(parts))
 		for i, p := range parts {
 			fcs[i] = finishedCounts{}
@@ -472,7 +468,7 @@ func deletesOnly(parts []leaseStmt) bool {
 // back empty with jobs queued (MariaDB 10.11, in half the 200,000-job
 // burn-downs, up to 19 times each; never with the locking read first).
 func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
-	return countedTx(ctx, q, out, func(ex execer) error {
+	return d.countedTx(ctx, q, out, func(ex execer) error {
 		fcs := make([]finishedCounts, len(parts))
 		for i, p := range parts {
 			if !p.finish {
@@ -518,46 +514,15 @@ func addAllFinished(ctx context.Context, q *Queue, ex execer, parts []leaseStmt,
 	return nil
 }
 
-// countedTx runs fn in one READ COMMITTED transaction on a connection of
-// its own with mysqlCountedVar set, so the row triggers leave the jobs it
-// finishes to fn to count, and clears the variable before the commit. A
-// connection on which the variable may still be set (clearing it failed)
-// is discarded, so no later statement on it goes uncounted. On error out
-// is cleared: nothing is known to be finished.
-func countedTx(ctx context.Context, q *Queue, out []map[queue.Lease]bool, fn func(ex execer) error) error {
-	conn, err := q.db.Conn(ctx)
+// countedTx runs fn, a batch ack that counts the jobs it finishes, in one
+// READ COMMITTED transaction (writeTx). On error out is cleared: nothing
+// is known to be finished.
+func (d mysqlDialect) countedTx(ctx context.Context, q *Queue, out []map[queue.Lease]bool, fn func(ex execer) error) error {
+	err := d.writeTx(ctx, q, fn)
 	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-	if err != nil {
-		return err
-	}
-	err = func() error {
-		if _, err := tx.ExecContext(ctx, "SET "+mysqlCountedVar+" = 1"); err != nil {
-			return err
-		}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, "SET "+mysqlCountedVar+" = NULL")
-		return err
-	}()
-	if err == nil {
-		err = tx.Commit()
-	} else {
-		_ = tx.Rollback()
-	}
-	if err != nil {
-		// The variable belongs to the session, not the transaction.
-		if _, cerr := conn.ExecContext(context.Background(), "SET "+mysqlCountedVar+" = NULL"); cerr != nil {
-			_ = conn.Raw(func(any) error { return errBadConn })
-		}
 		clear(out)
-		return err
 	}
-	return nil
+	return err
 }
 
 func (mysqlDialect) isUniqueViolation(err error) bool {

@@ -32,7 +32,10 @@ const vacuumDeadRows = 10000
 // run_at <= now and lease_expires_at <= now; lease_expires_at is 0 when the
 // row holds no lease. SQLite and MySQL keep the expiry apart the same way
 // (their migrations 0003 and 0004), so that an expired job keeps its place.
-type pgDialect struct{ poolPush }
+type pgDialect struct {
+	poolPush
+	triggerCounts
+}
 
 func (pgDialect) name() Dialect         { return Postgres }
 func (pgDialect) quote(s string) string { return quoteDouble(s) }

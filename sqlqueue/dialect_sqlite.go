@@ -36,6 +36,7 @@ type sqliteDialect struct {
 	noNotify
 	noVacuum
 	noCountFunctions
+	triggerCounts
 }
 
 func (sqliteDialect) name() Dialect              { return SQLite }

@@ -158,7 +158,7 @@
 // minute; the next ack, nack, fail or heartbeat at least a second later
 // (or FlushMetrics, Close) adds them to the _metrics rows with one upsert
 // per queue and minute, so every replica reads the same sums. Inspection
-// is bounded: counts are exact (kept by triggers, see Counts) except
+// is bounded: counts are exact (kept as jobs change, see Counts) except
 // running jobs, counted up to 10,000 then reported as 10,000+; lists page
 // by keyset in the order of the index that serves them (waiting and
 // running jobs in claim order on the claim index, finished ones by

@@ -90,10 +90,13 @@ func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([
 // lock ends the SELECT (a locking read, or ""), token is the expression of
 // each job's lease token from the reservation's token (a bind parameter)
 // and the row's seq, and key is the column the UPDATE finds the selected
-// rows by.
+// rows by. count, when set, counts the claim into the counts table, in
+// its transaction, from the rows as they were selected (where no trigger
+// counts the rows an UPDATE changes: countClaimed).
 type claimStatements struct {
 	lock, token, key string
 	keyOf            func(r row) any // the key column's value of r
+	count            func(ctx context.Context, q *Queue, ex execer, claimed []row, now int64) error
 }
 
 // selectThenClaim is the claim as a select then an update by key, inside
@@ -123,6 +126,11 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 	if _, err := ex.ExecContext(ctx, update, append(args, keys...)...); err != nil {
 		return nil, err
 	}
+	if c.count != nil {
+		if err := c.count(ctx, q, ex, got, micros(now)); err != nil {
+			return nil, err
+		}
+	}
 	for i := range got {
 		r := &got[i]
 		r.job.Attempts += inc
@@ -133,17 +141,20 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 	return got, nil
 }
 
-// guarded runs a lease-guarded statement and turns "no row" into
-// ErrLeaseLost.
-func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, query string, args ...any) error {
+// guarded changes the job under l with head (an UPDATE's SET, or a
+// DELETE, with args: see changeJobs) where leaseGuard holds, and turns
+// "no row" into ErrLeaseLost.
+func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, head string, args ...any) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	res, err := q.db.ExecContext(ctx, q.sql(query), append(args, l.JobID, l.Token, micros(time.Now()))...)
-	if err != nil {
-		return q.wrap(ctx, err, "%s job %s", what, l.JobID)
-	}
-	n, err := res.RowsAffected()
+	n, err := q.changeJobs(ctx, stmts(q.db), head, leaseGuard, append(args, l.JobID, l.Token, micros(time.Now()))...)
+	return q.leaseHeld(ctx, what, l, n, err)
+}
+
+// leaseHeld wraps the error of a lease-guarded statement that changed n
+// rows, and turns "no row" into ErrLeaseLost.
+func (q *Queue) leaseHeld(ctx context.Context, what string, l queue.Lease, n int64, err error) error {
 	if err != nil {
 		return q.wrap(ctx, err, "%s job %s", what, l.JobID)
 	}
@@ -171,9 +182,9 @@ func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
 	var err error
 	if set := q.finishSet(); set != "" {
 		now := micros(time.Now())
-		err = q.guarded(ctx, "acking", l, "UPDATE {jobs} SET "+set+" WHERE "+leaseGuard, now, now)
+		err = q.guarded(ctx, "acking", l, "UPDATE {jobs} SET "+set, now, now)
 	} else {
-		err = q.guarded(ctx, "acking", l, "DELETE FROM {jobs} WHERE "+leaseGuard)
+		err = q.guarded(ctx, "acking", l, "DELETE FROM {jobs}")
 	}
 	if err != nil {
 		return err
@@ -413,7 +424,7 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 	}
 	at := micros(retryAt)
 	hist, hargs := q.historySet(micros(now), reason)
-	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET "+hist+", lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE "+leaseGuard,
+	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET "+hist+", lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ?",
 		append(hargs, at, at, reason, micros(now))...)
 	if err != nil {
 		return err
@@ -428,7 +439,7 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	now := micros(time.Now())
 	hist, hargs := q.historySet(now, reason)
-	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET "+hist+", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ? WHERE "+leaseGuard,
+	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET "+hist+", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ?",
 		append(hargs, reason, now, now)...)
 	if err != nil {
 		return err
@@ -442,9 +453,15 @@ func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
 	now := time.Now()
 	// updated_at always changes, so MySQL's affected-rows count (changed
-	// rows, not matched rows) is 1 whenever the lease held.
-	return q.guarded(ctx, "extending the lease of", l, "UPDATE {jobs} SET {expiry} = ?, updated_at = "+q.d.touch()+" WHERE "+leaseGuard,
-		micros(now.Add(d)), micros(now))
+	// rows, not matched rows) is 1 whenever the lease held. No count
+	// changes: a leased job's run_at is behind its updated_at, which only
+	// moves on, so the statement runs on its own, not through changeJobs.
+	if err := q.use(ctx); err != nil {
+		return err
+	}
+	n, err := stmts(q.db).Exec(ctx, q.sql("UPDATE {jobs} SET {expiry} = ?, updated_at = "+q.d.touch()+" WHERE "+leaseGuard),
+		micros(now.Add(d)), micros(now), l.JobID, l.Token, micros(now))
+	return q.leaseHeld(ctx, "extending the lease of", l, n, err)
 }
 
 // pgArray is the PostgreSQL text-array literal of ss, every element

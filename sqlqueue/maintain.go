@@ -144,15 +144,10 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 			continue
 		}
 		batches++
-		del, args, err := q.sqlIn("DELETE FROM {jobs} WHERE id IN (?) AND state = ?", ids, state)
+		n, err := q.changeJobs(ctx, stmts(q.db), "DELETE FROM {jobs}", "id IN (?) AND state = ?", ids, state)
 		if err != nil {
 			return total, err
 		}
-		res, err := q.db.ExecContext(ctx, del, args...)
-		if err != nil {
-			return total, err
-		}
-		n, _ := res.RowsAffected()
 		total += int(n)
 	}
 	return total, nil

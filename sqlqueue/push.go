@@ -483,8 +483,8 @@ func (q *Queue) reviveInPlace(ctx context.Context, ex statements, seqExpr string
 	update := `UPDATE {jobs} SET seq = ` + seqExpr + `, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
   max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
   created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
-  finished_at = 0, last_error = '', lease_token = NULL{unlease}, snoozes = 0, retry_until = ?, state = 'pending'
-WHERE id = ? AND state <> 'pending'`
+  finished_at = 0, last_error = '', lease_token = NULL{unlease}, snoozes = 0, retry_until = ?, state = 'pending'`
+	where := "id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')"
 	avail := micros(j.AvailableAt)
 	keep := 0
 	if keepCreated {
@@ -492,8 +492,7 @@ WHERE id = ? AND state <> 'pending'`
 	}
 	args := []any{j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(), nullString(j.UniqueKey),
 		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), micros(j.RetryUntil), j.ID, j.Queue, nullString(j.UniqueKey)}
-	update += " AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')"
-	n, err := ex.Exec(ctx, q.sql(update), args...)
+	n, err := q.changeJobs(ctx, ex, update, where, args...)
 	if q.d.isUniqueViolation(err) {
 		return false, nil // its unique key is held by an active job
 	}

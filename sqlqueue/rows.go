@@ -36,7 +36,9 @@ type row struct {
 	seq int64
 	// runAt is when the row may next be claimed: run_at, or the lease
 	// expiry while a lease is held (the later of the two).
-	runAt      int64
+	runAt int64
+	// dueAt is run_at as stored, whether or not a lease is held.
+	dueAt      int64
 	updatedAt  int64
 	finishedAt int64
 	state      string
@@ -89,6 +91,7 @@ func (s *jobScanner) scan(sc scanner) (row, error) {
 	r := f.r
 	r.job.UniqueKey = f.uniqueKey.String
 	r.job.LeaseToken = f.leaseToken.String
+	r.dueAt = r.runAt
 	r.runAt = max(r.runAt, f.expiry)
 	f.decode(&r)
 	r.setLease()

@@ -1,0 +1,83 @@
+package sqlqueue
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// jobChange is one UPDATE or DELETE of rows of the jobs table, split so
+// that a dialect can find the rows it will change before it changes them:
+// head is "UPDATE {jobs} SET ..." or "DELETE FROM {jobs}" (with no WHERE
+// of its own) and headArgs its bind parameters; where finds the rows and
+// whereArgs are its parameters. A slice among whereArgs expands an IN (?)
+// of where, as sqlIn does.
+type jobChange struct {
+	head, where         string
+	headArgs, whereArgs []any
+}
+
+// deletes reports whether c deletes its rows rather than updating them.
+func (c jobChange) deletes() bool { return strings.HasPrefix(c.head, "DELETE") }
+
+// statement returns c whole ("head WHERE where"), with its arguments
+// (head's first), ready for st.Exec.
+func (q *Queue) statement(c jobChange) (string, []any, error) {
+	return q.bind(c.head+" WHERE "+c.where, append(append([]any(nil), c.headArgs...), c.whereArgs...))
+}
+
+// bind readies a template for the dialect: through sqlIn when an argument
+// is a slice to expand, through the statement cache otherwise.
+func (q *Queue) bind(tmpl string, args []any) (string, []any, error) {
+	for _, a := range args {
+		if _, bytes := a.([]byte); !bytes && reflect.ValueOf(a).Kind() == reflect.Slice {
+			return q.sqlIn(tmpl, args...)
+		}
+	}
+	return q.sql(tmpl), args, nil
+}
+
+// changeJobs runs "head WHERE where" (see jobChange) on st, with args:
+// head's bind parameters first (as many as head has ? marks), then
+// where's. It reports how many rows the statement changed. Every UPDATE
+// and DELETE of jobs goes through it, bar the claim, the batch ack and a
+// lease's extension (which count what they change themselves, or change
+// nothing counted), so that a dialect whose triggers do not count the
+// rows a statement changes (MySQL) counts them here, in the same
+// transaction.
+func (q *Queue) changeJobs(ctx context.Context, st statements, head, where string, args ...any) (int64, error) {
+	k := strings.Count(head, "?")
+	return q.d.changeJobs(ctx, q, st, jobChange{head: head, where: where, headArgs: args[:k:k], whereArgs: args[k:]})
+}
+
+// triggerCounts is the changeJobs of a dialect whose triggers count every
+// row a statement changes (PostgreSQL, SQLite): the statement alone.
+type triggerCounts struct{}
+
+func (triggerCounts) changeJobs(ctx context.Context, q *Queue, st statements, c jobChange) (int64, error) {
+	query, args, err := q.statement(c)
+	if err != nil {
+		return 0, err
+	}
+	return st.Exec(ctx, query, args...)
+}
+
+// countedRow is what the counts table counts of a job's row: its queue
+// and state, and, for a pending job written to run later (run_at after
+// updated_at), the scheduled bucket of its run_at (see migration
+// scheduled of each dialect).
+type countedRow struct {
+	queue, state     string
+	runAt, updatedAt int64
+}
+
+// countRow adds sign (1 or -1) times r to deltas, as the counting
+// triggers of the other dialects do for a row inserted (1) or deleted
+// (-1); an update is the old row deleted and the new one inserted.
+func countRow(deltas map[countKey]int64, r countedRow, sign int64) {
+	deltas[countKey{r.queue, r.state}] += sign
+	if r.state == statePending && r.runAt > r.updatedAt {
+		deltas[countKey{r.queue, schedPrefix + strconv.FormatInt(r.runAt/schedBucket, 10)}] += sign
+	}
+}
