@@ -2,7 +2,7 @@
 -- the statements count what they change, as pushes count what they insert
 -- since 0015. The update and delete triggers of 0012 fired on every row a
 -- claim, a start mark or an ack wrote, to find in most cases that it had
--- nothing to count: a burn-down's work phase ran 7-10% faster without them
+-- nothing to count: a burn-down's work phase ran 13% faster without them
 -- (docs/benchmarks.md, run S). sqlqueue now counts every UPDATE and DELETE
 -- of jobs in the statement's transaction: the claim the scheduled jobs it
 -- takes, the batch ack the jobs it finishes, and every other change by
