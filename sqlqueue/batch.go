@@ -279,7 +279,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 		}
 	}
 	// The job, under its lease: nothing happened if the lease is gone.
-	n, err := q.changeJobs(ctx, st, stmt, leaseGuard, append(args, l.JobID, l.Token, now)...)
+	n, err := q.changeLeased(ctx, st, stmt, l, now, args...)
 	if err != nil {
 		return nil, false, err
 	}

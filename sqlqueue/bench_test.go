@@ -94,6 +94,39 @@ func BenchmarkReserveAckMany(b *testing.B) {
 	})
 }
 
+// BenchmarkNack measures a failed attempt's path, one Nack per job (the
+// Worker's retry of a job whose handler failed): on MySQL/MariaDB the
+// statement counts the job itself (a transaction of the UPDATE and one
+// counting INSERT ... SELECT: migration 0016), elsewhere a trigger does.
+// The fill and Reserve are outside the timer.
+func BenchmarkNack(b *testing.B) {
+	eachDialectB(b, func(b *testing.B, q queue.Queue) {
+		bp := q.(queue.BatchPusher)
+		var held []queue.Job
+		for b.Loop() {
+			if len(held) == 0 {
+				b.StopTimer()
+				jobs := make([]queue.Job, 500)
+				for i := range jobs {
+					jobs[i] = queue.Job{ID: queue.NewID(), Name: "bench"}
+				}
+				if _, err := bp.PushMany(b.Context(), jobs); err != nil {
+					b.Fatal(err)
+				}
+				var err error
+				if held, err = q.Reserve(b.Context(), nil, len(jobs), time.Hour); err != nil || len(held) != len(jobs) {
+					b.Fatalf("Reserve = %d, %v", len(held), err)
+				}
+				b.StartTimer()
+			}
+			if err := q.Nack(b.Context(), held[0].Lease(), time.Now().Add(time.Hour), "boom"); err != nil {
+				b.Fatal(err)
+			}
+			held = held[1:]
+		}
+	})
+}
+
 // BenchmarkAckManyCounts measures what the counts cost a batch ack of
 // 1,000 jobs (the burn-down's hot statement), on SQLite and MySQL/MariaDB,
 // whose triggers are row triggers: as shipped (SQLite: a trigger upsert

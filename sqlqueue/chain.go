@@ -70,7 +70,7 @@ func (q *Queue) finishPush(ctx context.Context, what string, l queue.Lease, stmt
 	var stored []bool
 	err := q.d.writeTx(ctx, q, func(ex execer) error {
 		st := stmts(ex)
-		n, err := q.changeJobs(ctx, st, stmt, leaseGuard, append(args, l.JobID, l.Token, now)...)
+		n, err := q.changeLeased(ctx, st, stmt, l, now, args...)
 		if err != nil {
 			return err
 		}

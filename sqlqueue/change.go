@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/meridianjobs/meridian/queue"
 )
 
 // jobChange is one UPDATE or DELETE of rows of the jobs table, split so
@@ -16,6 +18,12 @@ import (
 type jobChange struct {
 	head, where         string
 	headArgs, whereArgs []any
+	// leased: where is leaseGuard, so the one row it finds is pending
+	// and in no scheduled bucket (a claim takes a job once due and moves
+	// updated_at past its run_at; an extension or a start mark only moves
+	// updated_at on; every statement that moves run_at later ends the
+	// lease).
+	leased bool
 }
 
 // deletes reports whether c deletes its rows rather than updating them.
@@ -49,6 +57,14 @@ func (q *Queue) bind(tmpl string, args []any) (string, []any, error) {
 func (q *Queue) changeJobs(ctx context.Context, st statements, head, where string, args ...any) (int64, error) {
 	k := strings.Count(head, "?")
 	return q.d.changeJobs(ctx, q, st, jobChange{head: head, where: where, headArgs: args[:k:k], whereArgs: args[k:]})
+}
+
+// changeLeased is changeJobs for the job under lease l at now (micros),
+// with head and args as changeJobs takes them: the condition is
+// leaseGuard.
+func (q *Queue) changeLeased(ctx context.Context, st statements, head string, l queue.Lease, now int64, args ...any) (int64, error) {
+	k := strings.Count(head, "?")
+	return q.d.changeJobs(ctx, q, st, jobChange{head: head, where: leaseGuard, headArgs: args[:k:k], whereArgs: []any{l.JobID, l.Token, now}, leased: true})
 }
 
 // triggerCounts is the changeJobs of a dialect whose triggers count every

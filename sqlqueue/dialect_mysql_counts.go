@@ -2,6 +2,7 @@ package sqlqueue
 
 import (
 	"context"
+	"strconv"
 )
 
 // MySQL keeps its counts table by statement, not by trigger (migrations
@@ -27,6 +28,9 @@ const countedCols = "id, queue, state, run_at, updated_at"
 // counts. On the pool the transaction is its own, run again from the
 // start when the server broke a deadlock with it; otherwise it is st's.
 func (d mysqlDialect) changeJobs(ctx context.Context, q *Queue, st statements, c jobChange) (int64, error) {
+	if c.leased && (!c.deletes() || q.deleteReturning.Load()) {
+		return d.changeLeased(ctx, q, st, c)
+	}
 	if onPool(st) {
 		var n int64
 		err := q.againOnConflict(ctx, func() error {
@@ -73,6 +77,57 @@ func (d mysqlDialect) changeJobs(ctx context.Context, q *Queue, st statements, c
 		}
 	}
 	return n, q.addCounts(ctx, st, deltas, "CONNECTION_ID()", mysqlUpsert)
+}
+
+// changeLeased is changeJobs for a change of the one job under a lease
+// (c.leased), in fewer statements, since the row's count before is known
+// ((queue, pending), no bucket): an UPDATE runs first, under the lease,
+// and when it changed the row one INSERT ... SELECT counts it, reading
+// its queue and its new state and bucket from the row it holds locked; a
+// DELETE is MariaDB's DELETE ... RETURNING queue and one upsert (MySQL's
+// DELETE has no RETURNING: changeJobs' locking read there). On the pool
+// the transaction is its own, at the server's default isolation (one
+// round trip fewer than writeTx's READ COMMITTED, and the same locks: the
+// statements find the row by primary key). A Nack on MariaDB: 4 round
+// trips instead of the locking path's 7 (BenchmarkNack).
+func (d mysqlDialect) changeLeased(ctx context.Context, q *Queue, st statements, c jobChange) (int64, error) {
+	if onPool(st) {
+		var n int64
+		err := q.againOnConflict(ctx, func() error {
+			return dbTx(ctx, q.db, nil, func(tx execer) error {
+				var err error
+				n, err = d.changeLeased(ctx, q, stmts(tx), c)
+				return err
+			})
+		})
+		return n, err
+	}
+	query, args, err := q.statement(c)
+	if err != nil {
+		return 0, err
+	}
+	id := c.whereArgs[0] // leaseGuard starts with the job's ID
+	if c.deletes() {
+		rows, err := queryStrings(ctx, st, q.sql(query+" RETURNING queue"), args...)
+		if err != nil || len(rows) == 0 {
+			return 0, err
+		}
+		deltas := make(map[countKey]int64, 1)
+		for _, name := range rows {
+			deltas[countKey{name, statePending}]--
+		}
+		return int64(len(rows)), q.addCounts(ctx, st, deltas, "CONNECTION_ID()", mysqlUpsert)
+	}
+	n, err := st.Exec(ctx, query, args...)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	_, err = st.Exec(ctx, q.sql(`INSERT INTO {counts} (queue, state, shard, n)
+SELECT queue, state, CONNECTION_ID(), 1 FROM {jobs} WHERE id = ?
+UNION ALL SELECT queue, CONCAT('`+schedPrefix+`', run_at DIV `+strconv.Itoa(schedBucket)+`), CONNECTION_ID(), 1 FROM {jobs} WHERE id = ? AND state = 'pending' AND run_at > updated_at
+UNION ALL SELECT queue, 'pending', CONNECTION_ID(), -1 FROM {jobs} WHERE id = ?
+`+mysqlUpsert), id, id, id)
+	return n, err
 }
 
 // idRow is a countedRow with its job's ID.

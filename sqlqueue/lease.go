@@ -148,7 +148,7 @@ func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, head st
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	n, err := q.changeJobs(ctx, stmts(q.db), head, leaseGuard, append(args, l.JobID, l.Token, micros(time.Now()))...)
+	n, err := q.changeLeased(ctx, stmts(q.db), head, l, micros(time.Now()), args...)
 	return q.leaseHeld(ctx, what, l, n, err)
 }
 
