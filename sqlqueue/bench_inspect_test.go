@@ -55,10 +55,8 @@ SELECT CONCAT('j', %[2]s), %[3]s, 'Job', %[4]s, 0, 0, 0, 0, NULL, '["bench"]', '
 			b.Fatalf("filling the table: %v\n%s", err, s)
 		}
 	}
-	if d == sqlqueue.MySQL {
-		if err := sqlqueue.RecountMySQL(b.Context(), qu); err != nil {
-			b.Fatalf("counting the rows: %v", err)
-		}
+	if err := sqlqueue.Recount(b.Context(), qu); err != nil {
+		b.Fatalf("counting the rows: %v", err)
 	}
 }
 

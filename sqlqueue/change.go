@@ -97,3 +97,24 @@ func countRow(deltas map[countKey]int64, r countedRow, sign int64) {
 		deltas[countKey{r.queue, schedPrefix + strconv.FormatInt(r.runAt/schedBucket, 10)}] += sign
 	}
 }
+
+// onPool reports whether st runs each statement on the pool (its own
+// implicit transaction) rather than in a transaction.
+func onPool(st statements) bool {
+	s, ok := st.(sqlStatements)
+	if !ok {
+		return false
+	}
+	_, pool := s.ex.(DB)
+	return pool
+}
+
+// ownTx runs fn on st, or, when st is the pool (onPool), in a write
+// transaction of its own: for statements that must commit together, as
+// a push and the count of what it inserted.
+func (q *Queue) ownTx(ctx context.Context, st statements, fn func(st statements) error) error {
+	if !onPool(st) {
+		return fn(st)
+	}
+	return q.d.writeTx(ctx, q, func(tx execer) error { return fn(stmts(tx)) })
+}

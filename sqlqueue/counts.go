@@ -13,21 +13,21 @@ import (
 // Counts returns each queue's jobs by state (queue.Counter), sorted by
 // queue name. Pending, Dead, Done and Cancelled are read from the counts
 // table that the database's triggers keep as jobs are inserted, change
-// state or are deleted (see the counts migration of each dialect; on
-// MySQL every statement counts the jobs it writes instead, see
-// dialect_mysql_counts.go), so they are exact and cost one row per queue
-// and state. Scheduled is exact too: the counts also take the jobs
-// written to run later by five-minute bucket of their run time (the
-// scheduled migration), and the jobs due within the current bucket are
-// counted on the claim index (up to 10,000; past it Scheduled carries
-// More and Ready Estimate). Running
-// is what the workers report they hold (queue.WorkerInfo Running plus
+// state or are deleted (see the counts migration of each dialect; on MySQL
+// every statement counts the jobs it writes instead, see
+// dialect_mysql_counts.go, and on SQLite the pushes count their inserts),
+// so they are exact and cost one row per queue and state. Scheduled is
+// exact too: the counts also take the jobs written to run later by
+// five-minute bucket of their run time (the scheduled migration), and the
+// jobs due within the current bucket are counted on the claim index (up to
+// 10,000; past it Scheduled carries More and Ready Estimate). Running is
+// what the workers report they hold (queue.WorkerInfo Running plus
 // Reserved, summed over the workers seen within the worker TTL, see
-// WithMaintenance), O(workers) rows: at most about a second old while
-// jobs come and go, exact once the workers are quiet. Jobs leased by a
-// process that reports nothing (a bare Reserve, or a worker that died,
-// until their leases expire and another worker takes them) count as
-// Ready. Ready is the rest of Pending.
+// WithMaintenance), O(workers) rows: at most about a second old while jobs
+// come and go, exact once the workers are quiet. Jobs leased by a process
+// that reports nothing (a bare Reserve, or a worker that died, until their
+// leases expire and another worker takes them) count as Ready. Ready is
+// the rest of Pending.
 func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
@@ -229,11 +229,27 @@ func (q *Queue) addFinished(ctx context.Context, ex execer, fc finishedCounts, d
 }
 
 // addStored counts jobs just inserted as pending into deltas, as the
-// insert triggers of the other dialects do: one pending job of its queue
+// insert triggers of PostgreSQL do: one pending job of its queue
 // each, and, for a job written to run later (run_at after now, the row's
 // updated_at), one in its queue's bucket of run_at.
 func addStored(deltas map[countKey]int64, j queue.Job, now int64) {
 	countRow(deltas, countedRow{j.Queue, statePending, micros(j.AvailableAt), now}, 1)
+}
+
+// countInserted adds the jobs of js that a push inserted (inserted, by
+// ID) to the counts table on ex in one statement, where no insert trigger
+// counts them (MySQL, SQLite): a repeated ID counts once, as its first
+// job was stored. shard and upsert are as for addCounts.
+func (q *Queue) countInserted(ctx context.Context, ex statements, js []queue.Job, inserted map[string]bool, now time.Time, shard, upsert string) error {
+	deltas := make(map[countKey]int64, 2)
+	counted := make(map[string]bool, len(inserted))
+	for _, j := range js {
+		if inserted[j.ID] && !counted[j.ID] {
+			counted[j.ID] = true
+			addStored(deltas, j, micros(now))
+		}
+	}
+	return q.addCounts(ctx, ex, deltas, shard, upsert)
 }
 
 // addCounts adds deltas to the counts table on ex in one statement (none

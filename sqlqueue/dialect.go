@@ -83,8 +83,8 @@ type dialect interface {
 	// insertJobs inserts js in one statement on ex, skipping rows whose ID
 	// or unique key is taken, and returns the IDs it inserted. With
 	// notify the same statement wakes listeners when it inserted anything
-	// (notified). Where no trigger counts inserted rows (MySQL), it also
-	// counts them, atomically with the insert.
+	// (notified). Where no trigger counts inserted rows (MySQL, SQLite),
+	// it also counts them, atomically with the insert.
 	insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (inserted map[string]bool, notified bool, err error)
 	// changeJobs runs c, an UPDATE or DELETE of jobs rows, on st and
 	// reports how many rows it changed. A dialect whose triggers do not

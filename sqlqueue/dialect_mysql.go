@@ -149,31 +149,15 @@ const mysqlUpsert = "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
 // cost a third of the push), so on the pool the two run in a transaction
 // of their own, and in the caller's transaction otherwise.
 func (d mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
-	if onPool(ex) {
-		var inserted map[string]bool
-		err := d.writeTx(ctx, q, func(tx execer) error {
-			var err error
-			inserted, _, err = d.insertJobs(ctx, q, stmts(tx), js, now, false)
+	var inserted map[string]bool
+	err := q.ownTx(ctx, ex, func(st statements) error {
+		var err error
+		if inserted, err = insertMySQL(ctx, q, st, js, now); err != nil {
 			return err
-		})
-		if err != nil {
-			return nil, false, err
 		}
-		return inserted, false, nil
-	}
-	inserted, err := insertMySQL(ctx, q, ex, js, now)
+		return q.countInserted(ctx, st, js, inserted, now, "CONNECTION_ID()", mysqlUpsert)
+	})
 	if err != nil {
-		return nil, false, err
-	}
-	deltas := make(map[countKey]int64, 2)
-	counted := make(map[string]bool, len(inserted))
-	for _, j := range js {
-		if inserted[j.ID] && !counted[j.ID] { // a repeated ID: its first job was stored
-			counted[j.ID] = true
-			addStored(deltas, j, micros(now))
-		}
-	}
-	if err := q.addCounts(ctx, ex, deltas, "CONNECTION_ID()", mysqlUpsert); err != nil {
 		return nil, false, err
 	}
 	return inserted, false, nil

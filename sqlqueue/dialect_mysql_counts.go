@@ -180,14 +180,3 @@ func countClaimed(ctx context.Context, q *Queue, ex execer, claimed []row, now i
 	}
 	return q.addCounts(ctx, stmts(ex), deltas, "CONNECTION_ID()", mysqlUpsert)
 }
-
-// onPool reports whether st runs each statement on the pool (its own
-// implicit transaction) rather than in a transaction.
-func onPool(st statements) bool {
-	s, ok := st.(sqlStatements)
-	if !ok {
-		return false
-	}
-	_, pool := s.ex.(DB)
-	return pool
-}

@@ -17,15 +17,24 @@ func SetVacuumThresholds(q *Queue, acked, deadRows int64) {
 // it starts no new window (0: it examines its first window only).
 func SetSearchBudget(q *Queue, d time.Duration) { q.searchBudget = d }
 
-// RecountMySQL counts the rows of q's jobs table into its counts table
-// again, as MySQL migrations 0005 and 0006 do, for tests that insert rows
-// by SQL: no trigger counts an inserted row since migration 0015 (the
-// pushes count their own). Run it while nothing else writes the tables.
-func RecountMySQL(ctx context.Context, q *Queue) error {
+// Recount counts the rows of q's jobs table into its counts table again,
+// as the counts and scheduled migrations do, for tests that insert rows
+// by SQL: no trigger counts an inserted row on MySQL (migration 0015) or
+// SQLite (0010), the pushes count their own. PostgreSQL's triggers still
+// count inserts: nothing to do there. Run it while nothing else writes
+// the tables.
+func Recount(ctx context.Context, q *Queue) error {
+	bucket := map[Dialect]string{
+		MySQL:  "CONCAT('" + schedPrefix + "', run_at DIV " + strconv.Itoa(schedBucket) + ")",
+		SQLite: "'" + schedPrefix + "' || (run_at / " + strconv.Itoa(schedBucket) + ")",
+	}[q.d.name()]
+	if bucket == "" {
+		return nil
+	}
 	for _, stmt := range []string{
 		"DELETE FROM {counts}",
 		"INSERT INTO {counts} (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM {jobs} GROUP BY queue, state",
-		"INSERT INTO {counts} (queue, state, shard, n) SELECT queue, CONCAT('" + schedPrefix + "', run_at DIV " + strconv.Itoa(schedBucket) + "), 0, COUNT(*) FROM {jobs} WHERE state = 'pending' AND run_at > updated_at GROUP BY 1, 2",
+		"INSERT INTO {counts} (queue, state, shard, n) SELECT queue, " + bucket + ", 0, COUNT(*) FROM {jobs} WHERE state = 'pending' AND run_at > updated_at GROUP BY 1, 2",
 	} {
 		if _, err := q.db.ExecContext(ctx, q.sqlOnce(stmt)); err != nil {
 			return err
