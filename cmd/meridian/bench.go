@@ -42,7 +42,7 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		myDSN       = fs.String("mysql-dsn", os.Getenv("MERIDIAN_MYSQL_DSN"), "MySQL/MariaDB DSN, user@tcp(host:port)/db (default $MERIDIAN_MYSQL_DSN)")
 		sqlitePath  = fs.String("sqlite", "", "SQLite database file (default: a new file in a temporary directory, removed afterwards)")
 		quick       = fs.Bool("quick", false, "smoke run: seconds per driver, figures too small to quote")
-		modes       = fs.String("modes", "all", "comma-separated modes: burndown, continuous, dispatch, latency, or all")
+		modes       = fs.String("modes", "all", "comma-separated modes: burndown, failonce (burn-down where every first attempt fails), continuous, dispatch, latency, or all (all but failonce)")
 		jobs        = fs.Int("jobs", 0, "jobs queued before the burn-down (default 1000000; --quick 20000)")
 		duration    = fs.Duration("duration", 0, "length of the continuous mode and of each dispatch figure (default 8s)")
 		warmup      = fs.Duration("warmup", 0, "start of the continuous mode left uncounted (default 2s)")

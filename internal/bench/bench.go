@@ -53,13 +53,20 @@ const (
 	ModeContinuous Mode = "continuous"
 	ModeDispatch   Mode = "dispatch"
 	ModeLatency    Mode = "latency"
+	// ModeFailOnce is the burn-down where every job's first attempt fails
+	// and its retry, due at once, succeeds: the price of a failure's
+	// outcome reaching the store. It runs only when named, not in "all".
+	ModeFailOnce Mode = "failonce"
 )
 
-// AllModes lists every mode in the order Run measures them.
+// AllModes lists every mode "all" runs, in the order Run measures them.
 var AllModes = []Mode{ModeBurnDown, ModeContinuous, ModeDispatch, ModeLatency}
 
+// knownModes is every mode Run knows, in the order it measures them.
+var knownModes = []Mode{ModeBurnDown, ModeFailOnce, ModeContinuous, ModeDispatch, ModeLatency}
+
 // ParseModes parses a comma-separated list of modes; "all" or "" is every
-// mode.
+// mode of AllModes.
 func ParseModes(s string) ([]Mode, error) {
 	if s == "" || s == "all" {
 		return slices.Clone(AllModes), nil
@@ -67,8 +74,8 @@ func ParseModes(s string) ([]Mode, error) {
 	var out []Mode
 	for f := range strings.SplitSeq(s, ",") {
 		m := Mode(strings.TrimSpace(f))
-		if !slices.Contains(AllModes, m) {
-			return nil, fmt.Errorf("bench: unknown mode %q (known: burndown, continuous, dispatch, latency, all)", f)
+		if !slices.Contains(knownModes, m) {
+			return nil, fmt.Errorf("bench: unknown mode %q (known: burndown, failonce, continuous, dispatch, latency, all)", f)
 		}
 		if !slices.Contains(out, m) {
 			out = append(out, m)
@@ -133,6 +140,10 @@ type Options struct {
 	// ServerCPU), for the burn-down's server CPU figures. Run sets it from
 	// a target that is a ServerCPU.
 	ReadServerCPU func() (time.Duration, bool)
+
+	// failFirst makes the workers fail every job's first attempt and
+	// retry it at once, set by the fail-once mode.
+	failFirst bool
 
 	// heldPerJob makes the burn-down report the heap held per queued job,
 	// set by Run for an InProcess target.
@@ -352,7 +363,7 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 		rep.Baseline, rep.BaselineBefore, rep.BaselineAfter = tps, tps, tps
 		o.progress("  baseline before: %.0f single-row INSERT tx/s from %d connections", tps, o.BaselineConns)
 	}
-	for _, m := range AllModes {
+	for _, m := range knownModes {
 		if !slices.Contains(o.Modes, m) {
 			continue
 		}
@@ -371,6 +382,8 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 		switch m {
 		case ModeBurnDown:
 			err = measure("burn-down", func(e Engine, o Options) ([]Figure, error) { return burnDown(ctx, e, o) })
+		case ModeFailOnce:
+			err = measure("fail-once burn-down", func(e Engine, o Options) ([]Figure, error) { return failOnce(ctx, e, o) })
 		case ModeContinuous:
 			err = measure("continuous", func(e Engine, o Options) ([]Figure, error) { return continuous(ctx, e, o) })
 		case ModeDispatch:

@@ -18,6 +18,7 @@ type Calls struct {
 	EmptyReserve      atomic.Int64 // calls that returned no job
 	AckMany, Acked    atomic.Int64 // calls; leases presented
 	Ack               atomic.Int64
+	Nack              atomic.Int64
 	Push              atomic.Int64
 	PushMany, Pushed  atomic.Int64 // calls; jobs presented
 	Wait              atomic.Int64
@@ -66,7 +67,7 @@ func (c *Calls) String() string {
 	for _, v := range []struct {
 		name string
 		n    int64
-	}{{"Ack", c.Ack.Load()}, {"Push", c.Push.Load()}, {"Wait", c.Wait.Load()}, {"Extend", c.Extend.Load()}} {
+	}{{"Ack", c.Ack.Load()}, {"Nack", c.Nack.Load()}, {"Push", c.Push.Load()}, {"Wait", c.Wait.Load()}, {"Extend", c.Extend.Load()}} {
 		if v.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", v.name, v.n))
 		}
@@ -169,6 +170,11 @@ func (q *counted) Ack(ctx context.Context, l queue.Lease) error {
 	q.c.AckNanos.Add(int64(time.Since(start)))
 	q.c.Ack.Add(1)
 	return err
+}
+
+func (q *counted) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
+	q.c.Nack.Add(1)
+	return q.Queue.Nack(ctx, l, retryAt, reason)
 }
 
 func (q *counted) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {

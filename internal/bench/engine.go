@@ -26,7 +26,8 @@ type Engine interface {
 	Dispatch(ctx context.Context, t int64) error
 	// StartWorkers starts o.Workers workers, each running o.Concurrency
 	// handlers with idle poll o.Poll, that call handle with each job's T
-	// and then succeed. stop stops them and returns once every handled
+	// and then succeed (in the fail-once mode: that fail a job's first
+	// attempt, retried at once, and call handle in its second). stop stops them and returns once every handled
 	// job's completion is stored.
 	StartWorkers(o Options, handle func(t int64)) (stop func() error, err error)
 }
@@ -36,6 +37,9 @@ type Engine interface {
 func QueueEngine(q queue.Queue) Engine { return queueEngine{q: q} }
 
 type queueEngine struct{ q queue.Queue }
+
+// errFirstAttempt is the fail-once mode's failure of a first attempt.
+var errFirstAttempt = errors.New("bench: the first attempt fails")
 
 // zeros is the batch every DispatchMany of T-zero jobs sends: shared and
 // never written, so concurrent callers need no copy of their own.
@@ -64,7 +68,15 @@ func (e queueEngine) StartWorkers(o Options, handle func(t int64)) (func() error
 		if o.Prefetch != 0 {
 			w.Prefetch(max(o.Prefetch, 0))
 		}
-		queue.Handle(w, func(_ context.Context, v job) error {
+		if o.failFirst {
+			w.Backoff(0)
+		}
+		queue.Handle(w, func(ctx context.Context, v job) error {
+			if o.failFirst {
+				if j, _ := queue.JobFromContext(ctx); j.Attempts <= 1 {
+					return errFirstAttempt
+				}
+			}
 			handle(v.T)
 			return nil
 		})

@@ -83,6 +83,19 @@ func fill(ctx context.Context, e Engine, n int, o Options) error {
 // queue, and the client's (and, where the target can read it, the
 // database server's) CPU time per 1,000 jobs in each phase.
 func burnDown(ctx context.Context, e Engine, o Options) ([]Figure, error) {
+	return burnDownAs(ctx, e, o, "burn-down")
+}
+
+// failOnce is burnDown with every job failing its first attempt and
+// succeeding in its retry, due at once: each job's two outcomes, a retry
+// and a done, reach the store. Its figures count jobs, not attempts.
+func failOnce(ctx context.Context, e Engine, o Options) ([]Figure, error) {
+	o.failFirst = true
+	return burnDownAs(ctx, e, o, "fail-once burn-down")
+}
+
+// burnDownAs is burnDown with its figures named by mode.
+func burnDownAs(ctx context.Context, e Engine, o Options, mode string) ([]Figure, error) {
 	o.progress("  burn-down: queueing %d jobs (DispatchMany x%d, %d goroutines)", o.Jobs, o.ChunkSize, o.Producers)
 	heapBefore := o.heapInUse()
 	cpu := o.startCPU()
@@ -91,11 +104,11 @@ func burnDown(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 		return nil, err
 	}
 	fillRate := float64(o.Jobs) / time.Since(start).Seconds()
-	figs := []Figure{{Name: fmt.Sprintf("burn-down: queue %d (DispatchMany x%d)", o.Jobs, o.ChunkSize), Value: fillRate, Unit: PerSecond}}
-	figs = append(figs, cpu.figures(fmt.Sprintf("burn-down: queue %d", o.Jobs), o.Jobs)...)
+	figs := []Figure{{Name: fmt.Sprintf("%s: queue %d (DispatchMany x%d)", mode, o.Jobs, o.ChunkSize), Value: fillRate, Unit: PerSecond}}
+	figs = append(figs, cpu.figures(fmt.Sprintf("%s: queue %d", mode, o.Jobs), o.Jobs)...)
 	if o.heldPerJob {
 		held := float64(o.heapInUse()) - float64(heapBefore)
-		figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: queue %d: heap held per queued job", o.Jobs), Value: held / float64(o.Jobs), Unit: Bytes})
+		figs = append(figs, Figure{Name: fmt.Sprintf("%s: queue %d: heap held per queued job", mode, o.Jobs), Value: held / float64(o.Jobs), Unit: Bytes})
 	}
 	if o.analyze != nil {
 		o.progress("  burn-down: refreshing the table's statistics (ANALYZE)")
@@ -117,8 +130,8 @@ func burnDown(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 		return figs, err
 	}
 	rate := float64(o.Jobs) / time.Since(start).Seconds()
-	figs = append(figs, Figure{Name: fmt.Sprintf("burn-down: work %d (end to end)", o.Jobs), Value: rate, Unit: PerSecond})
-	figs = append(figs, cpu.figures(fmt.Sprintf("burn-down: work %d", o.Jobs), o.Jobs)...)
+	figs = append(figs, Figure{Name: fmt.Sprintf("%s: work %d (end to end)", mode, o.Jobs), Value: rate, Unit: PerSecond})
+	figs = append(figs, cpu.figures(fmt.Sprintf("%s: work %d", mode, o.Jobs), o.Jobs)...)
 	return figs, nil
 }
 
