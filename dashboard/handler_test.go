@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -762,7 +763,7 @@ func TestFiguresAreSharedBetweenRequests(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	testutil.Eventually(t, 10*time.Second, func() bool { return q.calls.Load() > 0 }, "no request reached the store")
 	close(q.release)
 	wg.Wait()
 	if n := q.calls.Load(); n != 1 {

@@ -101,14 +101,11 @@ func TestReplicasShowTheSameNumbers(t *testing.T) {
 		}
 		return sv
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		sv := stats(sa)
+	var sv dashboard.StatsView
+	if !testutil.WaitFor(20*time.Second, func() bool {
+		sv = stats(sa)
 		if sv.Totals.Processed == 32 && sv.Totals.Failed == 8 && sv.Totals.Dead.N == 8 && sv.Totals.Ready.N == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica A never showed 32 processed and 8 failed: %+v (handled %d + %d)", sv.Totals, handled[0].Load(), handled[1].Load())
+			return true
 		}
 		if sv.Totals.Ready.N == 0 && sv.Totals.Running.N == 0 && sv.Totals.Dead.N == 8 {
 			// Every job has run. The driver writes run metrics with its
@@ -121,7 +118,9 @@ func TestReplicasShowTheSameNumbers(t *testing.T) {
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("replica A never showed 32 processed and 8 failed: %+v (handled %d + %d)", sv.Totals, handled[0].Load(), handled[1].Load())
 	}
 	a, b := stats(sa), stats(sb)
 	if len(a.Queues) != 1 || len(b.Queues) != 1 {

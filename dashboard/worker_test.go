@@ -15,21 +15,17 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
 
 type sendWelcomeEmail struct{ UserID int }
 
-// waitFor polls cond for up to five seconds.
+// waitFor waits up to five seconds for cond.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, cond, "timed out waiting for %s", what)
 }
 
 // A job fails for good under a real worker, shows up in the dashboard with
@@ -79,18 +75,14 @@ func TestWorkerFailureRetriedFromTheDashboard(t *testing.T) {
 	// The handler returns before the worker acks and records the run, and
 	// the dashboard shares its figures for a moment: poll until they agree.
 	var sv dashboard.StatsView
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testutil.WaitFor(10*time.Second, func() bool {
+		sv = dashboard.StatsView{}
 		if err := json.Unmarshal([]byte(s.page("api/stats").Body), &sv); err != nil {
 			t.Fatal(err)
 		}
-		if len(sv.Queues) == 1 && sv.Totals.Processed == 1 && sv.Totals.Failed == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats after the run: %d queues, processed %d, failed %d; want 1, 1 and 1", len(sv.Queues), sv.Totals.Processed, sv.Totals.Failed)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(sv.Queues) == 1 && sv.Totals.Processed == 1 && sv.Totals.Failed == 1
+	}) {
+		t.Fatalf("stats after the run: %d queues, processed %d, failed %d; want 1, 1 and 1", len(sv.Queues), sv.Totals.Processed, sv.Totals.Failed)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/contracttest"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -215,7 +216,7 @@ func TestWaitWakes(t *testing.T) {
 			act := c.setup(t, q)
 			done := make(chan error, 1)
 			go func() { done <- q.Wait(t.Context(), []string{"elsewhere", queue.DefaultQueue}, time.Minute) }()
-			time.Sleep(50 * time.Millisecond)
+			testutil.Eventually(t, 10*time.Second, func() bool { return memqueue.Waiting(q, queue.DefaultQueue) }, "Wait did not block")
 			act()
 			select {
 			case err := <-done:
@@ -225,13 +226,8 @@ func TestWaitWakes(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("Wait did not wake")
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for len(mustReserve(t, q, queue.DefaultQueue, 1, time.Hour)) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("Wait woke but no job became reservable")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testutil.Eventually(t, 10*time.Second, func() bool { return len(mustReserve(t, q, queue.DefaultQueue, 1, time.Hour)) > 0 },
+				"Wait woke but no job became reservable")
 		})
 	}
 }

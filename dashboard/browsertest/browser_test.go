@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite" // sqlite://
@@ -311,13 +312,7 @@ func TestBrowserLiveRefreshUpdatesInPlace(t *testing.T) {
 	// requests for two seconds, so a change takes that long to show.
 	waitJS := func(what, js string) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !eval(js) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: never happened", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		testutil.Eventually(t, 15*time.Second, func() bool { return eval(js) }, "%s: never happened", what)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(s.url("")), chromedp.WaitVisible(chromedp.CSS(`#queues`))); err != nil {
 		t.Fatal(err)

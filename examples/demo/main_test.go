@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
 )
 
 // TestDemo runs the README's demo on a SQLite file for a moment: jobs flow
@@ -27,25 +29,21 @@ func TestDemo(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the dashboard did not start")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var body []byte
+	if !testutil.WaitFor(30*time.Second, func() bool {
 		resp, err := http.Get("http://" + addr + "/admin/queues/")
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
+		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("dashboard answered %s", resp.Status)
 		}
 		// Both of the demo's queues show up once jobs have flowed.
-		if strings.Contains(string(body), "emails") && strings.Contains(string(body), "images") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the demo's queues never appeared on the dashboard:\n%s", body)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return strings.Contains(string(body), "emails") && strings.Contains(string(body), "images")
+	}) {
+		t.Fatalf("the demo's queues never appeared on the dashboard:\n%s", body)
 	}
 	cancel()
 	if err := <-errc; err != nil {

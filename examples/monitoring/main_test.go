@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
 )
 
 // TestMetricsNextToDashboard runs the example on memory and scrapes
@@ -44,22 +46,18 @@ func TestMetricsNextToDashboard(t *testing.T) {
 		`meridian_jobs_retried_total{job="Resize",queue="default"} 3`,
 		`meridian_queue_jobs{queue="default",state="ready"} 0`,
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, body := get("/metrics")
-		missing := ""
+	var body, missing string
+	if !testutil.WaitFor(30*time.Second, func() bool {
+		_, body = get("/metrics")
+		missing = ""
 		for _, w := range want {
 			if !strings.Contains(body, w+"\n") {
 				missing = w
 			}
 		}
-		if missing == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics lacks %q:\n%s", missing, body)
-		}
-		time.Sleep(20 * time.Millisecond) // polling with a deadline, not synchronisation
+		return missing == ""
+	}) {
+		t.Fatalf("/metrics lacks %q:\n%s", missing, body)
 	}
 	if code, _ := get("/admin/queues/"); code != http.StatusOK {
 		t.Errorf("the dashboard answered %d", code)

@@ -119,18 +119,31 @@ func Name(prefix string) string {
 }
 
 // Eventually checks cond until it holds, failing t with the message made
-// of format and args if it does not within timeout. It waits a little
-// longer between checks as time passes (1 ms at first, at most 50 ms), so
-// it costs nothing when cond holds at once.
+// of format and args if it does not within timeout. It waits as
+// [WaitFor] does between checks, so it costs nothing when cond holds at
+// once. Inside a testing/synctest bubble the timeout and the waits are on
+// the bubble's clock.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, format string, args ...any) {
 	t.Helper()
+	if !WaitFor(timeout, cond) {
+		t.Fatalf("after %v: "+format, append([]any{timeout}, args...)...)
+	}
+}
+
+// WaitFor checks cond until it holds or timeout has passed, and reports
+// whether it held. It waits a little longer between checks as time passes
+// (1 ms at first, at most 50 ms). Use it instead of [Eventually] when the
+// failure message should show the state at the deadline; cond may call
+// t.Fatal, as WaitFor runs it on the caller's goroutine.
+func WaitFor(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for delay := time.Millisecond; !cond(); delay = min(2*delay, 50*time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v: "+format, append([]any{timeout}, args...)...)
+			return false
 		}
 		time.Sleep(delay)
 	}
+	return true
 }
 
 // Main runs the package's tests for TestMain, then prints one line per

@@ -88,3 +88,17 @@ func TestEventually(t *testing.T) {
 		t.Errorf("failure message = %q", r.fatal)
 	}
 }
+
+func TestWaitFor(t *testing.T) {
+	n := 0
+	if !WaitFor(time.Second, func() bool { n++; return n == 3 }) || n != 3 {
+		t.Errorf("WaitFor checked cond %d times; want true after 3", n)
+	}
+	start := time.Now()
+	if WaitFor(20*time.Millisecond, func() bool { return false }) {
+		t.Error("WaitFor of a cond that never holds = true")
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Errorf("WaitFor gave up after %v, before its timeout", d)
+	}
+}

@@ -29,7 +29,7 @@ func TestPushManyCopy(t *testing.T) {
 	ctx := t.Context()
 
 	done := waitAsync(ctx, q, []string{"bulk"}, safetyPoll)
-	time.Sleep(100 * time.Millisecond)
+	staysWaiting(t, done, 100*time.Millisecond, "before the COPY")
 	jobs := batch(300, "bulk")
 	at := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
 	jobs[0] = queue.Job{ID: jobs[0].ID, Queue: "bulk", Name: "Full", Payload: []byte("not json"), Priority: 3,

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/postgres"
@@ -41,19 +42,19 @@ func waitAsync(ctx context.Context, q *postgres.Queue, queues []string, max time
 		finished.Store(true)
 		done <- waitResult{err, time.Since(start)}
 	}()
-	for deadline := time.Now().Add(wakeBound); postgres.Waiting(q) <= before && !finished.Load() && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	// A Wait that registers late is caught by the callers' own bounds.
+	testutil.WaitFor(wakeBound, func() bool { return postgres.Waiting(q) > before || finished.Load() })
 	return done
 }
 
-// stillWaiting fails t if done already has a result.
-func stillWaiting(t *testing.T, done <-chan waitResult, why string) {
+// staysWaiting fails t if done has a result within d: a Wait that must not
+// return yet.
+func staysWaiting(t *testing.T, done <-chan waitResult, d time.Duration, why string) {
 	t.Helper()
 	select {
 	case r := <-done:
 		t.Fatalf("Wait returned %v after %v %s", r.err, r.elapsed, why)
-	default:
+	case <-time.After(d):
 	}
 }
 
@@ -81,15 +82,13 @@ func TestWaitWakesOnPush(t *testing.T) {
 
 	onMail := waitAsync(t.Context(), q, []string{"reports", "mail"}, safetyPoll)
 	onReports := waitAsync(t.Context(), q, []string{"reports"}, safetyPoll)
-	time.Sleep(200 * time.Millisecond)
-	stillWaiting(t, onMail, "before any push")
+	staysWaiting(t, onMail, 200*time.Millisecond, "before any push")
 
 	if err := queue.Dispatch(t.Context(), other, struct{ To string }{"a@example.com"}, queue.OnQueue("mail")); err != nil {
 		t.Fatalf("Dispatch: %v", err)
 	}
 	woken(t, onMail, "a push to mail")
-	time.Sleep(200 * time.Millisecond)
-	stillWaiting(t, onReports, "for a push to another queue")
+	staysWaiting(t, onReports, 200*time.Millisecond, "for a push to another queue")
 }
 
 // A job delayed by another process needs no notification at its due time:
@@ -99,22 +98,27 @@ func TestWaitReturnsWhenDelayedJobIsDue(t *testing.T) {
 	dsn := testDSN(t)
 	q := newQueue(t, dsn)
 	other := openQueue(t, dsn, q.Table())
-	if err := queue.DispatchAfter(t.Context(), other, struct{}{}, 700*time.Millisecond, queue.OnQueue("later")); err != nil {
+	const delay = 700 * time.Millisecond
+	pushed := time.Now()
+	if err := queue.DispatchAfter(t.Context(), other, struct{}{}, delay, queue.OnQueue("later")); err != nil {
 		t.Fatalf("DispatchAfter: %v", err)
 	}
-	time.Sleep(100 * time.Millisecond) // the push's own notification is past
-	done := waitAsync(t.Context(), q, []string{"later"}, safetyPoll)
-	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Fatalf("Wait: %v", r.err)
-		}
+	// The push's own notification may end the first Wait early (a
+	// wake-up may be spurious); after it no notification comes, so the
+	// job is reserved only if a Wait returns at its due time, well within
+	// the safety poll.
+	for {
+		woken(t, waitAsync(t.Context(), q, []string{"later"}, safetyPoll), "the delayed job's due time")
 		jobs, err := q.Reserve(t.Context(), []string{"later"}, 1, time.Minute)
-		if err != nil || len(jobs) != 1 {
-			t.Fatalf("Wait returned after %v but Reserve got %d jobs, %v", r.elapsed, len(jobs), err)
+		if err != nil {
+			t.Fatalf("Reserve: %v", err)
 		}
-	case <-time.After(wakeBound + 700*time.Millisecond):
-		t.Fatalf("Wait did not return when the delayed job became due")
+		if len(jobs) == 1 {
+			return
+		}
+		if time.Since(pushed) > wakeBound+delay {
+			t.Fatalf("the job delayed by %v is still not reserved %v after its push", delay, time.Since(pushed))
+		}
 	}
 }
 
@@ -216,8 +220,7 @@ func TestTxCommitAndRollback(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("DispatchMany in tx = %d, %v", n, err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	stillWaiting(t, done, "before the transaction committed")
+	staysWaiting(t, done, 300*time.Millisecond, "before the transaction committed")
 	if got, _ := q.Len(ctx, "tx"); got != 0 {
 		t.Fatalf("Len before commit = %d, want 0", got)
 	}
@@ -232,17 +235,14 @@ func TestTxCommitAndRollback(t *testing.T) {
 		t.Fatalf("GetJob(%s) = %+v, %v", id, info.Job, err)
 	}
 
-	// Drain, then a rolled-back transaction.
-	if _, err := q.Purge(ctx, "tx"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	done = waitAsync(ctx, q, []string{"tx"}, 600*time.Millisecond)
+	// A rolled-back transaction, on a queue of its own so that no late
+	// notification of the commit above can end the Wait.
+	done = waitAsync(ctx, q, []string{"rolled"}, 600*time.Millisecond)
 	tx, err = q.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := queue.Dispatch(ctx, q.Tx(tx), struct{ N int }{4}, queue.OnQueue("tx")); err != nil {
+	if err := queue.Dispatch(ctx, q.Tx(tx), struct{ N int }{4}, queue.OnQueue("rolled")); err != nil {
 		t.Fatalf("Dispatch in tx: %v", err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
@@ -251,7 +251,7 @@ func TestTxCommitAndRollback(t *testing.T) {
 	if r := <-done; r.err != nil || r.elapsed < 600*time.Millisecond {
 		t.Fatalf("Wait across a rolled-back push = %v after %v, want nil after max (600ms)", r.err, r.elapsed)
 	}
-	if got, _ := q.Len(ctx, "tx"); got != 0 {
+	if got, _ := q.Len(ctx, "rolled"); got != 0 {
 		t.Fatalf("Len after rollback = %d, want 0", got)
 	}
 }
@@ -311,8 +311,7 @@ func TestListenerReconnects(t *testing.T) {
 	}
 
 	done := waitAsync(t.Context(), q, []string{"after"}, safetyPoll)
-	time.Sleep(200 * time.Millisecond)
-	stillWaiting(t, done, "before the push")
+	staysWaiting(t, done, 200*time.Millisecond, "before the push")
 	other := openQueue(t, dsn, q.Table())
 	if err := queue.Dispatch(t.Context(), other, struct{}{}, queue.OnQueue("after")); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue/postgres"
 )
 
 type Ping struct{ N int }
@@ -43,7 +45,7 @@ func TestWorkerWokenWithoutPolling(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	time.Sleep(300 * time.Millisecond) // the worker is idle in Wait
+	testutil.Eventually(t, wakeBound, func() bool { return postgres.Waiting(q) > 0 }, "the worker did not Wait")
 
 	pushed := time.Now()
 	if err := queue.Dispatch(t.Context(), other, Ping{1}); err != nil {
