@@ -52,22 +52,6 @@ const (
 // ErrChain reports a chain that cannot be dispatched as given.
 var ErrChain = errors.New("queue: invalid chain")
 
-// Chainer is a Queue that records a job's outcome and pushes the jobs that
-// follow it in one step, so a chain survives a crash between its steps.
-// The Worker uses it for chain steps; without it the Worker pushes the next
-// step and then acks, and a crash between the two may run the next step
-// twice.
-type Chainer interface {
-	// AckPush acks the job under l and pushes jobs, with Push's rules, in
-	// one transaction: both happen or neither. A job of jobs whose ID or
-	// unique key is held by an active job is skipped, not an error. If l
-	// is not current it returns ErrLeaseLost and pushes nothing.
-	AckPush(ctx context.Context, l Lease, jobs []Job) error
-	// FailPush dead-letters the job under l with reason, as Fail does,
-	// and pushes jobs in the same transaction, with AckPush's rules.
-	FailPush(ctx context.Context, l Lease, reason string, jobs []Job) error
-}
-
 // chainStep is a step (or the catch job) as MetaChain carries it.
 type chainStep struct {
 	ID          string            `json:"id"`

@@ -68,7 +68,6 @@ func (e *executor) start(j *Job) bool {
 		e.log.Warn("queue: a prefetched job's lease was lost before it started", "job", j.ID, "name", j.Name)
 		return false
 	}
-	j.unstarted = false
 	j.Attempts++
 	return true
 }
@@ -78,7 +77,8 @@ func (e *executor) start(j *Job) bool {
 func (e *executor) execute(j *Job, hj *held) {
 	maxA := e.maxAttempts(j)
 	attempt := j.Attempts // this attempt's number
-	if j.unstarted {
+	unstarted := hj != nil && hj.unstarted
+	if unstarted {
 		attempt++
 	}
 	if attempt > maxA {
@@ -115,7 +115,7 @@ func (e *executor) execute(j *Job, hj *held) {
 		return
 	}
 
-	if j.unstarted && !e.start(j) {
+	if unstarted && !e.start(j) {
 		return
 	}
 

@@ -140,9 +140,10 @@ func (f *fetcher) run(stopCtx context.Context) {
 			}
 			continue
 		}
-		jobs, err := f.reserve(want, f.concurrency-outstanding)
+		jobs, unstarted, err := f.reserve(want, f.concurrency-outstanding)
 		hs := f.leases.addAll(jobs, f.lease)
 		for i := range hs {
+			hs[i].unstarted = unstarted[i]
 			outstanding++
 			f.out <- &hs[i]
 		}
@@ -174,41 +175,41 @@ func (f *fetcher) run(stopCtx context.Context) {
 // their attempts are counted by the claim; with a Starter the rest, which
 // wait in the buffer, are reserved without counting one, and the executor
 // counts it (starts) just before their handler runs.
-func (f *fetcher) reserve(n, idle int) ([]*Job, error) {
-	var out []*Job
+//
+// unstarted[i] reports whether the job out[i] was reserved so.
+func (f *fetcher) reserve(n, idle int) (out []*Job, unstarted []bool, err error) {
 	for _, qn := range f.queues {
-		for _, unstarted := range []bool{false, true} {
+		for _, unst := range []bool{false, true} {
 			k := n
 			if f.starter != nil {
 				k = min(n, max(0, idle-len(out)))
-				if unstarted {
+				if unst {
 					k = n
 				}
 			}
-			if k == 0 || (unstarted && f.starter == nil) {
+			if k == 0 || (unst && f.starter == nil) {
 				continue
 			}
 			var jobs []Job
-			var err error
-			if unstarted {
+			if unst {
 				jobs, err = f.starter.ReserveUnstarted(f.ctx, []string{qn}, k, f.lease)
 			} else {
 				jobs, err = f.q.Reserve(f.ctx, []string{qn}, k, f.lease)
 			}
 			for i := range jobs {
-				jobs[i].unstarted = unstarted
 				out = append(out, &jobs[i])
+				unstarted = append(unstarted, unst)
 			}
 			n -= len(jobs)
 			if err != nil {
-				return out, err
+				return out, unstarted, err
 			}
 			if len(jobs) < k {
 				break // the queue has no more ready jobs
 			}
 		}
 	}
-	return out, nil
+	return out, unstarted, nil
 }
 
 // idle waits for work: woken by the queue when it can, else after the poll.

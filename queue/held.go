@@ -51,6 +51,11 @@ type held struct {
 	released bool
 	// cancelled is set when the job was cancelled in the store while held.
 	cancelled bool
+	// unstarted marks a job the fetcher prefetched through
+	// Starter.ReserveUnstarted: its attempt is counted (Starter.Start) just
+	// before its handler starts. Only the fetcher, before it hands the
+	// entry on, and then the executor write it.
+	unstarted bool
 	// jc is the job's handler context, made by run. It lives here, not in
 	// an allocation of its own per job, because addAll allocates a claim's
 	// entries together.

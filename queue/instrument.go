@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"time"
 )
 
 // Hooks for instrumentation packages (metrics, tracing, alerts) that live
@@ -143,29 +142,6 @@ func Middlewares(mw ...Middleware) Middleware {
 		}
 		return h
 	}
-}
-
-// OldestReadyReader is an Inspector that reports, per queue, how long its
-// oldest ready job has been waiting: the time since the earliest
-// AvailableAt (or CreatedAt when AvailableAt is zero) among the queue's
-// ready jobs. Metrics and alerts use it for "oldest ready job age"; without
-// it they fall back to the first page of ListJobs per queue, which is
-// exact for queues of jobs dispatched without delay.
-type OldestReadyReader interface {
-	// OldestReady returns, for each queue with ready jobs, the earliest
-	// time one of its ready jobs became available. Queues without ready
-	// jobs are absent. It is one bounded read of the store.
-	OldestReady(ctx context.Context) (map[string]time.Time, error)
-}
-
-// WaitStart returns when j became available to run: its AvailableAt, or
-// its CreatedAt when AvailableAt is zero. The wait of an attempt is the
-// time from WaitStart to the handler's start.
-func (j Job) WaitStart() time.Time {
-	if j.AvailableAt.IsZero() {
-		return j.CreatedAt
-	}
-	return j.AvailableAt
 }
 
 // RunJob runs one attempt of j synchronously, as the Worker would run it,

@@ -8,38 +8,6 @@ import (
 	"time"
 )
 
-// Leaser is a Queue that can hold named leases: at most one holder per name
-// at a time, until the lease's expiry. It is the store side of leader
-// election (Leader) and of the maintenance leader of SQL drivers. Leases
-// live in the same store as the jobs, so every process that shares the
-// store sees the same holder.
-//
-// Expiries are computed from the calling process's clock: clocks of the
-// processes that share a store must agree to well within a TTL.
-type Leaser interface {
-	// AcquireLease takes the lease name for holder until now plus ttl when
-	// it is free or expired, or renews it when holder already holds it. It
-	// reports whether holder holds the lease after the call.
-	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
-	// ReleaseLease gives up the lease name if holder holds it, so another
-	// holder may take it at once. Releasing a lease one does not hold is
-	// not an error.
-	ReleaseLease(ctx context.Context, name, holder string) error
-}
-
-// MaxLeaseNameBytes bounds a lease's name (NewLeader, Leaser), the same on
-// every driver.
-const MaxLeaseNameBytes = 50
-
-// ValidateLeaseName returns an error matching ErrConfig for a lease name
-// that is empty or longer than MaxLeaseNameBytes.
-func ValidateLeaseName(name string) error {
-	if name == "" || len(name) > MaxLeaseNameBytes {
-		return fmt.Errorf("%w: lease name %q: want 1 to %d bytes", ErrConfig, name, MaxLeaseNameBytes)
-	}
-	return nil
-}
-
 // Default timings of a Leader.
 const (
 	DefaultLeaderTTL = 15 * time.Second

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/robfig/cron/v3"
 )
 
@@ -119,34 +120,6 @@ func validateSchedule(s Schedule) error {
 	return nil
 }
 
-// PeriodicInfo is the stored record of a periodic job.
-type PeriodicInfo struct {
-	Name     string
-	Schedule string // the schedule's String
-	// LastTick is the latest tick handled (enqueued, or skipped as a
-	// duplicate); ticks at or before it are never enqueued again.
-	LastTick  time.Time
-	NextTick  time.Time // the next tick, as the last process to touch the record computed it
-	LastJobID string    // the job of the last tick, "" if none was stored
-}
-
-// PeriodicStore is a Queue that records periodic jobs' ticks, so each tick
-// is enqueued once however many processes schedule it.
-type PeriodicStore interface {
-	// RegisterPeriodic creates the record p.Name with p's fields when it
-	// does not exist, and otherwise updates its Schedule and NextTick,
-	// keeping its LastTick. It returns the record's LastTick.
-	RegisterPeriodic(ctx context.Context, p PeriodicInfo) (last time.Time, err error)
-	// ClaimTick records the tick p.LastTick of periodic p.Name and pushes
-	// j, both or neither, if the record's LastTick is before p.LastTick;
-	// it then sets NextTick and LastJobID (j's ID, or "" when j was a
-	// duplicate and skipped). It reports false, changing nothing, when
-	// the tick was already claimed. The record must exist.
-	ClaimTick(ctx context.Context, p PeriodicInfo, j Job) (claimed bool, err error)
-	// Periodics lists the records, sorted by name.
-	Periodics(ctx context.Context) ([]PeriodicInfo, error)
-}
-
 // periodic is one registration of Periodic.
 type periodic struct {
 	name    string
@@ -178,8 +151,8 @@ func Periodic[T any](w *Worker, name string, s Schedule, v T, opts ...Option) er
 	if name == "" {
 		return fmt.Errorf("%w: periodic job: the name is empty", ErrConfig)
 	}
-	if got := checkKey(name); got != "" {
-		return fmt.Errorf("%w: periodic job name must be %s, got %s", ErrConfig, keyLimit, got)
+	if ve := (*ValidationError)(nil); errors.As(driver.Validate(Job{Name: name}), &ve) {
+		return fmt.Errorf("%w: periodic job name must be %s, got %s", ErrConfig, ve.Limit, ve.Got)
 	}
 	if _, err := NewJob(v, opts...); err != nil {
 		return fmt.Errorf("%w: periodic job %q: %w", ErrConfig, name, err)

@@ -75,16 +75,16 @@ func TestFetcherCountsOnlyTheJobsIdleHandlersStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &stubStarter{stubQueue: &stubQueue{t: t}}
 			f := &fetcher{q: st, starter: st, queues: []string{DefaultQueue}, ctx: context.Background()}
-			jobs, err := f.reserve(tc.n, tc.idle)
+			jobs, unstarted, err := f.reserve(tc.n, tc.idle)
 			if err != nil || len(jobs) != tc.n {
 				t.Fatalf("reserve = %d jobs, %v; want %d", len(jobs), err, tc.n)
 			}
 			if !equalInts(st.counted, tc.counted) || !equalInts(st.unstarted, tc.unstartd) {
 				t.Fatalf("Reserve calls %v, ReserveUnstarted calls %v; want %v and %v", st.counted, st.unstarted, tc.counted, tc.unstartd)
 			}
-			for _, j := range jobs {
-				if j.unstarted != (j.Attempts == 0) {
-					t.Fatalf("job %s: unstarted %v with %d attempts", j.ID, j.unstarted, j.Attempts)
+			for i, j := range jobs {
+				if unstarted[i] != (j.Attempts == 0) {
+					t.Fatalf("job %s: unstarted %v with %d attempts", j.ID, unstarted[i], j.Attempts)
 				}
 			}
 		})
@@ -141,9 +141,10 @@ func TestExecutorStartsAPrefetchedJobBeforeItsHandler(t *testing.T) {
 			var seen []int
 			var mu sync.Mutex
 			e := newStartExecutor(st, &seen, &mu)
-			j := &Job{ID: "p", Name: "greet", Queue: DefaultQueue, Attempts: tc.attempts, LeaseToken: "t", unstarted: true}
-			e.leases.add(j, time.Minute)
-			e.execute(j, nil)
+			j := &Job{ID: "p", Name: "greet", Queue: DefaultQueue, Attempts: tc.attempts, LeaseToken: "t"}
+			h := e.leases.addAll([]*Job{j}, time.Minute)
+			h[0].unstarted = true
+			e.execute(j, &h[0])
 			e.completer.close()
 			if tc.ran != (len(seen) == 1) {
 				t.Fatalf("handler ran %d times, want ran=%v", len(seen), tc.ran)
@@ -317,9 +318,10 @@ func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
 		e.completer.start(8)
 		var wg sync.WaitGroup
 		for _, id := range []string{"p", "q", "r"} {
-			j := &Job{ID: id, Name: "greet", Queue: DefaultQueue, LeaseToken: "t", unstarted: true}
-			e.leases.add(j, time.Minute)
-			wg.Go(func() { e.execute(j, nil) })
+			j := &Job{ID: id, Name: "greet", Queue: DefaultQueue, LeaseToken: "t"}
+			h := e.leases.addAll([]*Job{j}, time.Minute)
+			h[0].unstarted = true
+			wg.Go(func() { e.execute(j, &h[0]) })
 		}
 		wg.Wait()
 		e.completer.close()

@@ -31,13 +31,6 @@ const (
 // five minutes.
 var DefaultBackoff = Exponential(time.Second, 5*time.Minute)
 
-// LeaseDefaulter is a Queue that has a configured lease length (sqlqueue's
-// WithVisibilityTimeout). A Worker with no Lease setting reserves for that
-// long.
-type LeaseDefaulter interface {
-	DefaultLease() time.Duration
-}
-
 // Worker reserves jobs from a Queue and runs their handlers.
 //
 // Configure it with the fluent setters before Run; they are not safe to call

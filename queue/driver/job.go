@@ -1,4 +1,4 @@
-package queue
+package driver
 
 import (
 	"crypto/rand"
@@ -72,11 +72,6 @@ type Job struct {
 	// LeaseExpiresAt is when the current lease runs out; after it the job may
 	// be reserved again by anyone. Zero on jobs that are not reserved.
 	LeaseExpiresAt time.Time
-
-	// unstarted marks a job the Worker prefetched through
-	// Starter.ReserveUnstarted: its attempt is counted (Starter.Start) just
-	// before its handler starts.
-	unstarted bool
 }
 
 // Lease names one reservation of a job: its ID and the token Reserve gave it.
@@ -121,4 +116,14 @@ func (j Job) QueueName() string {
 		return DefaultQueue
 	}
 	return j.Queue
+}
+
+// WaitStart returns when j became available to run: its AvailableAt, or
+// its CreatedAt when AvailableAt is zero. The wait of an attempt is the
+// time from WaitStart to the handler's start.
+func (j Job) WaitStart() time.Time {
+	if j.AvailableAt.IsZero() {
+		return j.CreatedAt
+	}
+	return j.AvailableAt
 }
