@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -390,13 +391,15 @@ func TestCountsOfEveryChange(t *testing.T) {
 				return err
 			}
 			checkBuckets(t, db, s.table, "after a push to run soon")
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				got, err := q.Reserve(ctx, []string{"ce-d"}, 1, time.Hour)
-				if err != nil || len(got) == 1 {
-					return err
-				}
+			var err error
+			if !testutil.WaitFor(10*time.Second, func() bool {
+				var got []queue.Job
+				got, err = q.Reserve(ctx, []string{"ce-d"}, 1, time.Hour)
+				return err != nil || len(got) == 1
+			}) {
+				return fmt.Errorf("the job was not claimed once due")
 			}
-			return fmt.Errorf("the job was not claimed once due")
+			return err
 		})
 	})
 }

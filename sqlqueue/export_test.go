@@ -42,3 +42,11 @@ func Recount(ctx context.Context, q *Queue) error {
 	}
 	return nil
 }
+
+// Waiting reports whether a Wait of q is subscribed to its in-process
+// wake-ups: from then on the next signal reaches it.
+func Waiting(q *Queue) bool {
+	q.wake.mu.Lock()
+	defer q.wake.mu.Unlock()
+	return q.wake.ch != nil
+}

@@ -63,12 +63,9 @@ func TestPostgresMaintainVacuums(t *testing.T) {
 		return dead, count
 	}
 	// The counts are flushed; the loop allows for a slow server.
-	deadline := time.Now().Add(10 * time.Second)
-	for dead, _ := vacuums(); dead < 10000; dead, _ = vacuums() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the statistics count %d dead rows after deleting 10,000", dead)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var dead int64
+	if !testutil.WaitFor(10*time.Second, func() bool { dead, _ = vacuums(); return dead >= 10000 }) {
+		t.Fatalf("the statistics count %d dead rows after deleting 10,000", dead)
 	}
 	if leader, _, err := q.Maintain(ctx); err != nil || !leader {
 		t.Fatalf("Maintain = leader %v, %v", leader, err)

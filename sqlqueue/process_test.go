@@ -187,19 +187,15 @@ func (fl *fleet) handledBy(i int) int {
 // waitDrained waits until the queue has no pending job.
 func waitDrained(t *testing.T, q *sqlqueue.Queue, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		n, err := q.Len(t.Context(), "")
-		if err != nil {
+	var n int
+	if !testutil.WaitFor(within, func() bool {
+		var err error
+		if n, err = q.Len(t.Context(), ""); err != nil {
 			t.Fatalf("Len: %v", err)
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs still pending after %v", n, within)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return n == 0
+	}) {
+		t.Fatalf("%d jobs still pending after %v", n, within)
 	}
 }
 
@@ -298,19 +294,21 @@ func TestProcessKilled(t *testing.T) {
 		// Kill only once the victim holds a job: on a loaded machine its
 		// start can lag the survivor's by seconds, and a victim killed
 		// while it holds nothing proves nothing.
-		deadline := time.Now().Add(time.Minute)
-		for fl.held() == 0 {
-			left, err := q.Len(t.Context(), "")
-			if err != nil {
+		var left int
+		if !testutil.WaitFor(time.Minute, func() bool {
+			if fl.held() > 0 {
+				return true
+			}
+			var err error
+			if left, err = q.Len(t.Context(), ""); err != nil {
 				t.Fatal(err)
 			}
 			if left == 0 {
 				t.Fatalf("the queue drained before the victim process held a job (it handled %d)", fl.handledBy(0))
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the victim held no job within a minute: %d of %d left, it handled %d", left, n, fl.handledBy(0))
-			}
-			time.Sleep(10 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("the victim held no job within a minute: %d of %d left, it handled %d", left, n, fl.handledBy(0))
 		}
 		victim := fl.procs[0]
 		if err := victim.Process.Kill(); err != nil {

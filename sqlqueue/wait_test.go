@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
 type waitJob struct{ N int }
@@ -25,7 +27,7 @@ func TestWaitInProcess(t *testing.T) {
 			t.Helper()
 			done := make(chan error, 1)
 			go func() { done <- q.Wait(ctx, []string{"w"}, long) }()
-			time.Sleep(50 * time.Millisecond) // let Wait block
+			testutil.Eventually(t, 5*time.Second, func() bool { return sqlqueue.Waiting(q) }, "%s: Wait did not subscribe", what)
 			act()
 			select {
 			case err := <-done:
@@ -89,7 +91,7 @@ func TestWaitInProcess(t *testing.T) {
 		runCtx, stop := context.WithCancel(ctx)
 		ran := make(chan error, 1)
 		go func() { ran <- w.Run(runCtx) }()
-		time.Sleep(300 * time.Millisecond) // the Worker is idle in Wait
+		testutil.Eventually(t, 5*time.Second, func() bool { return sqlqueue.Waiting(q) }, "the Worker did not Wait")
 		if err := queue.Dispatch(ctx, q, waitJob{1}, queue.OnQueue("w")); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -77,24 +78,14 @@ func TestChainSurvivesSIGKILL(t *testing.T) {
 			t.Fatalf("the first process completed step 1 %d times before it was killed, want once", len(got))
 		}
 		second := startFleet(t, b, s, 1, lease, 0, "WORKER_HOLD_STEP=2")
-		deadline := time.Now().Add(time.Minute)
-		for second.held() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the second process held no step within a minute")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testutil.Eventually(t, time.Minute, func() bool { return second.held() > 0 }, "the second process held no step")
 		if err := second.procs[0].Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
 		waitKilled(t, second.procs[0])
 		third := startFleet(t, b, s, 1, lease, 0)
-		deadline = time.Now().Add(time.Minute)
-		for len(third.handled()["step-3"]) == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("the chain did not finish within a minute of the kills: %v", merged(first, second, third))
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testutil.WaitFor(time.Minute, func() bool { return len(third.handled()["step-3"]) > 0 }) {
+			t.Fatalf("the chain did not finish within a minute of the kills: %v", merged(first, second, third))
 		}
 		waitDrained(t, q, time.Minute)
 		third.stop()
@@ -151,19 +142,15 @@ func TestBatchAcrossProcesses(t *testing.T) {
 			t.Fatalf("DispatchBatch: %v", err)
 		}
 		fl := startFleet(t, b, s, 3, time.Minute, 0)
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			info, err := q.GetBatch(t.Context(), id)
-			if err != nil {
+		var info queue.BatchInfo
+		if !testutil.WaitFor(3*time.Minute, func() bool {
+			var err error
+			if info, err = q.GetBatch(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
-			if info.Finished() {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the batch did not finish: %+v", info)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return info.Finished()
+		}) {
+			t.Fatalf("the batch did not finish: %+v", info)
 		}
 		waitDrained(t, q, time.Minute) // the callbacks
 		fl.stop()
@@ -180,7 +167,7 @@ func TestBatchAcrossProcesses(t *testing.T) {
 				t.Errorf("the %s callback ran %d times, want %d", ev, len(hs), want)
 			}
 		}
-		info, err := q.GetBatch(t.Context(), id)
+		info, err = q.GetBatch(t.Context(), id)
 		if err != nil || info.Total != n || info.Done != n || info.Pending != 0 || info.ThenAt.IsZero() {
 			t.Errorf("the batch ended as %+v, %v; want %d done and then due", info, err, n)
 		}
@@ -227,13 +214,7 @@ func TestLimitsAcrossProcesses(t *testing.T) {
 			const slack = 250 * time.Millisecond
 			pushJobs(t, q, 700)
 			fl := startFleetEnv(t, b, s, 3, time.Minute, 0, []string{"WORKER_RATE=50"})
-			deadline := time.Now().Add(time.Minute)
-			for len(fl.starts()) == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("no job started within a minute")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			testutil.Eventually(t, time.Minute, func() bool { return len(fl.starts()) > 0 }, "no job started")
 			time.Sleep(run) // the measured period itself, not a synchronisation
 			fl.stop()
 			starts := fl.starts()
