@@ -150,21 +150,20 @@ func TestSharedRecent(t *testing.T) {
 		if reads != 2 {
 			t.Fatalf("%d reads, want 2: one refresh for both callers", reads)
 		}
-		time.Sleep(time.Second) // the store answers a second later
-		close(release)
+		close(release) // the store answers
 		synctest.Wait()
 		get(2, false) // the refreshed value
 
 		// After a reset (an action), the caller waits for a read.
 		s.reset()
 		release = make(chan struct{})
-		go func() { time.Sleep(time.Second); close(release) }()
+		time.AfterFunc(time.Second, func() { close(release) }) // the store answers a second later
 		get(3, true)
 
 		// Past maxAge the last value is too old to show: wait again.
 		time.Sleep(maxAge)
 		release = make(chan struct{})
-		go func() { time.Sleep(time.Second); close(release) }()
+		time.AfterFunc(time.Second, func() { close(release) })
 		get(4, true)
 	})
 }

@@ -70,7 +70,6 @@ func TestReplicasShowTheSameNumbers(t *testing.T) {
 		w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Concurrency(1).Poll(20 * time.Millisecond)
 		queue.Handle(w, func(ctx context.Context, j replicaJob) error {
 			handled[i].Add(1)
-			time.Sleep(2 * time.Millisecond)
 			if j.N%5 == 0 {
 				return queue.Permanent(errors.New("refused"))
 			}

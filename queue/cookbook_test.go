@@ -101,10 +101,10 @@ func TestCookbookRetries(t *testing.T) {
 
 func TestCookbookGracefulShutdown(t *testing.T) {
 	mailer := &fakeMailer{}
-	started := make(chan struct{})
+	started, stopping := make(chan struct{}), make(chan struct{})
 	handleWelcome := func(ctx context.Context, j SendWelcomeEmail) error {
-		close(started)                    // the test's own: the job is in flight
-		time.Sleep(50 * time.Millisecond) // the current job, cut short by nothing
+		close(started) // the test's own: the job is in flight
+		<-stopping     // and still is when the Worker is asked to stop
 		return mailer.Send(ctx, j.UserID)
 	}
 	q := memqueue.New()
@@ -125,6 +125,7 @@ func TestCookbookGracefulShutdown(t *testing.T) {
 
 	<-ctx.Done() // first signal cancels the context
 	w.Stop()     // ask the worker to finish the current job and return
+	close(stopping)
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}

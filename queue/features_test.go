@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -326,8 +327,7 @@ func TestPeriodicRunMissed(t *testing.T) {
 					return w
 				}
 				stop := startWorker(t, newWorker())
-				time.Sleep(time.Second)
-				synctest.Wait()
+				synctest.Wait() // the worker idles until the first tick, an hour away
 				stop()
 				// Down for five hours: five ticks missed.
 				time.Sleep(5 * time.Hour)
@@ -401,12 +401,6 @@ func TestLeaderFailover(t *testing.T) {
 		// a stops renewing; b takes over within TTL plus one renew.
 		killA()
 		<-doneA
-		lost := time.Now()
-		for !b.IsLeader() {
-			time.Sleep(100 * time.Millisecond)
-			if time.Since(lost) > 12*time.Second {
-				t.Fatal("b did not take over within TTL + renew")
-			}
-		}
+		testutil.Eventually(t, 12*time.Second, b.IsLeader, "b did not take over within TTL + renew")
 	})
 }

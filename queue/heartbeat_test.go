@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
 )
 
 func TestHeldLeasesCountByQueue(t *testing.T) {
@@ -96,9 +98,8 @@ func TestHeartbeatReportsHeldJobsEarly(t *testing.T) {
 		a.Queue, b.Queue = "emails", "emails"
 		held.addAll([]*Job{a, b}, time.Minute)
 		held.run(a, nil, context.Background())
-		time.Sleep(2 * earlyBeat)
-		got := beatsSince(changed)
-		if len(got) == 0 {
+		var got []sentBeat
+		if !testutil.WaitFor(2*earlyBeat, func() bool { got = beatsSince(changed); return len(got) > 0 }) {
 			t.Fatalf("no beat within %s of the held jobs changing", 2*earlyBeat)
 		}
 		if d := got[0].at.Sub(changed); d > earlyBeat {
@@ -130,8 +131,7 @@ func TestHeartbeatReportsHeldJobsEarly(t *testing.T) {
 			held.remove("busy" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
 		}
 		idle := time.Now()
-		time.Sleep(earlyBeat)
-		got = beatsSince(idle)
+		testutil.WaitFor(earlyBeat, func() bool { got = beatsSince(idle); return len(got) > 0 })
 		if len(got) != 1 || got[0].info.Running != nil || got[0].info.Reserved != nil {
 			t.Fatalf("beats after going idle: %+v; want one, within %s, reporting no jobs", got, earlyBeat)
 		}

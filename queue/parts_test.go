@@ -13,6 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 	"unicode/utf8"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
 )
 
 // stubQueue is a Queue whose settling and extending calls are recorded and
@@ -476,12 +478,17 @@ func TestHeartbeatBeatsThenDeregisters(t *testing.T) {
 		done := make(chan struct{})
 		finished := make(chan struct{})
 		go func() { h.run(done); close(finished) }()
-		time.Sleep(2500 * time.Millisecond) // beats at 0, 1s, 2s: all fail
+		beats := func() int {
+			sq.mu.Lock()
+			defer sq.mu.Unlock()
+			return sq.beats
+		}
+		testutil.Eventually(t, 3*time.Second, func() bool { return beats() == 3 }, "beats at 0, 1s and 2s (all failing)")
 		synctest.Wait()
 		sq.mu.Lock()
 		fail = false
 		sq.mu.Unlock()
-		time.Sleep(time.Second) // beat at 3s works
+		testutil.Eventually(t, 2*time.Second, func() bool { return beats() == 4 }, "the beat at 3s (working)")
 		synctest.Wait()
 		close(done)
 		<-finished

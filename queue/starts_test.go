@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
 )
 
 // stubStarter is a stubQueue that is a Starter.
@@ -372,7 +374,11 @@ func TestCompleterLingersOnlyForAcks(t *testing.T) {
 			ack(id)
 			time.Sleep(time.Millisecond)
 		}
-		time.Sleep(ackLinger)
+		testutil.Eventually(t, ackLinger, func() bool {
+			sq.mu.Lock()
+			defer sq.mu.Unlock()
+			return len(calls) > 0
+		}, "no AckMany within ackLinger of the acks")
 		synctest.Wait()
 		if len(calls) != 1 || len(calls[0]) != 3 {
 			t.Fatalf("AckMany calls %v, want one of a, b and c", calls)

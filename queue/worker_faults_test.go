@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -89,7 +90,7 @@ func TestWorkerLogsATransientFailureOncePerStreak(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() { errc <- w.Run(ctx) }()
-		time.Sleep(10 * time.Second) // well past six backoffs
+		testutil.Eventually(t, 10*time.Second, func() bool { return done.Load() == 1 }, "the job after six failed reserves")
 		synctest.Wait()
 		cancel()
 		if err := <-errc; err != nil {
@@ -135,7 +136,8 @@ func TestWorkerNeverRunsTwoCopiesOfAJob(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		errc := make(chan error, 1)
 		go func() { errc <- w.Run(ctx) }()
-		time.Sleep(time.Minute) // timeout, grace, and every retry's backoff
+		// Past the timeout, grace, and every retry's backoff.
+		testutil.Eventually(t, time.Minute, func() bool { return failed.Load() != nil }, "the job was not dead-lettered")
 		synctest.Wait()
 		if got := most.Load(); got != 1 {
 			t.Errorf("%d copies of one job ran at once in one process, want 1", got)

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -58,13 +59,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // that span scheduled retries.
 func waitWithin(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, limit, cond, "timed out waiting for %s", what)
 }
 
 func deadLetters(t *testing.T, q queue.Queue) []queue.Job {
@@ -342,19 +337,24 @@ func TestWorkerGracefulShutdown(t *testing.T) {
 		q := memqueue.New()
 		started := make(chan struct{})
 		var ctxErr atomic.Value
+		runCtx, cancel := context.WithCancel(context.Background())
 		w := queue.NewWorker(q).Slog(quiet).ShutdownTimeout(5 * time.Second)
 		queue.Handle(w, func(ctx context.Context, g Greet) error {
 			close(started)
-			time.Sleep(150 * time.Millisecond)
+			<-runCtx.Done() // the job still runs when Run's context is cancelled
 			ctxErr.Store(fmt.Sprint(ctx.Err()))
 			return nil
 		})
-		stop := startWorker(t, w)
+		errc := make(chan error, 1)
+		go func() { errc <- w.Run(runCtx) }()
 		if err := queue.Dispatch(context.Background(), q, Greet{}); err != nil {
 			t.Fatal(err)
 		}
 		<-started
-		stop() // cancels Run's context while the job runs
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
 		if got := ctxErr.Load(); got != "<nil>" {
 			t.Fatalf("handler context was cancelled by Run's context: %v", got)
 		}
@@ -444,11 +444,11 @@ func TestWorkerDeadLettersJobWhoseAttemptsCrashesUsedUp(t *testing.T) {
 		if err := queue.Dispatch(ctx, q, Greet{}, queue.MaxAttempts(1)); err != nil {
 			t.Fatal(err)
 		}
-		// A worker that reserves the job and dies: its lease expires.
+		// A worker that reserves the job and dies: its lease expires
+		// while the next worker waits.
 		if jobs, err := q.Reserve(ctx, nil, 1, 20*time.Millisecond); err != nil || len(jobs) != 1 {
 			t.Fatalf("Reserve = %v, %v", jobs, err)
 		}
-		time.Sleep(40 * time.Millisecond)
 
 		var called atomic.Bool
 		var got error

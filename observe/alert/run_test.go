@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/observe/alert"
 	"github.com/meridianjobs/meridian/queue"
@@ -35,7 +36,11 @@ func TestRunChecksEveryInterval(t *testing.T) {
 		if _, err := q.Purge(ctx, "slow"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Minute)
+		testutil.Eventually(t, time.Minute, func() bool {
+			hooks.mu.Lock()
+			defer hooks.mu.Unlock()
+			return len(hooks.alerts) > 0
+		}, "no hook call at the check after the purge")
 		synctest.Wait()
 		expectOne(t, &hooks, false)
 		cancel()
