@@ -364,12 +364,7 @@ func faultRun(t *testing.T, srv *faultServer, bin string, size faultSize) {
 	}
 	var restartWindows [][2]time.Time
 	next, kills, restarts := step, 0, 0
-	deadline := began.Add(size.deadline)
-	for {
-		if time.Now().After(deadline) {
-			n, _ := q.Len(ctx, "")
-			t.Fatalf("the run did not finish within %v: %d jobs pending, %d kills, %d restarts", size.deadline, n, kills, restarts)
-		}
+	if !testutil.WaitFor(time.Until(began.Add(size.deadline)), func() bool {
 		_, done, busy := fl.records()
 		if restarts < size.restarts && done >= restartAt[restarts] {
 			from := time.Now()
@@ -386,11 +381,12 @@ func faultRun(t *testing.T, srv *faultServer, bin string, size faultSize) {
 		}
 		if kills >= size.kills && restarts >= size.restarts {
 			n, err := q.Len(ctx, "")
-			if err == nil && n == 0 {
-				break
-			}
+			return err == nil && n == 0
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		n, _ := q.Len(ctx, "")
+		t.Fatalf("the run did not finish within %v: %d jobs pending, %d kills, %d restarts", size.deadline, n, kills, restarts)
 	}
 	fl.stop()
 	elapsed := time.Since(began)
