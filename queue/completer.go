@@ -315,9 +315,8 @@ func (c *completer) finished(j *Job, o Outcome, cause error, start time.Time, rt
 }
 
 // ackLinger is how long a batch of acks with no start mark in it waits
-// for more before it is sent: at low load acks then share commits (at
-// 1,000 jobs/s about five per commit instead of one or two) instead of
-// each costing a commit and a WAL flush of its own. A start mark ends the
+// for more before it is sent: at low load acks then share commits instead
+// of each costing a commit and a WAL flush of its own. A start mark ends the
 // wait at once, since its handler waits for it; an ack has no waiter (the
 // handler has returned), so the wait delays only when the store records
 // the job done.

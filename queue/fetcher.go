@@ -126,8 +126,8 @@ func (f *fetcher) run(stopCtx context.Context) {
 			// Fewer than half the handlers run a job: the reservations,
 			// not the handlers, limit the run, and jobs reserved beyond
 			// the idle handlers would only wait for a start mark each
-			// (a write of its own; in a PostgreSQL burn-down with no-op
-			// handlers 40% of the server's CPU). Reserve for the idle
+			// (a write of its own, the store's largest cost per job when
+			// handlers are fast). Reserve for the idle
 			// handlers only; the next reservation follows at once.
 			ahead = 0
 		}

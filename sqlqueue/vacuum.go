@@ -12,10 +12,9 @@ import (
 // An acked row's index entries stay in the claim index until a vacuum
 // removes them, and every claim walks past them: where autovacuum is off,
 // or lags behind a fast burn-down, the claim's cost grows with the jobs
-// done since the last vacuum (after 740,000 and 985,000 of 1,000,000
-// jobs, 5,576 and 7,151 index buffers per claim of 1,000), while the
-// maintenance pass checks only once per interval. Three VACUUMs by hand
-// during such a burn-down made it 1.39x faster. A small queue never
+// done since the last vacuum, while the maintenance pass checks only once
+// per interval; vacuums during a long burn-down keep its claims short.
+// A small queue never
 // reaches this count, so tests never vacuum.
 const vacuumAfterAcks = 100_000
 

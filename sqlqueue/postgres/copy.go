@@ -14,10 +14,10 @@ import (
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
-// copyMin is the smallest batch PushMany loads with COPY. Under 250 jobs
-// the multi-row INSERT's one statement and COPY's transaction were within
-// noise of each other in some runs on a busy machine; from 250 on COPY
-// always took less than half the time (BenchmarkPushMany).
+// copyMin is the smallest batch PushMany loads with COPY: below it the
+// multi-row INSERT's one statement costs no more than COPY's transaction,
+// from it on COPY is clearly cheaper (BenchmarkPushMany; the figures are
+// in docs/benchmarks.md).
 const copyMin = 250
 
 // PushMany stores jobs with sqlqueue's PushMany rules (see

@@ -19,10 +19,9 @@ import (
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
-// DefaultDebounce is the wake-up window of Config.Debounce. At 1,000
-// single pushes a second, 3 ms gave dispatch-to-start latencies of p50
-// 2.7-3.3 ms and p99 11.6-14.5 ms where 20 ms gave 7.3-7.6 ms and
-// 21.8-44.5 ms (2 ms was no better than 3).
+// DefaultDebounce is the wake-up window of Config.Debounce. A shorter
+// window starts single pushes sooner at a steady rate; below this one the
+// latency did not improve (docs/benchmarks.md has the measurement).
 const DefaultDebounce = 3 * time.Millisecond
 
 // DefaultListenCheck is Config.ListenCheck's default: a LISTEN connection

@@ -11,8 +11,8 @@ import (
 
 // The statement cache: modernc.org/sqlite prepares every statement that
 // database/sql runs without an *sql.Stmt anew, and SQLite's parser and
-// code generator are a large part of sqlqueue's cost there (a 1,000-row
-// INSERT: 40% of PushMany's CPU; a one-row push: a quarter of Dispatch's).
+// code generator are a large part of sqlqueue's cost there, for a batch
+// push and a single push alike.
 // sqlqueue runs a small set of statement texts over and over, so each
 // connection keeps the ones it has run twice prepared, and runs them again
 // with new arguments.
