@@ -60,6 +60,104 @@ func (s *suite) testLeaser(t *testing.T) {
 			t.Fatal("the old holder renewed a lease another took")
 		}
 	})
+	epoch := func(t *testing.T, l queue.Leaser, name, holder string, ttl time.Duration) (int64, bool) {
+		t.Helper()
+		e, ok, err := l.AcquireLeaseEpoch(t.Context(), name, holder, ttl)
+		if err != nil {
+			t.Fatalf("AcquireLeaseEpoch(%s, %s): %v", name, holder, err)
+		}
+		if ok != (e > 0) {
+			t.Fatalf("AcquireLeaseEpoch(%s, %s) = %d, %v: want an epoch above 0 exactly when held", name, holder, e, ok)
+		}
+		return e, ok
+	}
+	checkAs(s, t, "EpochGrows", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+		// The epoch stays while the holder renews and grows at each
+		// change of holder: taken after expiry, after release, by the
+		// same holder after its own lease expired.
+		e1, _ := epoch(t, l, "lead", "a", shortLease)
+		if e, ok := epoch(t, l, "lead", "a", shortLease); !ok || e != e1 {
+			t.Fatalf("a renewal moved the epoch from %d to %d (held %v)", e1, e, ok)
+		}
+		if _, ok := epoch(t, l, "lead", "b", longLease); ok {
+			t.Fatal("a second holder took a lease that was held")
+		}
+		var e2 int64
+		eventually(t, "the expired lease to be taken", func() bool {
+			var ok bool
+			e2, ok = epoch(t, l, "lead", "b", shortLease)
+			return ok
+		})
+		taken := time.Now()
+		if e2 <= e1 {
+			t.Fatalf("the epoch after a takeover is %d, want above %d", e2, e1)
+		}
+		eventually(t, "b's lease to expire", func() bool { return time.Since(taken) > shortLease })
+		e3, _ := epoch(t, l, "lead", "b", longLease)
+		if e3 <= e2 {
+			t.Fatalf("the epoch after the holder's own lease expired is %d, want above %d", e3, e2)
+		}
+		if err := l.ReleaseLease(t.Context(), "lead", "b"); err != nil {
+			t.Fatalf("ReleaseLease: %v", err)
+		}
+		if e4, _ := epoch(t, l, "lead", "b", longLease); e4 <= e3 {
+			t.Fatalf("the epoch after a release is %d, want above %d", e4, e3)
+		}
+		if ok := acquire(t, l, "lead", "c", longLease); ok {
+			t.Fatal("AcquireLease took a lease AcquireLeaseEpoch holds")
+		}
+		if e, _ := epoch(t, l, "other", "a", longLease); e <= 0 {
+			t.Fatalf("a new lease's epoch is %d, want above 0", e)
+		}
+	})
+	checkAs(s, t, "StaleEpochRefused", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+		// A periodic tick claimed under a Fence is refused once the
+		// lease has a newer epoch, and nothing of it is stored.
+		ps, ok := q.(queue.PeriodicStore)
+		if !ok {
+			t.Skip("driver is not a queue.PeriodicStore")
+		}
+		old, _ := epoch(t, l, "ticker", "a", shortLease)
+		tick := time.Now().Truncate(time.Second)
+		p := queue.PeriodicInfo{Name: "fenced", Schedule: "every 1s", LastTick: tick.Add(-time.Second), NextTick: tick}
+		if _, err := ps.RegisterPeriodic(t.Context(), p); err != nil {
+			t.Fatal(err)
+		}
+		p.LastTick, p.NextTick = tick, tick.Add(time.Second)
+		current := queue.WithFence(t.Context(), queue.Fence{Lease: "ticker", Epoch: old})
+		if claimed, err := ps.ClaimTick(current, p, newJob("fenced")); err != nil || !claimed {
+			t.Fatalf("ClaimTick under the current epoch = %v, %v; want claimed", claimed, err)
+		}
+		var newer int64
+		eventually(t, "the expired lease to be taken", func() bool {
+			var ok bool
+			newer, ok = epoch(t, l, "ticker", "b", longLease)
+			return ok
+		})
+		p.LastTick, p.NextTick = tick.Add(time.Second), tick.Add(2*time.Second)
+		stale := newJob("fenced")
+		if claimed, err := ps.ClaimTick(current, p, stale); !errors.Is(err, queue.ErrFenced) || claimed {
+			t.Fatalf("ClaimTick under the stale epoch %d (lease at %d) = %v, %v; want ErrFenced", old, newer, claimed, err)
+		}
+		if in, ok := q.(queue.Inspector); ok {
+			if _, err := in.GetJob(t.Context(), stale.ID); !errors.Is(err, queue.ErrNotFound) {
+				t.Fatalf("GetJob of a refused tick's job = %v, want ErrNotFound", err)
+			}
+		}
+		recs, err := ps.Periodics(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Name == p.Name && !r.LastTick.Equal(tick) {
+				t.Fatalf("a refused tick moved LastTick to %s, want %s", r.LastTick, tick)
+			}
+		}
+		fresh := queue.WithFence(t.Context(), queue.Fence{Lease: "ticker", Epoch: newer})
+		if claimed, err := ps.ClaimTick(fresh, p, newJob("fenced")); err != nil || !claimed {
+			t.Fatalf("ClaimTick under the new epoch = %v, %v; want claimed", claimed, err)
+		}
+	})
 	if s.h.Peer != nil {
 		checkAs(s, t, "Peers", func(t *testing.T, q queue.Queue, l queue.Leaser) {
 			handles := []queue.Leaser{l, s.h.Peer(t, q).(queue.Leaser), s.h.Peer(t, q).(queue.Leaser)}

@@ -19,28 +19,42 @@ type cancelRecord struct {
 	at    time.Time
 }
 
-// lease is one named lease (see queue.Leaser).
+// lease is one named lease (see queue.Leaser). A released lease stays, with
+// no holder, so that its epoch keeps growing.
 type lease struct {
 	holder  string
 	expires time.Time
+	epoch   int64
 }
 
 // AcquireLease takes or renews the named lease for holder (see
 // queue.Leaser). Leases live in this Queue's memory, so they elect a leader
 // among the users of one Queue value.
 func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	_, held, err := q.AcquireLeaseEpoch(ctx, name, holder, ttl)
+	return held, err
+}
+
+// AcquireLeaseEpoch is AcquireLease that also returns the lease's epoch
+// (see queue.Leaser).
+func (q *Queue) AcquireLeaseEpoch(ctx context.Context, name, holder string, ttl time.Duration) (int64, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("memqueue: acquiring lease %s: %w", name, err)
+		return 0, false, fmt.Errorf("memqueue: acquiring lease %s: %w", name, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
-	l, ok := q.leases[name]
-	if ok && l.holder != holder && l.expires.After(now) {
-		return false, nil
+	l := q.leases[name]
+	live := l.holder != "" && l.expires.After(now)
+	if live && l.holder != holder {
+		return 0, false, nil
 	}
-	q.leases[name] = lease{holder: holder, expires: now.Add(ttl)}
-	return true, nil
+	if !live || l.holder != holder {
+		l.epoch++
+	}
+	l.holder, l.expires = holder, now.Add(ttl)
+	q.leases[name] = l
+	return l.epoch, true, nil
 }
 
 // ReleaseLease gives up the named lease if holder holds it.
@@ -51,9 +65,19 @@ func (q *Queue) ReleaseLease(ctx context.Context, name, holder string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if l, ok := q.leases[name]; ok && l.holder == holder {
-		delete(q.leases, name)
+		q.leases[name] = lease{epoch: l.epoch}
 	}
 	return nil
+}
+
+// fencedLocked returns an error matching queue.ErrFenced when ctx carries a
+// Fence (queue.WithFence) whose epoch is no longer its lease's.
+func (q *Queue) fencedLocked(ctx context.Context) error {
+	f, ok := queue.FenceFrom(ctx)
+	if !ok || q.leases[f.Lease].epoch == f.Epoch {
+		return nil
+	}
+	return fmt.Errorf("lease %s is past epoch %d: %w", f.Lease, f.Epoch, queue.ErrFenced)
 }
 
 // Cancel cancels the active job id (see queue.Canceller). The cancelled job
@@ -163,6 +187,9 @@ func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if err := q.fencedLocked(ctx); err != nil {
+		return false, fmt.Errorf("memqueue: claiming a tick of periodic job %s: %w", p.Name, err)
+	}
 	m := q.periodics[p.Name]
 	if m == nil {
 		return false, fmt.Errorf("memqueue: claiming a tick of periodic job %s: %w", p.Name, queue.ErrNotFound)

@@ -32,6 +32,7 @@ type (
 	JobInfo           = driver.JobInfo
 	JobPage           = driver.JobPage
 	JobState          = driver.JobState
+	Fence             = driver.Fence
 	Lease             = driver.Lease
 	LeaseDefaulter    = driver.LeaseDefaulter
 	Leaser            = driver.Leaser
@@ -107,6 +108,7 @@ var (
 	ErrCancelled   = driver.ErrCancelled
 	ErrConfig      = driver.ErrConfig
 	ErrDuplicate   = driver.ErrDuplicate
+	ErrFenced      = driver.ErrFenced
 	ErrFinished    = driver.ErrFinished
 	ErrInvalid     = driver.ErrInvalid
 	ErrLeaseLost   = driver.ErrLeaseLost
@@ -126,6 +128,8 @@ var PerMinute = driver.PerMinute
 var Validate = driver.Validate
 var ValidateBatch = driver.ValidateBatch
 var ValidateLeaseName = driver.ValidateLeaseName
+var WithFence = driver.WithFence
+var FenceFrom = driver.FenceFrom
 var WithWorker = driver.WithWorker
 var WorkerOf = driver.WorkerOf
 var BatchDue = driver.BatchDue

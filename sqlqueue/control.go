@@ -128,9 +128,9 @@ func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted
 func leaseRow(name string) string { return "lease:" + name }
 
 // AcquireLease takes or renews the named lease for holder until now plus
-// ttl (see queue.Leaser): a row of <table>_meta with the holder and the
-// expiry, changed by one conditional UPDATE. Names are at most
-// queue.MaxLeaseNameBytes bytes.
+// ttl (see queue.Leaser): a row of <table>_meta with the holder, the
+// expiry and the epoch, changed by one conditional UPDATE. Names are at
+// most queue.MaxLeaseNameBytes bytes.
 func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
 	if err := q.use(ctx); err != nil {
 		return false, err
@@ -138,21 +138,57 @@ func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	if err := queue.ValidateLeaseName(name); err != nil {
 		return false, err
 	}
-	ok, err := q.acquireRow(ctx, leaseRow(name), holder, ttl, true)
+	ok, err := q.acquireRow(ctx, stmts(q.db), leaseRow(name), holder, ttl, true)
 	if err != nil {
 		return false, q.wrap(ctx, err, "acquiring lease %s", name)
 	}
 	return ok, nil
 }
 
+// AcquireLeaseEpoch is AcquireLease that also returns the lease's epoch
+// (see queue.Leaser): the UPDATE and a read of the epoch in one write
+// transaction.
+func (q *Queue) AcquireLeaseEpoch(ctx context.Context, name, holder string, ttl time.Duration) (int64, bool, error) {
+	if err := q.use(ctx); err != nil {
+		return 0, false, err
+	}
+	if err := queue.ValidateLeaseName(name); err != nil {
+		return 0, false, err
+	}
+	epoch, held, err := q.acquireEpoch(ctx, leaseRow(name), holder, ttl, true)
+	if err != nil {
+		return 0, false, q.wrap(ctx, err, "acquiring lease %s", name)
+	}
+	return epoch, held, nil
+}
+
+// acquireEpoch takes or renews the lease in the meta row name, as
+// acquireRow does, and returns its epoch when held.
+func (q *Queue) acquireEpoch(ctx context.Context, name, holder string, ttl time.Duration, create bool) (epoch int64, held bool, err error) {
+	err = q.d.writeTx(ctx, q, func(ex execer) error {
+		st := stmts(ex)
+		held, err = q.acquireRow(ctx, st, name, holder, ttl, create)
+		if err != nil || !held {
+			return err
+		}
+		return queryRow(ctx, st, q.sql("SELECT epoch FROM {meta} WHERE name = ?"), []any{name}, &epoch)
+	})
+	if err != nil || !held {
+		return 0, false, err
+	}
+	return epoch, true, nil
+}
+
 // maxKnownLeaseRows bounds Queue.leaseRows.
 const maxKnownLeaseRows = 10000
 
-// acquireRow takes or renews the lease in the meta row name; create adds
-// the row when it is missing.
-func (q *Queue) acquireRow(ctx context.Context, name, holder string, ttl time.Duration, create bool) (bool, error) {
+// acquireRow takes or renews the lease in the meta row name on st; create
+// adds the row when it is missing. The epoch grows unless holder renews
+// the lease it holds live; it is assigned first because MySQL evaluates
+// the assignments of an UPDATE left to right, each seeing the ones before.
+func (q *Queue) acquireRow(ctx context.Context, st statements, name, holder string, ttl time.Duration, create bool) (bool, error) {
 	if _, known := q.leaseRows.Load(name); create && !known {
-		if _, err := q.db.ExecContext(ctx, q.sql(q.d.insertOrIgnore(q.t.meta, "name, value, expires_at", "?, '', 0")), name); err != nil {
+		if _, err := st.Exec(ctx, q.sql(q.d.insertOrIgnore(q.t.meta, "name, value, expires_at", "?, '', 0")), name); err != nil {
 			return false, err
 		}
 		if q.leaseRowCount.Load() < maxKnownLeaseRows {
@@ -163,14 +199,35 @@ func (q *Queue) acquireRow(ctx context.Context, name, holder string, ttl time.Du
 	now := time.Now()
 	// The expiry always moves (MySQL counts changed rows, not matched
 	// ones), so a renewal by the holder reports one row.
-	exp := micros(now.Add(ttl))
-	res, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)"),
-		holder, exp, exp, name, holder, micros(now))
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	exp, at := micros(now.Add(ttl)), micros(now)
+	n, err := st.Exec(ctx, q.sql("UPDATE {meta} SET epoch = CASE WHEN value = ? AND expires_at >= ? THEN epoch ELSE epoch + 1 END, value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)"),
+		holder, at, holder, exp, exp, name, holder, at)
 	return n == 1, err
+}
+
+// fenced returns an error matching queue.ErrFenced when ctx carries a
+// Fence (queue.WithFence) whose epoch is no longer its lease's, reading
+// the lease's row on st, a write transaction, with a lock that keeps the
+// lease from passing on until the transaction ends.
+func (q *Queue) fenced(ctx context.Context, st statements) error {
+	f, ok := queue.FenceFrom(ctx)
+	if !ok {
+		return nil
+	}
+	return q.fencedRow(ctx, st, leaseRow(f.Lease), f)
+}
+
+// fencedRow is fenced for the lease in meta row name.
+func (q *Queue) fencedRow(ctx context.Context, st statements, name string, f queue.Fence) error {
+	var epoch int64
+	err := queryRow(ctx, st, q.sql("SELECT epoch FROM {meta} WHERE name = ?"+q.d.rowLock()), []any{name}, &epoch)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if epoch != f.Epoch {
+		return fmt.Errorf("lease %s is past epoch %d: %w", f.Lease, f.Epoch, queue.ErrFenced)
+	}
+	return nil
 }
 
 // ReleaseLease gives up the named lease if holder holds it.
@@ -225,6 +282,9 @@ func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job
 	var stored []bool
 	err := q.d.writeTx(ctx, q, func(ex execer) error {
 		st := stmts(ex)
+		if err := q.fenced(ctx, st); err != nil {
+			return err
+		}
 		n, err := st.Exec(ctx, q.sql("UPDATE {periodic} SET last_tick = ?, next_tick = ?, schedule = ?, last_job_id = ?, updated_at = ? WHERE name = ? AND last_tick < ?"),
 			micros(p.LastTick), micros(p.NextTick), p.Schedule, j.ID, now, p.Name, micros(p.LastTick))
 		if err != nil || n == 0 {

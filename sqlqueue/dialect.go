@@ -114,6 +114,10 @@ type dialect interface {
 	// time, then the error) and only the last queue.MaxHistory kept: a
 	// JSON array of historyEntry.
 	historyAppend() string
+	// rowLock is the suffix of a SELECT inside writeTx that locks the
+	// rows it reads until the transaction ends ("" where writeTx holds
+	// the whole database's write lock).
+	rowLock() string
 	// touch is the expression that moves updated_at forward to the bind
 	// parameter and always changes it (MySQL counts changed rows).
 	touch() string

@@ -49,6 +49,7 @@ func (mysqlDialect) name() Dialect              { return MySQL }
 func (mysqlDialect) quote(s string) string      { return "`" + s + "`" }
 func (mysqlDialect) rebind(query string) string { return query }
 func (mysqlDialect) maxParams() int             { return 65535 }
+func (mysqlDialect) rowLock() string            { return " FOR UPDATE" }
 func (mysqlDialect) touch() string              { return "GREATEST(updated_at + 1, ?)" }
 
 // historyAppend drops the oldest entry (JSON_REMOVE of $[0]) once the

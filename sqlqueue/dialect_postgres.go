@@ -40,6 +40,7 @@ type pgDialect struct {
 func (pgDialect) name() Dialect         { return Postgres }
 func (pgDialect) quote(s string) string { return quoteDouble(s) }
 func (pgDialect) maxParams() int        { return 65535 }
+func (pgDialect) rowLock() string       { return " FOR UPDATE" }
 func (pgDialect) touch() string         { return "GREATEST(updated_at + 1, ?)" }
 
 // rebind turns ? placeholders into $1, $2 ... The SQL this package writes

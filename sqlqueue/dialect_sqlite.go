@@ -43,6 +43,7 @@ func (sqliteDialect) name() Dialect              { return SQLite }
 func (sqliteDialect) quote(s string) string      { return quoteDouble(s) }
 func (sqliteDialect) rebind(query string) string { return query }
 func (sqliteDialect) maxParams() int             { return 32766 }
+func (sqliteDialect) rowLock() string            { return "" }
 func (sqliteDialect) touch() string              { return "MAX(updated_at + 1, ?)" }
 
 // historyAppend drops the oldest entry (json_remove of $[0]) once the

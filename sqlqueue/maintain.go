@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue"
 )
 
 // maxPruneBatches bounds one maintenance pass per kind of row, so a pass
@@ -24,6 +26,13 @@ const maxPruneBatches = 20
 // so too where it is on). It reports whether this process was the leader
 // and how many rows it deleted.
 //
+// The pass is fenced: the lease's epoch, read when it is taken, is checked
+// in the transaction of each delete, so a process that paused during a
+// pass (SIGSTOP) and resumes after another took the lease over deletes
+// nothing more; and the pass ends, its context cancelled, a tenth of the
+// lease before the lease's expiry. Folding the job counts and vacuuming
+// are safe to run from several processes at once and are not fenced.
+//
 // Workers trigger a pass through Heartbeat once per maintenance interval;
 // call Maintain yourself (for example from a ticker) in deployments that
 // run no Worker against the database.
@@ -34,10 +43,14 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	now := time.Now()
 	// The maintenance leader is a named lease like AcquireLease's, in the
 	// row every schema version has had.
-	held, err := q.acquireRow(ctx, "maintenance_leader", q.holder, 3*q.cfg.maintainEvery, false)
+	ttl := 3 * q.cfg.maintainEvery
+	epoch, held, err := q.acquireEpoch(ctx, maintenanceRow, q.holder, ttl, false)
 	if err != nil || !held {
 		return false, 0, q.wrap(ctx, err, "electing the maintenance leader")
 	}
+	ctx, cancel := context.WithDeadline(ctx, now.Add(ttl-ttl/10))
+	defer cancel()
+	ctx = queue.WithFence(ctx, queue.Fence{Lease: maintenanceRow, Epoch: epoch})
 	finishedBefore := now.Add(-q.cfg.keepFinished)
 	pruned, err = q.pruneJobs(ctx, stateDone, finishedBefore)
 	if err == nil {
@@ -46,12 +59,9 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 		pruned += n
 	}
 	if err == nil {
-		var res interface{ RowsAffected() (int64, error) }
-		res, err = q.db.ExecContext(ctx, q.sql("DELETE FROM {uniques} WHERE expires_at < ?"), micros(now))
-		if err == nil {
-			n, _ := res.RowsAffected()
-			pruned += int(n)
-		}
+		var n int64
+		n, err = q.fencedExec(ctx, "DELETE FROM {uniques} WHERE expires_at < ?", micros(now))
+		pruned += int(n)
 	}
 	if err == nil && q.cfg.keepDead > 0 {
 		var n int
@@ -64,20 +74,14 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 		pruned += n
 	}
 	if err == nil {
-		var res2 interface{ RowsAffected() (int64, error) }
-		res2, err = q.db.ExecContext(ctx, q.sql("DELETE FROM {workers} WHERE last_seen < ?"), micros(now.Add(-q.cfg.workerTTL)))
-		if err == nil {
-			n, _ := res2.RowsAffected()
-			pruned += int(n)
-		}
+		var n int64
+		n, err = q.fencedExec(ctx, "DELETE FROM {workers} WHERE last_seen < ?", micros(now.Add(-q.cfg.workerTTL)))
+		pruned += int(n)
 	}
 	if err == nil {
-		var res3 interface{ RowsAffected() (int64, error) }
-		res3, err = q.db.ExecContext(ctx, q.sql("DELETE FROM {metrics} WHERE minute_at < ?"), now.Add(-q.cfg.metricsKeep).Unix())
-		if err == nil {
-			n, _ := res3.RowsAffected()
-			pruned += int(n)
-		}
+		var n int64
+		n, err = q.fencedExec(ctx, "DELETE FROM {metrics} WHERE minute_at < ?", now.Add(-q.cfg.metricsKeep).Unix())
+		pruned += int(n)
 	}
 	if err != nil {
 		return true, pruned, q.wrap(ctx, err, "pruning old rows")
@@ -144,13 +148,49 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 			continue
 		}
 		batches++
-		n, err := q.changeJobs(ctx, stmts(q.db), "DELETE FROM {jobs}", "id IN (?) AND state = ?", ids, state)
+		var n int64
+		err = q.fencedTx(ctx, func(st statements) (err error) {
+			n, err = q.changeJobs(ctx, st, "DELETE FROM {jobs}", "id IN (?) AND state = ?", ids, state)
+			return err
+		})
 		if err != nil {
 			return total, err
 		}
 		total += int(n)
 	}
 	return total, nil
+}
+
+// maintenanceRow is the meta row of the maintenance lease.
+const maintenanceRow = "maintenance_leader"
+
+// fencedTx runs fn in a write transaction that first checks the fence ctx
+// carries (the maintenance pass's), on the maintenance lease's row, and
+// runs it again from the start when the server rolled it back to break a
+// deadlock.
+func (q *Queue) fencedTx(ctx context.Context, fn func(st statements) error) error {
+	f, fenced := queue.FenceFrom(ctx)
+	return q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error {
+			st := stmts(ex)
+			if fenced {
+				if err := q.fencedRow(ctx, st, f.Lease, f); err != nil {
+					return err
+				}
+			}
+			return fn(st)
+		})
+	})
+}
+
+// fencedExec runs one statement in a fencedTx and returns how many rows
+// it changed.
+func (q *Queue) fencedExec(ctx context.Context, stmt string, args ...any) (n int64, err error) {
+	err = q.fencedTx(ctx, func(st statements) error {
+		n, err = st.Exec(ctx, q.sql(stmt), args...)
+		return err
+	})
+	return n, err
 }
 
 // maintainIfDue runs Maintain when the last attempt from this Queue is at
@@ -179,8 +219,7 @@ func (q *Queue) pruneBatches(ctx context.Context, cutoff time.Time) (int, error)
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
-		err = q.d.writeTx(ctx, q, func(ex execer) error {
-			st := stmts(ex)
+		err = q.fencedTx(ctx, func(st statements) error {
 			for _, stmt := range []string{"DELETE FROM {batch_jobs} WHERE batch_id IN (?)", "DELETE FROM {batches} WHERE id IN (?)"} {
 				del, args, err := q.sqlIn(stmt, ids)
 				if err != nil {

@@ -37,6 +37,11 @@ var (
 	// Worker.Run returns them instead of retrying, while other driver
 	// errors are taken as transient and retried with backoff.
 	ErrConfig = errors.New("queue: configuration error")
+
+	// ErrFenced reports a write refused because it carried a stale Fence:
+	// the lease it names has passed to a newer term (a higher epoch)
+	// since the writer was elected. The writer is no longer the leader.
+	ErrFenced = errors.New("queue: fenced: the lease has a newer epoch")
 )
 
 // DuplicateError is the error a driver may return for a duplicate push when

@@ -3,7 +3,9 @@ package driver
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Chainer is a Queue that records a job's outcome and pushes the jobs that
@@ -35,6 +37,15 @@ type Leaser interface {
 	// it is free or expired, or renews it when holder already holds it. It
 	// reports whether holder holds the lease after the call.
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+	// AcquireLeaseEpoch is AcquireLease that also returns the lease's
+	// epoch, the fencing token of its terms (see Fence), when holder holds
+	// the lease after the call (0 when not). The epoch of a name starts
+	// above 0 and grows each time the lease passes to a holder that did
+	// not hold it live: from another holder, or after it expired or was
+	// released. A renewal of a live lease by its holder keeps it. Epochs
+	// never go down, and a store that checks fenced writes (see
+	// WithFence) refuses those whose epoch is not the lease's.
+	AcquireLeaseEpoch(ctx context.Context, name, holder string, ttl time.Duration) (epoch int64, held bool, err error)
 	// ReleaseLease gives up the lease name if holder holds it, so another
 	// holder may take it at once. Releasing a lease one does not hold is
 	// not an error.
@@ -46,10 +57,19 @@ type Leaser interface {
 const MaxLeaseNameBytes = 50
 
 // ValidateLeaseName returns an error matching ErrConfig for a lease name
-// that is empty or longer than MaxLeaseNameBytes.
+// that is empty, longer than MaxLeaseNameBytes, not valid UTF-8, or that
+// has a NUL byte or ends in a space. Names are compared byte for byte on
+// every driver; MariaDB ignores trailing spaces when it compares strings,
+// so "lead" and "lead " would name the same lease there and are refused
+// everywhere instead.
 func ValidateLeaseName(name string) error {
-	if name == "" || len(name) > MaxLeaseNameBytes {
+	switch {
+	case name == "" || len(name) > MaxLeaseNameBytes:
 		return fmt.Errorf("%w: lease name %q: want 1 to %d bytes", ErrConfig, name, MaxLeaseNameBytes)
+	case !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0:
+		return fmt.Errorf("%w: lease name %q: want UTF-8 without NUL", ErrConfig, name)
+	case strings.HasSuffix(name, " "):
+		return fmt.Errorf("%w: lease name %q ends in a space", ErrConfig, name)
 	}
 	return nil
 }

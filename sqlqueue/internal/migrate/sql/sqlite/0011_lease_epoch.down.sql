@@ -1,0 +1,4 @@
+-- 0011_lease_epoch down: drops the leases' fencing epochs.
+ALTER TABLE {meta} DROP COLUMN epoch;
+
+UPDATE {meta} SET value = '10' WHERE name = 'schema_version';
