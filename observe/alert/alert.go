@@ -82,6 +82,18 @@ func WithLeader(isLeader func(ctx context.Context) bool) Option {
 	return func(a *Alerter) { a.isLeader = isLeader }
 }
 
+// WithElection makes only the process that l elected claim transitions and
+// call the hook, as WithLeader(l.IsLeader) does, and fences its claims:
+// each Check claims under l's current Fence (queue.WithFence), which a
+// SQLClaimer made with FencedBy checks in the claim's own statement, so a
+// leader that paused and resumed after another took over claims nothing.
+func WithElection(l *queue.Leader) Option {
+	return func(a *Alerter) {
+		a.fence = l.Fence
+		a.isLeader = func(context.Context) bool { return l.IsLeader() }
+	}
+}
+
 // WithClaimer sets who decides which process calls the hook for a
 // transition (default: NewMemoryClaimer, one process only).
 func WithClaimer(c Claimer) Option { return func(a *Alerter) { a.claimer = c } }
@@ -97,6 +109,7 @@ type Alerter struct {
 	thresholds []Threshold
 	interval   time.Duration
 	isLeader   func(context.Context) bool
+	fence      func() (queue.Fence, bool) // WithElection's, or nil
 	claimer    Claimer
 	log        *slog.Logger
 
@@ -199,6 +212,13 @@ func (a *Alerter) Check(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 
+	if a.fence != nil {
+		f, ok := a.fence()
+		if !ok {
+			return nil
+		}
+		ctx = queue.WithFence(ctx, f)
+	}
 	if a.isLeader != nil && !a.isLeader(ctx) {
 		return nil
 	}

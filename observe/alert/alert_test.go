@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -229,7 +230,7 @@ func TestLongWaitOnceWithQueueLeader(t *testing.T) {
 		wg.Go(func() { _ = l.Run(ctx) })
 		leaders = append(leaders, l)
 		alerters = append(alerters, alert.New(q.(queue.Inspector), hooks.hook,
-			alert.WithLeader(func(context.Context) bool { return l.IsLeader() }),
+			alert.WithElection(l),
 			alert.WithThresholds(alert.Threshold{Queue: "slow", MaxWait: 30 * time.Minute})))
 	}
 	defer func() { cancel(); wg.Wait() }()
@@ -256,5 +257,58 @@ func TestLongWaitOnceWithQueueLeader(t *testing.T) {
 		if f := a.Firing(); len(f) != 1 {
 			t.Errorf("alerter %d (leading: %v): Firing = %+v", i, leaders[i].IsLeader(), f)
 		}
+	}
+}
+
+// A claim made under a stale Fence is refused and changes nothing; one
+// under the lease's current epoch goes through.
+func TestSQLClaimerFenced(t *testing.T) {
+	t.Parallel()
+	table := observetest.RandomTable()
+	q1 := observetest.Postgres(t, table, true)
+	ctx := context.Background()
+	db, err := sql.Open("pgx", observetest.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	claims := table + "_alerts"
+	claimer, err := alert.NewSQLClaimer(ctx, db, claims, alert.FencedBy(table+"_meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP TABLE " + claims); err != nil {
+			t.Errorf("dropping the claim table: %v", err)
+		}
+	})
+	l := queue.Queue(q1).(queue.Leaser)
+	old, ok, err := l.AcquireLeaseEpoch(ctx, "alerts", "a", 200*time.Millisecond)
+	if err != nil || !ok {
+		t.Fatalf("AcquireLeaseEpoch = %v, %v", ok, err)
+	}
+	stale := queue.WithFence(ctx, queue.Fence{Lease: "alerts", Epoch: old})
+	if won, err := claimer.Claim(stale, "wait:slow", true); err != nil || !won {
+		t.Fatalf("Claim under the current epoch = %v, %v; want won", won, err)
+	}
+	var newer int64
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if newer, ok, err = l.AcquireLeaseEpoch(ctx, "alerts", "b", time.Minute); err != nil || ok || time.Now().After(deadline) {
+			break
+		}
+		<-time.After(50 * time.Millisecond)
+	}
+	if err != nil || !ok {
+		t.Fatalf("b could not take the expired lease: %v, %v", ok, err)
+	}
+	if won, err := claimer.Claim(stale, "wait:slow", false); !errors.Is(err, queue.ErrFenced) || won {
+		t.Fatalf("Claim under the stale epoch %d (lease at %d) = %v, %v; want ErrFenced", old, newer, won, err)
+	}
+	fresh := queue.WithFence(ctx, queue.Fence{Lease: "alerts", Epoch: newer})
+	if won, err := claimer.Claim(fresh, "wait:slow", true); err != nil || won {
+		t.Fatalf("Claim of firing under the new epoch = %v, %v; want not won (the refused clear left it firing)", won, err)
+	}
+	if won, err := claimer.Claim(fresh, "wait:slow", false); err != nil || !won {
+		t.Fatalf("Claim of clear under the new epoch = %v, %v; want won", won, err)
 	}
 }

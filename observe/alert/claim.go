@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+
+	"github.com/meridianjobs/meridian/queue"
 )
 
 // Claimer records the state of each alert for the cluster and decides who
@@ -50,8 +52,30 @@ type DB interface {
 // process of a cluster shares them: each transition is one statement whose
 // row lock lets exactly one process win it.
 type SQLClaimer struct {
-	db    DB
-	table string
+	db     DB
+	table  string
+	leases string // FencedBy's table, or ""
+}
+
+// SQLClaimerOption configures NewSQLClaimer.
+type SQLClaimerOption func(*SQLClaimer) error
+
+// FencedBy makes claims made under a queue.Fence (see WithElection) check
+// it in the claim's statement: table is the table that holds the lease,
+// sqlqueue's "<table>_meta" (its lease rows are named "lease:" and the
+// lease's name, with the lease's epoch in an epoch column), in the same
+// database. A claim whose Fence is stale, because another process was
+// elected since, is refused with an error matching queue.ErrFenced, and
+// the lease's row is locked until the claim commits, so no election
+// passes it by. table must be a plain identifier.
+func FencedBy(table string) SQLClaimerOption {
+	return func(c *SQLClaimer) error {
+		if !identifier.MatchString(table) {
+			return fmt.Errorf("alert: lease table name %q is not a plain identifier", table)
+		}
+		c.leases = table
+		return nil
+	}
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
@@ -60,11 +84,16 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // db (opened with a PostgreSQL database/sql driver, e.g. pgx's stdlib),
 // creating the table if it does not exist. table must be a plain
 // identifier.
-func NewSQLClaimer(ctx context.Context, db DB, table string) (*SQLClaimer, error) {
+func NewSQLClaimer(ctx context.Context, db DB, table string, opts ...SQLClaimerOption) (*SQLClaimer, error) {
 	if !identifier.MatchString(table) {
 		return nil, fmt.Errorf("alert: table name %q is not a plain identifier", table)
 	}
 	c := &SQLClaimer{db: db, table: table}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
 	_, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (
 	alert_key  text PRIMARY KEY,
 	firing     boolean NOT NULL,
@@ -78,8 +107,12 @@ func NewSQLClaimer(ctx context.Context, db DB, table string) (*SQLClaimer, error
 
 // Claim implements Claimer. Crossing inserts the row or flips it from
 // cleared; clearing flips it from firing. Under PostgreSQL's ON CONFLICT
-// and row locks, of concurrent calls only one sees a row returned.
+// and row locks, of concurrent calls only one sees a row returned. With
+// FencedBy and a queue.Fence in ctx, the same statement checks the fence.
 func (c *SQLClaimer) Claim(ctx context.Context, key string, firing bool) (bool, error) {
+	if f, ok := queue.FenceFrom(ctx); ok && c.leases != "" {
+		return c.claimFenced(ctx, key, firing, f)
+	}
 	var q string
 	if firing {
 		q = `INSERT INTO ` + c.table + ` AS t (alert_key, firing) VALUES ($1, true)
@@ -95,6 +128,30 @@ RETURNING true`
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("alert: claiming %q: %w", key, err)
+	}
+	return won, nil
+}
+
+// claimFenced is Claim checking f in the same statement: it locks the
+// lease's row (FOR UPDATE: an election waits for the claim to commit, and
+// a claim waiting for an election reads the new epoch) and changes the
+// claim only if the lease's epoch is f's.
+func (c *SQLClaimer) claimFenced(ctx context.Context, key string, firing bool, f queue.Fence) (bool, error) {
+	change := `UPDATE ` + c.table + ` SET firing = false, changed_at = now() WHERE alert_key = $1 AND firing AND (SELECT epoch FROM fence) = $3 RETURNING true`
+	if firing {
+		change = `INSERT INTO ` + c.table + ` AS t (alert_key, firing) SELECT $1, true WHERE (SELECT epoch FROM fence) = $3
+ON CONFLICT (alert_key) DO UPDATE SET firing = true, changed_at = now() WHERE NOT t.firing
+RETURNING true`
+	}
+	q := `WITH fence AS (SELECT epoch FROM ` + c.leases + ` WHERE name = $2 FOR UPDATE), won AS (` + change + `)
+SELECT COALESCE((SELECT epoch FROM fence), 0), EXISTS (SELECT 1 FROM won)`
+	var epoch int64
+	var won bool
+	if err := c.db.QueryRowContext(ctx, q, key, "lease:"+f.Lease, f.Epoch).Scan(&epoch, &won); err != nil {
+		return false, fmt.Errorf("alert: claiming %q: %w", key, err)
+	}
+	if epoch != f.Epoch {
+		return false, fmt.Errorf("alert: claiming %q: lease %s is past epoch %d: %w", key, f.Lease, f.Epoch, queue.ErrFenced)
 	}
 	return won, nil
 }

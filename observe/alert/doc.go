@@ -25,7 +25,12 @@
 // firing when it took over.
 //
 // A queue.Leader over the queue serves as the leader check on every
-// driver: WithLeader(func(context.Context) bool { return l.IsLeader() }).
+// driver: WithElection(l). It also fences the claims: each Check claims
+// under the Leader's queue.Fence, and a SQLClaimer made with FencedBy (the
+// sqlqueue table's "<table>_meta") refuses, in the claim's own statement,
+// a claim from a leader that paused and resumed after another was elected
+// (queue.ErrFenced). Memory claims are local to the process and not
+// fenced.
 //
 // A hook that fails is logged and not retried: the transition was claimed,
 // so no other process calls its hook for it.
