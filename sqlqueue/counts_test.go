@@ -164,19 +164,27 @@ func TestCountsOfBatchAcks(t *testing.T) {
 	}
 }
 
+// lastCountingMigration is, per dialect, the newest migration that changed
+// how jobs are counted.
+var lastCountingMigration = map[sqlqueue.Dialect]int{
+	sqlqueue.Postgres: 10, // 0010_counts_fold
+	sqlqueue.MySQL:    16, // 0016_count_changes
+	sqlqueue.SQLite:   10, // 0010_count_inserts
+}
+
 // TestCountsAcrossTheLastMigration checks that the counts stay exact when
-// the newest migration is applied to a filled table, and undone and
-// applied again: the states and the scheduled buckets of jobs counted
-// before it, changed by statements between the two versions, and changed
-// after it.
+// the newest migration that changed counting is applied to a filled table,
+// and undone and applied again: the states and the scheduled buckets of
+// jobs counted before it, changed by statements between the two versions,
+// and changed after it.
 func TestCountsAcrossTheLastMigration(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		ctx := t.Context()
 		s := newStore(t, b)
 		q, db := s.open(t, sqlqueue.WithRetention(time.Hour, time.Hour))
-		latest, err := sqlqueue.LatestSchemaVersion(b.dialect)
-		if err != nil {
-			t.Fatal(err)
+		latest := lastCountingMigration[b.dialect]
+		if latest == 0 {
+			t.Fatalf("no counting migration known for %s", b.dialect)
 		}
 		now := time.Now()
 		hour := func(n int) time.Time { return now.Add(time.Duration(n) * time.Hour) }
