@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -109,10 +110,7 @@ func TestLeaderEndsTermWhileStoreCallHangs(t *testing.T) {
 		time.Sleep(2 * margin)
 		q.thaw()
 		synctest.Wait()
-		for !l.IsLeader() {
-			time.Sleep(renew)
-			synctest.Wait()
-		}
+		testutil.Eventually(t, ttl, l.IsLeader, "a did not lead again after the thaw")
 		if g, _ := l.Fence(); g.Epoch <= f.Epoch {
 			t.Errorf("the new term's epoch is %d, want above %d", g.Epoch, f.Epoch)
 		}
