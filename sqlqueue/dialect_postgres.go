@@ -85,7 +85,7 @@ func (pgDialect) readyCond(alias string, now int64) (string, []any) {
 // One-Time Filter above the claim-index scan: correlated with the claimed
 // rows (NOT EXISTS ... WHERE p.queue = j.queue), an analyzed table is
 // claimed through a sequential scan, an anti join and a sort of every
-// pending row (500 jobs over 1,000,000 queued: 1,238 ms, against 13.5 ms).
+// pending row, a cost that grows with the backlog.
 // A claim over several queues reads the pauses first and claims only from
 // the queues not paused then; the statement checks those again, so a
 // queue paused in between makes this one claim return nothing.
@@ -284,8 +284,8 @@ func announceLoop(q *Queue) {
 //
 // The lease terms are wrapped in IS TRUE so that the primary key is the
 // only index the planner can use: bare, "run_at > $n" matches the claim
-// index and an unanalyzed table is read through all of it (1,000 acks over
-// 1,000,000 queued jobs: 140-160 ms, against 9-12 ms by primary key).
+// index and an unanalyzed table is read through all of it, where the
+// primary key reads only the acked rows.
 // unnest keeps the nested loop over the primary key under a generic plan
 // too (it assumes 10 elements), where a VALUES list of an analyzed table
 // becomes a hash join over a sequential scan.
@@ -344,7 +344,7 @@ func (pgDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, 
 // pgLeaseArgs is arrayArgs for the statements finishLeases runs: through
 // pgx itself (hook.Queue.Direct) the IDs and tokens go as []string, which
 // pgx sends as binary text arrays, so neither side builds or parses an
-// array literal (array_in was 2% of the server's CPU in the burn-down).
+// array literal.
 func pgLeaseArgs(q *Queue, leases []queue.Lease, now int64, args []any) []any {
 	if q.direct == nil {
 		return arrayArgs(leases, now, args)
@@ -398,15 +398,13 @@ func pgState(err error) (string, bool) {
 // plan_cache_mode = force_custom_plan: a driver that prepares its
 // statements (pgx caches them) would otherwise get a generic plan after
 // five runs, and a generic plan cannot know that "run_at > $1" selects a
-// few future jobs, so it scans the table (measured: QueueStats 1.4 s
-// instead of under 10 ms over 1,000,000 jobs). A timeout is also a
+// few future jobs, so it scans the whole table. A timeout is also a
 // statement timeout.
 //
 // A listing reads each queue's jobs in seq order from (state, queue, seq),
 // never a sort of them all: with a table not yet analyzed (after a bulk
 // load) the planner takes every index range as small and sorted a
-// claim-index range of 330,000 ready jobs (140-390 ms over 1,000,000
-// jobs).
+// whole claim-index range of ready jobs.
 func (pgDialect) inspectRead(ctx context.Context, q *Queue, timeout time.Duration, listing bool, fn func(st statements) error) error {
 	tx, err := q.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -415,7 +413,7 @@ func (pgDialect) inspectRead(ctx context.Context, q *Queue, timeout time.Duratio
 	defer tx.Rollback() //nolint:errcheck // read-only
 	// jit off: a plan that must sort (the merge of per-queue scans under
 	// enable_sort = off) costs more than jit_above_cost, and compiling it
-	// took 1 to 5 s of a 1 ms query on the loaded test machine.
+	// took far longer than the query itself.
 	set := []string{"SET LOCAL plan_cache_mode = force_custom_plan", "SET LOCAL jit = off"}
 	if timeout > 0 {
 		set = append(set, "SET LOCAL statement_timeout = "+strconv.Itoa(int(timeout/time.Millisecond)))
@@ -473,16 +471,14 @@ ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues 
 
 // vacuumIfDue vacuums the jobs table when its statistics count at least
 // vacuumDeadRows dead rows: on a server with autovacuum off, nothing else
-// would, and claims would walk ever more dead index entries (after 500,000
-// of 1,000,000 jobs worked, 3,044 index pages per claim of 500 against 19
-// after a vacuum). Claims are HOT updates, but acks delete rows whose index
+// would, and claims would walk ever more dead index entries. Claims are HOT updates, but acks delete rows whose index
 // entries stay at the head of the claim index until a vacuum removes them.
 //
 // It analyzes the table too when no analyze (its own or autovacuum's) ran
 // in the last analyzeEvery: the planner's figures of a queue table go stale
 // quickly, but the claim and ack plans hold in every state of them (see
 // finishLeases and reserve), and an ANALYZE with every vacuum, every
-// 100,000 acks, was 9% of the server's CPU in a burn-down.
+// 100,000 acks, costs a burn-down more than stale figures do.
 func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue) error {
 	var due, analyze bool
 	err := queryRow(ctx, stmts(q.db), q.sql(`SELECT COALESCE(n_dead_tup >= ?, false),
