@@ -177,3 +177,72 @@ func TestLeaderConnectionFrozen(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaderSQLiteWriteLockHeld holds SQLite's write lock from another
+// connection for several TTLs while a process leads (issue 25 item 2: the
+// stuck renewal went through later and the old leader carried on): the
+// leader's term ends at its margin while its renewal waits for the lock,
+// and the two processes never act at once.
+func TestLeaderSQLiteWriteLockHeld(t *testing.T) {
+	t.Parallel()
+	b := sqliteBackend()
+	s := newStore(t, b)
+	qA, qB := s.queue(t), s.queue(t)
+	const ttl, renew = time.Second, 200 * time.Millisecond
+	var actsA, actsB actions
+	newLeader := func(q queue.Queue, holder string, acts *actions) *queue.Leader {
+		l, err := queue.NewLeader(q, "lead", queue.LeaderHolder(holder), queue.LeaderTTL(ttl), queue.LeaderRenew(renew),
+			queue.LeaderLogger(slog.New(slog.DiscardHandler)), queue.OnElected(func(ctx context.Context) { acts.act(ctx, 10*time.Millisecond) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	a, bl := newLeader(qA, "A", &actsA), newLeader(qB, "B", &actsB)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	wg.Go(func() { _ = a.Run(ctx) })
+	if !testutil.WaitFor(10*time.Second, a.IsLeader) {
+		t.Fatal("A did not become the leader")
+	}
+	wg.Go(func() { _ = bl.Run(ctx) })
+	if !testutil.WaitFor(2*ttl, func() bool { return len(actsA.all()) > 5 }) {
+		t.Fatal("A does not act")
+	}
+	// Another process takes the write lock and keeps it.
+	lockDB := b.open(t, s.path)
+	conn, err := lockDB.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	locked := time.Now()
+	if !testutil.WaitFor(2*ttl, func() bool { return !a.IsLeader() }) {
+		t.Error("A still leads a TTL after the write lock was taken")
+	}
+	if ended := time.Since(locked); ended > ttl+renew {
+		t.Errorf("A's term ended %s after the lock was taken, want within the TTL", ended)
+	}
+	// The lock is held for two TTLs more: the scenario's length, not a
+	// wait for a condition.
+	hold := time.NewTimer(2 * ttl)
+	<-hold.C
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.WaitFor(5*ttl, func() bool { return a.IsLeader() || bl.IsLeader() }) {
+		t.Fatal("nobody leads after the lock was released")
+	}
+	if !testutil.WaitFor(2*ttl, func() bool { return len(actsA.all())+len(actsB.all()) > 20 }) {
+		t.Fatal("nobody acts after the lock was released")
+	}
+	cancel()
+	wg.Wait()
+	if o := overlap(actsA.all(), actsB.all()); o > 0 {
+		t.Errorf("A and B acted as leader at once for %s", o)
+	}
+}
