@@ -119,6 +119,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Leaser", s.testLeaser)
 	t.Run("Canceller", s.testCanceller)
 	t.Run("Snoozer", s.testSnoozer)
+	t.Run("Complete", s.testComplete)
 	t.Run("UniqueModes", s.testUniqueModes)
 	t.Run("PeriodicStore", s.testPeriodicStore)
 	t.Run("Processes", s.testProcesses)

@@ -136,6 +136,9 @@ func (q *fastQueue) AckMany(context.Context, []queue.Lease) ([]queue.Lease, erro
 func (q *fastQueue) StartAck(context.Context, []queue.Lease, []queue.Lease) ([]queue.Lease, []queue.Lease, error) {
 	return nil, nil, nil
 }
+func (q *fastQueue) Complete(_ context.Context, _ []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+	return nil, make([]error, len(outs)), nil
+}
 func (q *fastQueue) Push(context.Context, queue.Job) error                      { return nil }
 func (q *fastQueue) Ack(context.Context, queue.Lease) error                     { return nil }
 func (q *fastQueue) Nack(context.Context, queue.Lease, time.Time, string) error { return nil }

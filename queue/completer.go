@@ -20,35 +20,23 @@ const maxAckBatch = 1000
 const ackFlushers = 2
 
 // completer is the part of a run that records outcomes (River's job
-// completer): it acks, nacks and fails jobs, batching acks through the
-// queue's BatchAcker when it has one, and reports each recorded outcome to
+// completer): every outcome of a handler — done, retried, dead, snoozed,
+// cancelled, a chain's next step, a batch member finished — goes to the
+// store through the queue's one batched call, Complete, flushed with the
+// start marks of prefetched jobs; and each recorded outcome is reported to
 // the observer, the driver's metrics and OnFailed.
 type completer struct {
 	q        Queue
-	acker    BatchAcker  // nil: ack one by one
 	runObs   RunObserver // nil: the driver keeps no metrics
 	ctx      context.Context
 	leases   *heldLeases
 	halt     *halt
 	observe  func(EventKind, *Job, error, time.Duration)
 	onFailed func(Job, error)
-	// snoozer and canceller are the queue's optional abilities, nil when
-	// it lacks them.
-	snoozer   Snoozer
-	canceller Canceller
-	// chainer records a chain step's outcome and pushes what follows in
-	// one step; nil when the queue lacks it.
-	chainer Chainer
-	// batcher records a batch member's outcome in its batch; nil when
-	// the queue lacks it.
-	batcher Batcher
-	// starter counts the attempts of prefetched jobs, in the ack flushes
-	// when acks are batched; startAcker is the same queue when it can
-	// count and ack in one transaction. Both nil when the queue is no
-	// Starter.
-	starter    Starter
-	startAcker StartAcker
-	log        *slog.Logger
+	// starter is the queue when it can prefetch without counting attempts
+	// (their start marks then ride in the flushes); nil when it cannot.
+	starter Starter
+	log     *slog.Logger
 
 	acks *ackQueue
 	done chan struct{} // closed when the flushers have finished
@@ -64,7 +52,7 @@ type completer struct {
 	marks sync.Pool
 }
 
-// ackItem is one job waiting for an ack flush: its ack, or, when mark is
+// ackItem is one job waiting for a flush: its outcome, or, when mark is
 // set, the start mark of its attempt (the flush counts the attempt and
 // answers in mark before the handler runs).
 type ackItem struct {
@@ -72,20 +60,23 @@ type ackItem struct {
 	start time.Time
 	rt    time.Duration
 	mark  *startReq
+	// out is the outcome to record; cause is the handler's error behind
+	// it (for the observer, the logs and OnFailed).
+	out   Completion
+	cause error
+	// plain: out.Reason is plainReason(cause) already (a store refused
+	// the full text).
+	plain bool
 }
 
-// start starts the ack flushers; buffer is how many acks may wait.
+// start starts the flushers; buffer is how many outcomes may wait.
 func (c *completer) start(buffer int) {
 	c.acks = newAckQueue(buffer)
 	c.done = make(chan struct{})
-	if c.acker == nil {
-		close(c.done)
-		return
-	}
 	c.marked = make(chan struct{}, 1)
 	c.gathering = make(chan struct{}, 1)
 	// Two flushers, so one batch is sent while the next gathers and a slow
-	// flush does not stall the handlers behind a full ack buffer.
+	// flush does not stall the handlers behind a full buffer.
 	var flushers sync.WaitGroup
 	for range ackFlushers {
 		flushers.Go(c.ackLoop)
@@ -93,9 +84,13 @@ func (c *completer) start(buffer int) {
 	go func() { flushers.Wait(); close(c.done) }()
 }
 
-// close flushes the acks that wait and stops the flushers. Later acks are
-// sent one by one.
+// close flushes the outcomes that wait and stops the flushers. Later
+// outcomes are sent one by one. A completer never started has nothing to
+// flush.
 func (c *completer) close() {
+	if c.acks == nil {
+		return
+	}
 	c.acks.close()
 	<-c.done
 }
@@ -103,10 +98,10 @@ func (c *completer) close() {
 // markStart counts the attempt of the prefetched job j in the next ack
 // flush and waits for it, reporting whether the lease was lost or the call
 // failed (then no attempt is known to be counted). queued is false when
-// the completer sends no flushes (acks one by one, or closed, or the queue
-// is no Starter): the caller counts the attempt itself.
+// the completer sends no more flushes (closed) or the queue is no Starter:
+// the caller counts the attempt itself.
 func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
-	if c.acker == nil || c.starter == nil {
+	if c.starter == nil {
 		return false, nil, false
 	}
 	r, _ := c.marks.Get().(*startReq)
@@ -131,81 +126,28 @@ func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
 	return lost, err, true
 }
 
+// ack records that j's handler succeeded: j is acked, with the next step
+// of its chain pushed with it, and counted done in its batch.
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
-	if b := j.Meta[MetaBatch]; b != "" && c.batcher != nil {
-		if c.settled(j, c.batcher.FinishMember(c.ctx, j.Lease(), b, OutcomeDone, ""), "acking a batch member", rt) {
-			c.finished(j, OutcomeDone, nil, start, rt)
+	out := Completion{Lease: j.Lease(), Outcome: OutcomeDone, Batch: j.Meta[MetaBatch]}
+	if _, ok := j.Meta[MetaChain]; ok && out.Batch == "" {
+		rest, _, err := chainOf(j)
+		if err == nil {
+			out.Push, err = rest.next()
 		}
-		return
-	}
-	if _, ok := j.Meta[MetaChain]; ok {
-		c.ackChain(j, start, rt)
-		return
-	}
-	if c.acker != nil && c.acks.put(ackItem{j: j, start: start, rt: rt}) {
-		return
-	}
-	if c.settled(j, c.q.Ack(c.ctx, j.Lease()), "acking", rt) {
-		c.finished(j, OutcomeDone, nil, start, rt)
-	}
-}
-
-// ackChain acks a chain step and pushes the step after it in one step
-// (Chainer), or pushes it and then acks where the queue has no Chainer.
-func (c *completer) ackChain(j *Job, start time.Time, rt time.Duration) {
-	rest, _, err := chainOf(j)
-	var next []Job
-	if err == nil {
-		next, err = rest.next()
-	}
-	if err != nil {
-		c.fail(j, Permanent(err), start, rt)
-		return
-	}
-	if c.chainer != nil {
-		err = c.chainer.AckPush(c.ctx, j.Lease(), next)
-	} else {
-		if _, err = PushMany(c.ctx, c.q, next); err == nil {
-			err = c.q.Ack(c.ctx, j.Lease())
+		if err != nil {
+			c.fail(j, Permanent(err), start, rt)
+			return
 		}
 	}
-	if c.settled(j, err, "acking a chain step", rt) {
-		c.finished(j, OutcomeDone, nil, start, rt)
-	}
+	c.submit(ackItem{j: j, start: start, rt: rt, out: out})
 }
 
-// dead dead-letters j with text as its error, pushing the chain's catch job
-// with it when j is a chain step that has one, and recording the failure in
-// its batch when j is a batch member.
-func (c *completer) dead(j *Job, text string) error {
-	if b := j.Meta[MetaBatch]; b != "" && c.batcher != nil {
-		return c.batcher.FinishMember(c.ctx, j.Lease(), b, OutcomeFailed, text)
-	}
-	rest, ok, err := chainOf(j)
-	if !ok || err != nil || rest.Catch == nil {
-		return c.q.Fail(c.ctx, j.Lease(), text)
-	}
-	catch := rest.caught(j, text)
-	if c.chainer != nil {
-		return c.chainer.FailPush(c.ctx, j.Lease(), text, catch)
-	}
-	if err := c.q.Fail(c.ctx, j.Lease(), text); err != nil {
-		return err
-	}
-	_, err = PushMany(c.ctx, c.q, catch)
-	return err
-}
-
+// nack releases j for another attempt at at, its handler having failed
+// with cause.
 func (c *completer) nack(j *Job, cause error, at time.Time, start time.Time, rt time.Duration) {
-	err := c.q.Nack(c.ctx, j.Lease(), at, reason(cause))
-	if storeRejected(err) {
-		c.log.Warn("queue: nacking job with its error text failed; retrying with a plain text", "job", j.ID, "err", err)
-		err = c.q.Nack(c.ctx, j.Lease(), at, plainReason(cause))
-	}
-	if c.settled(j, err, "nacking", rt) {
-		c.log.Debug("queue: job failed; retrying", "job", j.ID, "name", j.Name, "attempt", j.Attempts, "retry_at", at, "err", cause)
-		c.finished(j, OutcomeRetried, cause, start, rt)
-	}
+	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause,
+		out: Completion{Lease: j.Lease(), Outcome: OutcomeRetried, At: at, Reason: reason(cause)}})
 }
 
 // snooze puts j back at the time its handler's Snooze result asked for,
@@ -213,33 +155,15 @@ func (c *completer) nack(j *Job, cause error, at time.Time, start time.Time, rt 
 func (c *completer) snooze(j *Job, result error, start time.Time, rt time.Duration) {
 	var se *snoozeError
 	errors.As(result, &se)
-	at := time.Now().Add(se.d)
-	if c.settled(j, c.snoozer.Snooze(c.ctx, j.Lease(), at, se.counted), "snoozing", rt) {
-		c.log.Debug("queue: job snoozed", "job", j.ID, "name", j.Name, "until", at, "counted", se.counted)
-		c.finished(j, OutcomeSnoozed, nil, start, rt)
-	}
+	c.submit(ackItem{j: j, start: start, rt: rt,
+		out: Completion{Lease: j.Lease(), Outcome: OutcomeSnoozed, At: time.Now().Add(se.d), Counted: se.counted}})
 }
 
-// cancel ends j as cancelled at its handler's request (a Cancel result):
-// through the driver's Cancel, or as a dead letter where it has none.
+// cancel ends j as cancelled at its handler's request (a Cancel result),
+// counted cancelled in its batch.
 func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duration) {
-	if b := j.Meta[MetaBatch]; b != "" && c.batcher != nil {
-		if c.settled(j, c.batcher.FinishMember(c.ctx, j.Lease(), b, OutcomeCancelled, ""), "cancelling a batch member", rt) {
-			c.cancelled(j, cause, start, rt)
-		}
-		return
-	}
-	if c.canceller == nil {
-		c.fail(j, cause, start, rt)
-		return
-	}
-	_, err := c.canceller.Cancel(c.ctx, j.ID)
-	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrFinished) {
-		err = fmt.Errorf("%w: %w", ErrLeaseLost, err)
-	}
-	if c.settled(j, err, "cancelling", rt) {
-		c.cancelled(j, cause, start, rt)
-	}
+	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause,
+		out: Completion{Lease: j.Lease(), Outcome: OutcomeCancelled, Batch: j.Meta[MetaBatch]}})
 }
 
 // cancelled records that j ended as cancelled (in the store already).
@@ -249,39 +173,80 @@ func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Dura
 	c.finished(j, OutcomeCancelled, cause, start, rt)
 }
 
+// fail dead-letters j, its handler having failed with cause for good: with
+// its chain's catch job pushed with it, and counted failed in its batch.
 func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
-	err := c.dead(j, reason(cause))
-	if storeRejected(err) {
-		c.log.Warn("queue: dead-lettering job with its error text failed; retrying with a plain text", "job", j.ID, "err", err)
-		err = c.dead(j, plainReason(cause))
+	out := Completion{Lease: j.Lease(), Outcome: OutcomeFailed, Reason: reason(cause), Batch: j.Meta[MetaBatch]}
+	if out.Batch == "" {
+		if rest, ok, err := chainOf(j); ok && err == nil && rest.Catch != nil {
+			out.Push = rest.caught(j, out.Reason)
+		}
 	}
-	if !c.settled(j, err, "dead-lettering", rt) {
+	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause, out: out})
+}
+
+// submit queues it for the next flush, or, once the flushers have
+// stopped, records it at once.
+func (c *completer) submit(it ackItem) {
+	if c.acks != nil && c.acks.put(it) {
 		return
 	}
-	c.log.Warn("queue: job dead-lettered", "job", j.ID, "name", j.Name, "attempts", j.Attempts, "err", cause)
-	c.finished(j, OutcomeFailed, cause, start, rt)
-	if c.onFailed != nil {
-		dead := *j // the handler may still hold j if it was abandoned
-		dead.LastError = reason(cause)
-		c.onFailed(dead, cause)
+	b := ackBatch{acks: []ackItem{it}}
+	c.flush(&b)
+}
+
+// recorded reports it, whose outcome the store recorded, to the logs, the
+// observer, the driver's metrics and OnFailed.
+func (c *completer) recorded(it ackItem) {
+	j := it.j
+	switch it.out.Outcome {
+	case OutcomeDone:
+		c.finished(j, OutcomeDone, nil, it.start, it.rt)
+	case OutcomeRetried:
+		c.log.Debug("queue: job failed; retrying", "job", j.ID, "name", j.Name, "attempt", j.Attempts, "retry_at", it.out.At, "err", it.cause)
+		c.finished(j, OutcomeRetried, it.cause, it.start, it.rt)
+	case OutcomeSnoozed:
+		c.log.Debug("queue: job snoozed", "job", j.ID, "name", j.Name, "until", it.out.At, "counted", it.out.Counted)
+		c.finished(j, OutcomeSnoozed, nil, it.start, it.rt)
+	case OutcomeCancelled:
+		c.cancelled(j, it.cause, it.start, it.rt)
+	case OutcomeFailed:
+		c.log.Warn("queue: job dead-lettered", "job", j.ID, "name", j.Name, "attempts", j.Attempts, "err", it.cause)
+		c.finished(j, OutcomeFailed, it.cause, it.start, it.rt)
+		if c.onFailed != nil {
+			dead := *j // the handler may still hold j if it was abandoned
+			dead.LastError = it.out.Reason
+			c.onFailed(dead, it.cause)
+		}
 	}
 }
 
-// settled stops holding j after an ack, nack or fail (doing names which)
-// returned err, logs a failure, and reports whether the call took effect.
-func (c *completer) settled(j *Job, err error, doing string, rt time.Duration) bool {
-	c.leases.remove(j.ID)
-	switch {
-	case err == nil:
-		return true
-	case errors.Is(err, ErrLeaseLost):
-		c.observe(EventLeaseLost, j, err, rt)
-		c.log.Warn("queue: "+doing+" job after its lease was lost; it will run again", "job", j.ID, "name", j.Name)
-	default:
-		c.halt.check(doing+" a job", err)
-		c.log.Error("queue: "+doing+" job; it will be delivered again when its lease expires", "job", j.ID, "name", j.Name, "err", err)
+// doing names what recording o does, for the logs.
+func doing(o Outcome) string {
+	switch o {
+	case OutcomeRetried:
+		return "nacking"
+	case OutcomeFailed:
+		return "dead-lettering"
+	case OutcomeCancelled:
+		return "cancelling"
+	case OutcomeSnoozed:
+		return "snoozing"
 	}
-	return false
+	return "acking"
+}
+
+// unrecorded logs that the outcome of it was not recorded (its error err):
+// the job runs again, now if its lease was lost, else when it expires.
+func (c *completer) unrecorded(it ackItem, err error) {
+	j, what := it.j, doing(it.out.Outcome)
+	if errors.Is(err, ErrLeaseLost) {
+		c.observe(EventLeaseLost, j, err, it.rt)
+		c.log.Warn("queue: "+what+" job after its lease was lost; it will run again", "job", j.ID, "name", j.Name)
+		return
+	}
+	c.halt.check(what+" a job", err)
+	c.log.Error("queue: "+what+" job; it will be delivered again when its lease expires", "job", j.ID, "name", j.Name, "err", err)
 }
 
 // finished reports a recorded outcome to the observer and the driver's
@@ -412,100 +377,92 @@ func (c *completer) gather(b *ackBatch) (open bool) {
 	return true
 }
 
-// flush writes a batch: the start marks in it, then its acks, retrying a
-// failed ack call while the leases hold. With a StartAcker the marks and
-// the acks go in one call (one transaction); the marks are not retried, so
-// that a call whose outcome is unknown never counts an attempt twice (a
-// failed mark releases its job uncounted, see executor.start). The extender
-// keeps the leases alive meanwhile, since the jobs stay held until flushed.
+// flush writes a batch: its start marks and its outcomes in one Complete
+// call, answering the marks; a call that failed as a whole is sent again
+// with the outcomes alone while their leases hold. The marks are not sent
+// again, so that a call whose outcome is unknown never counts an attempt
+// twice (a failed mark releases its job uncounted, see executor.start).
+// The extender keeps the leases alive meanwhile, since the jobs stay held
+// until flushed. An outcome whose reason text the store refused is sent
+// once more with a plain one.
 func (c *completer) flush(b *ackBatch) {
-	marks, batch := b.marks, b.acks
-	// The leases go to the driver, which may keep them (the slice is not
-	// reused); the marks' and the acks' in one allocation.
-	all := make([]Lease, len(marks)+len(batch))
-	ml, leases := all[:len(marks):len(marks)], all[len(marks):]
+	marks, items := b.marks, b.acks
+	// The leases and outcomes go to the driver, which may keep them (the
+	// slices are not reused).
+	starts := make([]Lease, len(marks))
 	for i, it := range marks {
-		ml[i] = it.mark.l
+		starts[i] = it.mark.l
 	}
-	for i, it := range batch {
-		leases[i] = it.j.Lease()
+	outs := make([]Completion, len(items))
+	leases := make([]Lease, len(items))
+	for i, it := range items {
+		outs[i], leases[i] = it.out, it.out.Lease
 	}
-	var lost []Lease
 	// unknown: a call failed in a way that leaves its outcome open (the
 	// connection broke around the commit), so a later call may find jobs
-	// that call already acked and report them lost.
+	// that call already completed and report them lost.
 	unknown := false
-	fails := streak{log: c.log, doing: "flushing acks", level: slog.LevelWarn}
-	acked := false // the marks' call acked the batch too
+	fails := streak{log: c.log, doing: "flushing outcomes", level: slog.LevelWarn}
+	lostStarts, errs, err := c.q.Complete(c.ctx, starts, outs)
 	if len(marks) > 0 {
-		var err error
-		acked, lost, err = c.flushMarks(marks, ml, leases)
-		if err != nil && len(leases) > 0 && c.startAcker != nil {
-			unknown = !errors.Is(err, ErrLeaseLost)
-			fails.failed(err, "jobs", len(leases))
+		gone := make(map[Lease]bool, len(lostStarts))
+		for _, l := range lostStarts {
+			gone[l] = true
+		}
+		for _, it := range marks {
+			it.mark.lost, it.mark.err = gone[it.mark.l], err
+			it.mark.done <- struct{}{} // the last use of it.mark: its waiter may reuse it
 		}
 	}
-	if len(batch) == 0 {
+	if len(items) == 0 {
 		return
 	}
-	var err error
-	if !acked {
+	if err != nil {
+		unknown = !errors.Is(err, ErrLeaseLost)
+		fails.failed(err, "jobs", len(items))
 		err = retry.Call(c.ctx, retry.Backoff{Initial: 10 * time.Millisecond, Max: time.Second},
 			func(err error) bool {
 				return !errors.Is(err, ErrConfig) && c.leases.anyHold(leases, time.Now())
 			},
 			func(ctx context.Context) error {
 				var err error
-				lost, err = c.acker.AckMany(ctx, leases)
+				_, errs, err = c.q.Complete(ctx, nil, outs)
 				if err != nil {
 					unknown = unknown || !errors.Is(err, ErrLeaseLost)
-					fails.failed(err, "jobs", len(leases))
+					fails.failed(err, "jobs", len(items))
 				}
 				return err
 			})
 	}
+	if err == nil && len(errs) != len(outs) {
+		err = fmt.Errorf("queue: the driver answered %d of %d outcomes", len(errs), len(outs))
+	}
 	if err != nil {
-		c.halt.check("acking jobs", err)
-		c.log.Error("queue: flushing acks failed and the leases ran out; these jobs will run again", "jobs", len(leases), "err", err)
-		c.leases.removeJobs(batch)
+		c.halt.check("recording outcomes", err)
+		c.log.Error("queue: flushing outcomes failed and the leases ran out; these jobs will run again", "jobs", len(items), "err", err)
+		c.leases.removeJobs(items)
 		return
 	}
 	fails.ok()
-	lostSet := make(map[string]bool, len(lost))
-	for _, l := range lost {
-		lostSet[l.JobID] = true
-	}
-	c.leases.removeJobs(batch)
-	for _, it := range batch {
-		if lostSet[it.j.ID] && !(unknown && c.finishedInStore(it.j.ID)) {
-			c.observe(EventLeaseLost, it.j, ErrLeaseLost, it.rt)
-			c.log.Warn("queue: ack after the lease was lost; the job will run again", "job", it.j.ID, "name", it.j.Name)
-			continue
+	c.leases.removeJobs(items)
+	var again []ackItem
+	for i, it := range items {
+		switch e := errs[i]; {
+		case e == nil:
+			c.recorded(it)
+		case errors.Is(e, ErrLeaseLost) && unknown && it.out.Outcome == OutcomeDone && c.finishedInStore(it.j.ID):
+			c.recorded(it) // acked by the call whose outcome was unknown
+		case !it.plain && it.cause != nil && it.out.Reason != "" && storeRejected(e):
+			c.log.Warn("queue: "+doing(it.out.Outcome)+" job with its error text failed; retrying with a plain text", "job", it.j.ID, "err", e)
+			it.out.Reason, it.plain = plainReason(it.cause), true
+			again = append(again, it)
+		default:
+			c.unrecorded(it, e)
 		}
-		c.finished(it.j, OutcomeDone, nil, it.start, it.rt)
 	}
-}
-
-// flushMarks counts the attempts of the jobs of marks (their leases ml) in
-// one call, with the acks of leases when the queue is a StartAcker (acked: that call
-// succeeded, and lost lists the acks that were not current), and answers
-// every mark.
-func (c *completer) flushMarks(marks []ackItem, ml, leases []Lease) (acked bool, lost []Lease, err error) {
-	var lostStarts []Lease
-	if c.startAcker != nil && len(leases) > 0 {
-		lostStarts, lost, err = c.startAcker.StartAck(c.ctx, ml, leases)
-	} else {
-		lostStarts, err = c.starter.Start(c.ctx, ml)
+	if len(again) > 0 {
+		c.flush(&ackBatch{acks: again})
 	}
-	gone := make(map[Lease]bool, len(lostStarts))
-	for _, l := range lostStarts {
-		gone[l] = true
-	}
-	for _, it := range marks {
-		it.mark.lost, it.mark.err = gone[it.mark.l], err
-		it.mark.done <- struct{}{} // the last use of it.mark: its waiter may reuse it
-	}
-	return err == nil && c.startAcker != nil && len(leases) > 0, lost, err
 }
 
 // finishedInStore reports whether the store holds job id as done, or no

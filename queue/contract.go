@@ -23,6 +23,7 @@ type (
 	BulkActor         = driver.BulkActor
 	Canceller         = driver.Canceller
 	Chainer           = driver.Chainer
+	Completion        = driver.Completion
 	Count             = driver.Count
 	Counter           = driver.Counter
 	DuplicateError    = driver.DuplicateError

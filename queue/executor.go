@@ -180,10 +180,10 @@ func (e *executor) execute(j *Job, hj *held) {
 }
 
 // snoozeOK reports whether the handler's snooze result err may snooze j:
-// the driver can, and j has snoozes left (uncounted snoozes always may).
+// j has snoozes left (uncounted snoozes always may).
 func (e *executor) snoozeOK(err error, j *Job) bool {
 	var se *snoozeError
-	if !errors.As(err, &se) || e.completer.snoozer == nil {
+	if !errors.As(err, &se) {
 		return false
 	}
 	return !se.counted || j.Snoozes < e.maxSnoozes

@@ -294,7 +294,6 @@ func TestHaltKeepsTheFirstConfigError(t *testing.T) {
 
 func newCompleter(q Queue) *completer {
 	c := &completer{q: q, ctx: context.Background(), leases: newHeldLeases(), halt: &halt{stop: func() {}}, observe: noObserve, log: slog.New(slog.DiscardHandler)}
-	c.acker, _ = q.(BatchAcker)
 	return c
 }
 
@@ -542,8 +541,7 @@ func TestExecutorAbandonsAStuckHandlerWithoutAWatcher(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := &stubQueue{t: t}
-		c := newCompleter(sq)
-		c.start(1)
+		c := newCompleter(sq) // not started: outcomes are recorded at once
 		release := make(chan struct{})
 		e := &executor{
 			handlers: map[string]Handler{"greet": func(ctx context.Context, j Job) error {

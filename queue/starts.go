@@ -5,14 +5,14 @@ import (
 	"sync"
 )
 
-// starts records that prefetched jobs start (Starter.Start) in batches, as
+// starts records that prefetched jobs start (Queue.Complete) in batches, as
 // a group commit: the executor that asks first writes every start waiting
 // at that moment in one call, and the starts asked for meanwhile go in the
 // next call, led by the first of them. So a busy run writes one start
 // statement per batch of jobs, never one per job, and each start is
 // written before its handler runs. It has no goroutine of its own.
 type starts struct {
-	s   Starter
+	q   Queue
 	ctx context.Context // for queue calls
 
 	mu      sync.Mutex
@@ -61,13 +61,13 @@ func (b *starts) start(l Lease) (lost bool, err error) {
 	return r.lost, r.err
 }
 
-// flush makes one Start call for batch and answers every request in it.
+// flush makes one Complete call for batch and answers every request in it.
 func (b *starts) flush(batch []*startReq) {
 	leases := make([]Lease, len(batch))
 	for i, r := range batch {
 		leases[i] = r.l
 	}
-	lost, err := b.s.Start(b.ctx, leases)
+	lost, _, err := b.q.Complete(b.ctx, leases, nil)
 	gone := make(map[Lease]bool, len(lost))
 	for _, l := range lost {
 		gone[l] = true

@@ -108,8 +108,7 @@ func equalInts(a, b []int) bool {
 // newStartExecutor is an executor over st whose handler records the
 // attempts it saw.
 func newStartExecutor(st *stubStarter, seen *[]int, mu *sync.Mutex) *executor {
-	c := newCompleter(st)
-	c.start(1)
+	c := newCompleter(st) // not started: outcomes are recorded at once
 	return &executor{
 		handlers: map[string]Handler{"greet": func(_ context.Context, j Job) error {
 			mu.Lock()
@@ -119,7 +118,7 @@ func newStartExecutor(st *stubStarter, seen *[]int, mu *sync.Mutex) *executor {
 		}},
 		maxAttempts: func(*Job) int { return 3 }, backoff: Fixed(time.Minute), base: context.Background(),
 		leases: c.leases, completer: c, abandoned: newAbandoned(1), observe: noObserve, log: slog.New(slog.DiscardHandler),
-		starts: &starts{s: st, ctx: context.Background()},
+		starts: &starts{q: st, ctx: context.Background()},
 	}
 }
 
@@ -174,7 +173,7 @@ func TestStartsBatchesTheStartsThatWaitForACall(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		st := &stubStarter{stubQueue: &stubQueue{t: t}, startGate: make(chan struct{}), startBegan: make(chan struct{})}
-		b := &starts{s: st, ctx: context.Background()}
+		b := &starts{q: st, ctx: context.Background()}
 		var wg sync.WaitGroup
 		first := make(chan bool, 1)
 		wg.Go(func() {
@@ -257,7 +256,7 @@ func TestCompleterWritesStartMarksInItsAckFlush(t *testing.T) {
 			sq.ackMany = func(ls []Lease) ([]Lease, error) { sq.acked = append(sq.acked, ls...); return nil, nil }
 			sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}, startAck: tc.startAck}
 			c := newCompleter(sa)
-			c.starter, c.startAcker = sa, sa
+			c.starter = sa
 			batch := []ackItem{mark("m1")}
 			for _, id := range tc.acks {
 				j := &Job{ID: id, LeaseToken: "t"}
@@ -316,7 +315,7 @@ func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
 		e := newStartExecutor(sa.stubStarter, &seen, &mu)
 		e.completer = newCompleter(sa)
 		e.completer.leases = e.leases
-		e.completer.starter, e.completer.startAcker = sa, sa
+		e.completer.starter = sa
 		e.completer.start(8)
 		var wg sync.WaitGroup
 		for _, id := range []string{"p", "q", "r"} {
@@ -362,7 +361,7 @@ func TestCompleterLingersOnlyForAcks(t *testing.T) {
 		}
 		sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}}
 		c := newCompleter(sa)
-		c.starter, c.startAcker = sa, sa
+		c.starter = sa
 		c.start(16)
 		ack := func(id string) {
 			j := &Job{ID: id, LeaseToken: "t"}

@@ -423,12 +423,7 @@ func newRun(w *Worker) *run {
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
 
 	r.completer = &completer{q: w.q, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
-	r.completer.acker, _ = w.q.(BatchAcker)
 	r.completer.runObs, _ = w.q.(RunObserver)
-	r.completer.snoozer, _ = w.q.(Snoozer)
-	r.completer.canceller, _ = w.q.(Canceller)
-	r.completer.chainer, _ = w.q.(Chainer)
-	r.completer.batcher, _ = w.q.(Batcher)
 
 	handlers := make(map[string]Handler, len(w.handlers))
 	for name, h := range w.handlers {
@@ -449,9 +444,8 @@ func newRun(w *Worker) *run {
 	r.fetcher.waiter, _ = w.q.(Waiter)
 	if st, ok := w.q.(Starter); ok {
 		r.fetcher.starter = st
-		r.executor.starts = &starts{s: st, ctx: r.bgCtx}
+		r.executor.starts = &starts{q: w.q, ctx: r.bgCtx}
 		r.completer.starter = st
-		r.completer.startAcker, _ = w.q.(StartAcker)
 	}
 
 	r.extender = &extender{q: w.q, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}
@@ -559,7 +553,11 @@ func (r *run) releaseStuck() {
 	}
 	stuck := r.held.releaseRunning()
 	for _, l := range stuck {
-		err := r.q.Nack(r.bgCtx, l, time.Now(), reason(fmt.Errorf("%w: its handler ignored cancellation", errShutdown)))
+		out := Completion{Lease: l, Outcome: OutcomeRetried, At: time.Now(), Reason: reason(fmt.Errorf("%w: its handler ignored cancellation", errShutdown))}
+		_, errs, err := r.q.Complete(r.bgCtx, nil, []Completion{out})
+		if err == nil && len(errs) == 1 {
+			err = errs[0]
+		}
 		if err != nil {
 			r.log.Error("queue: releasing the job of a handler that ignored cancellation; it runs again when its lease expires", "job", l.JobID, "err", err)
 		}

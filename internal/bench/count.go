@@ -37,6 +37,10 @@ type Calls struct {
 	// (queue.StartAcker).
 	StartAck, StartAckStarts, StartAckAcks atomic.Int64
 	StartAckNanos                          atomic.Int64
+	// Complete, CompleteStarts, CompleteOuts and CompleteNanos are
+	// Complete's calls, the leases of each list and its time.
+	Complete, CompleteStarts, CompleteOuts atomic.Int64
+	CompleteNanos                          atomic.Int64
 }
 
 // String summarises the calls on one line, leaving out those never made.
@@ -62,6 +66,10 @@ func (c *Calls) String() string {
 	if n := c.StartAck.Load(); n > 0 {
 		parts = append(parts, fmt.Sprintf("StartAck %d calls x %.1f starts + %.1f acks (%.2f ms each)", n,
 			float64(c.StartAckStarts.Load())/float64(n), float64(c.StartAckAcks.Load())/float64(n), float64(c.StartAckNanos.Load())/float64(n)/1e6))
+	}
+	if n := c.Complete.Load(); n > 0 {
+		parts = append(parts, fmt.Sprintf("Complete %d calls x %.1f starts + %.1f outcomes (%.2f ms each)", n,
+			float64(c.CompleteStarts.Load())/float64(n), float64(c.CompleteOuts.Load())/float64(n), float64(c.CompleteNanos.Load())/float64(n)/1e6))
 	}
 	per("PushMany", c.PushMany.Load(), c.Pushed.Load(), 0)
 	for _, v := range []struct {
@@ -170,6 +178,16 @@ func (q *counted) Ack(ctx context.Context, l queue.Lease) error {
 	q.c.AckNanos.Add(int64(time.Since(start)))
 	q.c.Ack.Add(1)
 	return err
+}
+
+func (q *counted) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+	start := time.Now()
+	lost, errs, err := q.Queue.Complete(ctx, starts, outs)
+	q.c.CompleteNanos.Add(int64(time.Since(start)))
+	q.c.Complete.Add(1)
+	q.c.CompleteStarts.Add(int64(len(starts)))
+	q.c.CompleteOuts.Add(int64(len(outs)))
+	return lost, errs, err
 }
 
 func (q *counted) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {

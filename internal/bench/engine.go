@@ -26,8 +26,8 @@ type Engine interface {
 	Dispatch(ctx context.Context, t int64) error
 	// StartWorkers starts o.Workers workers, each running o.Concurrency
 	// handlers with idle poll o.Poll, that call handle with each job's T
-	// and then succeed (in the fail-once mode: that fail a job's first
-	// attempt, retried at once, and call handle in its second). stop stops them and returns once every handled
+	// and then succeed (in the fail-once mode: that call handle in every
+	// attempt and fail a job's first, retried at once). stop stops them and returns once every handled
 	// job's completion is stored.
 	StartWorkers(o Options, handle func(t int64)) (stop func() error, err error)
 }
@@ -72,12 +72,12 @@ func (e queueEngine) StartWorkers(o Options, handle func(t int64)) (func() error
 			w.Backoff(0)
 		}
 		queue.Handle(w, func(ctx context.Context, v job) error {
+			handle(v.T)
 			if o.failFirst {
 				if j, _ := queue.JobFromContext(ctx); j.Attempts <= 1 {
 					return errFirstAttempt
 				}
 			}
-			handle(v.T)
 			return nil
 		})
 		ws = append(ws, w)

@@ -125,7 +125,14 @@ func burnDownAs(ctx context.Context, e Engine, o Options, mode string) ([]Figure
 	if err != nil {
 		return figs, fmt.Errorf("starting the workers: %w", err)
 	}
-	werr := waitCount(ctx, &handled, int64(o.Jobs))
+	// In the fail-once mode handle counts attempts, two per job: a retry
+	// is due after every first attempt already queued, so the successes
+	// come only at the end, and the attempts are the progress.
+	want := int64(o.Jobs)
+	if o.failFirst {
+		want *= 2
+	}
+	werr := waitCount(ctx, &handled, want)
 	if err := errors.Join(werr, stop()); err != nil {
 		return figs, err
 	}

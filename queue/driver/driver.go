@@ -89,6 +89,23 @@ type Queue interface {
 	// sooner than its current expiry).
 	Extend(ctx context.Context, l Lease, d time.Duration) error
 
+	// Complete records handler outcomes in as few round trips as the
+	// store allows: it counts one attempt for the job under each current
+	// lease of starts (as Starter.Start does) and records each outcome of
+	// outs whose lease is current (see Completion). The Worker sends every
+	// outcome through it, batched as they come.
+	//
+	// lostStarts lists the leases of starts that were not current
+	// (nothing counted for those). errs[i] is the result of outs[i] alone:
+	// nil when it was recorded, an error matching ErrLeaseLost when its
+	// lease was not current (nothing done for it), or another error when
+	// the store refused that outcome (its reason text, or a push beyond a
+	// limit of Validate), the others unaffected. A non-nil err means the
+	// call as a whole failed and nothing is known to be recorded or
+	// counted: the caller may retry while the leases hold. No lease may be
+	// in both starts and outs, or twice in outs.
+	Complete(ctx context.Context, starts []Lease, outs []Completion) (lostStarts []Lease, errs []error, err error)
+
 	// DeadLetters lists up to limit dead letters of queue ("" for every
 	// queue), most recently failed first. Drivers may cap limit; a limit
 	// <= 0 means the driver's largest page (1,000 for the drivers in this
@@ -118,6 +135,37 @@ type Queue interface {
 	// are left alone. On a store that keeps batches (Batcher), a batch's
 	// waiting member is cancelled instead, so that its batch counts it.
 	Purge(ctx context.Context, queue string) (int, error)
+}
+
+// Completion is one handler outcome for Queue.Complete: what becomes of the
+// job under Lease.
+//
+//   - OutcomeDone: acked (deleted, or kept as done for the driver's
+//     retention), and Push stored with it (a chain's next step).
+//   - OutcomeRetried: released for another attempt no earlier than At
+//     (now if zero), with Reason as its LastError; the attempt stays
+//     counted.
+//   - OutcomeFailed: dead-lettered with Reason as its LastError, and Push
+//     stored with it (a chain's catch job).
+//   - OutcomeCancelled: cancelled, its unique key freed; the cancel of a
+//     running job by its own handler.
+//   - OutcomeSnoozed: released until At with its attempt given back
+//     (Attempts goes down by one); Counted adds one to its Snoozes.
+//
+// The outcome and its pushes are stored together or not at all; a pushed
+// job whose ID or unique key an active job holds is skipped, not an
+// error. A non-empty Batch (the job's MetaBatch) also records a done,
+// failed or cancelled outcome in that batch, in the same transaction as
+// the job's change, as Batcher.FinishMember does; a batch the store does
+// not know is ignored.
+type Completion struct {
+	Lease   Lease
+	Outcome Outcome
+	At      time.Time
+	Reason  string
+	Counted bool
+	Push    []Job
+	Batch   string
 }
 
 // The optional abilities below are detected by type assertion, as

@@ -207,6 +207,22 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 	return err
 }
 
+// Complete is sqlqueue's Complete; a waiter of this Queue then wakes at
+// the time of each retry or snooze it recorded.
+func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+	lost, errs, err := q.Queue.Complete(ctx, starts, outs)
+	if err != nil {
+		return lost, errs, err
+	}
+	for i, o := range outs {
+		if errs[i] == nil && (o.Outcome == queue.OutcomeRetried || o.Outcome == queue.OutcomeSnoozed) {
+			q.l.reschedule()
+			break
+		}
+	}
+	return lost, errs, nil
+}
+
 // RetryDead is sqlqueue's RetryDead; a waiter of this Queue then wakes.
 func (q *Queue) RetryDead(ctx context.Context, id string) error {
 	err := q.Queue.RetryDead(ctx, id)

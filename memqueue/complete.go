@@ -1,0 +1,78 @@
+package memqueue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// Complete counts the attempts of the jobs under starts and records each
+// outcome of outs (see queue.Queue.Complete). It fails as a whole only
+// for ctx; each outcome is recorded in a critical section of its own.
+func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("memqueue: completing %d jobs: %w", len(starts)+len(outs), err)
+	}
+	var lost []queue.Lease
+	if len(starts) > 0 {
+		var err error
+		if lost, err = q.Start(ctx, starts); err != nil {
+			return nil, nil, err
+		}
+	}
+	errs := make([]error, len(outs))
+	for i, o := range outs {
+		errs[i] = q.complete(ctx, o)
+	}
+	return lost, errs, nil
+}
+
+// complete records the one outcome o.
+func (q *Queue) complete(ctx context.Context, o queue.Completion) error {
+	l := o.Lease
+	switch o.Outcome {
+	case queue.OutcomeDone:
+		switch {
+		case o.Batch != "":
+			return q.FinishMember(ctx, l, o.Batch, o.Outcome, "")
+		case len(o.Push) > 0:
+			return q.AckPush(ctx, l, o.Push)
+		}
+		return q.Ack(ctx, l)
+	case queue.OutcomeFailed:
+		switch {
+		case o.Batch != "":
+			return q.FinishMember(ctx, l, o.Batch, o.Outcome, o.Reason)
+		case len(o.Push) > 0:
+			return q.FailPush(ctx, l, o.Reason, o.Push)
+		}
+		return q.Fail(ctx, l, o.Reason)
+	case queue.OutcomeCancelled:
+		if o.Batch != "" {
+			return q.FinishMember(ctx, l, o.Batch, o.Outcome, "")
+		}
+		return q.cancelLeased(ctx, l)
+	case queue.OutcomeRetried:
+		return q.Nack(ctx, l, o.At, o.Reason)
+	case queue.OutcomeSnoozed:
+		return q.Snooze(ctx, l, o.At, o.Counted)
+	}
+	return fmt.Errorf("memqueue: completing job %s: unknown outcome %d", l.JobID, o.Outcome)
+}
+
+// cancelLeased cancels the job under l, as its handler asked.
+func (q *Queue) cancelLeased(ctx context.Context, l queue.Lease) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: cancelling job %s: %w", l.JobID, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	e := q.leasedLocked(l, now.UnixNano())
+	if e == nil {
+		return fmt.Errorf("memqueue: cancelling job %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	q.cancelLocked(e, now)
+	return nil
+}
