@@ -219,6 +219,7 @@ func (nq *namedQueue) promote(now int64, at time.Time) {
 		e := nq.running.pop()
 		e.state = queue.StateReady
 		nq.unlease(e)
+		e.job.Recovered = true // until it is reserved again
 		e.updatedAt = at
 		nq.ready.push(e)
 	}
@@ -324,6 +325,7 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 	j.UniqueFor, j.UniqueReplace = 0, false
 	j.LeaseToken = ""
 	j.LeaseExpiresAt = time.Time{}
+	j.Recovered = false
 	if j.CreatedAt.IsZero() {
 		j.CreatedAt = now
 	}
@@ -509,6 +511,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 		e.startedAt, e.worker = now, worker
 		best.running.push(e)
 		out = append(out, e.job)
+		e.job.Recovered = false
 	}
 	return out, nil
 }

@@ -42,7 +42,10 @@ type executor struct {
 	// starts counts the attempts of prefetched jobs as they start when the
 	// completer does not (acks not batched, or after it closed); nil when
 	// the queue is no Starter (every reservation counted one).
-	starts  *starts
+	starts *starts
+	// apart holds a token while a recovered job (Job.Recovered) runs, so
+	// that such jobs run one at a time; nil: no such limit.
+	apart   chan struct{}
 	observe func(EventKind, *Job, error, time.Duration)
 	log     *slog.Logger
 }
@@ -81,6 +84,13 @@ func (e *executor) execute(j *Job, hj *held) {
 	if unstarted {
 		attempt++
 	}
+	if attempt > maxA && unstarted {
+		// Its attempts all started and none ended with an outcome.
+		err := fmt.Errorf("%w: job %s was started %d times and allows %d attempts; those attempts' leases expired before they finished (a worker crashed, was killed, or lost its lease)",
+			ErrAttemptsExhausted, j.ID, j.Attempts, maxA)
+		e.completer.fail(j, err, time.Now(), 0)
+		return
+	}
 	if attempt > maxA {
 		err := fmt.Errorf("%w: job %s was started %d times but allows %d attempts; the earlier attempts' leases expired before they finished (a worker crashed, was killed, or lost its lease)",
 			ErrAttemptsExhausted, j.ID, attempt, maxA)
@@ -105,14 +115,30 @@ func (e *executor) execute(j *Job, hj *held) {
 		return
 	}
 	if e.abandoned.runs(j.ID) {
-		// Never two copies of one job in one process.
+		// Never two copies of one job in one process. A job reserved
+		// without its attempt counted goes back as it was; one whose
+		// reservation counted it spends that attempt.
 		e.log.Warn("queue: job's abandoned attempt still runs here; releasing it", "job", j.ID, "name", j.Name)
-		if attempt >= maxA {
+		if !unstarted && attempt >= maxA {
 			e.completer.fail(j, errStillRunning, time.Now(), 0)
 			return
 		}
 		e.completer.nack(j, errStillRunning, time.Now().Add(e.backoffFor(j)), time.Now(), 0)
 		return
+	}
+	if j.Recovered && e.apart != nil {
+		// Its last delivery ended in an expired lease: its process may
+		// have died of it. It runs apart from the other such jobs of this
+		// process, one at a time, so that a job that kills its process
+		// kills no other job's attempt that also came back this way, and
+		// a crash loop narrows onto the job that causes it.
+		select {
+		case e.apart <- struct{}{}:
+			defer func() { <-e.apart }()
+		case <-e.base.Done():
+			e.completer.nack(j, errShutdown, time.Now(), time.Now(), 0)
+			return
+		}
 	}
 
 	if unstarted && !e.start(j) {

@@ -171,42 +171,31 @@ func (f *fetcher) run(stopCtx context.Context) {
 }
 
 // reserve takes up to n jobs, from the worker's queues in priority order.
-// The first idle of them (as many as handlers are idle) start at once, so
-// their attempts are counted by the claim; with a Starter the rest, which
-// wait in the buffer, are reserved without counting one, and the executor
-// counts it (starts) just before their handler runs.
+// With a Starter every job is reserved without counting an attempt, and
+// the executor counts it (a start mark) just before its handler runs: an
+// attempt counts only when its handler starts, so jobs that were leased
+// beside one that crashed the process keep their attempts. Without a
+// Starter each reservation counts one.
 //
 // unstarted[i] reports whether the job out[i] was reserved so.
-func (f *fetcher) reserve(n, idle int) (out []*Job, unstarted []bool, err error) {
+func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
 	for _, qn := range f.queues {
-		for _, unst := range []bool{false, true} {
-			k := n
-			if f.starter != nil {
-				k = min(n, max(0, idle-len(out)))
-				if unst {
-					k = n
-				}
-			}
-			if k == 0 || (unst && f.starter == nil) {
-				continue
-			}
-			var jobs []Job
-			if unst {
-				jobs, err = f.starter.ReserveUnstarted(f.ctx, []string{qn}, k, f.lease)
-			} else {
-				jobs, err = f.q.Reserve(f.ctx, []string{qn}, k, f.lease)
-			}
-			for i := range jobs {
-				out = append(out, &jobs[i])
-				unstarted = append(unstarted, unst)
-			}
-			n -= len(jobs)
-			if err != nil {
-				return out, unstarted, err
-			}
-			if len(jobs) < k {
-				break // the queue has no more ready jobs
-			}
+		if n <= 0 {
+			break
+		}
+		var jobs []Job
+		if f.starter != nil {
+			jobs, err = f.starter.ReserveUnstarted(f.ctx, []string{qn}, n, f.lease)
+		} else {
+			jobs, err = f.q.Reserve(f.ctx, []string{qn}, n, f.lease)
+		}
+		for i := range jobs {
+			out = append(out, &jobs[i])
+			unstarted = append(unstarted, f.starter != nil)
+		}
+		n -= len(jobs)
+		if err != nil {
+			return out, unstarted, err
 		}
 	}
 	return out, unstarted, nil

@@ -63,16 +63,18 @@ func jobsN(prefix string, n, attempts int) []Job {
 	return out
 }
 
-func TestFetcherCountsOnlyTheJobsIdleHandlersStart(t *testing.T) {
+// TestFetcherCountsNoAttemptAtReservation checks that with a Starter every
+// reservation leaves the attempts as stored, the idle handlers' jobs too:
+// an attempt counts only when its handler starts.
+func TestFetcherCountsNoAttemptAtReservation(t *testing.T) {
 	for _, tc := range []struct {
-		name              string
-		n, idle           int
-		counted, unstartd []int
+		name    string
+		n, idle int
 	}{
-		{"all idle", 4, 4, []int{4}, nil},
-		{"some idle", 10, 4, []int{4}, []int{6}},
-		{"none idle", 10, 0, nil, []int{10}},
-		{"more busy than held", 10, -3, nil, []int{10}},
+		{"all idle", 4, 4},
+		{"some idle", 10, 4},
+		{"none idle", 10, 0},
+		{"more busy than held", 10, -3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &stubStarter{stubQueue: &stubQueue{t: t}}
@@ -81,12 +83,12 @@ func TestFetcherCountsOnlyTheJobsIdleHandlersStart(t *testing.T) {
 			if err != nil || len(jobs) != tc.n {
 				t.Fatalf("reserve = %d jobs, %v; want %d", len(jobs), err, tc.n)
 			}
-			if !equalInts(st.counted, tc.counted) || !equalInts(st.unstarted, tc.unstartd) {
-				t.Fatalf("Reserve calls %v, ReserveUnstarted calls %v; want %v and %v", st.counted, st.unstarted, tc.counted, tc.unstartd)
+			if len(st.counted) != 0 || !equalInts(st.unstarted, []int{tc.n}) {
+				t.Fatalf("Reserve calls %v, ReserveUnstarted calls %v; want none and [%d]", st.counted, st.unstarted, tc.n)
 			}
 			for i, j := range jobs {
-				if unstarted[i] != (j.Attempts == 0) {
-					t.Fatalf("job %s: unstarted %v with %d attempts", j.ID, unstarted[i], j.Attempts)
+				if !unstarted[i] || j.Attempts != 0 {
+					t.Fatalf("job %s: unstarted %v with %d attempts; want unstarted with 0", j.ID, unstarted[i], j.Attempts)
 				}
 			}
 		})
@@ -135,7 +137,7 @@ func TestExecutorStartsAPrefetchedJobBeforeItsHandler(t *testing.T) {
 		{name: "started", attempts: 1, ran: true},
 		{name: "lease lost", attempts: 1, start: func(ls []Lease) ([]Lease, error) { return ls, nil }},
 		{name: "start fails", attempts: 1, start: func([]Lease) ([]Lease, error) { return nil, errors.New("connection reset") }, nacked: "recording the start"},
-		{name: "no attempt left", attempts: 3, failed: "started 4 times but allows 3"},
+		{name: "no attempt left", attempts: 3, failed: "started 3 times and allows 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &stubStarter{stubQueue: &stubQueue{t: t}, start: tc.start}

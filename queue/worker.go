@@ -434,6 +434,7 @@ func newRun(w *Worker) *run {
 		handlers: handlers, maxAttempts: w.maxAttempts, timeout: w.timeout, grace: w.grace, backoff: w.backoff,
 		typeBackoff: w.typeBackoff, maxSnoozes: w.maxSnoozes,
 		base: r.baseCtx, leases: r.held, completer: r.completer, abandoned: w.abandoned, observe: w.observe, log: w.log,
+		apart: make(chan struct{}, 1),
 	}
 
 	r.fetcher = &fetcher{

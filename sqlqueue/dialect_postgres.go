@@ -103,7 +103,7 @@ func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max i
 	}
 	ready, readyArgs := d.readyCond("", micros(now))
 	query := q.sql(`WITH c AS (
-  SELECT id, run_at AS claimed_run_at FROM {jobs} j
+  SELECT id, run_at AS claimed_run_at, lease_token IS NOT NULL AS recovered FROM {jobs} j
   WHERE state = 'pending' AND queue IN (` + placeholders(len(queues)) + `) AND ` + ready + `
     AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue IN (` + placeholders(len(queues)) + `))
   ORDER BY priority DESC, run_at, seq
@@ -152,10 +152,11 @@ RETURNING ` + pgClaimCols)
 // carries it, less what the claim itself set or knows (the lease token is
 // the claim's token and the row's seq, the lease expiry and updated_at
 // are the claim's, the state is pending), and the run_at the row was
-// claimed at, to sort by. unique_key is read as empty when NULL, so that no
+// claimed at, to sort by, and whether it was taken back from an expired
+// lease (queue.Job.Recovered). unique_key is read as empty when NULL, so that no
 // column needs a nullable scan target.
 const pgClaimCols = "t.id, t.seq, t.queue, t.name, t.payload, t.priority, t.attempts, t.max_attempts, t.timeout_us, " +
-	"COALESCE(t.unique_key, ''), t.tags, t.meta, t.available_at, t.created_at, t.last_error, t.snoozes, t.retry_until, c.claimed_run_at"
+	"COALESCE(t.unique_key, ''), t.tags, t.meta, t.available_at, t.created_at, t.last_error, t.snoozes, t.retry_until, c.claimed_run_at, c.recovered"
 
 // claimScanner reads pgClaimCols rows, reusing its scan targets for every
 // row; runAt is set to the claimed run_at.
@@ -167,7 +168,7 @@ type claimScanner struct {
 func (s *claimScanner) init() {
 	f := &s.f
 	s.dest = []any{&f.r.job.ID, &f.r.seq, &f.r.job.Queue, &f.r.job.Name, &f.r.job.Payload, &f.priority, &f.attempts, &f.maxAttempt,
-		&f.timeoutUS, &f.r.job.UniqueKey, &f.tags, &f.meta, &f.avail, &f.created, &f.r.job.LastError, &f.snoozes, &f.retryUntil, &f.r.runAt}
+		&f.timeoutUS, &f.r.job.UniqueKey, &f.tags, &f.meta, &f.avail, &f.created, &f.r.job.LastError, &f.snoozes, &f.retryUntil, &f.r.runAt, &f.r.job.Recovered}
 }
 
 func (s *claimScanner) scan(sc scanner) (row, error) {

@@ -133,6 +133,7 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 	}
 	for i := range got {
 		r := &got[i]
+		r.job.Recovered = r.job.LeaseToken != "" // its last lease expired
 		r.job.Attempts += inc
 		r.job.LeaseToken = token + "-" + strconv.FormatInt(r.seq, 10)
 		r.job.LeaseExpiresAt = expires
