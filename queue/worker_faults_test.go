@@ -151,7 +151,10 @@ func TestWorkerNeverRunsTwoCopiesOfAJob(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { errc <- w.Run(ctx) }()
 		// Past the timeout, grace, and every retry's backoff.
-		testutil.Eventually(t, time.Minute, func() bool { return failed.Load() != nil }, "the job was not dead-lettered")
+		testutil.Eventually(t, time.Minute, func() bool {
+			info, err := q.GetJob(t.Context(), id)
+			return err == nil && strings.Contains(info.LastError, "still runs in this process")
+		}, "the job was not released while its abandoned attempt runs")
 		synctest.Wait()
 		if got := most.Load(); got != 1 {
 			t.Errorf("%d copies of one job ran at once in one process, want 1", got)
