@@ -66,7 +66,7 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 // count, sorted by name, Ready to Running not yet split.
 func (q *Queue) readCounts(ctx context.Context, st statements) ([]queue.QueueCounts, error) {
 	// A count is the sum of its shards (see foldCounts).
-	rows, err := st.Query(ctx, q.sql("SELECT queue, state, SUM(n) FROM {counts} GROUP BY queue, state HAVING SUM(n) <> 0 ORDER BY queue, state"))
+	rows, err := st.Query(ctx, q.stmt(qCounts))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading job counts")
 	}

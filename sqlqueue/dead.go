@@ -23,14 +23,11 @@ func (q *Queue) DeadLetters(ctx context.Context, queueName string, limit int) ([
 	if limit < 1 || limit > 1000 {
 		limit = 1000
 	}
-	query := "SELECT " + jobCols + " FROM {jobs} WHERE state = 'dead'"
-	var args []any
+	query, args := q.stmt(qDeadLetters), []any{limit}
 	if queueName != "" {
-		query += " AND queue = ?"
-		args = append(args, queueName)
+		query, args = q.stmt(qDeadLettersOf), []any{queueName, limit}
 	}
-	query += " ORDER BY finished_at DESC, seq DESC LIMIT ?"
-	rows, err := q.queryRows(ctx, q.sql(query), append(args, limit)...)
+	rows, err := q.queryRows(ctx, query, args...)
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing dead letters")
 	}
@@ -108,12 +105,12 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 	if err := q.use(ctx); err != nil {
 		return 0, err
 	}
-	query, args := "SELECT COUNT(*) FROM {jobs} WHERE state = 'pending'", []any(nil)
+	query, args := q.stmt(qLen), []any(nil)
 	if queueName != "" {
-		query, args = query+" AND queue = ?", []any{queueName}
+		query, args = q.stmt(qLenOf), []any{queueName}
 	}
 	var n int
-	if err := queryRow(ctx, stmts(q.db), q.sql(query), args, &n); err != nil {
+	if err := queryRow(ctx, stmts(q.db), query, args, &n); err != nil {
 		return 0, q.wrap(ctx, err, "counting jobs")
 	}
 	return n, nil
@@ -153,11 +150,11 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 // pendingMembers returns the IDs of the waiting jobs of queueName ("" for
 // all) that are pending members of a batch.
 func (q *Queue) pendingMembers(ctx context.Context, queueName string) ([]string, error) {
-	query, args := "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL", []any(nil)
+	query, args := q.stmt(qPendingMembers), []any(nil)
 	if queueName != "" {
-		query, args = query+" AND j.queue = ?", []any{queueName}
+		query, args = q.stmt(qPendingMembersOf), []any{queueName}
 	}
-	return queryStrings(ctx, stmts(q.db), q.sql(query), args...)
+	return queryStrings(ctx, stmts(q.db), query, args...)
 }
 
 // cancelEach cancels the jobs ids with Cancel, skipping those that have

@@ -67,6 +67,9 @@ type dialect interface {
 	// one transaction, so that it is stored whole or not at all.
 	pushBatch(ctx context.Context, q *Queue, n, chunks int, fn func(ex statements, inTx bool) error) error
 
+	// queries are the dialect's texts of the named statements (see
+	// query), rendered once per Queue at New.
+	queries() []queryTemplates
 	// migrations are the dialect's schema migrations (the tables' DDL,
 	// in sqlqueue/internal/migrate/sql/<dialect>) and how they run.
 	migrations() *migrate.Dialect
@@ -152,10 +155,6 @@ type dialect interface {
 	// substring, case-sensitive; bytes when blob).
 	contains(col string, blob bool) string
 
-	// upsertMetrics adds to one metrics row, keeping the larger maximum.
-	upsertMetrics(table string) string
-	// upsertWorker creates or refreshes one worker row.
-	upsertWorker(table string) string
 	// dropCountFunctions returns the statements that drop what the counts
 	// migration created outside the tables (vars: migrationVars), if any.
 	dropCountFunctions(vars map[string]string) []string

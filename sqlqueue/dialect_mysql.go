@@ -582,9 +582,9 @@ func (mysqlDialect) priorities(ctx context.Context, q *Queue, st statements, nam
 				cond = " AND priority < ?"
 				args = append(args, p)
 			}
-			parts[i] = "(SELECT queue, priority FROM {jobs} WHERE queue = ? AND state = 'pending'" + cond + " ORDER BY priority DESC LIMIT 1)"
+			parts[i] = "(SELECT queue, priority FROM " + q.t.jobs + " WHERE queue = ? AND state = 'pending'" + cond + " ORDER BY priority DESC LIMIT 1)"
 		}
-		rows, err := st.Query(ctx, q.sqlOnce(strings.Join(parts, " UNION ALL ")), args...)
+		rows, err := st.Query(ctx, strings.Join(parts, " UNION ALL "), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -667,23 +667,7 @@ func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, qu
 
 func (mysqlDialect) contains(col string, _ bool) string { return "LOCATE(?, " + col + ") > 0" }
 
-func (mysqlDialect) upsertMetrics(table string) string {
-	return "INSERT INTO " + table + ` (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON DUPLICATE KEY UPDATE
-  processed = processed + VALUES(processed),
-  failed = failed + VALUES(failed),
-  runtime_total_us = runtime_total_us + VALUES(runtime_total_us),
-  runtime_max_us = GREATEST(runtime_max_us, VALUES(runtime_max_us)),
-  wait_total_us = wait_total_us + VALUES(wait_total_us)`
-}
 
-func (mysqlDialect) upsertWorker(table string) string {
-	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), queues = VALUES(queues),
-  concurrency = VALUES(concurrency), last_seen = VALUES(last_seen), running = VALUES(running), reserved = VALUES(reserved)`
-}
 
 func (mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {
 	return q.foldCountsTx(ctx, "FOR UPDATE SKIP LOCKED", mysqlUpsert)

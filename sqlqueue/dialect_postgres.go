@@ -434,7 +434,7 @@ func (pgDialect) inspectRead(ctx context.Context, q *Queue, timeout time.Duratio
 }
 
 func (pgDialect) priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error) {
-	return q.prioritiesCTE(ctx, st, names)
+	return q.prioritiesEach(ctx, st, names)
 }
 
 func (pgDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
@@ -452,23 +452,7 @@ func (pgDialect) contains(col string, blob bool) string {
 	return "strpos(" + col + ", CAST(? AS TEXT)) > 0"
 }
 
-func (pgDialect) upsertMetrics(table string) string {
-	return "INSERT INTO " + table + ` AS m (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (queue, minute_at) DO UPDATE SET
-  processed = m.processed + EXCLUDED.processed,
-  failed = m.failed + EXCLUDED.failed,
-  runtime_total_us = m.runtime_total_us + EXCLUDED.runtime_total_us,
-  runtime_max_us = GREATEST(m.runtime_max_us, EXCLUDED.runtime_max_us),
-  wait_total_us = m.wait_total_us + EXCLUDED.wait_total_us`
-}
 
-func (pgDialect) upsertWorker(table string) string {
-	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues = EXCLUDED.queues,
-  concurrency = EXCLUDED.concurrency, last_seen = EXCLUDED.last_seen, running = EXCLUDED.running, reserved = EXCLUDED.reserved`
-}
 
 // vacuumIfDue vacuums the jobs table when its statistics count at least
 // vacuumDeadRows dead rows: on a server with autovacuum off, nothing else

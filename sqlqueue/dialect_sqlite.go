@@ -373,7 +373,7 @@ func (sqliteDialect) inspectRead(ctx context.Context, q *Queue, _ time.Duration,
 }
 
 func (sqliteDialect) priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error) {
-	return q.prioritiesCTE(ctx, st, names)
+	return q.prioritiesEach(ctx, st, names)
 }
 
 func (sqliteDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
@@ -386,23 +386,7 @@ func (sqliteDialect) runningList(_ context.Context, _ *Queue, _ statements, queu
 
 func (sqliteDialect) contains(col string, _ bool) string { return "instr(" + col + ", ?) > 0" }
 
-func (sqliteDialect) upsertMetrics(table string) string {
-	return "INSERT INTO " + table + ` (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (queue, minute_at) DO UPDATE SET
-  processed = processed + excluded.processed,
-  failed = failed + excluded.failed,
-  runtime_total_us = runtime_total_us + excluded.runtime_total_us,
-  runtime_max_us = MAX(runtime_max_us, excluded.runtime_max_us),
-  wait_total_us = wait_total_us + excluded.wait_total_us`
-}
 
-func (sqliteDialect) upsertWorker(table string) string {
-	return "INSERT INTO " + table + ` (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-  concurrency = excluded.concurrency, last_seen = excluded.last_seen, running = excluded.running, reserved = excluded.reserved`
-}
 
 // foldCounts has nothing to do: SQLite's triggers write shard 0 only.
 func (sqliteDialect) foldCounts(context.Context, *Queue) error { return nil }

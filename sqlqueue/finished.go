@@ -26,7 +26,7 @@ const unionProbes = 100
 // over their shards, see foldCounts), all the queues, since the pruning
 // and the counts built on it must miss none.
 func (q *Queue) finishedQueues(ctx context.Context, st statements, state string) (names []string, totals []int64, err error) {
-	rows, err := st.Query(ctx, q.sql("SELECT queue, SUM(n) FROM {counts} WHERE state = ? GROUP BY queue HAVING SUM(n) > 0 ORDER BY queue"), state)
+	rows, err := st.Query(ctx, q.stmt(qFinishedQueues), state)
 	if err != nil {
 		return nil, nil, err
 	}

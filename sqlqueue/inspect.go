@@ -55,7 +55,7 @@ const (
 // number of jobs and on every dialect one statement (a loose index scan
 // took one statement per queue on MariaDB).
 func (q *Queue) knownQueues(ctx context.Context, st statements, state string) ([]string, error) {
-	return queryStrings(ctx, st, q.sql("SELECT queue FROM {counts} WHERE state = ? GROUP BY queue HAVING SUM(n) > 0 ORDER BY queue LIMIT "+strconv.Itoa(maxStatsQueues)), state)
+	return queryStrings(ctx, st, q.stmt(qKnownQueues), state)
 }
 
 // priorities lists the distinct priorities of each named queue's pending
@@ -90,16 +90,12 @@ func (q *Queue) priorities(ctx context.Context, st statements, names ...string) 
 	return out, nil
 }
 
-// prioritiesCTE is the loose scan of priorities as a recursive CTE, one
-// statement per queue.
-func (q *Queue) prioritiesCTE(ctx context.Context, st statements, names []string) (map[string][]int64, error) {
+// prioritiesEach runs the loose scan of priorities as the dialect's
+// qPriorities, one statement per queue.
+func (q *Queue) prioritiesEach(ctx context.Context, st statements, names []string) (map[string][]int64, error) {
 	out := make(map[string][]int64, len(names))
 	for _, name := range names {
-		prios, err := queryInts(ctx, st, q.sql(`WITH RECURSIVE p (pr) AS (
-  SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending'
-  UNION ALL
-  SELECT (SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < p.pr) FROM p WHERE p.pr IS NOT NULL
-) SELECT pr FROM p WHERE pr IS NOT NULL LIMIT `+strconv.Itoa(maxPriorities+1)), name, name)
+		prios, err := queryInts(ctx, st, q.stmt(qPriorities), name, name)
 		if err != nil {
 			return nil, err
 		}
@@ -184,16 +180,14 @@ func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([
 		byName[counts[i].Queue] = &counts[i]
 		names = append(names, counts[i].Queue)
 	}
-	paused, err := queryStrings(ctx, st, q.sql("SELECT queue FROM {pauses}"))
+	paused, err := queryStrings(ctx, st, q.stmt(qPaused))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing paused queues")
 	}
 	names = append(names, paused...)
 	windowStart := now.Add(-statsWindow).Truncate(time.Minute).Unix()
 	recentStart := now.Add(-queue.RateWindow).Truncate(time.Minute).Unix()
-	rs, err := st.Query(ctx, q.sql(`SELECT queue, SUM(processed), SUM(failed), SUM(runtime_total_us), MAX(runtime_max_us), SUM(wait_total_us),
-  SUM(CASE WHEN minute_at >= ? THEN processed ELSE 0 END)
-FROM {metrics} WHERE minute_at >= ? GROUP BY queue`), recentStart, windowStart)
+	rs, err := st.Query(ctx, q.stmt(qStatsMetrics), recentStart, windowStart)
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading metrics")
 	}
@@ -528,7 +522,7 @@ func (q *Queue) rowsByID(ctx context.Context, st statements, ids []string) ([]ro
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	query, args, err := q.sqlIn("SELECT "+jobCols+" FROM {jobs} WHERE id IN (?)", ids)
+	query, args, err := q.stmtIn(qJobsByID, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -930,7 +924,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 		found   bool
 	)
 	err := func() error {
-		rs, err := q.readDB().QueryContext(ctx, q.sql("SELECT "+jobCols+attemptCols+" FROM {jobs} WHERE id = ?"), id)
+		rs, err := q.readDB().QueryContext(ctx, q.stmt(qGetJob), id)
 		if err != nil {
 			return err
 		}
@@ -961,7 +955,7 @@ func (q *Queue) Pause(ctx context.Context, queueName string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	_, err := q.db.ExecContext(ctx, q.sql(q.d.insertOrIgnore("{pauses}", "queue, paused_at", "?, ?")), queueName, micros(time.Now()))
+	_, err := q.db.ExecContext(ctx, q.stmt(qPause), queueName, micros(time.Now()))
 	return q.wrap(ctx, err, "pausing queue %s", queueName)
 }
 
@@ -971,7 +965,7 @@ func (q *Queue) Resume(ctx context.Context, queueName string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	if _, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {pauses} WHERE queue = ?"), queueName); err != nil {
+	if _, err := q.db.ExecContext(ctx, q.stmt(qResume), queueName); err != nil {
 		return q.wrap(ctx, err, "resuming queue %s", queueName)
 	}
 	q.wake.signal()
@@ -983,7 +977,7 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	names, err := queryStrings(ctx, stmts(q.readDB()), q.sql("SELECT queue FROM {pauses} ORDER BY queue"))
+	names, err := queryStrings(ctx, stmts(q.readDB()), q.stmt(qPausedSorted))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing paused queues")
 	}

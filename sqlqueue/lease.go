@@ -79,7 +79,7 @@ func queueArgs(queues []string) []any {
 
 // unpaused returns queues without the paused ones.
 func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([]string, error) {
-	paused, err := queryStrings(ctx, st, q.sql("SELECT queue FROM {pauses}"))
+	paused, err := queryStrings(ctx, st, q.stmt(qPaused))
 	if err != nil {
 		return nil, err
 	}

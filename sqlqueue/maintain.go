@@ -60,7 +60,7 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	}
 	if err == nil {
 		var n int64
-		n, err = q.fencedExec(ctx, "DELETE FROM {uniques} WHERE expires_at < ?", micros(now))
+		n, err = q.fencedExec(ctx, qPruneUniques, micros(now))
 		pruned += int(n)
 	}
 	if err == nil && q.cfg.keepDead > 0 {
@@ -75,12 +75,12 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	}
 	if err == nil {
 		var n int64
-		n, err = q.fencedExec(ctx, "DELETE FROM {workers} WHERE last_seen < ?", micros(now.Add(-q.cfg.workerTTL)))
+		n, err = q.fencedExec(ctx, qPruneWorkers, micros(now.Add(-q.cfg.workerTTL)))
 		pruned += int(n)
 	}
 	if err == nil {
 		var n int64
-		n, err = q.fencedExec(ctx, "DELETE FROM {metrics} WHERE minute_at < ?", now.Add(-q.cfg.metricsKeep).Unix())
+		n, err = q.fencedExec(ctx, qPruneMetrics, now.Add(-q.cfg.metricsKeep).Unix())
 		pruned += int(n)
 	}
 	if err != nil {
@@ -185,9 +185,9 @@ func (q *Queue) fencedTx(ctx context.Context, fn func(st statements) error) erro
 
 // fencedExec runs one statement in a fencedTx and returns how many rows
 // it changed.
-func (q *Queue) fencedExec(ctx context.Context, stmt string, args ...any) (n int64, err error) {
+func (q *Queue) fencedExec(ctx context.Context, stmt query, args ...any) (n int64, err error) {
 	err = q.fencedTx(ctx, func(st statements) error {
-		n, err = st.Exec(ctx, q.sql(stmt), args...)
+		n, err = st.Exec(ctx, q.stmt(stmt), args...)
 		return err
 	})
 	return n, err
@@ -213,7 +213,7 @@ func (q *Queue) maintainIfDue(ctx context.Context) {
 // finished before cutoff, each with its member rows in one transaction.
 func (q *Queue) pruneBatches(ctx context.Context, cutoff time.Time) (int, error) {
 	total := 0
-	sel := q.sql("SELECT id FROM {batches} WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT 100")
+	sel := q.stmt(qFinishedBatches)
 	for range maxPruneBatches {
 		ids, err := queryStrings(ctx, stmts(q.db), sel, micros(cutoff))
 		if err != nil || len(ids) == 0 {

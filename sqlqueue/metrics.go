@@ -108,7 +108,7 @@ func (q *Queue) FlushMetrics(ctx context.Context) error {
 		q.restoreMetrics(batch)
 		return err
 	}
-	upsert := q.sql(q.d.upsertMetrics("{metrics}"))
+	upsert := q.stmt(qMetricsUpsert)
 	for k, a := range batch {
 		_, err := q.db.ExecContext(ctx, upsert, k.queue, k.minute, a.processed, a.failed, a.runtimeTotal, a.runtimeMax, a.waitTotal)
 		if err != nil {
@@ -144,8 +144,7 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoi
 		return nil, err
 	}
 	q.flushMetricsLogged(ctx)
-	rs, err := q.readDB().QueryContext(ctx, q.sql(`SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
-FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`), since.Truncate(time.Minute).Unix())
+	rs, err := q.readDB().QueryContext(ctx, q.stmt(qMetrics), since.Truncate(time.Minute).Unix())
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading metrics")
 	}

@@ -24,7 +24,7 @@ const schedPrefix = "at:"
 // passed are read and skipped (they are never needed: see the scheduled
 // migration).
 func (q *Queue) readScheduled(ctx context.Context, st statements, now int64) (map[string]int64, error) {
-	rows, err := st.Query(ctx, q.sql("SELECT queue, state, SUM(n) FROM {counts} WHERE state LIKE '"+schedPrefix+"%' GROUP BY queue, state HAVING SUM(n) <> 0"))
+	rows, err := st.Query(ctx, q.stmt(qScheduledCounts))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading the scheduled job counts")
 	}
@@ -59,6 +59,6 @@ func schedBucketEnd(now int64) int64 { return (now/schedBucket + 1) * schedBucke
 // job is counted in the bucket, so no later write subtracts from it
 // without adding first.
 func (q *Queue) pruneScheduledCounts(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {counts} WHERE shard = 0 AND n = 0 AND state LIKE '"+schedPrefix+"%'"))
+	_, err := q.db.ExecContext(ctx, q.stmt(qPruneScheduledCounts))
 	return err
 }

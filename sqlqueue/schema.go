@@ -236,7 +236,7 @@ func (q *Queue) checkVersion(ctx context.Context, ex statements) error {
 		return err
 	}
 	var v string
-	err = queryRow(ctx, ex, q.sql("SELECT value FROM {meta} WHERE name = 'schema_version'"), nil, &v)
+	err = queryRow(ctx, ex, q.stmt(qSchemaVersion), nil, &v)
 	if err != nil && ctx.Err() == nil {
 		var n int
 		if qerr := queryRow(ctx, ex, q.d.migrations().TableExists, []any{q.t.raw + "_meta"}, &n); qerr == nil && n == 0 {

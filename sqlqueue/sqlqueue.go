@@ -172,6 +172,7 @@ type Queue struct {
 	log *slog.Logger
 
 	queries sync.Map // template -> final SQL
+	qs      *renderedQueries
 	// leaseRows holds the names of lease rows known to exist (they are
 	// never deleted), up to maxKnownLeaseRows, so AcquireLease skips its
 	// insert for them: limiters acquire slot leases for every job.
@@ -265,6 +266,7 @@ func New(db DB, opts ...Option) (*Queue, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken(), searchBudget: searchBudget}
+	q.qs = render(d, q.t, d.queries()...)
 	d.configure(db)
 	return q, nil
 }

@@ -57,7 +57,7 @@ func (q *Queue) takeUniques(ctx context.Context, ex statements, js []queue.Job, 
 			return nil, err
 		}
 	}
-	query, args, err := q.sqlIn("SELECT queue, unique_key FROM {uniques} WHERE unique_key IN (?) AND expires_at > ?", keys, nowUS)
+	query, args, err := q.stmtIn(qUniquesHeld, keys, nowUS)
 	if err != nil {
 		return nil, err
 	}
@@ -91,11 +91,11 @@ func (q *Queue) takeUniques(ctx context.Context, ex statements, js []queue.Job, 
 		if j.UniqueFor <= 0 {
 			continue
 		}
-		if _, err := ex.Exec(ctx, q.sql("DELETE FROM {uniques} WHERE queue = ? AND unique_key = ? AND expires_at <= ?"), j.Queue, j.UniqueKey, nowUS); err != nil {
+		if _, err := ex.Exec(ctx, q.stmt(qUniqueDeleteEnded), j.Queue, j.UniqueKey, nowUS); err != nil {
 			return nil, err
 		}
 		until := nowUS + j.UniqueFor.Microseconds()
-		n, err := ex.Exec(ctx, q.sql(q.d.insertOrIgnore(q.t.uniques, "queue, unique_key, expires_at", "?, ?, ?")), j.Queue, j.UniqueKey, until)
+		n, err := ex.Exec(ctx, q.stmt(qUniqueTake), j.Queue, j.UniqueKey, until)
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +116,7 @@ func (q *Queue) releaseUniques(ctx context.Context, ex statements, js []queue.Jo
 		if u.taken[i] == 0 || stored[i] {
 			continue
 		}
-		if _, err := ex.Exec(ctx, q.sql("DELETE FROM {uniques} WHERE queue = ? AND unique_key = ? AND expires_at = ?"), j.Queue, j.UniqueKey, u.taken[i]); err != nil {
+		if _, err := ex.Exec(ctx, q.stmt(qUniqueRelease), j.Queue, j.UniqueKey, u.taken[i]); err != nil {
 			return err
 		}
 	}

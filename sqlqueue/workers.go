@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -28,7 +27,7 @@ func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 		w.StartedAt = now
 	}
 	queues, _ := json.Marshal(w.Queues) // a []string always marshals
-	_, err := q.db.ExecContext(ctx, q.sql(q.d.upsertWorker("{workers}")), w.ID, w.Host, w.PID, string(queues), w.Concurrency, micros(w.StartedAt), micros(now),
+	_, err := q.db.ExecContext(ctx, q.stmt(qWorkerUpsert), w.ID, w.Host, w.PID, string(queues), w.Concurrency, micros(w.StartedAt), micros(now),
 		heldJSON(w.Running), heldJSON(w.Reserved))
 	if err != nil {
 		return q.wrap(ctx, err, "recording heartbeat of worker %s", w.ID)
@@ -75,7 +74,7 @@ func (q *Queue) Deregister(ctx context.Context, id string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	if _, err := q.db.ExecContext(ctx, q.sql("DELETE FROM {workers} WHERE id = ?"), id); err != nil {
+	if _, err := q.db.ExecContext(ctx, q.stmt(qWorkerDelete), id); err != nil {
 		return q.wrap(ctx, err, "deregistering worker %s", id)
 	}
 	q.flushMetricsLogged(ctx)
@@ -89,8 +88,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	rs, err := q.readDB().QueryContext(ctx, q.sql(`SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved FROM {workers}
-WHERE last_seen >= ? ORDER BY id LIMIT 1000`), micros(time.Now().Add(-q.cfg.workerTTL)))
+	rs, err := q.readDB().QueryContext(ctx, q.stmt(qWorkers), micros(time.Now().Add(-q.cfg.workerTTL)))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing workers")
 	}
@@ -137,7 +135,7 @@ const maxHeldWorkers = 10000
 // A report that is not valid JSON counts nothing. Errors are returned
 // unwrapped, for the caller to say what it was doing.
 func (q *Queue) heldByQueue(ctx context.Context, st statements, now time.Time) (map[string]int64, error) {
-	rows, err := st.Query(ctx, q.sql("SELECT running, reserved FROM {workers} WHERE last_seen >= ? AND (running IS NOT NULL OR reserved IS NOT NULL) LIMIT "+strconv.Itoa(maxHeldWorkers)),
+	rows, err := st.Query(ctx, q.stmt(qWorkersHeld),
 		micros(now.Add(-q.cfg.workerTTL)))
 	if err != nil {
 		return nil, err

@@ -1,0 +1,66 @@
+package sqlqueue
+
+func (pgDialect) queries() []queryTemplates { return []queryTemplates{pgReads} }
+
+// pgReads are PostgreSQL's statements of the inspection reads and of the
+// small tables (pauses, workers, metrics, unique holds, batches): see query.
+var pgReads = queryTemplates{
+	qSchemaVersion:        "SELECT value FROM {meta} WHERE name = 'schema_version'",
+	qCounts:               "SELECT queue, state, SUM(n) FROM {counts} GROUP BY queue, state HAVING SUM(n) <> 0 ORDER BY queue, state",
+	qKnownQueues:          "SELECT queue FROM {counts} WHERE state = ? GROUP BY queue HAVING SUM(n) > 0 ORDER BY queue LIMIT " + maxStatsQueuesLit,
+	qFinishedQueues:       "SELECT queue, SUM(n) FROM {counts} WHERE state = ? GROUP BY queue HAVING SUM(n) > 0 ORDER BY queue",
+	qScheduledCounts:      "SELECT queue, state, SUM(n) FROM {counts} WHERE state LIKE '" + schedPrefix + "%' GROUP BY queue, state HAVING SUM(n) <> 0",
+	qPruneScheduledCounts: "DELETE FROM {counts} WHERE shard = 0 AND n = 0 AND state LIKE '" + schedPrefix + "%'",
+	qPaused:               "SELECT queue FROM {pauses}",
+	qPausedSorted:         "SELECT queue FROM {pauses} ORDER BY queue",
+	qResume:               "DELETE FROM {pauses} WHERE queue = ?",
+	qStatsMetrics: `SELECT queue, SUM(processed), SUM(failed), SUM(runtime_total_us), MAX(runtime_max_us), SUM(wait_total_us),
+  SUM(CASE WHEN minute_at >= ? THEN processed ELSE 0 END)
+FROM {metrics} WHERE minute_at >= ? GROUP BY queue`,
+	qMetrics: `SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
+FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`,
+	qPruneMetrics: "DELETE FROM {metrics} WHERE minute_at < ?",
+	qWorkerDelete: "DELETE FROM {workers} WHERE id = ?",
+	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved FROM {workers}
+WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
+	qWorkersHeld:        "SELECT running, reserved FROM {workers} WHERE last_seen >= ? AND (running IS NOT NULL OR reserved IS NOT NULL) LIMIT " + maxHeldWorkersLit,
+	qPruneWorkers:       "DELETE FROM {workers} WHERE last_seen < ?",
+	qGetJob:             "SELECT " + jobCols + attemptCols + " FROM {jobs} WHERE id = ?",
+	qJobsByID:           "SELECT " + jobCols + " FROM {jobs} WHERE id IN (?)",
+	qUniquesHeld:        "SELECT queue, unique_key FROM {uniques} WHERE unique_key IN (?) AND expires_at > ?",
+	qUniqueDeleteEnded:  "DELETE FROM {uniques} WHERE queue = ? AND unique_key = ? AND expires_at <= ?",
+	qUniqueRelease:      "DELETE FROM {uniques} WHERE queue = ? AND unique_key = ? AND expires_at = ?",
+	qPruneUniques:       "DELETE FROM {uniques} WHERE expires_at < ?",
+	qFinishedBatches:    "SELECT id FROM {batches} WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT 100",
+	qDeleteBatchMembers: "DELETE FROM {batch_jobs} WHERE batch_id IN (?)",
+	qDeleteBatches:      "DELETE FROM {batches} WHERE id IN (?)",
+	qDeadLetters:        "SELECT " + jobCols + " FROM {jobs} WHERE state = 'dead' ORDER BY finished_at DESC, seq DESC LIMIT ?",
+	qDeadLettersOf:      "SELECT " + jobCols + " FROM {jobs} WHERE state = 'dead' AND queue = ? ORDER BY finished_at DESC, seq DESC LIMIT ?",
+	qLen:                "SELECT COUNT(*) FROM {jobs} WHERE state = 'pending'",
+	qLenOf:              "SELECT COUNT(*) FROM {jobs} WHERE state = 'pending' AND queue = ?",
+	qPendingMembers:     "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
+	qPendingMembersOf:   "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
+	qPause:              "INSERT INTO {pauses} (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+	qUniqueTake:         "INSERT INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+	qPriorities:         pgPriorities,
+	qMetricsUpsert: `INSERT INTO {metrics} AS m (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (queue, minute_at) DO UPDATE SET
+  processed = m.processed + EXCLUDED.processed,
+  failed = m.failed + EXCLUDED.failed,
+  runtime_total_us = m.runtime_total_us + EXCLUDED.runtime_total_us,
+  runtime_max_us = GREATEST(m.runtime_max_us, EXCLUDED.runtime_max_us),
+  wait_total_us = m.wait_total_us + EXCLUDED.wait_total_us`,
+	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues = EXCLUDED.queues,
+  concurrency = EXCLUDED.concurrency, last_seen = EXCLUDED.last_seen, running = EXCLUDED.running, reserved = EXCLUDED.reserved`,
+}
+
+// pgPriorities is the loose scan of one queue's priorities as a recursive
+// CTE over the claim index.
+var pgPriorities = `WITH RECURSIVE p (pr) AS (
+  SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending'
+  UNION ALL
+  SELECT (SELECT MAX(priority) FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < p.pr) FROM p WHERE p.pr IS NOT NULL
+) SELECT pr FROM p WHERE pr IS NOT NULL LIMIT ` + maxPrioritiesLit
