@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -98,7 +97,7 @@ func (q *Queue) pushBatch(ctx context.Context, st statements, rec queue.BatchRec
 	if rec.AllowFailures {
 		allow = 1
 	}
-	_, err := st.Exec(ctx, q.sql("INSERT INTO {batches} (id, name, allow_failures, callbacks, total, done, failed, cancelled, created_at, updated_at, cancelled_at, then_at, catch_at, finished_at) VALUES (?, ?, ?, ?, 0, 0, 0, 0, ?, ?, 0, 0, 0, 0)"),
+	_, err := st.Exec(ctx, q.stmt(qBatchInsert),
 		rec.ID, rec.Name, allow, rec.Callbacks, now, now)
 	if err != nil {
 		return nil, err
@@ -122,17 +121,14 @@ func (q *Queue) addMembers(ctx context.Context, st statements, id string, jobs [
 	var added int64
 	for len(ids) > 0 {
 		n := min(len(ids)/2, memberChunk)
-		// insertOrIgnore puts values in one pair of parentheses.
-		const one = "?, ?, 'pending'"
-		values := strings.Repeat(one+"), (", n-1) + one
-		k, err := st.Exec(ctx, q.sqlOnce(q.d.insertOrIgnore("{batch_jobs}", "batch_id, job_id, state", values)), ids[:2*n]...)
+		k, err := st.Exec(ctx, q.rebind(q.d.insertMembers(q, n)), ids[:2*n]...)
 		if err != nil {
 			return nil, err
 		}
 		added += k
 		ids = ids[2*n:]
 	}
-	if _, err := st.Exec(ctx, q.sql("UPDATE {batches} SET total = total + ?, updated_at = ? WHERE id = ?"), added, now, id); err != nil {
+	if _, err := st.Exec(ctx, q.stmt(qBatchAddTotal), added, now, id); err != nil {
 		return nil, err
 	}
 	return stored, nil
@@ -181,7 +177,7 @@ type batchRow struct {
 // errBatchGone if there is none. Only AddToBatch takes the batch row
 // first (see the lock order above).
 func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int64) (batchRow, error) {
-	n, err := st.Exec(ctx, q.sql("UPDATE {batches} SET updated_at = ? WHERE id = ?"), now, id)
+	n, err := st.Exec(ctx, q.stmt(qBatchTouch), now, id)
 	if err != nil {
 		return batchRow{}, err
 	}
@@ -189,7 +185,7 @@ func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int
 		return batchRow{}, errBatchGone
 	}
 	var b batchRow
-	err = queryRow(ctx, st, q.sql("SELECT cancelled_at, finished_at FROM {batches} WHERE id = ?"), []any{id}, &b.cancelledAt, &b.finishedAt)
+	err = queryRow(ctx, st, q.stmt(qBatchEnds), []any{id}, &b.cancelledAt, &b.finishedAt)
 	return b, err
 }
 
@@ -269,7 +265,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 		if !ok {
 			continue
 		}
-		n, err := st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = ? WHERE batch_id = ? AND job_id = ? AND state = ?"), string(t), batchID, l.JobID, string(f))
+		n, err := st.Exec(ctx, q.stmt(qMemberSetState), string(t), batchID, l.JobID, string(f))
 		if err != nil {
 			return nil, false, err
 		}
@@ -295,7 +291,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 	if to == queue.MemberFailed {
 		var allow int
 		var cancelledAt, finishedAt int64
-		err := queryRow(ctx, st, q.sql("SELECT allow_failures, cancelled_at, finished_at FROM {batches} WHERE id = ?"), []any{batchID}, &allow, &cancelledAt, &finishedAt)
+		err := queryRow(ctx, st, q.stmt(qBatchRules), []any{batchID}, &allow, &cancelledAt, &finishedAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, false, nil
 		}
@@ -335,7 +331,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 // countBatch adds d (done, failed, cancelled) to batch id's counters: the
 // transaction's first change of the batch row, which it then holds.
 func (q *Queue) countBatch(ctx context.Context, st statements, id string, d [3]int64, now int64) error {
-	_, err := st.Exec(ctx, q.sql("UPDATE {batches} SET done = done + ?, failed = failed + ?, cancelled = cancelled + ?, updated_at = ? WHERE id = ?"), d[0], d[1], d[2], now, id)
+	_, err := st.Exec(ctx, q.stmt(qBatchAddCounters), d[0], d[1], d[2], now, id)
 	return err
 }
 
@@ -344,7 +340,7 @@ func (q *Queue) countBatch(ctx context.Context, st statements, id string, d [3]i
 // batch (failures, CancelBatch), the one that marks it cancels its
 // members, so no two scan its member rows at once.
 func (q *Queue) markCancelled(ctx context.Context, st statements, id string, now int64) (bool, error) {
-	n, err := st.Exec(ctx, q.sql("UPDATE {batches} SET cancelled_at = ?, updated_at = ? WHERE id = ? AND cancelled_at = 0 AND finished_at = 0"), now, now, id)
+	n, err := st.Exec(ctx, q.stmt(qBatchCancel), now, now, id)
 	return n > 0, err
 }
 
@@ -353,13 +349,13 @@ func (q *Queue) markCancelled(ctx context.Context, st statements, id string, now
 // the cancel as from Cancel), and reports how many members it marked. The
 // batch's counters are the caller's to update.
 func (q *Queue) cancelMemberJobs(ctx context.Context, st statements, id string, now int64) (int64, error) {
-	k, err := st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = 'cancelled' WHERE batch_id = ? AND state = 'pending'"), id)
+	k, err := st.Exec(ctx, q.stmt(qMembersCancel), id)
 	if err != nil || k == 0 {
 		return 0, err
 	}
 	// Every cancelled member's job: those cancelled before (by their
 	// handlers) are no longer pending and stay as they are.
-	ids, err := queryStrings(ctx, st, q.sql("SELECT job_id FROM {batch_jobs} WHERE batch_id = ? AND state = 'cancelled'"), id)
+	ids, err := queryStrings(ctx, st, q.stmt(qMembersCancelled), id)
 	if err != nil {
 		return 0, err
 	}
@@ -378,10 +374,10 @@ func (q *Queue) cancelMemberJobs(ctx context.Context, st statements, id string, 
 // changes the batch row only if the callback has not come yet and the
 // counters make it due (queue.BatchDue, in SQL), so of two transactions
 // only the first to change the row pushes the callback.
-var batchEvents = map[queue.BatchEvent]string{
-	queue.BatchCatch:   "UPDATE {batches} SET catch_at = ? WHERE id = ? AND catch_at = 0 AND failed > 0",
-	queue.BatchThen:    "UPDATE {batches} SET then_at = ? WHERE id = ? AND then_at = 0 AND total > 0 AND done = total",
-	queue.BatchFinally: "UPDATE {batches} SET finished_at = ? WHERE id = ? AND finished_at = 0 AND total > 0 AND done + failed + cancelled = total",
+var batchEvents = map[queue.BatchEvent]query{
+	queue.BatchCatch:   qBatchCatch,
+	queue.BatchThen:    qBatchThen,
+	queue.BatchFinally: qBatchFinally,
 }
 
 // fireDue reads batch id (whose row the transaction holds, having just
@@ -400,7 +396,7 @@ func (q *Queue) fireDue(ctx context.Context, st statements, id string, now int64
 	var rec *queue.BatchRecord
 	var out []queue.Job
 	for _, ev := range queue.BatchDue(info) {
-		n, err := st.Exec(ctx, q.sql(batchEvents[ev]), now, id)
+		n, err := st.Exec(ctx, q.stmt(batchEvents[ev]), now, id)
 		if err != nil {
 			return nil, err
 		}
@@ -409,7 +405,7 @@ func (q *Queue) fireDue(ctx context.Context, st statements, id string, now int64
 		}
 		if rec == nil {
 			rec = &queue.BatchRecord{ID: id}
-			if err := queryRow(ctx, st, q.sql("SELECT callbacks FROM {batches} WHERE id = ?"), []any{id}, &rec.Callbacks); err != nil {
+			if err := queryRow(ctx, st, q.stmt(qBatchCallbacks), []any{id}, &rec.Callbacks); err != nil {
 				return nil, err
 			}
 		}
@@ -514,7 +510,7 @@ func (q *Queue) readBatches(ctx context.Context, st statements, query string, ar
 
 // readBatch reads batch id; errBatchGone if there is none.
 func (q *Queue) readBatch(ctx context.Context, st statements, id string) (queue.BatchInfo, error) {
-	bs, err := q.readBatches(ctx, st, q.sql("SELECT "+batchCols+" FROM {batches} WHERE id = ?"), id)
+	bs, err := q.readBatches(ctx, st, q.stmt(qBatchByID), id)
 	if err != nil {
 		return queue.BatchInfo{}, err
 	}
@@ -552,9 +548,9 @@ func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.Bat
 	st := stmts(q.db)
 	var bs []queue.BatchInfo
 	if f.After == "" {
-		bs, err = q.readBatches(ctx, st, q.sql("SELECT "+batchCols+" FROM {batches} ORDER BY seq DESC LIMIT ?"), limit+1)
+		bs, err = q.readBatches(ctx, st, q.stmt(qBatches), limit+1)
 	} else {
-		bs, err = q.readBatches(ctx, st, q.sql("SELECT "+batchCols+" FROM {batches} WHERE seq < (SELECT seq FROM {batches} WHERE id = ?) ORDER BY seq DESC LIMIT ?"), f.After, limit+1)
+		bs, err = q.readBatches(ctx, st, q.stmt(qBatchesAfter), f.After, limit+1)
 	}
 	if err != nil {
 		return queue.BatchPage{}, q.wrap(ctx, err, "listing batches")
@@ -591,11 +587,11 @@ func (q *Queue) batchMembers(ctx context.Context, st statements, id string, f qu
 	if _, err := q.readBatch(ctx, st, id); err != nil {
 		return queue.MemberPage{}, err
 	}
-	query, args := "SELECT job_id, state FROM {batch_jobs} WHERE batch_id = ? AND job_id > ? ORDER BY job_id LIMIT ?", []any{id, f.After, limit + 1}
+	query, args := q.stmt(qMembers), []any{id, f.After, limit + 1}
 	if f.State != "" {
-		query, args = "SELECT job_id, state FROM {batch_jobs} WHERE batch_id = ? AND job_id > ? AND state = ? ORDER BY job_id LIMIT ?", []any{id, f.After, string(f.State), limit + 1}
+		query, args = q.stmt(qMembersInState), []any{id, f.After, string(f.State), limit + 1}
 	}
-	rows, err := st.Query(ctx, q.sql(query), args...)
+	rows, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return queue.MemberPage{}, err
 	}

@@ -165,11 +165,11 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 		if err != nil || query == "" {
 			return err
 		}
+		query, args = q.countQuery(query, args, f.Search)
 		if f.Search == "" {
-			return queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*) FROM ("+query+") s"), args, &examined)
+			return queryRow(ctx, st, query, args, &examined)
 		}
-		return queryRow(ctx, st, q.sqlOnce("SELECT COUNT(*), COALESCE(SUM(CASE WHEN "+q.d.contains("payload", true)+" THEN 1 ELSE 0 END), 0) FROM ("+query+") s"),
-			append([]any{[]byte(f.Search)}, args...), &examined, &matched)
+		return queryRow(ctx, st, query, args, &examined, &matched)
 	})
 	if err != nil {
 		return queue.Count{}, q.wrap(ctx, err, "counting %s jobs", f.State)

@@ -42,7 +42,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 			batch := rows[0].job.Meta[queue.MetaBatch]
 			var member int64
 			if batch != "" {
-				if member, err = st.Exec(ctx, q.sql("UPDATE {batch_jobs} SET state = 'cancelled' WHERE batch_id = ? AND job_id = ? AND state = 'pending'"), batch, id); err != nil {
+				if member, err = st.Exec(ctx, q.stmt(qMemberCancel), batch, id); err != nil {
 					return err
 				}
 			}

@@ -2,8 +2,6 @@ package sqlqueue
 
 import (
 	"context"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -124,11 +122,7 @@ func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueC
 	if c.Pending <= 0 {
 		return nil
 	}
-	lim := " LIMIT " + strconv.Itoa(countCap+1) + ") "
-	cond, args := q.d.pendingCond(queue.StateScheduled, now)
-	cond, args = cond+" AND run_at < ?", append(args, schedBucketEnd(now))
-	args = append(append([]any{c.Queue}, prios...), args...)
-	query := q.sqlOnce(`SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE queue = ? AND state = 'pending'` + byPriority(prios) + ` AND ` + cond + lim + `b`)
+	query, args := q.scheduledCountQuery(c.Queue, prios, now)
 	var scheduled int64
 	if err := queryRow(ctx, st, query, args, &scheduled); err != nil {
 		return q.wrap(ctx, err, "counting jobs of queue %s", c.Queue)
@@ -147,61 +141,6 @@ func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueC
 // connections have come and gone. The maintenance pass runs it.
 func (q *Queue) foldCounts(ctx context.Context) error {
 	return q.d.foldCounts(ctx, q)
-}
-
-// foldCountsReturning is foldCounts in one statement, for dialects with
-// DELETE ... RETURNING in a CTE and SKIP LOCKED (PostgreSQL); upsert is
-// the "add to shard 0" INSERT's conflict clause.
-func (q *Queue) foldCountsReturning(ctx context.Context, upsert string) error {
-	_, err := q.db.ExecContext(ctx, q.sql(`WITH moved AS (
-  DELETE FROM {counts} WHERE (queue, state, shard) IN (SELECT queue, state, shard FROM {counts} WHERE shard <> 0 FOR UPDATE SKIP LOCKED)
-  RETURNING queue, state, n
-) INSERT INTO {counts} AS t (queue, state, shard, n) SELECT queue, state, 0, SUM(n) FROM moved GROUP BY queue, state HAVING SUM(n) <> 0
-`+upsert))
-	return err
-}
-
-// foldCountsTx is foldCounts in one write transaction: it locks the
-// shards no other transaction holds, adds them up in Go, deletes them and
-// adds the sums to shard 0 (MySQL, whose DELETE has no RETURNING).
-func (q *Queue) foldCountsTx(ctx context.Context, lockFree, upsert string) error {
-	type key struct{ queue, state string }
-	return q.d.writeTx(ctx, q, func(ex execer) error {
-		rows, err := ex.QueryContext(ctx, q.sql("SELECT queue, state, shard, n FROM {counts} WHERE shard <> 0 "+lockFree))
-		if err != nil {
-			return err
-		}
-		sums := map[key]int64{}
-		var shards []any
-		for rows.Next() {
-			var k key
-			var shard, n int64
-			if err := rows.Scan(&k.queue, &k.state, &shard, &n); err != nil {
-				rows.Close()
-				return err
-			}
-			sums[k] += n
-			shards = append(shards, k.queue, k.state, shard)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for chunk := range slices.Chunk(shards, 3*500) {
-			if _, err := ex.ExecContext(ctx, q.sql("DELETE FROM {counts} WHERE (queue, state, shard) IN ("+tuples(len(chunk)/3, 3)+")"), chunk...); err != nil {
-				return err
-			}
-		}
-		for k, n := range sums {
-			if n == 0 {
-				continue
-			}
-			if _, err := ex.ExecContext(ctx, q.sql("INSERT INTO {counts} (queue, state, shard, n) VALUES (?, ?, 0, ?) "+upsert), k.queue, k.state, n); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 // finishedCounts are the jobs a batch ack finished, by queue: counted by

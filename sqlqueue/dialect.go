@@ -70,6 +70,9 @@ type dialect interface {
 	// queries are the dialect's texts of the named statements (see
 	// query), rendered once per Queue at New.
 	queries() []queryTemplates
+	// insertMembers is the statement adding n pending members to a
+	// batch (n batch_id, job_id pairs), skipping those already in it.
+	insertMembers(q *Queue, n int) string
 	// migrations are the dialect's schema migrations (the tables' DDL,
 	// in sqlqueue/internal/migrate/sql/<dialect>) and how they run.
 	migrations() *migrate.Dialect
@@ -142,18 +145,6 @@ type dialect interface {
 	// named queue's pending jobs, highest first (none for a queue without
 	// pending jobs).
 	priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error)
-	// pendingCond is the condition that a pending row is ready, scheduled
-	// or running (s) at now.
-	pendingCond(s queue.JobState, now int64) (string, []any)
-	// runningList is listQuery's part for one queue (the i-th) of running
-	// jobs: its first n jobs matching cond (with args) in order, among the
-	// first scan due jobs of its claim order (runningHead). held is how
-	// many jobs of the queue the live workers report holding: a dialect
-	// that looks rows up one by one may stop once it found that many.
-	runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, scan int, held int64, cond string, args []any, order string, n, i int) (string, []any, error)
-	// contains is a condition true when col contains the bind parameter (a
-	// substring, case-sensitive; bytes when blob).
-	contains(col string, blob bool) string
 
 	// dropCountFunctions returns the statements that drop what the counts
 	// migration created outside the tables (vars: migrationVars), if any.

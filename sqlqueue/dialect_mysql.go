@@ -637,7 +637,7 @@ func (mysqlDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, queueName string, now int64, scan int, held int64, cond string, args []any, order string, n, i int) (string, []any, error) {
 	var found []any
 	if scan > 0 {
-		head, err := queryStrings(ctx, st, q.sql(runningHead("id")), queueName, now, scan)
+		head, err := queryStrings(ctx, st, runningHead(q.t.jobs, "id"), queueName, now, scan)
 		if err != nil {
 			return "", nil, err
 		}
@@ -646,7 +646,7 @@ func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, qu
 			for k, id := range chunk {
 				in[k] = id
 			}
-			ids, err := queryStrings(ctx, st, q.sqlOnce("SELECT id FROM {jobs} WHERE id IN ("+placeholders(len(chunk))+") AND "+cond), append(in, args...)...)
+			ids, err := queryStrings(ctx, st, "SELECT id FROM "+q.t.jobs+" WHERE id IN ("+placeholders(len(chunk))+") AND "+cond, append(in, args...)...)
 			if err != nil {
 				return "", nil, err
 			}
@@ -659,16 +659,53 @@ func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, qu
 		}
 	}
 	if len(found) == 0 {
-		return "SELECT * FROM (SELECT " + jobCols + " FROM {jobs} WHERE 1 = 0) b" + strconv.Itoa(i), nil, nil
+		return "SELECT * FROM (SELECT " + jobCols + " FROM " + q.t.jobs + " WHERE 1 = 0) b" + strconv.Itoa(i), nil, nil
 	}
-	return "SELECT * FROM (SELECT " + jobCols + " FROM {jobs} WHERE id IN (" + placeholders(len(found)) + ") ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
+	return "SELECT * FROM (SELECT " + jobCols + " FROM " + q.t.jobs + " WHERE id IN (" + placeholders(len(found)) + ") ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
 		append(found, n), nil
 }
 
 func (mysqlDialect) contains(col string, _ bool) string { return "LOCATE(?, " + col + ") > 0" }
 
-
-
-func (mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {
-	return q.foldCountsTx(ctx, "FOR UPDATE SKIP LOCKED", mysqlUpsert)
+// foldCounts runs in one write transaction: it locks the
+// shards no other transaction holds, adds them up in Go, deletes them and
+// adds the sums to shard 0 (MySQL, whose DELETE has no RETURNING).
+func (d mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {
+	type key struct{ queue, state string }
+	return d.writeTx(ctx, q, func(ex execer) error {
+		rows, err := ex.QueryContext(ctx, q.stmt(qFoldShards))
+		if err != nil {
+			return err
+		}
+		sums := map[key]int64{}
+		var shards []any
+		for rows.Next() {
+			var k key
+			var shard, n int64
+			if err := rows.Scan(&k.queue, &k.state, &shard, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			sums[k] += n
+			shards = append(shards, k.queue, k.state, shard)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for chunk := range slices.Chunk(shards, 3*500) {
+			if _, err := ex.ExecContext(ctx, "DELETE FROM "+q.t.counts+" WHERE (queue, state, shard) IN ("+tuples(len(chunk)/3, 3)+")", chunk...); err != nil {
+				return err
+			}
+		}
+		for k, n := range sums {
+			if n == 0 {
+				continue
+			}
+			if _, err := ex.ExecContext(ctx, q.stmt(qFoldAdd), k.queue, k.state, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -1,6 +1,6 @@
 package sqlqueue
 
-func (mysqlDialect) queries() []queryTemplates { return []queryTemplates{mysqlReads} }
+func (mysqlDialect) queries() []queryTemplates { return []queryTemplates{mysqlReads, mysqlBatches} }
 
 // mysqlReads are MySQL's statements of the inspection reads and of the
 // small tables (pauses, workers, metrics, unique holds, batches): see query.
@@ -41,8 +41,12 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qLenOf:              "SELECT COUNT(*) FROM {jobs} WHERE state = 'pending' AND queue = ?",
 	qPendingMembers:     "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
 	qPendingMembersOf:   "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
-	qPause:              "INSERT IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
-	qUniqueTake:         "INSERT IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
+	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
+		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
+	qFoldShards: "SELECT queue, state, shard, n FROM {counts} WHERE shard <> 0 FOR UPDATE SKIP LOCKED",
+	qFoldAdd:    "INSERT INTO {counts} (queue, state, shard, n) VALUES (?, ?, 0, ?) " + mysqlUpsert,
+	qPause:      "INSERT IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
+	qUniqueTake: "INSERT IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
 	qMetricsUpsert: `INSERT INTO {metrics} (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE

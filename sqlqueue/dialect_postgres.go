@@ -441,8 +441,11 @@ func (pgDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 	return expiryPendingCond(s, now)
 }
 
-func (pgDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, _ int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return expiryRunningList(queueName, now, scan, cond, args, order, n, i)
+// runningList reads the head of the claim order whole: the claim index
+// does not hold the lease expiry.
+func (pgDialect) runningList(_ context.Context, q *Queue, _ statements, queueName string, now int64, scan int, _ int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return "SELECT * FROM (SELECT " + jobCols + " FROM (" + runningHead(q.t.jobs, jobCols) + ") h WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
+		append(append([]any{queueName, now, scan}, args...), n), nil
 }
 
 func (pgDialect) contains(col string, blob bool) string {
@@ -451,8 +454,6 @@ func (pgDialect) contains(col string, blob bool) string {
 	}
 	return "strpos(" + col + ", CAST(? AS TEXT)) > 0"
 }
-
-
 
 // vacuumIfDue vacuums the jobs table when its statistics count at least
 // vacuumDeadRows dead rows: on a server with autovacuum off, nothing else
@@ -488,8 +489,12 @@ FROM (SELECT 1) one LEFT JOIN pg_stat_user_tables ON relid = to_regclass(?)`),
 // analyzeEvery is how often vacuumIfDue analyzes the jobs table at most.
 const analyzeEvery = 10 * time.Minute
 
+// foldCounts moves the shards in one statement: a DELETE ... RETURNING in
+// a CTE whose rows are added to shard 0, skipping the shards an open
+// transaction holds.
 func (pgDialect) foldCounts(ctx context.Context, q *Queue) error {
-	return q.foldCountsReturning(ctx, "ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + EXCLUDED.n")
+	_, err := q.db.ExecContext(ctx, q.stmt(qFoldCounts))
+	return err
 }
 
 func (pgDialect) dropCountFunctions(vars map[string]string) []string {

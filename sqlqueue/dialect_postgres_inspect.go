@@ -1,6 +1,6 @@
 package sqlqueue
 
-func (pgDialect) queries() []queryTemplates { return []queryTemplates{pgReads} }
+func (pgDialect) queries() []queryTemplates { return []queryTemplates{pgReads, pgBatches} }
 
 // pgReads are PostgreSQL's statements of the inspection reads and of the
 // small tables (pauses, workers, metrics, unique holds, batches): see query.
@@ -40,9 +40,16 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qLenOf:              "SELECT COUNT(*) FROM {jobs} WHERE state = 'pending' AND queue = ?",
 	qPendingMembers:     "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
 	qPendingMembersOf:   "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
-	qPause:              "INSERT INTO {pauses} (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-	qUniqueTake:         "INSERT INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-	qPriorities:         pgPriorities,
+	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
+		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
+	qFoldCounts: `WITH moved AS (
+  DELETE FROM {counts} WHERE (queue, state, shard) IN (SELECT queue, state, shard FROM {counts} WHERE shard <> 0 FOR UPDATE SKIP LOCKED)
+  RETURNING queue, state, n
+) INSERT INTO {counts} AS t (queue, state, shard, n) SELECT queue, state, 0, SUM(n) FROM moved GROUP BY queue, state HAVING SUM(n) <> 0
+ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + EXCLUDED.n`,
+	qPause:      "INSERT INTO {pauses} (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+	qUniqueTake: "INSERT INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+	qPriorities: pgPriorities,
 	qMetricsUpsert: `INSERT INTO {metrics} AS m (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (queue, minute_at) DO UPDATE SET

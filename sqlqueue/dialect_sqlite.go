@@ -380,13 +380,17 @@ func (sqliteDialect) pendingCond(s queue.JobState, now int64) (string, []any) {
 	return expiryPendingCond(s, now)
 }
 
-func (sqliteDialect) runningList(_ context.Context, _ *Queue, _ statements, queueName string, now int64, scan int, _ int64, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return coveredRunningList(queueName, now, scan, cond, args, order, n, i)
+// runningList reads the head of the claim order from the claim index
+// alone, which ends in lease_expires_at, and only the running jobs' rows
+// by seq. The running jobs' seqs are a derived table joined to the jobs,
+// not an IN list.
+func (sqliteDialect) runningList(_ context.Context, q *Queue, _ statements, queueName string, now int64, scan int, _ int64, cond string, args []any, order string, n, i int) (string, []any, error) {
+	return "SELECT * FROM (SELECT " + jobCols + " FROM (SELECT seq AS rseq FROM (" + runningHead(q.t.jobs, "seq, lease_expires_at AS x") +
+			") h WHERE x > ?) r JOIN " + q.t.jobs + " ON seq = r.rseq WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
+		append(append([]any{queueName, now, scan, now}, args...), n), nil
 }
 
 func (sqliteDialect) contains(col string, _ bool) string { return "instr(" + col + ", ?) > 0" }
-
-
 
 // foldCounts has nothing to do: SQLite's triggers write shard 0 only.
 func (sqliteDialect) foldCounts(context.Context, *Queue) error { return nil }

@@ -3,9 +3,7 @@ package sqlqueue
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 )
 
 // The reads of finished jobs by finish time (pruning, DeadSince,
@@ -40,30 +38,6 @@ func (q *Queue) finishedQueues(ctx context.Context, st statements, state string)
 		names, totals = append(names, name), append(totals, n)
 	}
 	return names, totals, rows.Err()
-}
-
-// finishedProbe is the probe of the list index for the jobs in state
-// (a constant of this package, written into the SQL so that PostgreSQL's
-// partial list index, WHERE state <> 'pending', serves a generic plan
-// too) of one queue whose finished_at is op ("<" or ">=") a parameter.
-func finishedProbe(state, op string) string {
-	return "state = '" + state + "' AND queue = ? AND finished_at " + op + " ?"
-}
-
-// countFinishedQuery is the statement of countFinished for names, each
-// probe limited to its entry of lims: one count per queue, in order. A
-// probe reads its range in the list index's order (ORDER BY finished_at,
-// free on that index), so that no planner takes a table scan that stops
-// at the limit instead (PostgreSQL did, for a limit of one, when its
-// statistics said matching rows were common).
-func (q *Queue) countFinishedQuery(state, op string, at int64, names []string, lims []int64) (string, []any) {
-	parts := make([]string, len(names))
-	args := make([]any, 0, 2*len(names))
-	for i, name := range names {
-		parts[i] = fmt.Sprintf("SELECT COUNT(*) FROM (SELECT 1 AS x FROM {jobs} WHERE %s ORDER BY finished_at LIMIT %d) b%d", finishedProbe(state, op), lims[i], i)
-		args = append(args, name, at)
-	}
-	return q.sqlOnce(strings.Join(parts, " UNION ALL ")), args
 }
 
 // countFinished counts the jobs in state of the named queues (totals:
@@ -107,30 +81,4 @@ func (q *Queue) countFinished(ctx context.Context, st statements, state, op stri
 		}
 	}
 	return min(n, countCap+1), nil
-}
-
-// pruneQuery is the statement of one step of pruneJobs: for each named
-// queue, the IDs of up to lim of its jobs in state that finished before
-// cutoff, oldest first, with the queue's name.
-func (q *Queue) pruneQuery(state string, cutoff int64, names []string, lim int) (string, []any) {
-	parts := make([]string, len(names))
-	args := make([]any, 0, 2*len(names))
-	for i, name := range names {
-		parts[i] = fmt.Sprintf("SELECT id, queue FROM (SELECT id, queue FROM {jobs} WHERE %s ORDER BY finished_at LIMIT %d) b%d", finishedProbe(state, "<"), lim, i)
-		args = append(args, name, cutoff)
-	}
-	return q.sqlOnce(strings.Join(parts, " UNION ALL ")), args
-}
-
-// cancelledQuery is the statement of CancelledSince for names: the IDs
-// and lease tokens of their jobs cancelled while they ran, at or after
-// since.
-func (q *Queue) cancelledQuery(since int64, names []string) (string, []any) {
-	parts := make([]string, len(names))
-	args := make([]any, 0, 2*len(names))
-	for i, name := range names {
-		parts[i] = "SELECT id, lease_token FROM {jobs} WHERE " + finishedProbe(stateCancelled, ">=") + " AND lease_token IS NOT NULL"
-		args = append(args, name, since)
-	}
-	return q.sqlOnce(strings.Join(parts, " UNION ALL ")), args
 }

@@ -3,9 +3,7 @@ package sqlqueue
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,15 +120,6 @@ func queryInts(ctx context.Context, st statements, query string, args ...any) ([
 	return out, rows.Err()
 }
 
-// byPriority returns the condition restricting a pending-job query of one
-// queue to prios (see priorities), or "" when prios is nil.
-func byPriority(prios []any) string {
-	if prios == nil {
-		return ""
-	}
-	return " AND priority IN (" + placeholders(len(prios)) + ")"
-}
-
 func capped(n int64) queue.Count {
 	if n > countCap {
 		return queue.Count{N: countCap, More: true}
@@ -245,48 +234,6 @@ func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([
 	return out, nil
 }
 
-// stateCond returns the condition selecting jobs in state s at now.
-func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
-	switch s {
-	case queue.StateReady, queue.StateScheduled, queue.StateRunning:
-		cond, args := q.d.pendingCond(s, now)
-		return "state = 'pending' AND " + cond, args, nil
-	case queue.StateDone:
-		return "state = 'done'", nil, nil
-	case queue.StateDead:
-		return "state = 'dead'", nil, nil
-	case queue.StateCancelled:
-		return "state = 'cancelled'", nil, nil
-	}
-	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
-}
-
-// expiryPendingCond is pendingCond where the lease expiry has a column of
-// its own, lease_expires_at (every dialect): a running job is one whose
-// lease has not expired. No index holds lease_expires_at (so that a claim
-// changes no indexed column), so the running list reads only the head of
-// the claim order of the queues the workers hold jobs in
-// (expiryRunningList, runningBound), and the running count is what the
-// workers report (heldByQueue).
-func expiryPendingCond(s queue.JobState, now int64) (string, []any) {
-	switch s {
-	case queue.StateReady:
-		return "run_at <= ? AND lease_expires_at <= ?", []any{now, now}
-	case queue.StateScheduled:
-		return "run_at > ? AND lease_expires_at <= ?", []any{now, now}
-	}
-	return "lease_expires_at > ?", []any{now}
-}
-
-// runningHead is the query of the first scan due jobs (their cols) of one
-// queue in claim order; its arguments are the queue, now and scan
-// (runningBound). A job is claimed from the head, so it stays there while
-// it runs unless more than scan jobs of a higher priority (or with an
-// earlier run_at) came before it meanwhile.
-func runningHead(cols string) string {
-	return "SELECT " + cols + " FROM {jobs} WHERE queue = ? AND state = 'pending' AND run_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?"
-}
-
 // runningBound is how many due jobs of a queue the running list reads at
 // the head of its claim order when the live workers report they hold held
 // of its jobs: runningPerHeld per job held plus runningSlack, for the
@@ -298,27 +245,6 @@ func runningBound(held int64) int {
 		return 0
 	}
 	return int(min(held*runningPerHeld+runningSlack, runningScan))
-}
-
-// expiryRunningList is runningList over the head of the claim order, read
-// whole (PostgreSQL: the claim index does not hold the lease expiry).
-func expiryRunningList(queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return "SELECT * FROM (SELECT " + jobCols + " FROM (" + runningHead(jobCols) + ") h WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
-		append(append([]any{queueName, now, scan}, args...), n), nil
-}
-
-// coveredRunningList is runningList where the claim index ends in
-// lease_expires_at (SQLite): the head of the claim order is read
-// from the index alone, and only the running jobs' rows by seq (MariaDB
-// over 1,000,000 jobs: 1.3 s per queue when the head is read whole). The
-// running jobs' seqs are a derived table joined to the jobs, not an IN
-// list: with the list in claim order, MariaDB otherwise drives the join
-// from the (state, queue, ...) index and sorts every pending job of the
-// queue.
-func coveredRunningList(queueName string, now int64, scan int, cond string, args []any, order string, n, i int) (string, []any, error) {
-	return "SELECT * FROM (SELECT " + jobCols + " FROM (SELECT seq AS rseq FROM (" + runningHead("seq, lease_expires_at AS x") +
-			") h WHERE x > ?) r JOIN {jobs} ON seq = r.rseq WHERE " + cond + " ORDER BY " + order + " LIMIT ?) b" + strconv.Itoa(i),
-		append(append([]any{queueName, now, scan, now}, args...), n), nil
 }
 
 // ListJobs returns one page of jobs in f.State, by keyset in the order of
@@ -383,7 +309,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		if err != nil || query == "" {
 			return err
 		}
-		rows, err = q.scanRows(ctx, st, q.sqlOnce(query), qargs)
+		rows, err = q.scanRows(ctx, st, q.rebind(query), qargs)
 		return err
 	})
 	if err != nil {
@@ -422,8 +348,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 // last, so the caller can say "none among these" and continue after them.
 func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after *listCursor, limit, bound int) (rows []row, scanned int, edge *listCursor, err error) {
 	o := orderOf(f.State)
-	match := cond + " AND " + q.d.contains("payload", true)
-	margs := append(slices.Clip(args), []byte(f.Search))
+	match, margs := q.searchCond(cond, args, f.Search)
 	l := q.lister(st, f, now)
 	start := time.Now()
 	window := min(max(limit+1, searchWindow), bound)
@@ -437,7 +362,7 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 		if lean == "" {
 			break
 		}
-		keys, err := q.readKeys(ctx, st, q.sqlOnce(lean), largs, o, false)
+		keys, err := q.readKeys(ctx, st, q.rebind(lean), largs, o, false)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -450,7 +375,7 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 			return nil, 0, nil, err
 		}
 		if query != "" {
-			got, err := q.readKeys(ctx, st, q.sqlOnce(query), qargs, o, true)
+			got, err := q.readKeys(ctx, st, q.rebind(query), qargs, o, true)
 			if err != nil {
 				return nil, 0, nil, err
 			}
@@ -543,210 +468,6 @@ func (q *Queue) rowsByID(ctx context.Context, st statements, ids []string) ([]ro
 	return out, nil
 }
 
-// filterCond turns f's state, name and tag into a condition on {jobs}
-// with its arguments (the cursor is listQuery's: see listOrder.after).
-func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []any, err error) {
-	cond, args, err = q.stateCond(f.State, now)
-	if err != nil {
-		return "", nil, err
-	}
-	if f.Name != "" {
-		cond, args = cond+" AND name = ?", append(args, f.Name)
-	}
-	if f.Tag != "" {
-		tag, _ := json.Marshal(f.Tag)
-		cond, args = cond+" AND "+q.d.contains("tags", false), append(args, string(tag))
-	}
-	return cond, args, nil
-}
-
-// listQuery returns the query template (and its arguments) of the first n
-// jobs matching cond after the cursor after (nil: from the start) and up
-// to upTo, that job included (nil: no end), in the
-// state's order (listOrder), selecting cols, which must hold the order's
-// key columns: one index scan per queue, merged. Waiting jobs are read
-// per priority on the claim index (see queueList), running ones from the
-// head of the claim order of the queues the live workers report holding
-// jobs in, as far as runningBound of what they hold (dialect.runningList;
-// jobs held by a process that does not report, a bare Reserve, are not
-// found), dead and finished ones
-// on the list index (state, queue, finished_at, seq). Without a queue filter the
-// queues come from a loose index scan; with more than maxUnionQueues the
-// query is one scan sorted over the whole state. It returns "" when no
-// queue has jobs in the state.
-func (q *Queue) listQuery(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after, upTo *listCursor, n int, cols string) (string, []any, error) {
-	return q.lister(st, f, now).query(ctx, cond, args, after, upTo, n, cols)
-}
-
-// lister builds the list queries of one filter on st (see listQuery),
-// reading the queues and their priorities once for all the queries it
-// builds: a payload search builds two per window, and on MariaDB each
-// loose scan step is a round trip.
-type lister struct {
-	q      *Queue
-	st     statements
-	f      queue.JobFilter
-	now    int64
-	queues []string         // the queues with jobs in the state, once read
-	prios  map[string][]any // each queue's priorities, once read
-	// held is what the live workers report they hold, by queue, once
-	// read (heldRead) for a running list.
-	held     map[string]int64
-	heldRead bool
-}
-
-func (q *Queue) lister(st statements, f queue.JobFilter, now int64) *lister {
-	return &lister{q: q, st: st, f: f, now: now, prios: map[string][]any{}}
-}
-
-// readPriorities reads the priorities of those of queues whose
-// priorities l has not read yet, in one call.
-func (l *lister) readPriorities(ctx context.Context, queues []string) error {
-	var missing []string
-	for _, name := range queues {
-		if _, ok := l.prios[name]; !ok {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	prios, err := l.q.priorities(ctx, l.st, missing...)
-	if err != nil {
-		return err
-	}
-	maps.Copy(l.prios, prios)
-	return nil
-}
-
-// query is listQuery with l's filter.
-func (l *lister) query(ctx context.Context, cond string, args []any, after, upTo *listCursor, n int, cols string) (string, []any, error) {
-	q, st, f, now := l.q, l.st, l.f, l.now
-	o := orderOf(f.State)
-	queues := []string{f.Queue}
-	if f.State == queue.StateRunning && !l.heldRead {
-		held, err := q.heldByQueue(ctx, st, fromMicros(now))
-		if err != nil {
-			return "", nil, err
-		}
-		l.held, l.heldRead = held, true
-	}
-	if f.State == queue.StateRunning && f.Queue != "" && l.held[f.Queue] <= 0 {
-		return "", nil, nil // nobody holds a job of it
-	}
-	if f.Queue == "" && l.queues != nil {
-		queues = l.queues
-	} else if f.Queue == "" {
-		state := statePending
-		switch f.State {
-		case queue.StateDone:
-			state = stateDone
-		case queue.StateDead:
-			state = stateDead
-		case queue.StateCancelled:
-			state = stateCancelled
-		}
-		var err error
-		if queues, err = q.knownQueues(ctx, st, state); err != nil {
-			return "", nil, err
-		}
-		if f.State == queue.StateRunning {
-			queues = slices.DeleteFunc(queues, func(name string) bool { return l.held[name] <= 0 })
-		}
-		l.queues = append([]string{}, queues...) // not nil: read
-	}
-	if len(queues) == 0 {
-		return "", nil, nil
-	}
-	if f.Queue == "" && len(queues) > maxUnionQueues {
-		c, a := o.between(cond, args, after, upTo)
-		return "SELECT " + cols + " FROM {jobs} WHERE " + c + " ORDER BY " + o.sql() + " LIMIT ?", append(a, n), nil
-	}
-	if f.State == queue.StateReady || f.State == queue.StateScheduled {
-		if err := l.readPriorities(ctx, queues); err != nil {
-			return "", nil, err
-		}
-	}
-	var parts []string
-	var all []any
-	for _, name := range queues {
-		i := len(parts)
-		var sub []string
-		var subArgs []any
-		var err error
-		switch f.State {
-		case queue.StateRunning:
-			c, a := o.between(cond, args, after, upTo)
-			var one string
-			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, runningBound(l.held[name]), l.held[name], c, a, o.sql(), n, i)
-			sub = []string{one}
-		case queue.StateReady, queue.StateScheduled:
-			sub, subArgs, err = l.queueList(ctx, name, cond, args, after, upTo, n, i, cols)
-		default:
-			c, a := o.between(cond, args, after, upTo)
-			sub = []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, c, o.sql(), i)}
-			subArgs = append(append([]any{name}, a...), n)
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		parts = append(parts, sub...)
-		all = append(all, subArgs...)
-	}
-	if len(parts) == 0 {
-		return "", nil, nil
-	}
-	if len(parts) == 1 {
-		return parts[0], all, nil
-	}
-	return "SELECT " + cols + " FROM (" + strings.Join(parts, " UNION ALL ") + ") u ORDER BY " + o.sql() + " LIMIT ?", append(all, n), nil
-}
-
-// queueList is listQuery's part for the waiting (ready or scheduled) jobs
-// of one queue (the i-th): one subquery per priority of its pending jobs
-// (see priorities), each a range of the claim index read in its order
-// (run_at, seq), so a page of ready jobs never reads the scheduled ones
-// after them, nor the reverse. Priorities before the cursor's are left
-// out, and so are those after upTo's. With more priorities than
-// maxPriorities, one query filters and sorts the queue's pending jobs.
-func (l *lister) queueList(ctx context.Context, name, cond string, args []any, after, upTo *listCursor, n, i int, cols string) ([]string, []any, error) {
-	prios := l.prios[name]
-	o := byClaim
-	if prios == nil {
-		c, a := o.between(cond, args, after, upTo)
-		return []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, c, o.sql(), i)},
-			append(append([]any{name}, a...), n), nil
-	}
-	var parts []string
-	var all []any
-	for k, p := range prios {
-		prio := p.(int64)
-		// The cursor's bounds come first (see between).
-		var terms []string
-		var targs []any
-		if after != nil {
-			if prio > after.prio {
-				continue // wholly before the cursor
-			}
-			if prio == after.prio {
-				terms, targs = append(terms, "run_at >= ? AND (run_at > ? OR seq > ?)"), append(targs, after.at, after.at, after.seq)
-			}
-		}
-		if upTo != nil {
-			if prio < upTo.prio {
-				continue // wholly after the end
-			}
-			if prio == upTo.prio {
-				terms, targs = append(terms, "run_at <= ? AND (run_at < ? OR seq <= ?)"), append(targs, upTo.at, upTo.at, upTo.seq)
-			}
-		}
-		c := strings.Join(append(terms, cond), " AND ")
-		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT %s FROM {jobs} WHERE queue = ? AND priority = ? AND %s ORDER BY run_at, seq LIMIT ?) b%d_%d", cols, c, i, k))
-		all = append(append(append(append(all, name, prio), targs...), args...), n)
-	}
-	return parts, all, nil
-}
-
 // listOrder is the order of a list of jobs, the order of the index that
 // serves it, and the form of its keyset cursor.
 type listOrder int
@@ -774,22 +495,6 @@ func orderOf(s queue.JobState) listOrder {
 		return byFinish
 	}
 	return byClaim
-}
-
-// sql is the ORDER BY list.
-func (o listOrder) sql() string {
-	if o == byFinish {
-		return "finished_at DESC, seq DESC"
-	}
-	return "priority DESC, run_at, seq"
-}
-
-// keyCols are the columns of the order's key, as dest scans them.
-func (o listOrder) keyCols() string {
-	if o == byFinish {
-		return "finished_at, seq"
-	}
-	return "priority, run_at, seq"
 }
 
 // dest is the scan destinations of keyCols into c.
@@ -838,46 +543,6 @@ func (o listOrder) decode(s string) (listCursor, error) {
 		*dest[k].(*int64) = v
 	}
 	return c, nil
-}
-
-// after is the condition that a job comes after c in the order, written
-// so that its first term bounds the index range.
-func (o listOrder) after(c listCursor) (string, []any) {
-	if o == byFinish {
-		return "finished_at <= ? AND (finished_at < ? OR seq < ?)", []any{c.at, c.at, c.seq}
-	}
-	return "priority <= ? AND (priority < ? OR (run_at >= ? AND (run_at > ? OR seq > ?)))", []any{c.prio, c.prio, c.at, c.at, c.seq}
-}
-
-// upTo is the condition that a job comes no later than c in the order (c
-// itself included), written as after is.
-func (o listOrder) upTo(c listCursor) (string, []any) {
-	if o == byFinish {
-		return "finished_at >= ? AND (finished_at > ? OR seq >= ?)", []any{c.at, c.at, c.seq}
-	}
-	return "priority >= ? AND (priority > ? OR (run_at <= ? AND (run_at < ? OR seq <= ?)))", []any{c.prio, c.prio, c.at, c.at, c.seq}
-}
-
-// between adds to cond (and its args) that a job comes after after and
-// no later than upTo, where they are not nil. The bounds come first:
-// SQLite bounds an index range by the first of two conditions on a
-// column, so "run_at <= now AND run_at <= edge" would read every ready
-// job of the queue up to now, not up to the edge.
-func (o listOrder) between(cond string, args []any, after, upTo *listCursor) (string, []any) {
-	var terms []string
-	var targs []any
-	if after != nil {
-		c, a := o.after(*after)
-		terms, targs = append(terms, c), append(targs, a...)
-	}
-	if upTo != nil {
-		c, a := o.upTo(*upTo)
-		terms, targs = append(terms, c), append(targs, a...)
-	}
-	if terms == nil {
-		return cond, args
-	}
-	return strings.Join(append(terms, cond), " AND "), append(targs, args...)
 }
 
 // inspectRead runs the reads of one inspection call through the dialect

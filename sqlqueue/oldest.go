@@ -5,10 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/meridianjobs/meridian/queue"
 )
 
 // OldestReady returns, for each queue with ready jobs, the earliest time
@@ -35,9 +32,8 @@ func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 		if err != nil {
 			return fmt.Errorf("reading the queues' priorities: %w", err)
 		}
-		cond, cargs := q.d.pendingCond(queue.StateReady, now)
 		for chunk := range slices.Chunk(names, oldestChunk) {
-			query, args := q.oldestQuery(chunk, prios, cond, cargs)
+			query, args := q.oldestQuery(chunk, prios, now)
 			rows, err := st.Query(ctx, query, args...)
 			if err != nil {
 				return err
@@ -68,26 +64,3 @@ func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 
 // oldestChunk is how many queues one statement of OldestReady reads.
 const oldestChunk = 64
-
-// oldestQuery is OldestReady's statement for the queues names: per queue
-// the least run_at of the first ready job of each priority, or of all its
-// ready jobs when it has too many priorities to list; one row per queue
-// (queue, least run_at or NULL).
-func (q *Queue) oldestQuery(names []string, prios map[string][]any, cond string, cargs []any) (string, []any) {
-	const ready = "FROM {jobs} WHERE queue = ? AND state = 'pending'"
-	var parts []string
-	var args []any
-	for _, name := range names {
-		ps := prios[name]
-		if ps == nil {
-			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT MIN(queue) AS q, MIN(run_at) AS t %s AND %s) p%d", ready, cond, len(parts)))
-			args = append(append(args, name), cargs...)
-			continue
-		}
-		for _, p := range ps {
-			parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT queue AS q, run_at AS t %s AND priority = ? AND %s ORDER BY run_at LIMIT 1) p%d", ready, cond, len(parts)))
-			args = append(append(args, name, p), cargs...)
-		}
-	}
-	return q.sqlOnce("SELECT q, MIN(t) FROM (" + strings.Join(parts, " UNION ALL ") + ") o WHERE q IS NOT NULL GROUP BY q"), args
-}

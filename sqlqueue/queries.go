@@ -111,6 +111,39 @@ const (
 	// batch; qPendingMembersOf those of one queue (queue).
 	qPendingMembers
 	qPendingMembersOf
+	// qFoldCounts moves the counts of the shards no open transaction
+	// holds into shard 0, in one statement (PostgreSQL). qFoldShards
+	// reads and locks those shards (queue, state, shard, n) and qFoldAdd
+	// adds to shard 0 (queue, state, n), where folding takes a
+	// transaction (MySQL). SQLite writes shard 0 only and has none.
+	qFoldCounts
+	qFoldShards
+	qFoldAdd
+	// The statements of batches (batch.go): each does what its name and
+	// its text say, the same on every dialect.
+	qBatchInsert
+	qBatchAddTotal
+	qBatchTouch
+	qBatchEnds
+	qBatchRules
+	qBatchAddCounters
+	qBatchCancel
+	qBatchCatch
+	qBatchThen
+	qBatchFinally
+	qBatchCallbacks
+	qBatchByID
+	qBatches
+	qBatchesAfter
+	qMemberSetState
+	qMembersCancel
+	qMemberCancel
+	qMembersCancelled
+	qMembers
+	qMembersInState
+	// qHasReady finds a ready job (1) of a list of queues (one IN list)
+	// that are not paused (the list, now, now).
+	qHasReady
 
 	numQueries
 )

@@ -11,9 +11,9 @@ func TestQueriesRender(t *testing.T) {
 		d        Dialect
 		optional []query
 	}{
-		{Postgres, nil},
-		{SQLite, nil},
-		{MySQL, []query{qPriorities}},
+		{Postgres, []query{qFoldShards, qFoldAdd}},
+		{SQLite, []query{qFoldCounts, qFoldShards, qFoldAdd}},
+		{MySQL, []query{qPriorities, qFoldCounts}},
 	} {
 		t.Run(string(tc.d), func(t *testing.T) {
 			t.Parallel()

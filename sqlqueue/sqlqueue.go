@@ -173,6 +173,7 @@ type Queue struct {
 
 	queries sync.Map // template -> final SQL
 	qs      *renderedQueries
+	lf      listFlavor // the dialect's part of the lists (see dialect_lists.go)
 	// leaseRows holds the names of lease rows known to exist (they are
 	// never deleted), up to maxKnownLeaseRows, so AcquireLease skips its
 	// insert for them: limiters acquire slot leases for every job.
@@ -267,6 +268,7 @@ func New(db DB, opts ...Option) (*Queue, error) {
 	}
 	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken(), searchBudget: searchBudget}
 	q.qs = render(d, q.t, d.queries()...)
+	q.lf = listFlavorFor(cfg.dialect)
 	d.configure(db)
 	return q, nil
 }
@@ -324,6 +326,10 @@ func (q *Queue) sql(tmpl string) string {
 func (q *Queue) sqlOnce(tmpl string) string {
 	return q.d.rebind(q.t.replacer.Replace(tmpl))
 }
+
+// rebind readies the text of a statement built at run time (see
+// dialect_lists.go), with the table names in place, for the dialect.
+func (q *Queue) rebind(text string) string { return q.d.rebind(text) }
 
 // sqlIn is sqlOnce for a template whose "IN (?)" takes a list (a slice
 // argument), expanded by sqlx.In into one placeholder per element: for ID

@@ -146,10 +146,12 @@ func (q *Queue) hasReady(ctx context.Context, queues []string) (bool, error) {
 		queues = []string{queue.DefaultQueue}
 	}
 	var one int
-	ready, readyArgs := q.d.readyCond("j.", micros(time.Now()))
-	err := queryRow(ctx, stmts(q.db), q.sql("SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN ("+placeholders(len(queues))+
-		") AND "+ready+" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1"),
-		append(queueArgs(queues), readyArgs...), &one)
+	now := micros(time.Now())
+	query, args, err := q.stmtIn(qHasReady, queues, now, now)
+	if err != nil {
+		return false, err
+	}
+	err = queryRow(ctx, stmts(q.db), query, args, &one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
