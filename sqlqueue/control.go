@@ -188,7 +188,7 @@ const maxKnownLeaseRows = 10000
 // the assignments of an UPDATE left to right, each seeing the ones before.
 func (q *Queue) acquireRow(ctx context.Context, st statements, name, holder string, ttl time.Duration, create bool) (bool, error) {
 	if _, known := q.leaseRows.Load(name); create && !known {
-		if _, err := st.Exec(ctx, q.sql(q.d.insertOrIgnore(q.t.meta, "name, value, expires_at", "?, '', 0")), name); err != nil {
+		if _, err := st.Exec(ctx, q.stmt(qLeaseRowInsert), name); err != nil {
 			return false, err
 		}
 		if q.leaseRowCount.Load() < maxKnownLeaseRows {
@@ -200,7 +200,7 @@ func (q *Queue) acquireRow(ctx context.Context, st statements, name, holder stri
 	// The expiry always moves (MySQL counts changed rows, not matched
 	// ones), so a renewal by the holder reports one row.
 	exp, at := micros(now.Add(ttl)), micros(now)
-	n, err := st.Exec(ctx, q.sql("UPDATE {meta} SET epoch = CASE WHEN value = ? AND expires_at >= ? THEN epoch ELSE epoch + 1 END, value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)"),
+	n, err := st.Exec(ctx, q.stmt(qLeaseAcquire),
 		holder, at, holder, exp, exp, name, holder, at)
 	return n == 1, err
 }
@@ -235,7 +235,7 @@ func (q *Queue) ReleaseLease(ctx context.Context, name, holder string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	_, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = '', expires_at = 0 WHERE name = ? AND value = ?"), leaseRow(name), holder)
+	_, err := q.db.ExecContext(ctx, q.stmt(qLeaseRelease), leaseRow(name), holder)
 	return q.wrap(ctx, err, "releasing lease %s", name)
 }
 
@@ -249,15 +249,14 @@ func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (tim
 	var last int64
 	err := q.d.writeTx(ctx, q, func(ex execer) error {
 		st := stmts(ex)
-		ins := q.d.insertOrIgnore(q.t.periodic, "name, schedule, last_tick, next_tick, last_job_id, updated_at", "?, ?, ?, ?, '', ?")
-		if _, err := st.Exec(ctx, q.sql(ins), p.Name, p.Schedule, micros(p.LastTick), micros(p.NextTick), now); err != nil {
+		if _, err := st.Exec(ctx, q.stmt(qPeriodicInsert), p.Name, p.Schedule, micros(p.LastTick), micros(p.NextTick), now); err != nil {
 			return err
 		}
-		if _, err := st.Exec(ctx, q.sql("UPDATE {periodic} SET schedule = ?, next_tick = ?, updated_at = ? WHERE name = ?"),
+		if _, err := st.Exec(ctx, q.stmt(qPeriodicUpdate),
 			p.Schedule, micros(p.NextTick), now, p.Name); err != nil {
 			return err
 		}
-		return queryRow(ctx, st, q.sql("SELECT last_tick FROM {periodic} WHERE name = ?"), []any{p.Name}, &last)
+		return queryRow(ctx, st, q.stmt(qPeriodicLastTick), []any{p.Name}, &last)
 	})
 	if err != nil {
 		return time.Time{}, q.wrap(ctx, err, "registering periodic job %s", p.Name)
@@ -285,7 +284,7 @@ func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job
 		if err := q.fenced(ctx, st); err != nil {
 			return err
 		}
-		n, err := st.Exec(ctx, q.sql("UPDATE {periodic} SET last_tick = ?, next_tick = ?, schedule = ?, last_job_id = ?, updated_at = ? WHERE name = ? AND last_tick < ?"),
+		n, err := st.Exec(ctx, q.stmt(qPeriodicTick),
 			micros(p.LastTick), micros(p.NextTick), p.Schedule, j.ID, now, p.Name, micros(p.LastTick))
 		if err != nil || n == 0 {
 			return err
@@ -295,7 +294,7 @@ func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job
 		if err != nil || stored[0] {
 			return err
 		}
-		_, err = st.Exec(ctx, q.sql("UPDATE {periodic} SET last_job_id = '' WHERE name = ?"), p.Name)
+		_, err = st.Exec(ctx, q.stmt(qPeriodicClearJob), p.Name)
 		return err
 	})
 	if err != nil {
@@ -312,7 +311,7 @@ func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := q.db.QueryContext(ctx, q.sql("SELECT name, schedule, last_tick, next_tick, last_job_id FROM {periodic} ORDER BY name"))
+	rows, err := q.db.QueryContext(ctx, q.stmt(qPeriodicList))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "listing periodic jobs")
 	}

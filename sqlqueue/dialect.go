@@ -76,8 +76,6 @@ type dialect interface {
 	// migrations are the dialect's schema migrations (the tables' DDL,
 	// in sqlqueue/internal/migrate/sql/<dialect>) and how they run.
 	migrations() *migrate.Dialect
-	// insertOrIgnore is "insert unless the key exists".
-	insertOrIgnore(table, cols, values string) string
 
 	// reserve leases up to max ready jobs of queues (not paused) until
 	// expires, each with its own token made from token, in claim order,

@@ -97,10 +97,6 @@ func (mysqlDialect) writeTx(ctx context.Context, q *Queue, fn func(ex execer) er
 
 func (mysqlDialect) migrations() *migrate.Dialect { return migrate.MySQL }
 
-func (mysqlDialect) insertOrIgnore(table, cols, values string) string {
-	return "INSERT IGNORE INTO " + table + " (" + cols + ") VALUES (" + values + ")"
-}
-
 func (mysqlDialect) readyCond(alias string, now int64) (string, []any) {
 	return expiryReadyCond(alias, now)
 }

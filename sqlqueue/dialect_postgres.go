@@ -69,10 +69,6 @@ func (pgDialect) writeTx(ctx context.Context, q *Queue, fn func(ex execer) error
 
 func (pgDialect) migrations() *migrate.Dialect { return migrate.Postgres }
 
-func (pgDialect) insertOrIgnore(table, cols, values string) string {
-	return "INSERT INTO " + table + " (" + cols + ") VALUES (" + values + ") ON CONFLICT DO NOTHING"
-}
-
 func (pgDialect) readyCond(alias string, now int64) (string, []any) {
 	return expiryReadyCond(alias, now)
 }

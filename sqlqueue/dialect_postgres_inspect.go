@@ -47,9 +47,18 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
   RETURNING queue, state, n
 ) INSERT INTO {counts} AS t (queue, state, shard, n) SELECT queue, state, 0, SUM(n) FROM moved GROUP BY queue, state HAVING SUM(n) <> 0
 ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + EXCLUDED.n`,
-	qPause:      "INSERT INTO {pauses} (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-	qUniqueTake: "INSERT INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-	qPriorities: pgPriorities,
+	qLeaseAcquire:     "UPDATE {meta} SET epoch = CASE WHEN value = ? AND expires_at >= ? THEN epoch ELSE epoch + 1 END, value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)",
+	qLeaseRelease:     "UPDATE {meta} SET value = '', expires_at = 0 WHERE name = ? AND value = ?",
+	qPeriodicUpdate:   "UPDATE {periodic} SET schedule = ?, next_tick = ?, updated_at = ? WHERE name = ?",
+	qPeriodicLastTick: "SELECT last_tick FROM {periodic} WHERE name = ?",
+	qPeriodicTick:     "UPDATE {periodic} SET last_tick = ?, next_tick = ?, schedule = ?, last_job_id = ?, updated_at = ? WHERE name = ? AND last_tick < ?",
+	qPeriodicClearJob: "UPDATE {periodic} SET last_job_id = '' WHERE name = ?",
+	qPeriodicList:     "SELECT name, schedule, last_tick, next_tick, last_job_id FROM {periodic} ORDER BY name",
+	qLeaseRowInsert:   "INSERT INTO {meta} (name, value, expires_at) VALUES (?, '', 0) ON CONFLICT DO NOTHING",
+	qPeriodicInsert:   "INSERT INTO {periodic} (name, schedule, last_tick, next_tick, last_job_id, updated_at) VALUES (?, ?, ?, ?, '', ?) ON CONFLICT DO NOTHING",
+	qPause:            "INSERT INTO {pauses} (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+	qUniqueTake:       "INSERT INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+	qPriorities:       pgPriorities,
 	qMetricsUpsert: `INSERT INTO {metrics} AS m (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (queue, minute_at) DO UPDATE SET

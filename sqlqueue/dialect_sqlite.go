@@ -153,10 +153,6 @@ func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n, _ int, fn fun
 
 func (sqliteDialect) migrations() *migrate.Dialect { return migrate.SQLite }
 
-func (sqliteDialect) insertOrIgnore(table, cols, values string) string {
-	return "INSERT OR IGNORE INTO " + table + " (" + cols + ") VALUES (" + values + ")"
-}
-
 func (sqliteDialect) readyCond(alias string, now int64) (string, []any) {
 	return expiryReadyCond(alias, now)
 }

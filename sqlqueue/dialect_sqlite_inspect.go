@@ -42,9 +42,18 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qPendingMembersOf:   "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
 	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
 		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
-	qPause:      "INSERT OR IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
-	qUniqueTake: "INSERT OR IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
-	qPriorities: sqlitePriorities,
+	qLeaseAcquire:     "UPDATE {meta} SET epoch = CASE WHEN value = ? AND expires_at >= ? THEN epoch ELSE epoch + 1 END, value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)",
+	qLeaseRelease:     "UPDATE {meta} SET value = '', expires_at = 0 WHERE name = ? AND value = ?",
+	qPeriodicUpdate:   "UPDATE {periodic} SET schedule = ?, next_tick = ?, updated_at = ? WHERE name = ?",
+	qPeriodicLastTick: "SELECT last_tick FROM {periodic} WHERE name = ?",
+	qPeriodicTick:     "UPDATE {periodic} SET last_tick = ?, next_tick = ?, schedule = ?, last_job_id = ?, updated_at = ? WHERE name = ? AND last_tick < ?",
+	qPeriodicClearJob: "UPDATE {periodic} SET last_job_id = '' WHERE name = ?",
+	qPeriodicList:     "SELECT name, schedule, last_tick, next_tick, last_job_id FROM {periodic} ORDER BY name",
+	qLeaseRowInsert:   "INSERT OR IGNORE INTO {meta} (name, value, expires_at) VALUES (?, '', 0)",
+	qPeriodicInsert:   "INSERT OR IGNORE INTO {periodic} (name, schedule, last_tick, next_tick, last_job_id, updated_at) VALUES (?, ?, ?, ?, '', ?)",
+	qPause:            "INSERT OR IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
+	qUniqueTake:       "INSERT OR IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
+	qPriorities:       sqlitePriorities,
 	qMetricsUpsert: `INSERT INTO {metrics} (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (queue, minute_at) DO UPDATE SET

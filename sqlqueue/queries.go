@@ -141,6 +141,17 @@ const (
 	qMembersCancelled
 	qMembers
 	qMembersInState
+	// The statements of the lease rows in {meta} and of periodic jobs'
+	// ticks (control.go), as their texts say.
+	qLeaseRowInsert
+	qLeaseAcquire
+	qLeaseRelease
+	qPeriodicInsert
+	qPeriodicUpdate
+	qPeriodicLastTick
+	qPeriodicTick
+	qPeriodicClearJob
+	qPeriodicList
 	// qHasReady finds a ready job (1) of a list of queues (one IN list)
 	// that are not paused (the list, now, now).
 	qHasReady
