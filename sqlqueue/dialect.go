@@ -43,13 +43,6 @@ type dialect interface {
 	rebind(query string) string
 	// maxParams is the most bind parameters one statement may carry.
 	maxParams() int
-	// leaseColumns returns the template values of the lease-expiry column:
-	// {expiry} (the column a running job's lease expiry is in), {unlease}
-	// (a SET fragment clearing it, or "") and {xcol} (", column" added to
-	// jobCols, or "").
-	leaseColumns() (expiry, unlease, xcol string)
-	// scan reads jobCols (then extra) from one result row.
-	scan(sc scanner, extra ...any) (row, error)
 
 	// configure adjusts a handle at New (SQLite: one connection).
 	configure(db DB)

@@ -61,10 +61,6 @@ func (mysqlDialect) historyAppend() string {
 func (mysqlDialect) configure(DB)                          {}
 func (mysqlDialect) prepare(context.Context, *Queue) error { return nil }
 
-func (mysqlDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
-
-func (mysqlDialect) scan(sc scanner, extra ...any) (row, error) { return scanExpiry(sc, extra...) }
-
 // prepared learns whether the connection reports changed rows, not matched
 // ones (no clientFoundRows DSN flag): a no-op update changes no row, so it
 // affects one only when the connection counts matched rows. insertJobs

@@ -54,10 +54,6 @@ func (pgDialect) historyAppend() string {
 
 func (pgDialect) rebind(query string) string { return sqlx.Rebind(sqlx.DOLLAR, query) }
 
-func (pgDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
-
-func (pgDialect) scan(sc scanner, extra ...any) (row, error) { return scanExpiry(sc, extra...) }
-
 func (pgDialect) configure(DB) {}
 
 func (pgDialect) prepare(context.Context, *Queue) error  { return nil }

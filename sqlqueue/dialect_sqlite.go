@@ -53,10 +53,6 @@ func (sqliteDialect) historyAppend() string {
 		` THEN json_remove(history, '$[0]') ELSE history END, '$[#]', json_object('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
 }
 
-func (sqliteDialect) leaseColumns() (expiry, unlease, xcol string) { return expiryColumns() }
-
-func (sqliteDialect) scan(sc scanner, extra ...any) (row, error) { return scanExpiry(sc, extra...) }
-
 // configure limits db to one open connection: SQLite has one writer, and
 // one connection makes the process's writers queue in Go instead of
 // failing with "database is locked".

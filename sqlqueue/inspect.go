@@ -564,7 +564,7 @@ func (q *Queue) scanRows(ctx context.Context, st statements, query string, args 
 	}
 	defer rs.Close()
 	var out []row
-	js := newJobScanner() // every dialect's scan is scanExpiry
+	js := newJobScanner()
 	for rs.Next() {
 		r, err := js.scan(rs)
 		if err != nil {
@@ -595,7 +595,7 @@ func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
 		}
 		defer rs.Close()
 		if rs.Next() {
-			if r, err = q.d.scan(rs, &started, &worker, &history); err != nil {
+			if r, err = scanJob(rs, &started, &worker, &history); err != nil {
 				return err
 			}
 			q.logDecode(r)

@@ -26,9 +26,9 @@ const (
 	stateCancelled = "cancelled"
 )
 
-// jobCols lists the columns dialect.scan reads, in order; {xcol} is the
-// lease-expiry column (see dialect.leaseColumns).
-const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, snoozes, retry_until, state{xcol}"
+// jobCols lists the columns a jobScanner reads, in order, on every
+// dialect: the statements that read whole jobs select them.
+const jobCols = "id, seq, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, snoozes, retry_until, state, lease_expires_at"
 
 // row is one stored job with the columns the Job type does not carry.
 type row struct {
@@ -48,7 +48,7 @@ type row struct {
 
 type scanner interface{ Scan(dest ...any) error }
 
-// jobScanner reads rows of jobCols, with lease_expires_at as {xcol}, into
+// jobScanner reads rows of jobCols into
 // row values. Its scan destinations are made once and reused for every
 // row: a claim of 1,000 rows scans 1,000 times into the same 23 targets
 // instead of allocating each row's targets and its destination list.
@@ -130,15 +130,9 @@ func (q *Queue) logDecode(r row) {
 	}
 }
 
-// expiryColumns are leaseColumns where the lease expiry is in
-// lease_expires_at, apart from run_at (every dialect).
-func expiryColumns() (expiry, unlease, xcol string) {
-	return "lease_expires_at", ", lease_expires_at = 0", ", lease_expires_at"
-}
-
-// scanExpiry is dialect.scan of jobCols with lease_expires_at as {xcol}
-// (every dialect), for one row; read many with one jobScanner.
-func scanExpiry(sc scanner, extra ...any) (row, error) {
+// scanJob reads one row of jobCols (then extra); read many with one
+// jobScanner.
+func scanJob(sc scanner, extra ...any) (row, error) {
 	return newJobScanner(extra...).scan(sc)
 }
 
