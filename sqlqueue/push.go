@@ -216,7 +216,7 @@ func (q *Queue) pushOne(ctx context.Context, ex statements, inTx bool, j queue.J
 // duplicateOf names the active job that kept j from being stored.
 func (q *Queue) duplicateOf(ctx context.Context, ex statements, j queue.Job) (*queue.DuplicateError, error) {
 	var state string
-	err := queryRow(ctx, ex, q.sql("SELECT state FROM {jobs} WHERE id = ?"), []any{j.ID}, &state)
+	err := queryRow(ctx, ex, q.stmt(qJobState), []any{j.ID}, &state)
 	if err == nil && state == statePending {
 		return &queue.DuplicateError{ExistingID: j.ID}, nil
 	}
@@ -225,7 +225,7 @@ func (q *Queue) duplicateOf(ctx context.Context, ex statements, j queue.Job) (*q
 	}
 	dup := &queue.DuplicateError{UniqueKey: j.UniqueKey}
 	if j.UniqueKey != "" {
-		err := queryRow(ctx, ex, q.sql("SELECT id FROM {jobs} WHERE queue = ? AND unique_key = ? AND state = 'pending'"),
+		err := queryRow(ctx, ex, q.stmt(qPendingByKey),
 			[]any{j.QueueName(), j.UniqueKey}, &dup.ExistingID)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, err
@@ -451,7 +451,7 @@ func (q *Queue) revive(ctx context.Context, ex statements, inTx bool, js []queue
 	if len(ids) == 0 {
 		return false, nil
 	}
-	query, args, err := q.sqlIn("SELECT id FROM {jobs} WHERE id IN (?) AND state <> 'pending'", ids)
+	query, args, err := q.stmtIn(qNotPendingOfIDs, ids)
 	if err != nil {
 		return false, err
 	}

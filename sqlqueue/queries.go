@@ -152,6 +152,13 @@ const (
 	qPeriodicTick
 	qPeriodicClearJob
 	qPeriodicList
+	// qJobState reads one job's state (id); qPendingByKey the ID of the
+	// pending job of a queue holding a unique key (queue, key);
+	// qNotPendingOfIDs the IDs of an ID list (one IN list) whose jobs are
+	// finished or dead.
+	qJobState
+	qPendingByKey
+	qNotPendingOfIDs
 	// qHasReady finds a ready job (1) of a list of queues (one IN list)
 	// that are not paused (the list, now, now).
 	qHasReady
