@@ -28,7 +28,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	err := q.againOnConflict(ctx, func() error {
 		return q.d.writeTx(ctx, q, func(ex execer) error {
 			st := stmts(ex)
-			rows, err := q.scanRows(ctx, st, q.sql("SELECT "+jobCols+" FROM {jobs} WHERE id = ?"), []any{id})
+			rows, err := q.scanRows(ctx, st, q.stmt(qJob), []any{id})
 			switch {
 			case err != nil:
 				return err

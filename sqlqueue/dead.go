@@ -178,7 +178,7 @@ func (q *Queue) cancelEach(ctx context.Context, ids []string) (int, error) {
 // selects their primary keys, then deletes those rows still matching cond.
 func (q *Queue) deleteBatches(ctx context.Context, cond string, args []any) (int, error) {
 	total := 0
-	sel := q.sql("SELECT id FROM {jobs} WHERE " + cond + " LIMIT " + fmt.Sprint(pruneBatch))
+	sel := q.bulkSelect(cond, pruneBatch)
 	for {
 		ids, err := queryStrings(ctx, stmts(q.db), sel, args...)
 		if err != nil {

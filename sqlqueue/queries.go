@@ -152,6 +152,8 @@ const (
 	qPeriodicTick
 	qPeriodicClearJob
 	qPeriodicList
+	// qJob reads one job (id): jobCols.
+	qJob
 	// qJobState reads one job's state (id); qPendingByKey the ID of the
 	// pending job of a queue holding a unique key (queue, key);
 	// qNotPendingOfIDs the IDs of an ID list (one IN list) whose jobs are
