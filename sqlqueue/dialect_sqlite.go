@@ -169,9 +169,15 @@ func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, m
 		return nil, err
 	}
 	var rows []row
+	lease := expires.Sub(now)
 	err = d.writeTx(ctx, q, func(ex execer) error {
+		// The clock is read again once the write lock is held: waiting
+		// for it (another writer's long transaction) must not use up the
+		// lease handed out, nor let the claim take a job whose lease
+		// expired meanwhile by the old clock only.
+		now := time.Now()
 		var err error
-		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, inc, claimStatements{
+		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, now.Add(lease), token, inc, claimStatements{
 			token: "? || '-' || seq",
 			key:   "seq",
 			keyOf: func(r row) any { return r.seq },
