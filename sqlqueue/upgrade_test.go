@@ -165,7 +165,7 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 
 		old := startOld(t, bin, driver, dsn, s.table)
-		testutil.Eventually(t, 30*time.Second, func() bool { return finished() >= 40 || old.exited() }, "the old worker finished no jobs")
+		testutil.Eventually(t, time.Minute, func() bool { return finished() >= 20 || old.exited() }, "the old worker finished no jobs")
 		if old.exited() {
 			t.Fatalf("the old worker ended early: %s", old.stderr())
 		}
@@ -186,7 +186,7 @@ func TestRollingUpgrade(t *testing.T) {
 		wq, _ := s.open(t, sqlqueue.WithRetention(time.Hour, time.Hour))
 		load := startLoad(t, wq)
 		at := finished()
-		testutil.Eventually(t, 30*time.Second, func() bool { return finished() >= at+40 || load.failed() }, "this release's worker finished no jobs")
+		testutil.Eventually(t, time.Minute, func() bool { return finished() >= at+20 || load.failed() }, "this release's worker finished no jobs")
 		load.check(t)
 		if !stopsFirst {
 			old.stop(t)
@@ -197,13 +197,13 @@ func TestRollingUpgrade(t *testing.T) {
 			t.Fatalf("MigrateDown(%d) = %d, %v", latest-1, v, err)
 		}
 		at = finished()
-		testutil.Eventually(t, 30*time.Second, func() bool { return finished() >= at+40 || load.failed() }, "no jobs finished at version %d", latest-1)
+		testutil.Eventually(t, time.Minute, func() bool { return finished() >= at+20 || load.failed() }, "no jobs finished at version %d", latest-1)
 		load.check(t)
 		if err := q.Setup(ctx); err != nil {
 			t.Fatal(err)
 		}
 		at = finished()
-		testutil.Eventually(t, 30*time.Second, func() bool { return finished() >= at+40 || load.failed() }, "no jobs finished after migrating up again")
+		testutil.Eventually(t, time.Minute, func() bool { return finished() >= at+20 || load.failed() }, "no jobs finished after migrating up again")
 		load.check(t)
 		pushed := load.stop(t) + old.pushed
 
@@ -214,6 +214,7 @@ func TestRollingUpgrade(t *testing.T) {
 		if stored != int64(pushed) {
 			t.Errorf("the table holds %d jobs, %d were pushed", stored, pushed)
 		}
+		t.Logf("%d jobs pushed (%d by %s), %d stored", pushed, old.pushed, previousRelease, stored)
 		checkCountsTable(t, db, s.table, "after the upgrade, down and up")
 		checkBuckets(t, db, s.table, "after the upgrade, down and up")
 	})
