@@ -10,7 +10,7 @@ import (
 // The store counts its jobs itself: on every dialect triggers on the jobs
 // table keep the counts table as rows are inserted, change queue, state
 // or scheduled bucket, or are deleted (the counts migrations; MySQL's
-// 0017, SQLite's 0011), whoever writes them. No statement of this package
+// 0018, SQLite's 0012), whoever writes them. No statement of this package
 // counts anything, so a new write path cannot forget to.
 
 // bind readies a template for the dialect: through sqlIn when an argument

@@ -306,7 +306,7 @@ UNION ALL SELECT queue, 'scheduled', COUNT(*) FROM %s WHERE state = 'pending' AN
 // through Counts, and each queue's scheduled buckets (the jobs written to
 // run later, pending with run_at after updated_at, by five-minute bucket
 // of run_at) row by row. The store's triggers count every write (MySQL's
-// migration 0017, SQLite's 0011), so a statement whose change they miss
+// migration 0018, SQLite's 0012), so a statement whose change they miss
 // (a queue, state or bucket change their conditions skip) shows here.
 func TestCountsOfEveryChange(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {

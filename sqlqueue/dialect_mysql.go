@@ -463,7 +463,7 @@ func (mysqlDialect) isUniqueViolation(err error) bool {
 // (MDEV-26048) fails a statement that runs while another session creates
 // a trigger on its table with "table doesn't exist" for the table the
 // trigger writes, here the counts table of a counting migration run while
-// workers write (MySQL 0017). The statement changed nothing; one run
+// workers write (MySQL 0018). The statement changed nothing; one run
 // again succeeds, so that error is transient, not the end of a Worker.
 func (mysqlDialect) isConfig(err error) bool {
 	n, _ := mysqlErrNumber(err)

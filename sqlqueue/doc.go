@@ -116,7 +116,7 @@
 // rows first, to learn which leases were lost. On MariaDB an ack that
 // deletes is one DELETE ... RETURNING matching the lease tokens, whose
 // rows' IDs are checked against the leases in Go. Row triggers keep the
-// counts (migration 0017), as on the other dialects.
+// counts (migration 0018), as on the other dialects.
 // A batch push is one INSERT: its
 // affected-row count and first AUTO_INCREMENT value tell which jobs it
 // stored, with one lookup by ID only when it skipped some.

@@ -134,7 +134,7 @@ func fail(err error) {
 // PostgreSQL, whose counting did not change, the old worker keeps pushing
 // and working while a process of this release migrates and works beside
 // it; on SQLite and MySQL, whose counting moved into triggers (migrations
-// 0011 and 0017), the old worker is stopped first, then this release
+// 0012 and 0018), the old worker is stopped first, then this release
 // migrates and works. Then, with a worker of this release running, the
 // tables go one version down and up again. Afterwards every job pushed is
 // in the table and the counts table equals the jobs table, per queue and

@@ -1,4 +1,4 @@
--- 0017_count_triggers: the store counts itself again, as on PostgreSQL
+-- 0018_count_triggers: the store counts itself again, as on PostgreSQL
 -- and SQLite. Since 0015 and 0016 sqlqueue's statements counted what they
 -- inserted, changed and deleted, so a write that did not go through them
 -- (a statement by hand, a future write path that forgot, a process of
@@ -57,4 +57,4 @@ INSERT INTO {counts} (queue, state, shard, n) SELECT queue, CONCAT('at:', run_at
 
 UNLOCK TABLES;
 
-UPDATE {meta} SET value = '17' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '18' WHERE name = 'schema_version';

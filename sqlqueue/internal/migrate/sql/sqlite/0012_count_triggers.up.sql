@@ -1,4 +1,4 @@
--- 0011_count_triggers: the store counts itself again, as on PostgreSQL
+-- 0012_count_triggers: the store counts itself again, as on PostgreSQL
 -- and MySQL (its 0017). Since 0010 the pushes counted the jobs they
 -- inserted, so a row inserted any other way (by hand, by a process of
 -- another release) went uncounted. One insert trigger now counts each
@@ -26,4 +26,4 @@ INSERT INTO {counts} (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) F
 INSERT INTO {counts} (queue, state, shard, n) SELECT queue, 'at:' || (run_at / 300000000), 0, COUNT(*) FROM {jobs}
   WHERE state = 'pending' AND run_at > updated_at GROUP BY 1, 2;
 
-UPDATE {meta} SET value = '11' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '12' WHERE name = 'schema_version';

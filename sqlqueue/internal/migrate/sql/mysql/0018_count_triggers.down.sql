@@ -1,4 +1,4 @@
--- 0017_count_triggers down: no trigger counts, as after 0016; the
+-- 0018_count_triggers down: no trigger counts, as after 0016; the
 -- statements of the previous release count what they write. Stop the
 -- processes of this release first (theirs would go uncounted), then
 -- start the previous release's. The jobs are counted anew at the end,
@@ -20,4 +20,4 @@ INSERT INTO {counts} (queue, state, shard, n) SELECT queue, CONCAT('at:', run_at
 
 UNLOCK TABLES;
 
-UPDATE {meta} SET value = '16' WHERE name = 'schema_version';
+UPDATE {meta} SET value = '17' WHERE name = 'schema_version';
