@@ -117,22 +117,5 @@ SELECT %s, %s, '%s', %s, 0, %s, 0, 0, NULL, '', '', %s, %s, %d, %d, %s, %s, NULL
 			t.Fatalf("filling rows %d to %d: %v\n%s", from, to, err, stmt)
 		}
 	}
-	// No trigger counts an inserted row on MySQL (migration 0015) or
-	// SQLite (0010): the pushes count their own. Count the rows as the
-	// counts and scheduled migrations do.
-	if bucket, ok := map[string]string{
-		"mysql":  "CONCAT('at:', run_at DIV 300000000)",
-		"sqlite": "'at:' || (run_at / 300000000)",
-	}[dialect]; ok {
-		for _, stmt := range []string{
-			"DELETE FROM %[1]s_counts",
-			"INSERT INTO %[1]s_counts (queue, state, shard, n) SELECT queue, state, 0, COUNT(*) FROM %[1]s GROUP BY queue, state",
-			"INSERT INTO %[1]s_counts (queue, state, shard, n) SELECT queue, %[2]s, 0, COUNT(*) FROM %[1]s WHERE state = 'pending' AND run_at > updated_at GROUP BY 1, 2",
-		} {
-			if _, err := db.ExecContext(context.Background(), fmt.Sprintf(stmt, table, bucket)); err != nil {
-				t.Fatalf("counting the rows: %v", err)
-			}
-		}
-	}
 	return c
 }

@@ -275,7 +275,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 		}
 	}
 	// The job, under its lease: nothing happened if the lease is gone.
-	n, err := q.changeLeased(ctx, st, stmt, l, now, args...)
+	n, err := q.execLeased(ctx, st, stmt, l, now, args...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -362,7 +362,7 @@ func (q *Queue) cancelMemberJobs(ctx context.Context, st statements, id string, 
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), memberChunk)]
 		ids = ids[len(chunk):]
-		if _, err := q.changeJobs(ctx, st, cancelHead, "state = 'pending' AND id IN (?)",
+		if _, err := q.execJobs(ctx, st, cancelHead+" WHERE state = 'pending' AND id IN (?)",
 			now, now, queue.ErrCancelled.Error(), chunk); err != nil {
 			return 0, err
 		}

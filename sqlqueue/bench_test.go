@@ -95,9 +95,8 @@ func BenchmarkReserveAckMany(b *testing.B) {
 }
 
 // BenchmarkNack measures a failed attempt's path, one Nack per job (the
-// Worker's retry of a job whose handler failed): on MySQL/MariaDB the
-// statement counts the job itself (a transaction of the UPDATE and one
-// counting INSERT ... SELECT: migration 0016), elsewhere a trigger does.
+// Worker's retry of a job whose handler failed): one UPDATE, which the
+// update trigger counts only if it moves the job into a scheduled bucket.
 // The fill and Reserve are outside the timer.
 func BenchmarkNack(b *testing.B) {
 	eachDialectB(b, func(b *testing.B, q queue.Queue) {
@@ -129,22 +128,11 @@ func BenchmarkNack(b *testing.B) {
 
 // BenchmarkAckManyCounts measures what the counts cost a batch ack of
 // 1,000 jobs (the burn-down's hot statement), on SQLite and MySQL/MariaDB,
-// whose triggers are row triggers: as shipped (SQLite: a trigger upsert
-// per job; MySQL: no trigger since migration 0016, the ack counts its jobs
-// with one upsert per queue), with the triggers dropped (no counting at
-// all on SQLite; on MySQL the same as shipped), and on MySQL with the
-// per-row delete trigger of the first counts migration back (one upsert
-// per job, besides the ack's own).
+// whose triggers are row triggers (a counter upsert per deleted job): as
+// shipped, and with the triggers dropped (no counting at all).
 // Reserve and the fill are outside the timer.
 func BenchmarkAckManyCounts(b *testing.B) {
-	rowTriggers := map[sqlqueue.Dialect][]string{
-		sqlqueue.MySQL: {
-			`DROP TRIGGER IF EXISTS %[1]s_count_del`,
-			`CREATE TRIGGER %[1]s_count_del AFTER DELETE ON %[1]s FOR EACH ROW
-  INSERT INTO %[1]s_counts (queue, state, shard, n) VALUES (OLD.queue, OLD.state, CONNECTION_ID(), -1) ON DUPLICATE KEY UPDATE n = n - 1`,
-		},
-	}
-	for _, variant := range []string{"shipped", "no-triggers", "row-triggers"} {
+	for _, variant := range []string{"shipped", "no-triggers"} {
 		b.Run(variant, func(b *testing.B) {
 			// Not PostgreSQL: its triggers are statement triggers.
 			for _, d := range []sqlqueue.Dialect{sqlqueue.SQLite, sqlqueue.MySQL} {
@@ -156,13 +144,8 @@ func BenchmarkAckManyCounts(b *testing.B) {
 					s := newStore(b, be)
 					q, db := s.open(b)
 					var setup []string
-					switch variant {
-					case "no-triggers":
-						setup = []string{`DROP TRIGGER IF EXISTS %[1]s_count_del`, `DROP TRIGGER IF EXISTS %[1]s_count_upd`, `DROP TRIGGER IF EXISTS %[1]s_count_ins`} // MySQL has none since 0016
-					case "row-triggers":
-						if setup = rowTriggers[d]; setup == nil {
-							b.Skip("the shipped triggers are row triggers")
-						}
+					if variant == "no-triggers" {
+						setup = []string{`DROP TRIGGER IF EXISTS %[1]s_count_del`, `DROP TRIGGER IF EXISTS %[1]s_count_upd`, `DROP TRIGGER IF EXISTS %[1]s_count_ins`}
 					}
 					for _, stmt := range setup {
 						if _, err := db.ExecContext(b.Context(), fmt.Sprintf(stmt, s.table)); err != nil {

@@ -85,7 +85,7 @@ func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) 
 	default:
 		return 0, fmt.Errorf("unknown bulk action %q: %w", a, queue.ErrBulkState)
 	}
-	n, err := q.changeJobs(ctx, stmts(q.db), head, where, args...)
+	n, err := q.execJobs(ctx, stmts(q.db), head+" WHERE "+where, args...)
 	if a == queue.BulkRetry && q.d.isUniqueViolation(err) {
 		// Some dead letter's unique key is held by an active job, which
 		// fails the whole statement: retry this chunk one by one and
@@ -95,13 +95,13 @@ func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) 
 	return int(n), err
 }
 
-// retryHead is the head (see changeJobs) of the statement that retries
+// retryHead is the head (an UPDATE with no WHERE) of the statement that retries
 // dead letters: pending again, available now (three bind parameters: now),
 // attempts reset.
 const retryHead = `UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
   updated_at = ?, finished_at = 0, lease_token = NULL{unlease}`
 
-// cancelHead is the head (see changeJobs) of the statement that cancels
+// cancelHead is the head (an UPDATE with no WHERE) of the statement that cancels
 // jobs (three bind parameters: now, now and the error recorded).
 const cancelHead = "UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ?"
 

@@ -33,7 +33,7 @@ func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs
 }
 
 // finishStatement is the head of the lease-guarded statement (see
-// changeJobs; its condition is leaseGuard) that ends the job under a lease
+// execLeased; its condition is leaseGuard) that ends the job under a lease
 // with outcome o at now, and its arguments before the lease's and now:
 // OutcomeDone deletes it (or keeps it as done under WithRetention),
 // OutcomeFailed dead-letters it with reason, recorded in its attempt
@@ -70,7 +70,7 @@ func (q *Queue) finishPush(ctx context.Context, what string, l queue.Lease, stmt
 	var stored []bool
 	err := q.d.writeTx(ctx, q, func(ex execer) error {
 		st := stmts(ex)
-		n, err := q.changeLeased(ctx, st, stmt, l, now, args...)
+		n, err := q.execLeased(ctx, st, stmt, l, now, args...)
 		if err != nil {
 			return err
 		}

@@ -186,7 +186,7 @@ func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completi
 	default:
 		return nil, fmt.Errorf("unknown outcome %d", o.Outcome)
 	}
-	n, err := q.changeLeased(ctx, st, head, o.Lease, now, args...)
+	n, err := q.execLeased(ctx, st, head, o.Lease, now, args...)
 	if err != nil {
 		return nil, err
 	}

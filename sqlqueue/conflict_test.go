@@ -66,3 +66,24 @@ func TestAgainOnConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLIsConfig checks which MySQL errors stop a Worker: a missing
+// jobs table does, the counts table reported missing by a statement that
+// met a trigger being created (MariaDB, MDEV-26048) does not.
+func TestMySQLIsConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"jobs table missing", &mysql.MySQLError{Number: 1146, Message: "Table 'test.meridian_jobs' doesn't exist"}, true},
+		{"counts table during a trigger's creation", fmt.Errorf("nacking: %w", &mysql.MySQLError{Number: 1146, Message: "Table 'test.meridian_jobs_counts' doesn't exist"}), false},
+		{"access denied", &mysql.MySQLError{Number: 1045, Message: "Access denied"}, true},
+		{"deadlock", &mysql.MySQLError{Number: 1213, Message: "Deadlock found"}, false},
+	} {
+		if got := (mysqlDialect{}).isConfig(tc.err); got != tc.want {
+			t.Errorf("%s: isConfig = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 					return err
 				}
 			}
-			n, err := q.changeJobs(ctx, st, cancelHead, "id = ? AND state = 'pending'",
+			n, err := q.execJobs(ctx, st, cancelHead+" WHERE id = ? AND state = 'pending'",
 				micros(now), micros(now), queue.ErrCancelled.Error(), id)
 			if err != nil {
 				return err

@@ -2,7 +2,6 @@ package sqlqueue
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -11,10 +10,8 @@ import (
 // Counts returns each queue's jobs by state (queue.Counter), sorted by
 // queue name. Pending, Dead, Done and Cancelled are read from the counts
 // table that the database's triggers keep as jobs are inserted, change
-// state or are deleted (see the counts migration of each dialect; on MySQL
-// every statement counts the jobs it writes instead, see
-// dialect_mysql_counts.go, and on SQLite the pushes count their inserts),
-// so they are exact and cost one row per queue and state. Scheduled is
+// state or are deleted, whoever writes them (see the counts migration of
+// each dialect), so they are exact and cost one row per queue and state. Scheduled is
 // exact too: the counts also take the jobs written to run later by
 // five-minute bucket of their run time (the scheduled migration), and the
 // jobs due within the current bucket are counted on the claim index (up to
@@ -141,81 +138,6 @@ func (q *Queue) splitPending(ctx context.Context, st statements, c *queue.QueueC
 // connections have come and gone. The maintenance pass runs it.
 func (q *Queue) foldCounts(ctx context.Context) error {
 	return q.d.foldCounts(ctx, q)
-}
-
-// finishedCounts are the jobs a batch ack finished, by queue: counted by
-// the statement that finished them where no trigger counts them (MySQL:
-// see dialect_mysql_counts.go).
-type finishedCounts map[string]int64
-
-// countKey is a row of the counts table, bar its shard: a queue and a
-// state, or a queue and a scheduled bucket (schedPrefix and the bucket).
-type countKey struct{ queue, state string }
-
-// addFinished counts the finished jobs into the counts table on ex, in one
-// statement: each queue's pending count goes down, and its done count up
-// when the jobs are kept (done). shard is the counter rows' shard
-// expression and upsert the dialect's "add on conflict" clause.
-func (q *Queue) addFinished(ctx context.Context, ex execer, fc finishedCounts, done bool, shard, upsert string) error {
-	deltas := make(map[countKey]int64, 2*len(fc))
-	for name, c := range fc {
-		deltas[countKey{name, statePending}] -= c
-		if done {
-			deltas[countKey{name, stateDone}] += c
-		}
-	}
-	return q.addCounts(ctx, stmts(ex), deltas, shard, upsert)
-}
-
-// addStored counts jobs just inserted as pending into deltas, as the
-// insert triggers of PostgreSQL do: one pending job of its queue
-// each, and, for a job written to run later (run_at after now, the row's
-// updated_at), one in its queue's bucket of run_at.
-func addStored(deltas map[countKey]int64, j queue.Job, now int64) {
-	countRow(deltas, countedRow{j.Queue, statePending, micros(j.AvailableAt), now}, 1)
-}
-
-// countInserted adds the jobs of js that a push inserted (inserted, by
-// ID) to the counts table on ex in one statement, where no insert trigger
-// counts them (MySQL, SQLite): a repeated ID counts once, as its first
-// job was stored. shard and upsert are as for addCounts.
-func (q *Queue) countInserted(ctx context.Context, ex statements, js []queue.Job, inserted map[string]bool, now time.Time, shard, upsert string) error {
-	deltas := make(map[countKey]int64, 2)
-	counted := make(map[string]bool, len(inserted))
-	for _, j := range js {
-		if inserted[j.ID] && !counted[j.ID] {
-			counted[j.ID] = true
-			addStored(deltas, j, micros(now))
-		}
-	}
-	return q.addCounts(ctx, ex, deltas, shard, upsert)
-}
-
-// addCounts adds deltas to the counts table on ex in one statement (none
-// when every delta is 0). shard is the counter rows' shard expression and
-// upsert the dialect's "add on conflict" clause.
-func (q *Queue) addCounts(ctx context.Context, st statements, deltas map[countKey]int64, shard, upsert string) error {
-	var args []any
-	n := 0
-	for k, d := range deltas {
-		if d != 0 {
-			args = append(args, k.queue, k.state, d)
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	row := "(?, ?, " + shard + ", ?)"
-	values := strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
-	stmt := "INSERT INTO {counts} (queue, state, shard, n) VALUES " + values + " " + upsert
-	if n <= 8 {
-		stmt = q.sql(stmt) // a few queues: cached
-	} else {
-		stmt = q.sqlOnce(stmt)
-	}
-	_, err := st.Exec(ctx, stmt, args...)
-	return err
 }
 
 var _ queue.Counter = (*Queue)(nil)

@@ -305,9 +305,9 @@ UNION ALL SELECT queue, 'scheduled', COUNT(*) FROM %s WHERE state = 'pending' AN
 // after each kind of statement that changes jobs: every state's count
 // through Counts, and each queue's scheduled buckets (the jobs written to
 // run later, pending with run_at after updated_at, by five-minute bucket
-// of run_at) row by row. On MySQL no trigger counts a change (migrations
-// 0015 and 0016), and on SQLite none counts an insert (0010): each
-// statement counts its own, so a path that forgot to shows here.
+// of run_at) row by row. The store's triggers count every write (MySQL's
+// migration 0018, SQLite's 0012), so a statement whose change they miss
+// (a queue, state or bucket change their conditions skip) shows here.
 func TestCountsOfEveryChange(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		s := newStore(t, b)

@@ -51,7 +51,7 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 		return err
 	}
 	now := micros(time.Now())
-	n, err := q.changeJobs(ctx, stmts(q.db), retryHead, "id = ? AND state = 'dead'", now, now, now, id)
+	n, err := q.execJobs(ctx, stmts(q.db), retryHead+" WHERE id = ? AND state = 'dead'", now, now, now, id)
 	if q.d.isUniqueViolation(err) {
 		return fmt.Errorf("sqlqueue: retrying dead letter %s: its unique key is held by an active job: %w", id, queue.ErrDuplicate)
 	}
@@ -78,7 +78,7 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	n, err := q.changeJobs(ctx, stmts(q.db), "DELETE FROM {jobs}", "id = ? AND state = 'dead'", id)
+	n, err := q.execJobs(ctx, stmts(q.db), "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'", id)
 	return q.affectedOne(ctx, n, err, "forgetting dead letter "+id)
 }
 
@@ -187,7 +187,7 @@ func (q *Queue) deleteBatches(ctx context.Context, cond string, args []any) (int
 		if len(ids) == 0 {
 			return total, nil
 		}
-		n, err := q.changeJobs(ctx, stmts(q.db), "DELETE FROM {jobs}", "id IN (?) AND "+cond, append([]any{ids}, args...)...)
+		n, err := q.execJobs(ctx, stmts(q.db), "DELETE FROM {jobs} WHERE id IN (?) AND "+cond, append([]any{ids}, args...)...)
 		if err != nil {
 			return total, err
 		}

@@ -80,15 +80,8 @@ type dialect interface {
 	// insertJobs inserts js in one statement on ex, skipping rows whose ID
 	// or unique key is taken, and returns the IDs it inserted. With
 	// notify the same statement wakes listeners when it inserted anything
-	// (notified). Where no trigger counts inserted rows (MySQL, SQLite),
-	// it also counts them, atomically with the insert.
+	// (notified).
 	insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (inserted map[string]bool, notified bool, err error)
-	// changeJobs runs c, an UPDATE or DELETE of jobs rows, on st and
-	// reports how many rows it changed. A dialect whose triggers do not
-	// count the rows a statement changes (MySQL) counts them itself,
-	// atomically with the change: on the pool in a transaction of its
-	// own, inside st's otherwise.
-	changeJobs(ctx context.Context, q *Queue, st statements, c jobChange) (int64, error)
 	// revive moves the finished or dead job j.ID back to pending as j,
 	// behind the jobs pushed before it. It reports false when the row is
 	// no longer finished or j's unique key is held. inTx: ex is the

@@ -114,7 +114,6 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 				token: "CONCAT(?, '-', seq)",
 				key:   "id",
 				keyOf: func(r row) any { return r.job.ID },
-				count: countClaimed,
 			})
 			return err
 		})
@@ -125,9 +124,6 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 	return rows, nil
 }
 
-// mysqlUpsert is the counts table's "add on conflict" clause.
-const mysqlUpsert = "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
-
 // insertJobs has no RETURNING: the rows the statement inserted are the
 // rows with these IDs whose seq is at least the first AUTO_INCREMENT value
 // it generated (LastInsertId, 0 when it inserted none). When the
@@ -136,20 +132,8 @@ const mysqlUpsert = "ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
 // count too, so the lookup runs. A statements without a sql.Result (a
 // transaction database/sql does not own) compares the IDs present before
 // and after instead.
-//
-// The jobs it inserted are counted by one more statement on ex (no insert
-// trigger counts them since migration 0015: a row trigger's upsert per job
-// cost a third of the push), so on the pool the two run in a transaction
-// of their own, and in the caller's transaction otherwise.
-func (d mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
-	var inserted map[string]bool
-	err := q.ownTx(ctx, ex, func(st statements) error {
-		var err error
-		if inserted, err = insertMySQL(ctx, q, st, js, now); err != nil {
-			return err
-		}
-		return q.countInserted(ctx, st, js, inserted, now, "CONNECTION_ID()", mysqlUpsert)
-	})
+func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
+	inserted, err := insertMySQL(ctx, q, ex, js, now)
 	if err != nil {
 		return nil, false, err
 	}
@@ -231,8 +215,8 @@ var errKeyHeld = errors.New("sqlqueue: unique key held")
 func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
 	body := func(ex statements) error {
 		var created int64
-		var state, was string
-		err := queryRow(ctx, ex, q.sql("SELECT created_at, state, queue FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE"), []any{j.ID}, &created, &state, &was)
+		var state string
+		err := queryRow(ctx, ex, q.sql("SELECT created_at, state FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE"), []any{j.ID}, &created, &state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errKeyHeld // revived or replaced meanwhile: not ours
 		}
@@ -252,16 +236,7 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 		if d.isUniqueViolation(err) {
 			return errKeyHeld
 		}
-		if err != nil {
-			return err
-		}
-		// No trigger counts the delete or the insert (migrations 0015
-		// and 0016): a finished row leaves its state's count, j joins
-		// pending.
-		deltas := make(map[countKey]int64, 3)
-		deltas[countKey{was, state}]--
-		addStored(deltas, j, micros(now))
-		return q.addCounts(ctx, ex, deltas, "CONNECTION_ID()", mysqlUpsert)
+		return err
 	}
 	var err error
 	if inTx {
@@ -303,15 +278,10 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 		ps[i] = mysqlLeases{ids, pairs, " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(p.leases), 2) + ") AND state = 'pending' AND lease_expires_at > ?"}
 	}
 	out := make([]map[queue.Lease]bool, len(parts))
-	for _, p := range parts {
-		if p.finish {
-			if q.deleteReturning.Load() && deletesOnly(parts) {
-				err := d.finishReturning(ctx, q, parts, ps, now, out)
-				if !errors.Is(err, errPairMismatch) {
-					return out, err
-				}
-			}
-			return out, d.finishCounted(ctx, q, parts, ps, now, out)
+	if q.deleteReturning.Load() && finishes(parts) && deletesOnly(parts) {
+		err := d.finishReturning(ctx, q, parts, ps, now, out)
+		if !errors.Is(err, errPairMismatch) {
+			return out, err
 		}
 	}
 	err := d.writeTx(ctx, q, func(ex execer) error {
@@ -381,31 +351,12 @@ func mysqlChange(set string) string {
 	return "UPDATE {jobs} SET " + set
 }
 
-// finishCounted is finishLeases for parts that ack (finish), whose jobs
-// are counted here (no trigger counts them, see dialect_mysql_counts.go):
-// each part is lockAndChange, and the finished jobs are added to the
-// counts of this connection's shard.
-func (d mysqlDialect) finishCounted(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
-	return d.countedTx(ctx, q, out, func(ex execer) error {
-		fcs := make([]finishedCounts, len(parts))
-		for i, p := range parts {
-			fcs[i] = finishedCounts{}
-			var err error
-			if out[i], err = lockAndChange(ctx, q, ex, p, ps[i], now, fcs[i]); err != nil {
-				return err
-			}
-		}
-		return addAllFinished(ctx, q, ex, parts, fcs)
-	})
-}
-
 // lockAndChange locks and reads the rows of one part still under its
-// leases (with their queues, counted into fc), then changes those by
-// primary key, in the caller's transaction ex. It returns the leases it
-// finished.
-func lockAndChange(ctx context.Context, q *Queue, ex execer, p leaseStmt, ls mysqlLeases, now int64, fc finishedCounts) (map[queue.Lease]bool, error) {
-	sel := q.sql("SELECT id, lease_token, queue FROM {jobs}" + ls.where + " FOR UPDATE")
-	done, err := scanFinished(ctx, stmts(ex), sel, append(append(slices.Clip(ls.ids), ls.pairs...), now), fc)
+// leases, then changes those by primary key, in the caller's transaction
+// ex. It returns the leases it finished.
+func lockAndChange(ctx context.Context, q *Queue, ex execer, p leaseStmt, ls mysqlLeases, now int64) (map[queue.Lease]bool, error) {
+	sel := q.sql("SELECT id, lease_token FROM {jobs}" + ls.where + " FOR UPDATE")
+	done, err := scanFinished(ctx, stmts(ex), sel, append(append(slices.Clip(ls.ids), ls.pairs...), now))
 	if err != nil || len(done) == 0 {
 		return done, err
 	}
@@ -418,6 +369,16 @@ func lockAndChange(ctx context.Context, q *Queue, ex execer, p leaseStmt, ls mys
 		return nil, err
 	}
 	return done, nil
+}
+
+// finishes reports whether a part acks its jobs.
+func finishes(parts []leaseStmt) bool {
+	for _, p := range parts {
+		if p.finish {
+			return true
+		}
+	}
+	return false
 }
 
 // deletesOnly reports whether every part that finishes its jobs deletes
@@ -433,24 +394,25 @@ func deletesOnly(parts []leaseStmt) bool {
 
 // finishReturning is finishLeases on MariaDB for parts that ack by
 // deleting (deletesOnly). An ack part is one DELETE ... RETURNING id,
-// lease_token, queue, with no locking read first, that matches the tokens
-// alone (lease_token IN, beside the id list that finds the rows by
-// primary key): comparing (id, token) pairs in SQL costs the server more
-// per row than checking them here. The rows it returns are checked here against the leases, and a
-// token that is current for a job other than the one its lease names (a
-// caller's mistake, never the Worker's) rolls everything back with
-// errPairMismatch; the caller then runs finishCounted. A part that does
-// not finish (start marks) is lockAndChange, as in finishCounted: as one
+// lease_token, with no locking read first, that matches the tokens alone
+// (lease_token IN, beside the id list that finds the rows by primary key):
+// comparing (id, token) pairs in SQL costs the server more per row than
+// checking them here. The
+// rows it returns are checked here against the leases, and a token that
+// is current for a job other than the one its lease names (a caller's
+// mistake, never the Worker's) rolls everything back with
+// errPairMismatch; the caller then runs the statements that match pairs.
+// A part that does not finish (start marks) is lockAndChange: as one
 // UPDATE matching the pairs, inside this transaction, it made claims come
 // back empty with jobs queued (MariaDB 10.11, in half the 200,000-job
-// burn-downs, up to 19 times each; never with the locking read first).
+// burn-downs, up to 19 times each; never with the locking read first). On
+// error out is cleared: nothing is known to be finished.
 func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
-	return d.countedTx(ctx, q, out, func(ex execer) error {
-		fcs := make([]finishedCounts, len(parts))
+	err := d.writeTx(ctx, q, func(ex execer) error {
 		for i, p := range parts {
 			if !p.finish {
 				var err error
-				if out[i], err = lockAndChange(ctx, q, ex, p, ps[i], now, finishedCounts{}); err != nil {
+				if out[i], err = lockAndChange(ctx, q, ex, p, ps[i], now); err != nil {
 					return err
 				}
 				continue
@@ -461,10 +423,9 @@ func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []lea
 				args = append(args, l.Token)
 			}
 			args = append(args, now)
-			fcs[i] = finishedCounts{}
 			del := q.sql("DELETE FROM {jobs} WHERE id IN (" + placeholders(len(p.leases)) + ") AND lease_token IN (" + placeholders(len(p.leases)) +
-				") AND state = 'pending' AND lease_expires_at > ? RETURNING id, lease_token, queue")
-			done, err := scanFinished(ctx, stmts(ex), del, args, fcs[i])
+				") AND state = 'pending' AND lease_expires_at > ? RETURNING id, lease_token")
+			done, err := scanFinished(ctx, stmts(ex), del, args)
 			if err != nil {
 				return err
 			}
@@ -473,29 +434,8 @@ func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []lea
 			}
 			out[i] = done
 		}
-		return addAllFinished(ctx, q, ex, parts, fcs)
+		return nil
 	})
-}
-
-// addAllFinished adds the jobs each finishing part finished (fcs) to the
-// counts of this connection's shard.
-func addAllFinished(ctx context.Context, q *Queue, ex execer, parts []leaseStmt, fcs []finishedCounts) error {
-	for i, p := range parts {
-		if !p.finish {
-			continue
-		}
-		if err := q.addFinished(ctx, ex, fcs[i], p.set != "", "CONNECTION_ID()", mysqlUpsert); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// countedTx runs fn, a batch ack that counts the jobs it finishes, in one
-// READ COMMITTED transaction (writeTx). On error out is cleared: nothing
-// is known to be finished.
-func (d mysqlDialect) countedTx(ctx context.Context, q *Queue, out []map[queue.Lease]bool, fn func(ex execer) error) error {
-	err := d.writeTx(ctx, q, fn)
 	if err != nil {
 		clear(out)
 	}
@@ -510,10 +450,19 @@ func (mysqlDialect) isUniqueViolation(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "Error 1062")
 }
 
+// isConfig is a missing table or database or a refused login, bar the
+// counts table reported missing by a statement on the jobs table: MariaDB
+// (MDEV-26048) fails a statement that runs while another session creates
+// a trigger on its table with "table doesn't exist" for the table the
+// trigger writes, here the counts table of a counting migration run while
+// workers write (MySQL 0018). The statement changed nothing; one run
+// again succeeds, so that error is transient, not the end of a Worker.
 func (mysqlDialect) isConfig(err error) bool {
 	n, _ := mysqlErrNumber(err)
 	switch n {
-	case mysqlErNoSuchTable, mysqlErBadDB, mysqlErAccessDenied, mysqlErDBAccessDenied, mysqlErTableAccessDenied:
+	case mysqlErNoSuchTable:
+		return !strings.Contains(err.Error(), "_counts' doesn't exist")
+	case mysqlErBadDB, mysqlErAccessDenied, mysqlErDBAccessDenied, mysqlErTableAccessDenied:
 		return true
 	}
 	return false

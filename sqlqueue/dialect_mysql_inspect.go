@@ -44,7 +44,7 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
 		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
 	qFoldShards:       "SELECT queue, state, shard, n FROM {counts} WHERE shard <> 0 FOR UPDATE SKIP LOCKED",
-	qFoldAdd:          "INSERT INTO {counts} (queue, state, shard, n) VALUES (?, ?, 0, ?) " + mysqlUpsert,
+	qFoldAdd:          "INSERT INTO {counts} (queue, state, shard, n) VALUES (?, ?, 0, ?) ON DUPLICATE KEY UPDATE n = n + VALUES(n)",
 	qLeaseAcquire:     "UPDATE {meta} SET epoch = CASE WHEN value = ? AND expires_at >= ? THEN epoch ELSE epoch + 1 END, value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)",
 	qLeaseRelease:     "UPDATE {meta} SET value = '', expires_at = 0 WHERE name = ? AND value = ?",
 	qPeriodicUpdate:   "UPDATE {periodic} SET schedule = ?, next_tick = ?, updated_at = ? WHERE name = ?",

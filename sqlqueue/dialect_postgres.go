@@ -34,7 +34,6 @@ const vacuumDeadRows = 10000
 // (their migrations 0003 and 0004), so that an expired job keeps its place.
 type pgDialect struct {
 	poolPush
-	triggerCounts
 }
 
 func (pgDialect) name() Dialect         { return Postgres }

@@ -36,7 +36,6 @@ type sqliteDialect struct {
 	noNotify
 	noVacuum
 	noCountFunctions
-	triggerCounts
 }
 
 func (sqliteDialect) name() Dialect              { return SQLite }
@@ -187,29 +186,10 @@ func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, m
 	return rows, err
 }
 
-// insertJobs counts the jobs it inserted itself, with one upsert per
-// queue and scheduled bucket on ex, since no insert trigger counts them
-// (migration 0010_count_inserts: a trigger's upsert per row cost a
-// burn-down's queue phase about a tenth of its throughput), so a push on
-// the pool runs in a write transaction of its own.
 func (sqliteDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
 	insert, args := insertStatement(js, now, " ON CONFLICT DO NOTHING RETURNING id")
-	var inserted map[string]bool
-	err := q.ownTx(ctx, ex, func(st statements) error {
-		var err error
-		if inserted, _, err = insertReturning(ctx, st, q.sql(insert), args); err != nil {
-			return err
-		}
-		return q.countInserted(ctx, st, js, inserted, now, "0", sqliteUpsert)
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	return inserted, false, nil
+	return insertReturning(ctx, ex, q.sql(insert), args)
 }
-
-// sqliteUpsert is the counts table's "add on conflict" clause.
-const sqliteUpsert = "ON CONFLICT (queue, state, shard) DO UPDATE SET n = n + excluded.n"
 
 // revive updates the row in place, after the last seq; the unique key is
 // checked in the statement.

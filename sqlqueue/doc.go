@@ -112,13 +112,14 @@
 // that holds the key only while the job is pending (NULLs do not collide).
 // Reserve is one short READ COMMITTED transaction: SELECT ... FOR UPDATE
 // SKIP LOCKED, then UPDATE by primary key; one the server rolled back to
-// break a deadlock is run again. A batch ack locks and reads its rows,
-// deletes (or updates) them by primary key and counts them itself, in one
-// short transaction; on MariaDB an ack that deletes is one DELETE ...
-// RETURNING matching the lease tokens, whose rows' IDs are checked against
-// the leases in Go. A batch of start marks or extensions alone is one
-// UPDATE; only when it changed fewer rows than it had leases is it rolled
-// back and redone locking the rows first, to learn which leases were lost.
+// break a deadlock is run again. A batch ack, or a batch of start marks or
+// extensions, is one statement per kind of change in one short
+// transaction, by primary key and (id, token) pairs; only when one changed
+// fewer rows than it had leases is it rolled back and redone locking the
+// rows first, to learn which leases were lost. On MariaDB an ack that
+// deletes is one DELETE ... RETURNING matching the lease tokens, whose
+// rows' IDs are checked against the leases in Go. Row triggers keep the
+// counts (migration 0018), as on the other dialects.
 // A batch push is one INSERT: its
 // affected-row count and first AUTO_INCREMENT value tell which jobs it
 // stored, with one lookup by ID only when it skipped some.

@@ -90,13 +90,10 @@ func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([
 // lock ends the SELECT (a locking read, or ""), token is the expression of
 // each job's lease token from the reservation's token (a bind parameter)
 // and the row's seq, and key is the column the UPDATE finds the selected
-// rows by. count, when set, counts the claim into the counts table, in
-// its transaction, from the rows as they were selected (where no trigger
-// counts the rows an UPDATE changes: countClaimed).
+// rows by.
 type claimStatements struct {
 	lock, token, key string
 	keyOf            func(r row) any // the key column's value of r
-	count            func(ctx context.Context, q *Queue, ex execer, claimed []row, now int64) error
 }
 
 // selectThenClaim is the claim as a select then an update by key, inside
@@ -126,11 +123,6 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 	if _, err := ex.ExecContext(ctx, update, append(args, keys...)...); err != nil {
 		return nil, err
 	}
-	if c.count != nil {
-		if err := c.count(ctx, q, ex, got, micros(now)); err != nil {
-			return nil, err
-		}
-	}
 	for i := range got {
 		r := &got[i]
 		r.job.Recovered = r.job.LeaseToken != "" // its last lease expired
@@ -142,14 +134,14 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 	return got, nil
 }
 
-// guarded changes the job under l with head (an UPDATE's SET, or a
-// DELETE, with args: see changeJobs) where leaseGuard holds, and turns
+// guarded changes the job under l with head (an UPDATE with its SET, or
+// a DELETE, with args: see execLeased) where leaseGuard holds, and turns
 // "no row" into ErrLeaseLost.
 func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, head string, args ...any) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	n, err := q.changeLeased(ctx, stmts(q.db), head, l, micros(time.Now()), args...)
+	n, err := q.execLeased(ctx, stmts(q.db), head, l, micros(time.Now()), args...)
 	return q.leaseHeld(ctx, what, l, n, err)
 }
 
@@ -270,7 +262,7 @@ func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Leas
 // leaseChange is one change to the jobs under leases: set gives the SET
 // clause and its arguments at the time of the chunk (an empty clause
 // deletes the jobs). finish is set when the change acks the jobs (moves
-// them from pending to done, or deletes them), which changes the counts.
+// them from pending to done, or deletes them).
 type leaseChange struct {
 	leases []queue.Lease
 	set    func(now int64) (string, []any)
@@ -395,25 +387,11 @@ func scanLeases(ctx context.Context, st statements, set map[queue.Lease]bool, qu
 	return rows.Err()
 }
 
-// scanFinished runs a query returning (id, lease_token, queue) rows: the
-// leases it finished, returned, and their jobs counted by queue into fc.
-func scanFinished(ctx context.Context, st statements, query string, args []any, fc finishedCounts) (map[queue.Lease]bool, error) {
-	rows, err := st.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+// scanFinished runs a query returning (id, lease_token) rows: the leases
+// it finished, returned.
+func scanFinished(ctx context.Context, st statements, query string, args []any) (map[queue.Lease]bool, error) {
 	done := map[queue.Lease]bool{}
-	for rows.Next() {
-		var l queue.Lease
-		var name string
-		if err := rows.Scan(&l.JobID, &l.Token, &name); err != nil {
-			return nil, err
-		}
-		done[l] = true
-		fc[name]++
-	}
-	return done, rows.Err()
+	return done, scanLeases(ctx, st, done, query, args...)
 }
 
 // Nack releases the job under l for another attempt at retryAt (now if
@@ -454,9 +432,7 @@ func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
 	now := time.Now()
 	// updated_at always changes, so MySQL's affected-rows count (changed
-	// rows, not matched rows) is 1 whenever the lease held. No count
-	// changes: a leased job's run_at is behind its updated_at, which only
-	// moves on, so the statement runs on its own, not through changeJobs.
+	// rows, not matched rows) is 1 whenever the lease held.
 	if err := q.use(ctx); err != nil {
 		return err
 	}

@@ -150,7 +150,7 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 		batches++
 		var n int64
 		err = q.fencedTx(ctx, func(st statements) (err error) {
-			n, err = q.changeJobs(ctx, st, "DELETE FROM {jobs}", "id IN (?) AND state = ?", ids, state)
+			n, err = q.execJobs(ctx, st, "DELETE FROM {jobs} WHERE id IN (?) AND state = ?", ids, state)
 			return err
 		})
 		if err != nil {

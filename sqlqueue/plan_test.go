@@ -218,9 +218,6 @@ FROM (SELECT g, CASE WHEN g % 20 < 12 THEN 'done' WHEN g % 20 < 14 THEN 'dead' W
       (SELECT 0 AS d UNION ALL SELECT 1) f) n) x`), now, now, now, now, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := Recount(ctx, q); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := db.ExecContext(ctx, q.sqlOnce("ANALYZE TABLE {jobs}")); err != nil {
 		t.Fatal(err)
 	}

@@ -492,7 +492,7 @@ func (q *Queue) reviveInPlace(ctx context.Context, ex statements, seqExpr string
 	}
 	args := []any{j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(), nullString(j.UniqueKey),
 		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), micros(j.RetryUntil), j.ID, j.Queue, nullString(j.UniqueKey)}
-	n, err := q.changeJobs(ctx, ex, update, where, args...)
+	n, err := q.execJobs(ctx, ex, update+" WHERE "+where, args...)
 	if q.d.isUniqueViolation(err) {
 		return false, nil // its unique key is held by an active job
 	}

@@ -50,6 +50,12 @@ type Dialect struct {
 	// The runner skips such a statement, so a migration whose run was cut
 	// short, or whose version row was reset, runs again to the end.
 	Redundant func(error) bool
+	// Conflict, when set, reports an error by which the server rolled a
+	// file's whole transaction back to break a deadlock (a migration that
+	// locks tables meeting the writers of running processes). The runner
+	// runs such a file again from the start, up to three times in all.
+	// Only for dialects whose files run in a transaction (Begin).
+	Conflict func(error) bool
 
 	once       sync.Once
 	migrations []Migration
@@ -306,10 +312,22 @@ func (r *Runner) run(ctx context.Context, to int, up bool) (from, now int, err e
 		}()
 	}
 	from = -1
-	for {
+	for tries := 1; ; tries++ {
 		v, done, err := r.step(ctx, conn, ms, to, up)
+		if err != nil && r.Dialect.Begin != "" && r.Dialect.Conflict != nil && r.Dialect.Conflict(err) && tries < 3 {
+			continue // rolled back whole: run the file again
+		}
+		if err == nil {
+			tries = 0
+		}
 		if from < 0 {
 			from = v
+		}
+		if err != nil && r.Dialect.Begin == "" {
+			// A file cut short outside a transaction may leave state on
+			// the session (MySQL's LOCK TABLES of a recount): the
+			// connection is not pooled.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 		if err != nil || done {
 			return from, v, err
