@@ -89,6 +89,19 @@ func TestQueueURL(t *testing.T) {
 			t.Errorf("queueURL(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
+	// Queries url.ParseQuery rejects, in every form --dsn takes.
+	for _, bad := range []string{
+		"postgres://u:s3cret@h/db?table=staging;jobs", "sqlite://jobs.db?table=a;b", "sqlite:jobs.db?table=%zz",
+		"app:s3cret@tcp(db:3307)/app?table=staging;jobs", "memory://?retention=1;2",
+	} {
+		_, err := queueURL(bad)
+		if exitCode(err) != exitUsage || !strings.Contains(fmt.Sprint(err), "parameter") {
+			t.Errorf("queueURL(%q) = %v; want a usage error naming the parameter", bad, err)
+		}
+		if strings.Contains(fmt.Sprint(err), "s3cret") {
+			t.Errorf("queueURL(%q) error shows the password: %v", bad, err)
+		}
+	}
 	for _, bad := range []string{"", "localhost:5432", "app:s3cret@unix(/tmp/sock)/app", "jobs"} {
 		_, err := queueURL(bad)
 		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "sqlite://PATH") {
@@ -257,6 +270,13 @@ func TestDSNFromEnvironment(t *testing.T) {
 func TestPurge(t *testing.T) {
 	t.Parallel()
 	dsn := fillSQLite(t)
+	// A ";" in a value would drop the parameter (url.URL.Query) and purge
+	// meridian_jobs instead of the table named: a usage error instead.
+	for _, bad := range []string{dsn + "?table=staging;jobs", dsn + "?table=staging%zz"} {
+		if code, out, stderr := runCLI(t, "", "purge", "--all", "--yes", "--dsn", bad); code != exitUsage || !strings.Contains(stderr, `parameter "table"`) {
+			t.Errorf("purge --dsn %s: exit %d, %q\n%s", bad, code, out, stderr)
+		}
+	}
 	if code, _, stderr := runCLI(t, "y\n", "purge", "--queue", "mail", "--dsn", dsn); code != exitUsage || !strings.Contains(stderr, "--yes") {
 		t.Errorf("purge without --yes and without a terminal: exit %d\n%s", code, stderr)
 	}
