@@ -472,3 +472,64 @@ func TestMySQLDriverDSN(t *testing.T) {
 		t.Errorf("failed list over a MySQL DSN: exit %d, %q\n%s", code, out, stderr)
 	}
 }
+
+// TestOutputShowsControlCharacters checks that text from the store (a
+// job's name, a handler's error, a payload) reaches the terminal with its
+// control characters escaped: an escape sequence in a handler's error
+// must not recolour, clear or retitle the terminal of whoever lists the
+// dead letters.
+func TestOutputShowsControlCharacters(t *testing.T) {
+	t.Parallel()
+	dsn := newSQLite(t)
+	ctx := t.Context()
+	q, err := openQueue(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name, reason = "Send\x1b[2J", "smtp: \x1b]0;pwned\x07\x1b[31mfailed\u009b6n\r"
+	if err := q.Push(ctx, queue.Job{ID: "deadbeef", Queue: "mail", Name: name, Payload: []byte("{\"to\":\"\x1b[5m\"}")}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Reserve(ctx, []string{"mail"}, 1, time.Minute)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Reserve = %v, %v", jobs, err)
+	}
+	if err := q.Fail(ctx, jobs[0].Lease(), reason); err != nil {
+		t.Fatal(err)
+	}
+	_ = q.Close()
+	for _, args := range [][]string{
+		{"failed", "list"}, {"failed", "list", "--json"}, {"jobs", "list", "--state", "dead"},
+		{"jobs", "show", "deadbeef"}, {"jobs", "show", "deadbeef", "--json"},
+	} {
+		code, out, stderr := runCLI(t, "", append(args, "--dsn", dsn)...)
+		if code != exitOK {
+			t.Errorf("meridian %q: exit %d\n%s", args, code, stderr)
+		}
+		for _, s := range []string{out, stderr} {
+			if i := strings.IndexFunc(s, func(r rune) bool {
+				return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f
+			}); i >= 0 {
+				t.Errorf("meridian %q printed a raw control character %q:\n%q", args, s[i], s)
+			}
+		}
+		if !strings.Contains(out, `\u001b`) {
+			t.Errorf("meridian %q does not show the escape as \\u001b:\n%s", args, out)
+		}
+		if strings.HasSuffix(args[len(args)-1], "json") {
+			if !json.Valid([]byte(strings.TrimSpace(out))) && !validJSONLines(out) {
+				t.Errorf("meridian %q: the output is no longer JSON:\n%s", args, out)
+			}
+		}
+	}
+}
+
+// validJSONLines reports whether every non-empty line of s is JSON.
+func validJSONLines(s string) bool {
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.TrimSpace(line) != "" && !json.Valid([]byte(line)) {
+			return false
+		}
+	}
+	return true
+}
