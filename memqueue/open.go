@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/meridianjobs/meridian/internal/urlquery"
+
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -17,8 +19,12 @@ func init() {
 // queue: two Opens of the same URL share nothing. The optional query
 // parameter retention sets WithRetention (memory://?retention=5000).
 func open(_ context.Context, u *url.URL) (queue.Queue, error) {
+	params, err := urlquery.Values(u)
+	if err != nil {
+		return nil, fmt.Errorf("memqueue: %w", err)
+	}
 	var opts []Option
-	for key, vals := range u.Query() {
+	for key, vals := range params {
 		switch key {
 		case "retention":
 			n, err := strconv.Atoi(vals[len(vals)-1])

@@ -13,10 +13,14 @@ const maxExtendBatch = 1000
 // extender is the part of a run that keeps its leases alive: every quarter
 // lease it extends the held leases that have less than half left, through
 // the queue's BatchExtender when it has one, and cancels the handler of a
-// lease the queue no longer honours.
+// lease the queue no longer honours: with ErrCancelled when the job was
+// cancelled (it asks the Canceller, since a cancel ends the lease at once
+// and the extender often learns of it before the cancel watcher's next
+// poll), with ErrLeaseLost otherwise.
 type extender struct {
-	q     Queue
-	batch BatchExtender // nil: one Extend per lease
+	q         Queue
+	batch     BatchExtender // nil: one Extend per lease
+	canceller Canceller     // nil: the store cannot cancel running jobs
 	lease time.Duration
 	ctx   context.Context
 	held  *heldLeases
@@ -50,9 +54,32 @@ func (x *extender) round(now time.Time) {
 		}
 		return
 	}
+	asked := false
 	for _, l := range due {
-		x.extended(l, now, x.q.Extend(x.ctx, l, x.lease))
+		err := x.q.Extend(x.ctx, l, x.lease)
+		if errors.Is(err, ErrLeaseLost) && !asked {
+			asked = true
+			x.learnCancels(now)
+		}
+		x.extended(l, now, err)
 	}
+}
+
+// learnCancels asks the store which jobs were cancelled while running
+// since the oldest lease the run holds could have been renewed, and
+// cancels their handlers with ErrCancelled, before leases found lost
+// cancel theirs with ErrLeaseLost: a cancelled job's handler sees the
+// cancel as its cause whichever part of the run learns of it first. On
+// an error the leases are taken as lost.
+func (x *extender) learnCancels(now time.Time) {
+	if x.canceller == nil {
+		return
+	}
+	leases, err := x.canceller.CancelledSince(x.ctx, now.Add(-x.lease-cancelSkew))
+	if err != nil {
+		return
+	}
+	x.held.cancelled(leases)
 }
 
 // extendMany extends leases in one call.
@@ -63,6 +90,9 @@ func (x *extender) extendMany(leases []Lease, now time.Time) {
 		return
 	}
 	x.fails.ok()
+	if len(lost) > 0 {
+		x.learnCancels(now)
+	}
 	gone := make(map[Lease]bool, len(lost))
 	for _, l := range lost {
 		gone[l] = true

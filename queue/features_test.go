@@ -143,6 +143,45 @@ func TestWorkerCancelRunningJob(t *testing.T) {
 	})
 }
 
+// TestWorkerCancelSeenByExtender checks the cause a cancelled job's
+// handler sees when the extender, not the cancel watcher, learns first
+// that its lease is gone (a cancel ends the lease at once): ErrCancelled,
+// not ErrLeaseLost. On PostgreSQL the extender won this race in 2 of 3
+// runs; here the watcher's poll comes far too late to win it.
+func TestWorkerCancelSeenByExtender(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := memqueue.New()
+		var failed atomic.Int32
+		w := queue.NewWorker(q).Slog(quiet).Lease(4 * time.Second).CancelPoll(time.Hour).
+			OnFailed(func(queue.Job, error) { failed.Add(1) })
+		started := make(chan struct{})
+		cause := make(chan error, 1)
+		queue.Handle(w, func(ctx context.Context, g Greet) error {
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return ctx.Err()
+		})
+		startWorker(t, w)
+		id := dispatchID(t, q, Greet{})
+		<-started
+		if _, err := queue.CancelJob(context.Background(), q, id); err != nil {
+			t.Fatalf("CancelJob: %v", err)
+		}
+		if err := <-cause; !errors.Is(err, queue.ErrCancelled) {
+			t.Errorf("the handler's context ended with %v, want ErrCancelled", err)
+		}
+		synctest.Wait()
+		if info := stateOf(t, q, id); info.State != queue.StateCancelled || info.Attempts != 1 {
+			t.Errorf("after cancel the job is %s with %d attempts, want cancelled with 1", info.State, info.Attempts)
+		}
+		if failed.Load() != 0 {
+			t.Error("OnFailed ran for a cancelled job")
+		}
+	})
+}
+
 func TestWorkerCancelBeforeStart(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {

@@ -272,13 +272,15 @@ func (s *heldLeases) due(now time.Time, lease time.Duration) []Lease {
 
 // extended records the outcome of extending l by d at now: a new expiry, or
 // a lost lease whose running handler is cancelled. Other errors change
-// nothing. It reports whether the lease was found lost.
+// nothing, and so does any outcome for a job known cancelled (its handler
+// was cancelled with ErrCancelled). It reports whether the lease was found
+// lost.
 func (s *heldLeases) extended(l Lease, now time.Time, d time.Duration, err error) (lost bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.m[l.JobID]
 	switch {
-	case h == nil || h.lease != l:
+	case h == nil || h.lease != l || h.cancelled:
 	case err == nil:
 		h.expires = now.Add(d)
 	case errors.Is(err, ErrLeaseLost):

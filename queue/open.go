@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+
+	"github.com/meridianjobs/meridian/internal/urlquery"
 )
 
 // Opener opens a Queue from a URL. Drivers register one per scheme. The
@@ -61,11 +63,16 @@ func Schemes() []string {
 // Open opens the queue that rawURL names, through the driver registered for
 // its scheme: memory:// (memqueue), sqlite://path, postgres://...,
 // mysql://... . The driver's package must be imported for its scheme to be
-// known. Close the queue when done with it.
+// known. A query that url.ParseQuery rejects (a ";" in a value, a bad
+// %-escape) is refused before any driver sees it: url.URL.Query would drop
+// that parameter silently. Close the queue when done with it.
 func Open(ctx context.Context, rawURL string) (QueueCloser, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("queue: parsing queue URL: %w", err)
+	}
+	if _, err := urlquery.Values(u); err != nil {
+		return nil, fmt.Errorf("queue: queue URL: %w", err)
 	}
 	registryMu.RLock()
 	open := registry[u.Scheme]

@@ -451,6 +451,7 @@ func newRun(w *Worker) *run {
 
 	r.extender = &extender{q: w.q, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}
 	r.extender.batch, _ = w.q.(BatchExtender)
+	r.extender.canceller, _ = w.q.(Canceller)
 
 	if reg, ok := w.q.(WorkerRegistry); ok {
 		r.heartbeat = &heartbeat{

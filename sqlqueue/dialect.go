@@ -56,8 +56,9 @@ type dialect interface {
 	writeTx(ctx context.Context, q *Queue, fn func(ex execer) error) error
 	// pushBatch runs fn, the push of n jobs in chunks INSERT statements
 	// outside the caller's transaction, on the pool or in a write
-	// transaction of its own (inTx). A push of several chunks is always
-	// one transaction, so that it is stored whole or not at all.
+	// transaction of its own (inTx). A push of several jobs is always
+	// one transaction, so that it is stored whole or not at all, the
+	// revival of a finished job's ID included.
 	pushBatch(ctx context.Context, q *Queue, n, chunks int, fn func(ex statements, inTx bool) error) error
 
 	// queries are the dialect's texts of the named statements (see
@@ -216,13 +217,16 @@ type noVacuum struct{}
 
 func (noVacuum) vacuumIfDue(context.Context, *Queue) error { return nil }
 
-// poolPush is pushBatch on the pool where the push is one INSERT (which
-// commits whole on its own), and in a write transaction where it takes
-// several.
+// poolPush is pushBatch on the pool for one job, and in a write
+// transaction for several. One INSERT would commit a batch whole on its
+// own, but a batch that also revives IDs of finished jobs writes again
+// after it (a revival can wait on a locked row until the caller gives
+// up), so only a push of one job, which stores by exactly one of the two
+// statements, runs without a transaction.
 type poolPush struct{}
 
-func (poolPush) pushBatch(ctx context.Context, q *Queue, _, chunks int, fn func(ex statements, inTx bool) error) error {
-	if chunks < 2 {
+func (poolPush) pushBatch(ctx context.Context, q *Queue, n, chunks int, fn func(ex statements, inTx bool) error) error {
+	if n < 2 && chunks < 2 {
 		return fn(stmts(q.db), false)
 	}
 	return q.d.writeTx(ctx, q, func(ex execer) error { return fn(stmts(ex), true) })

@@ -368,3 +368,61 @@ func TestSetupConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrateConcurrentOneMigrates runs Migrate from two handles (two
+// pools, as two `meridian migrate` would) at once on new tables: one
+// applies every file and the other, having waited for the lock, finds
+// them in place. Runners used to take turns file by file on PostgreSQL,
+// and both reported migrating.
+func TestMigrateConcurrentOneMigrates(t *testing.T) {
+	eachDialect(t, func(t *testing.T, b backend) {
+		ctx := t.Context()
+		s := newStore(t, b)
+		latest, err := sqlqueue.LatestSchemaVersion(b.dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var handles []*sqlqueue.Queue
+		for range 2 {
+			q, err := sqlqueue.New(b.open(t, s.path), sqlqueue.WithTable(s.table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			handles = append(handles, q)
+		}
+		if b.dialect != sqlqueue.SQLite {
+			t.Cleanup(func() { _ = handles[0].DropTables(context.Background()) })
+		}
+		for round := range 3 {
+			if _, _, err := handles[0].MigrateDown(ctx, 0); err != nil {
+				t.Fatal(err)
+			}
+			type result struct{ from, now int }
+			got := make([]result, len(handles))
+			errs := make([]error, len(handles))
+			var wg sync.WaitGroup
+			for i, q := range handles {
+				wg.Go(func() { got[i].from, got[i].now, errs[i] = q.Migrate(ctx, 0) })
+			}
+			wg.Wait()
+			migrated := 0
+			for i, r := range got {
+				if errs[i] != nil {
+					t.Fatalf("round %d: Migrate on handle %d: %v", round, i, errs[i])
+				}
+				if r.now != latest {
+					t.Errorf("round %d: handle %d ended at version %d, want %d", round, i, r.now, latest)
+				}
+				if r.from != r.now {
+					migrated++
+					if r.from != 0 {
+						t.Errorf("round %d: handle %d migrated from version %d, want 0 (the other ran some files first)", round, i, r.from)
+					}
+				}
+			}
+			if migrated != 1 {
+				t.Errorf("round %d: %d handles report migrating (%+v), want 1", round, migrated, got)
+			}
+		}
+	})
+}

@@ -1,8 +1,10 @@
 package sqlqueue_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
@@ -80,6 +82,85 @@ func TestPushManyIsWholeOrNothing(t *testing.T) {
 			}
 			if got != len(jobs) || n != len(jobs) {
 				t.Errorf("PushMany reported %d stored, the table holds %d; want %d", got, n, len(jobs))
+			}
+		})
+	}
+}
+
+// TestPushManyRevivalTimeoutStoresNothing checks that a batch push whose
+// revival of a dead letter's ID cannot finish (another transaction holds
+// that row locked until the push's context ends) stores none of the
+// batch: on PostgreSQL and MariaDB the batch's new job used to stay
+// committed while PushMany reported failure, so a caller retrying with
+// fresh IDs dispatched it twice.
+func TestPushManyRevivalTimeoutStoresNothing(t *testing.T) {
+	t.Parallel()
+	for d, open := range backends(t) {
+		t.Run(string(d), func(t *testing.T) {
+			if d == sqlqueue.SQLite {
+				t.Skip("SQLite locks the whole database, not a row: the push waits before writing anything")
+			}
+			t.Parallel()
+			s := newStore(t, open(t))
+			q, db := s.open(t)
+			ctx := t.Context()
+			const deadID, newID = "dead-letter", "new-job"
+			if err := q.Push(ctx, queue.Job{ID: deadID, Name: "x", Queue: "revive", MaxAttempts: 1}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := q.Reserve(ctx, []string{"revive"}, 1, time.Minute)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("Reserve = %v, %v", got, err)
+			}
+			if err := q.Fail(ctx, got[0].Lease(), "boom"); err != nil {
+				t.Fatal(err)
+			}
+
+			holder, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer holder.Rollback()
+			var id string
+			if err := holder.QueryRowContext(ctx, "SELECT id FROM "+s.table+" WHERE id = '"+deadID+"' FOR UPDATE").Scan(&id); err != nil {
+				t.Fatalf("locking the dead letter: %v", err)
+			}
+			// Long enough for the insert of the new job on a loaded
+			// machine; the revival waits on the lock until it passes.
+			short, cancel := context.WithTimeout(ctx, 3*time.Second)
+			_, pushErr := q.PushMany(short, []queue.Job{
+				{ID: newID, Name: "x", Queue: "revive"},
+				{ID: deadID, Name: "x", Queue: "revive"},
+			})
+			cancel()
+			if pushErr == nil {
+				t.Fatal("PushMany succeeded while the dead letter it revives was locked")
+			}
+			if err := holder.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			// A statement the server was still running when the push gave
+			// up holds the dead letter's row until it ends: lock it once
+			// more, so that what it did is settled before counting.
+			settle, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := settle.QueryRowContext(ctx, "SELECT id FROM "+s.table+" WHERE id = '"+deadID+"' FOR UPDATE").Scan(&id); err != nil {
+				t.Fatalf("locking the dead letter again: %v", err)
+			}
+			if err := settle.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+s.table+" WHERE id = '"+newID+"'").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("PushMany failed (%v) but stored the batch's new job", pushErr)
+			}
+			if info, err := q.GetJob(ctx, deadID); err != nil || info.State != queue.StateDead {
+				t.Errorf("the dead letter is %v, %v after the failed push; want still dead", info.State, err)
 			}
 		})
 	}

@@ -147,6 +147,12 @@ func migrateMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	if from == now {
+		if now != recorded {
+			// The migration lock held this run while another process
+			// migrated.
+			_, err = fmt.Fprintf(out, "tables are in place (schema version %d, latest %d): another process migrated them from version %d while this one waited\n", now, latest, recorded)
+			return err
+		}
 		_, err = fmt.Fprintf(out, "tables are in place (schema version %d, latest %d)\n", now, latest)
 		return err
 	}

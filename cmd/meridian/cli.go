@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/meridianjobs/meridian/internal/urlquery"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -107,8 +108,24 @@ const dsnForms = "sqlite://PATH or a path to a SQLite file, postgres://USER@HOST
 
 // queueURL turns what the user wrote as --dsn into a queue URL: URLs pass
 // as they are, a MySQL driver DSN (user@tcp(host:port)/db) becomes a
-// mysql:// URL and a path to a SQLite file a sqlite:// URL.
+// mysql:// URL and a path to a SQLite file a sqlite:// URL. A query that
+// url.ParseQuery rejects (table=staging;jobs) is a usage error, not a
+// parameter silently dropped.
 func queueURL(dsn string) (string, error) {
+	raw, err := convertDSN(dsn)
+	if err != nil {
+		return "", err
+	}
+	if u, perr := url.Parse(raw); perr == nil {
+		if _, err := urlquery.Values(u); err != nil {
+			return "", usagef("%q is not a valid queue URL: %v", redact(dsn), err)
+		}
+	}
+	return raw, nil
+}
+
+// convertDSN is queueURL before the query is checked.
+func convertDSN(dsn string) (string, error) {
 	if dsn == "" {
 		return "", usagef("no queue: pass --dsn or set MERIDIAN_DSN (%s)", dsnForms)
 	}

@@ -89,6 +89,19 @@ func TestQueueURL(t *testing.T) {
 			t.Errorf("queueURL(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
+	// Queries url.ParseQuery rejects, in every form --dsn takes.
+	for _, bad := range []string{
+		"postgres://u:s3cret@h/db?table=staging;jobs", "sqlite://jobs.db?table=a;b", "sqlite:jobs.db?table=%zz",
+		"app:s3cret@tcp(db:3307)/app?table=staging;jobs", "memory://?retention=1;2",
+	} {
+		_, err := queueURL(bad)
+		if exitCode(err) != exitUsage || !strings.Contains(fmt.Sprint(err), "parameter") {
+			t.Errorf("queueURL(%q) = %v; want a usage error naming the parameter", bad, err)
+		}
+		if strings.Contains(fmt.Sprint(err), "s3cret") {
+			t.Errorf("queueURL(%q) error shows the password: %v", bad, err)
+		}
+	}
 	for _, bad := range []string{"", "localhost:5432", "app:s3cret@unix(/tmp/sock)/app", "jobs"} {
 		_, err := queueURL(bad)
 		if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "sqlite://PATH") {
@@ -257,6 +270,13 @@ func TestDSNFromEnvironment(t *testing.T) {
 func TestPurge(t *testing.T) {
 	t.Parallel()
 	dsn := fillSQLite(t)
+	// A ";" in a value would drop the parameter (url.URL.Query) and purge
+	// meridian_jobs instead of the table named: a usage error instead.
+	for _, bad := range []string{dsn + "?table=staging;jobs", dsn + "?table=staging%zz"} {
+		if code, out, stderr := runCLI(t, "", "purge", "--all", "--yes", "--dsn", bad); code != exitUsage || !strings.Contains(stderr, `parameter "table"`) {
+			t.Errorf("purge --dsn %s: exit %d, %q\n%s", bad, code, out, stderr)
+		}
+	}
 	if code, _, stderr := runCLI(t, "y\n", "purge", "--queue", "mail", "--dsn", dsn); code != exitUsage || !strings.Contains(stderr, "--yes") {
 		t.Errorf("purge without --yes and without a terminal: exit %d\n%s", code, stderr)
 	}
@@ -451,4 +471,65 @@ func TestMySQLDriverDSN(t *testing.T) {
 	if code, out, stderr := runCLI(t, "", "failed", "list", "--dsn", dsn); code != exitOK || !strings.Contains(out, "deadbeef") {
 		t.Errorf("failed list over a MySQL DSN: exit %d, %q\n%s", code, out, stderr)
 	}
+}
+
+// TestOutputShowsControlCharacters checks that text from the store (a
+// job's name, a handler's error, a payload) reaches the terminal with its
+// control characters escaped: an escape sequence in a handler's error
+// must not recolour, clear or retitle the terminal of whoever lists the
+// dead letters.
+func TestOutputShowsControlCharacters(t *testing.T) {
+	t.Parallel()
+	dsn := newSQLite(t)
+	ctx := t.Context()
+	q, err := openQueue(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name, reason = "Send\x1b[2J", "smtp: \x1b]0;pwned\x07\x1b[31mfailed\u009b6n\r"
+	if err := q.Push(ctx, queue.Job{ID: "deadbeef", Queue: "mail", Name: name, Payload: []byte("{\"to\":\"\x1b[5m\"}")}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Reserve(ctx, []string{"mail"}, 1, time.Minute)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Reserve = %v, %v", jobs, err)
+	}
+	if err := q.Fail(ctx, jobs[0].Lease(), reason); err != nil {
+		t.Fatal(err)
+	}
+	_ = q.Close()
+	for _, args := range [][]string{
+		{"failed", "list"}, {"failed", "list", "--json"}, {"jobs", "list", "--state", "dead"},
+		{"jobs", "show", "deadbeef"}, {"jobs", "show", "deadbeef", "--json"},
+	} {
+		code, out, stderr := runCLI(t, "", append(args, "--dsn", dsn)...)
+		if code != exitOK {
+			t.Errorf("meridian %q: exit %d\n%s", args, code, stderr)
+		}
+		for _, s := range []string{out, stderr} {
+			if i := strings.IndexFunc(s, func(r rune) bool {
+				return r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f
+			}); i >= 0 {
+				t.Errorf("meridian %q printed a raw control character %q:\n%q", args, s[i], s)
+			}
+		}
+		if !strings.Contains(out, `\u001b`) {
+			t.Errorf("meridian %q does not show the escape as \\u001b:\n%s", args, out)
+		}
+		if strings.HasSuffix(args[len(args)-1], "json") {
+			if !json.Valid([]byte(strings.TrimSpace(out))) && !validJSONLines(out) {
+				t.Errorf("meridian %q: the output is no longer JSON:\n%s", args, out)
+			}
+		}
+	}
+}
+
+// validJSONLines reports whether every non-empty line of s is JSON.
+func validJSONLines(s string) bool {
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.TrimSpace(line) != "" && !json.Valid([]byte(line)) {
+			return false
+		}
+	}
+	return true
 }

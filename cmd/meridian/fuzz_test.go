@@ -7,13 +7,17 @@ import (
 )
 
 // FuzzQueueURL checks --dsn parsing on any text: it never panics, a refusal
-// is a usage error (exit 2), an accepted value is a URL, and a password in
-// a refused MySQL DSN never reaches the message.
+// is a usage error (exit 2), an accepted value is a URL whose query
+// url.ParseQuery reads whole (none of its parameters would be dropped on
+// the way to the driver), and a password in a refused MySQL DSN never
+// reaches the message.
 func FuzzQueueURL(f *testing.F) {
 	for _, seed := range []string{
 		"postgres://u:pw@h:5432/db?sslmode=disable", "sqlite://jobs.db", "sqlite::memory:", "memory://", "jobs.db",
 		"root@tcp(127.0.0.1:3306)/test?parseTime=true", "app:secretpw@tcp(db:3306)/app", "app:secretpw@unix(/tmp/s)/app",
 		"tcp(", "@tcp(", ":@tcp()/", "x", "", "user:secretpw@tcp(h:1)/db?%zz", "a.sqlite3",
+		"sqlite://jobs.db?table=staging;jobs", "postgres://u@h/db?table=a%3Bb", "memory://?retention=1;2",
+		"root@tcp(h:1)/db?table=staging;jobs&parseTime=true", "sqlite:jobs.db?table=%zz&setup=false",
 	} {
 		f.Add(seed)
 	}
@@ -31,8 +35,15 @@ func FuzzQueueURL(f *testing.F) {
 			}
 			return
 		}
-		if _, perr := url.Parse(u); perr != nil && !strings.HasPrefix(u, "sqlite:") {
-			t.Fatalf("queueURL(%q) = %q, which does not parse as a URL: %v", dsn, u, perr)
+		pu, perr := url.Parse(u)
+		if perr != nil {
+			if !strings.HasPrefix(u, "sqlite:") {
+				t.Fatalf("queueURL(%q) = %q, which does not parse as a URL: %v", dsn, u, perr)
+			}
+			return
+		}
+		if _, qerr := url.ParseQuery(pu.RawQuery); qerr != nil {
+			t.Fatalf("queueURL(%q) = %q, whose query url.URL.Query would cut short: %v", dsn, u, qerr)
 		}
 	})
 }

@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+
+	"github.com/meridianjobs/meridian/internal/display"
 )
 
 // command is one subcommand. Each lives in a file of its own and adds
@@ -37,8 +39,14 @@ func main() {
 }
 
 // run runs the command line args (without the program name) and returns
-// the exit code.
+// the exit code. What the command writes passes through
+// display.Printable: job names, errors and payloads come from the store,
+// and a control character in them (an escape sequence) is shown as its
+// \uXXXX escape instead of acting on the terminal.
 func run(ctx context.Context, args []string, s stdio) int {
+	out, errOut := display.NewPrintableWriter(s.out), display.NewPrintableWriter(s.errOut)
+	defer func() { _, _ = out.Flush(), errOut.Flush() }()
+	s.out, s.errOut = out, errOut
 	if len(args) == 0 {
 		usage(s.errOut)
 		return exitUsage

@@ -51,6 +51,7 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/meridianjobs/meridian/internal/urlquery"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
@@ -119,7 +120,10 @@ func DSN(u *url.URL) (string, error) {
 	}
 	cfg.DBName = strings.TrimPrefix(u.Path, "/")
 	dsn := cfg.FormatDSN()
-	params := u.Query()
+	params, err := urlquery.Values(u)
+	if err != nil {
+		return "", fmt.Errorf("sqlqueue/mysql: %w", err)
+	}
 	for _, k := range sqlqueue.URLParams {
 		params.Del(k)
 	}
@@ -137,7 +141,10 @@ func DSN(u *url.URL) (string, error) {
 }
 
 func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
-	params := u.Query()
+	params, err := urlquery.Values(u)
+	if err != nil {
+		return nil, fmt.Errorf("sqlqueue/mysql: %w", err)
+	}
 	conns := maxConns
 	if v, ok := params[poolParam]; ok {
 		n, err := strconv.Atoi(v[len(v)-1])

@@ -38,6 +38,11 @@ func TestDSN(t *testing.T) {
 	if _, err := mysql.DSN(u); err == nil {
 		t.Errorf("DSN with timeout=soon: no error")
 	}
+	// url.URL.Query would drop timeout=5s;x and keep the rest.
+	u, _ = url.Parse("mysql://app@db/app?timeout=5s;x&parseTime=true")
+	if dsn, err := mysql.DSN(u); err == nil || !strings.Contains(err.Error(), `parameter "timeout" contains a ";"`) {
+		t.Errorf("DSN with timeout=5s;x = %q, %v; want an error naming the parameter", dsn, err)
+	}
 }
 
 func TestOpenURL(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/meridianjobs/meridian/internal/urlquery"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
@@ -50,6 +51,13 @@ func Open(ctx context.Context, dsn string, opts ...sqlqueue.Option) (*Queue, err
 }
 
 func openDSN(ctx context.Context, dsn string, setup bool, opts []sqlqueue.Option) (*Queue, error) {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		// pgx reads a URL's query with url.URL.Query, which drops what
+		// it cannot parse; refuse it as queue.Open does.
+		if _, err := urlquery.Values(u); err != nil {
+			return nil, fmt.Errorf("sqlqueue/postgres: parsing the connection string: %w", err)
+		}
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlqueue/postgres: parsing the connection string: %w", err)
@@ -69,7 +77,10 @@ func openDSN(ctx context.Context, dsn string, setup bool, opts []sqlqueue.Option
 // open is the queue.Opener: sqlqueue's parameters are removed from the URL
 // and the rest is pgx's.
 func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
-	params := u.Query()
+	params, err := urlquery.Values(u)
+	if err != nil {
+		return nil, fmt.Errorf("sqlqueue/postgres: %w", err)
+	}
 	opts, setup, err := sqlqueue.URLOptions(params)
 	if err != nil {
 		return nil, err

@@ -72,3 +72,22 @@ func TestOpenURL(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenRefusesMalformedQuery checks that Open refuses a URL whose query
+// url.ParseQuery rejects, before connecting: pgx reads it with
+// url.URL.Query, which drops the parameter and opens meridian_jobs.
+func TestOpenRefusesMalformedQuery(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{
+		"postgres://u@127.0.0.1:1/db?sslmode=disable&application_name=app;x",
+		"postgresql://u@127.0.0.1:1/db?sslmode=disable&application_name=a%zz",
+	} {
+		q, err := postgres.Open(t.Context(), dsn)
+		if err == nil {
+			_ = q.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "malformed URL query") {
+			t.Errorf("Open(%q) = %v, want a malformed URL query error", dsn, err)
+		}
+	}
+}

@@ -41,6 +41,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/meridianjobs/meridian/internal/urlquery"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
@@ -115,7 +116,10 @@ func open(ctx context.Context, u *url.URL) (queue.Queue, error) {
 	if path == "" {
 		path = u.Host + u.Path
 	}
-	params := u.Query()
+	params, err := urlquery.Values(u)
+	if err != nil {
+		return nil, fmt.Errorf("sqlqueue/sqlite: %w", err)
+	}
 	opts, setup, err := sqlqueue.URLOptions(params)
 	if err != nil {
 		return nil, err

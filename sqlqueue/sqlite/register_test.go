@@ -73,6 +73,10 @@ func TestOpenURLErrors(t *testing.T) {
 		{"bad setup", "sqlite://" + filepath.Join(dir, "c.db") + "?setup=maybe", "true or false"},
 		{"bad duration", "sqlite://" + filepath.Join(dir, "d.db") + "?retention=1day", "retention must be a duration"},
 		{"driver parameter", "sqlite://" + filepath.Join(dir, "e.db") + "?sslmode=disable", `unknown URL parameter "sslmode"`},
+		// url.URL.Query drops a parameter with a ";": the queue would
+		// use meridian_jobs instead of the table named.
+		{"semicolon in table", "sqlite://" + filepath.Join(dir, "f.db") + "?table=staging;jobs", `parameter "table" contains a ";"`},
+		{"bad escape", "sqlite://" + filepath.Join(dir, "g.db") + "?setup=false&table=a%zz", `parameter "table" has an invalid %-escape`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

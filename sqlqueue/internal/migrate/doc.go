@@ -19,11 +19,16 @@
 // # Running
 //
 // Up and Down apply files one at a time under a lock that serialises
-// concurrent runners on the same tables. Where DDL is transactional
-// (PostgreSQL, SQLite) each file runs in one transaction that also takes
-// the lock and reads the version, so a file is applied wholly or not at
-// all. MySQL and MariaDB commit each DDL statement on its own: there the
-// lock is a named session lock (GET_LOCK) and every statement of a file
-// is written to be idempotent, so a run cut short is completed by running
-// the file again (its version is recorded only after its last statement).
+// concurrent runners on the same tables and is held for the whole run: a
+// second runner waits for the first to finish, then reads the version it
+// left and finds nothing to do, so only one of them reports migrating.
+// Where DDL is transactional (PostgreSQL, SQLite) each file runs in a
+// transaction that also reads the version, so a file is applied wholly or
+// not at all: on PostgreSQL one per file, each taking the advisory lock
+// the session already holds; on SQLite one for the whole run, whose write
+// lock is the migration lock. MySQL and MariaDB commit each DDL statement
+// on its own: there the lock is a named session lock (GET_LOCK) and every
+// statement of a file is written to be idempotent, so a run cut short is
+// completed by running the file again (its version is recorded only after
+// its last statement).
 package migrate

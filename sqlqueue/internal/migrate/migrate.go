@@ -33,6 +33,10 @@ type Dialect struct {
 	// transactional (the file's statements then run one by one, each
 	// committed on its own).
 	Begin string
+	// WholeRun makes Begin open one transaction for the whole run, every
+	// file in it, committed at the end: where that transaction's lock is
+	// the migration lock (SQLite), the run holds it throughout.
+	WholeRun bool
 	// TxLock, when set, is a query run first in each file's transaction
 	// with one parameter, the lock key; it blocks until the lock is held
 	// and returns 1. The transaction's end releases it.
@@ -311,6 +315,12 @@ func (r *Runner) run(ctx context.Context, to int, up bool) (from, now int, err e
 			}
 		}()
 	}
+	if r.Dialect.WholeRun {
+		if err := begin(ctx, conn, r.Dialect.Begin); err != nil {
+			return 0, 0, err
+		}
+		defer func() { err = end(ctx, conn, err) }()
+	}
 	from = -1
 	for tries := 1; ; tries++ {
 		v, done, err := r.step(ctx, conn, ms, to, up)
@@ -340,24 +350,11 @@ func (r *Runner) run(ctx context.Context, to int, up bool) (from, now int, err e
 // there was nothing to do.
 func (r *Runner) step(ctx context.Context, conn *sql.Conn, ms []Migration, to int, up bool) (v int, done bool, err error) {
 	d := r.Dialect
-	if d.Begin != "" {
-		if _, err := conn.ExecContext(ctx, d.Begin); err != nil {
-			return 0, false, fmt.Errorf("beginning a migration transaction: %w", err)
+	if d.Begin != "" && !d.WholeRun {
+		if err := begin(ctx, conn, d.Begin); err != nil {
+			return 0, false, err
 		}
-		defer func() {
-			if err == nil {
-				if _, err = conn.ExecContext(ctx, "COMMIT"); err != nil {
-					err = fmt.Errorf("committing migration: %w", err)
-				} else {
-					return
-				}
-			}
-			// Roll back even when ctx is done; a connection that may still
-			// hold the transaction is discarded rather than pooled.
-			if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-			}
-		}()
+		defer func() { err = end(ctx, conn, err) }()
 		if d.TxLock != "" {
 			if err := lock(ctx, conn, d.TxLock, r.LockKey); err != nil {
 				return 0, false, err
@@ -403,6 +400,31 @@ func (r *Runner) step(ctx context.Context, conn *sql.Conn, ms []Migration, to in
 		return v, false, fmt.Errorf("migrate: %s/%s left schema version %d, not %d", d.Dir, file, got, want)
 	}
 	return v, false, nil
+}
+
+// begin opens a migration transaction on conn with the dialect's Begin.
+func begin(ctx context.Context, conn *sql.Conn, stmt string) error {
+	if _, err := conn.ExecContext(ctx, stmt); err != nil {
+		return fmt.Errorf("beginning a migration transaction: %w", err)
+	}
+	return nil
+}
+
+// end ends the transaction begin opened: commits it when err is nil,
+// rolls it back otherwise (even when ctx is done; a connection that may
+// still hold the transaction is discarded rather than pooled). It returns
+// err, or the commit's error.
+func end(ctx context.Context, conn *sql.Conn, err error) error {
+	if err == nil {
+		if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("committing migration: %w", err)
+	}
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return err
 }
 
 // lock runs a lock query that returns 1 once the lock is held.
