@@ -21,12 +21,12 @@ type extender struct {
 	q         Queue
 	batch     BatchExtender // nil: one Extend per lease
 	canceller Canceller     // nil: the store cannot cancel running jobs
-	lease time.Duration
-	ctx   context.Context
-	held  *heldLeases
-	halt  *halt
-	log   *slog.Logger
-	fails streak
+	lease     time.Duration
+	ctx       context.Context
+	held      *heldLeases
+	halt      *halt
+	log       *slog.Logger
+	fails     streak
 }
 
 // run extends leases until done is closed.
