@@ -154,4 +154,6 @@ func ExampleSchema() {
 	// DROP INDEX IF EXISTS "jobs_list"
 	// CREATE INDEX IF NOT EXISTS "jobs_list" ON "jobs" (state, queue, finished_at, seq) WHERE state <> 'pending'
 	// UPDATE "jobs_meta" SET value = '10' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs_meta" ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0
+	// UPDATE "jobs_meta" SET value = '11' WHERE name = 'schema_version'
 }

@@ -98,6 +98,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, nil
 	}
 	var stored []bool
+	var committed bool // the push ran in a transaction, which notified with it
 	chunks := len(q.chunkEnds(jobs))
 	if holdsInTx(jobs) {
 		chunks = max(chunks, 2) // pushBatch's "needs a transaction"
@@ -105,6 +106,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	err := q.againOnConflict(ctx, func() error {
 		return q.d.pushBatch(ctx, q, len(jobs), chunks, func(ex statements, inTx bool) error {
 			var err error
+			committed = inTx
 			stored, err = q.pushMany(ctx, ex, inTx, jobs)
 			return err
 		})
@@ -113,7 +115,9 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, q.wrap(ctx, err, "pushing %d jobs", len(jobs))
 	}
 	q.wakeFor(jobs, stored)
-	q.announce(jobs, stored)
+	if !committed {
+		q.announce(jobs, stored)
+	}
 	return stored, nil
 }
 
