@@ -16,7 +16,8 @@ type batchJob struct{ N int }
 // members' records, and keeps one that runs.
 func TestMaintainPrunesBatches(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
-		q := newStore(t, b).queue(t, sqlqueue.WithRetention(0, time.Millisecond))
+		s := newStore(t, b)
+		q, db := s.open(t, sqlqueue.WithRetention(0, time.Hour))
 		ctx := t.Context()
 		dispatch := func(queueName string) string {
 			j, err := queue.NewJob(batchJob{1}, queue.OnQueue(queueName))
@@ -37,7 +38,7 @@ func TestMaintainPrunesBatches(t *testing.T) {
 		if err := q.FinishMember(ctx, jobs[0].Lease(), finished, queue.OutcomeDone, ""); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond) // past the millisecond of retention
+		s.backdate(t, db, 2*time.Hour) // past the hour of retention
 		if leader, pruned, err := q.Maintain(ctx); err != nil || !leader || pruned != 2 {
 			t.Fatalf("Maintain = leader %v, pruned %d, %v; want leader, 2 rows (the batch and its member) pruned", leader, pruned, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -104,6 +105,18 @@ func (s store) queue(t testing.TB, opts ...sqlqueue.Option) *sqlqueue.Queue {
 	t.Helper()
 	q, _ := s.open(t, opts...)
 	return q
+}
+
+// backdate moves every finished job's and batch's finish d into the past,
+// as if d had passed since: retention tests age rows instead of waiting.
+func (s store) backdate(t testing.TB, db *sql.DB, d time.Duration) {
+	t.Helper()
+	for _, table := range []string{s.table, s.table + "_batches"} {
+		stmt := fmt.Sprintf("UPDATE %s SET finished_at = finished_at - %d WHERE finished_at > 0", table, d.Microseconds())
+		if _, err := db.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("backdating %s: %v", table, err)
+		}
+	}
 }
 
 // open is queue that also returns the database handle.

@@ -237,8 +237,8 @@ func TestAckDeletes(t *testing.T) {
 func TestMaintain(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		s := newStore(t, b)
-		opts := []sqlqueue.Option{sqlqueue.WithRetention(time.Millisecond, time.Millisecond)}
-		q := s.queue(t, opts...)
+		opts := []sqlqueue.Option{sqlqueue.WithRetention(time.Hour, time.Hour)}
+		q, db := s.open(t, opts...)
 		peer := s.queue(t, opts...)
 		ctx := t.Context()
 		for _, name := range []string{"done", "dead", "waiting"} {
@@ -259,7 +259,7 @@ func TestMaintain(t *testing.T) {
 		if info, err := q.GetJob(ctx, jobs[0].ID); err != nil || info.State != queue.StateDone {
 			t.Fatalf("acked job = %v, %v; want kept as done", info.State, err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		s.backdate(t, db, 2*time.Hour)
 		leader, pruned, err := q.Maintain(ctx)
 		if err != nil || !leader || pruned != 2 {
 			t.Fatalf("Maintain = leader %v, pruned %d, %v; want leader, 2 pruned", leader, pruned, err)
@@ -290,8 +290,9 @@ func TestMaintain(t *testing.T) {
 // the newer ones: queue a has more old jobs than its share of a batch.
 func TestMaintainPrunesEveryQueue(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
-		keep := time.Second
-		q := newStore(t, b).queue(t, sqlqueue.WithRetention(keep, keep))
+		keep := time.Hour
+		s := newStore(t, b)
+		q, db := s.open(t, sqlqueue.WithRetention(keep, keep))
 		ctx := t.Context()
 		// finish pushes n jobs to name and acks them (done), fails them
 		// (dead) or cancels them while they wait (cancelled).
@@ -339,7 +340,7 @@ func TestMaintainPrunesEveryQueue(t *testing.T) {
 		finish("a", 1, "fail")
 		finish("b", 3, "ack")
 		finish("c", 2, "cancel")
-		time.Sleep(keep + 100*time.Millisecond)
+		s.backdate(t, db, keep+time.Minute)
 		finish("b", 2, "ack")
 		finish("c", 2, "ack")
 		finish("c", 1, "fail")
