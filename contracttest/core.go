@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -329,6 +330,34 @@ func (s *suite) testUnique(t *testing.T) {
 		}
 		push(t, q, keyed("u", "k"))
 		wantLen(t, q, "u", 1)
+	})
+
+	s.check(t, "ConcurrentPushesOfOneKey", func(t *testing.T, q queue.Queue) {
+		// Pushes of the same unique keys from many goroutines at once,
+		// as many processes enqueue: each is stored or a duplicate, never
+		// another error (a deadlock the store broke is its own business),
+		// and one job per key is left.
+		const pushers, keys, rounds = 8, 4, 5
+		errs := make(chan error, pushers*keys*rounds)
+		var wg sync.WaitGroup
+		for range pushers {
+			wg.Go(func() {
+				for r := range rounds {
+					for k := range keys {
+						err := q.Push(t.Context(), keyed("race", fmt.Sprintf("k%d-%d", k, r)))
+						if err != nil && !errors.Is(err, queue.ErrDuplicate) {
+							errs <- err
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("concurrent Push of a unique key: %v, want nil or an error matching ErrDuplicate", err)
+		}
+		wantLen(t, q, "race", keys*rounds)
 	})
 
 	s.check(t, "ActiveID", func(t *testing.T, q queue.Queue) {
