@@ -168,7 +168,7 @@ func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duratio
 
 // cancelled records that j ended as cancelled (in the store already).
 func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Duration) {
-	c.leases.remove(j.ID)
+	c.leases.remove(j.Lease())
 	c.log.Info("queue: job cancelled", "job", j.ID, "name", j.Name, "cause", cause)
 	c.finished(j, OutcomeCancelled, cause, start, rt)
 }

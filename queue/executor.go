@@ -66,7 +66,7 @@ func (e *executor) start(j *Job) bool {
 		e.completer.nack(j, fmt.Errorf("recording the start of its attempt: %w", err), time.Now(), time.Now(), 0)
 		return false
 	case lost:
-		e.leases.remove(j.ID)
+		e.leases.remove(j.Lease())
 		e.observe(EventLeaseLost, j, nil, 0)
 		e.log.Warn("queue: a prefetched job's lease was lost before it started", "job", j.ID, "name", j.Name)
 		return false
@@ -151,6 +151,15 @@ func (e *executor) execute(j *Job, hj *held) {
 	}
 	hd, jc := e.leases.run(j, hj, e.base)
 	defer jc.release()
+	if jc.Err() != nil && errors.Is(context.Cause(jc), ErrLeaseLost) {
+		// Its lease ran out to its margin while it waited to start:
+		// another process may be given the job at any moment.
+		e.leases.stop(hd)
+		e.leases.remove(j.Lease())
+		e.observe(EventLeaseLost, j, nil, 0)
+		e.log.Warn("queue: a job's lease ran out before its handler started; it is not run", "job", j.ID, "name", j.Name)
+		return
+	}
 	var jctx context.Context = jc
 	if timeout > 0 {
 		var cancelT context.CancelFunc
@@ -178,7 +187,7 @@ func (e *executor) execute(j *Job, hj *held) {
 	case cancelled:
 		e.completer.cancelled(j, ErrCancelled, start, rt)
 	case lost:
-		e.leases.remove(j.ID)
+		e.leases.remove(j.Lease())
 		e.observe(EventLeaseLost, j, err, rt)
 		e.log.Warn("queue: job's lease was lost while it ran; its result is discarded", "job", j.ID, "name", j.Name)
 	case err == nil:

@@ -32,8 +32,8 @@ func TestHeldLeasesCountByQueue(t *testing.T) {
 	check("starting a and c", want{map[string]int{"q1": 1, "q2": 1}, map[string]int{"q1": 1}})
 	s.stop(ha)
 	check("a's handler returning", want{map[string]int{"q2": 1}, map[string]int{"q1": 2}})
-	s.remove("a")
-	s.remove("a") // twice: counted once
+	s.remove(a.Lease())
+	s.remove(a.Lease()) // twice: counted once
 	check("acking a", want{map[string]int{"q2": 1}, map[string]int{"q1": 1}})
 	if got := s.releaseRunning(); len(got) != 1 || got[0].JobID != "c" {
 		t.Fatalf("releaseRunning() = %v, want c's lease", got)
@@ -42,7 +42,7 @@ func TestHeldLeasesCountByQueue(t *testing.T) {
 	check("releasing c", want{nil, map[string]int{"q1": 1}})
 	s.add(b, time.Minute) // held again (a new reservation of the same job)
 	check("holding b again", want{nil, map[string]int{"q1": 1}})
-	s.remove("b")
+	s.remove(b.Lease())
 	check("acking b", want{})
 }
 
@@ -125,10 +125,10 @@ func TestHeartbeatReportsHeldJobsEarly(t *testing.T) {
 
 		// Going idle is reported early too, with no jobs held.
 		for _, id := range []string{"a", "b"} {
-			held.remove(id)
+			held.remove(job(id).Lease())
 		}
 		for i := range 50 {
-			held.remove("busy" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+			held.remove(job("busy" + string(rune('a'+i%26)) + string(rune('a'+i/26))).Lease())
 		}
 		idle := time.Now()
 		testutil.WaitFor(earlyBeat, func() bool { got = beatsSince(idle); return len(got) > 0 })

@@ -27,6 +27,9 @@ type heldLeases struct {
 	byQueue map[string]*heldCount
 	// handlers counts the handlers between run and stop, held or not.
 	handlers int
+	// margin is how long before its stored expiry a lease counts as lost
+	// unless renewed (Worker.LeaseMargin); 0 in tests that set none.
+	margin time.Duration
 }
 
 // heldCount is what one queue's entries of heldLeases hold.
@@ -41,7 +44,11 @@ type held struct {
 	count   *heldCount // its queue's, in heldLeases.byQueue
 	gone    bool       // no longer in heldLeases.m: uncounted
 	lease   Lease
-	expires time.Time
+	expires time.Time // the stored expiry, as last stored
+	// deadline is expires minus the margin, in Unix nanoseconds: when the
+	// lease counts as lost unless renewed first. Written under the lock,
+	// read without it by the handler's context (jobContext.check).
+	deadline atomic.Int64
 	// running is the handler's context while it runs (jc), which a lost
 	// lease or a cancel of the job cancels; nil otherwise.
 	running *jobContext
@@ -117,12 +124,18 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) []held {
 			}
 			exp = now.Add(lease)
 		}
-		hs[i] = held{job: j, lease: j.Lease(), expires: exp}
+		hs[i].job, hs[i].lease, hs[i].expires = j, j.Lease(), exp
+		hs[i].deadline.Store(exp.Add(-s.margin).UnixNano())
 	}
 	s.mu.Lock()
 	var c *heldCount
 	for i, j := range jobs {
-		s.removeLocked(j.ID)
+		if old := s.m[j.ID]; old != nil {
+			// The store leased the job again: the lease held before is
+			// over, and so is any handler still running under it.
+			s.lapseLocked(old)
+			s.removeLocked(j.ID)
+		}
 		if c == nil || (i > 0 && j.Queue != jobs[i-1].Queue) {
 			c = s.queueCount(j.Queue)
 		}
@@ -134,21 +147,29 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) []held {
 	return hs
 }
 
-// remove forgets the job id's lease.
-func (s *heldLeases) remove(id string) {
+// remove forgets lease l: its job's entry, if it is still that lease's. A
+// newer lease of the same job (the store leased it again to this process
+// while an older attempt ran) keeps its entry.
+func (s *heldLeases) remove(l Lease) {
 	s.mu.Lock()
-	s.removeLocked(id)
+	s.removeLeaseLocked(l)
 	s.mu.Unlock()
 }
 
-// removeJobs forgets the leases of the jobs of items, under one lock (an
-// ack flush's hundreds).
+// removeJobs forgets the leases of the jobs of items, as remove does,
+// under one lock (an ack flush's hundreds).
 func (s *heldLeases) removeJobs(items []ackItem) {
 	s.mu.Lock()
 	for _, it := range items {
-		s.removeLocked(it.j.ID)
+		s.removeLeaseLocked(it.j.Lease())
 	}
 	s.mu.Unlock()
+}
+
+func (s *heldLeases) removeLeaseLocked(l Lease) {
+	if h := s.m[l.JobID]; h != nil && h.lease == l {
+		s.removeLocked(l.JobID)
+	}
 }
 
 func (s *heldLeases) removeLocked(id string) {
@@ -192,8 +213,12 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobCont
 			h.count.running++
 		}
 	}
-	h.jc = jobContext{base: base, job: j}
+	h.jc = jobContext{base: base, job: j, hold: h, set: s}
 	h.running = &h.jc
+	if h.lost && !h.cancelled {
+		// Its lease ran out (to its margin) while it waited to start.
+		h.jc.cancel(ErrLeaseLost)
+	}
 	return h, &h.jc
 }
 
@@ -257,17 +282,81 @@ func (s *heldLeases) isCancelled(id string) bool {
 	return h != nil && h.cancelled
 }
 
-// due returns the leases with less than half of lease left at now.
+// due returns the leases with less than half of their usable part (lease
+// minus the margin) left before their deadline at now.
 func (s *heldLeases) due(now time.Time, lease time.Duration) []Lease {
+	out, _ := s.dueBy(now, lease)
+	return out
+}
+
+// dueBy returns what due does and the earliest deadline among those
+// leases: the time by which a call extending them must have returned.
+func (s *heldLeases) dueBy(now time.Time, lease time.Duration) ([]Lease, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Lease
+	var first time.Time
+	half := (lease - s.margin) / 2
 	for _, h := range s.m {
-		if !h.lost && h.expires.Sub(now) < lease/2 {
+		if h.lost || h.cancelled {
+			continue
+		}
+		// A lease past its deadline is not extended: expire ends it.
+		if dl := h.expires.Add(-s.margin); dl.After(now) && dl.Sub(now) < half {
 			out = append(out, h.lease)
+			if first.IsZero() || dl.Before(first) {
+				first = dl
+			}
 		}
 	}
-	return out
+	return out, first
+}
+
+// expire ends, at now, the leases whose deadline (the stored expiry minus
+// the margin) has passed: they count as lost and their running handlers
+// are cancelled with ErrLeaseLost, whatever a call extending them is
+// doing. It returns how many it ended and the earliest deadline still
+// ahead (zero if none).
+func (s *heldLeases) expire(now time.Time) (n int, next time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.m {
+		if h.lost || h.cancelled {
+			continue
+		}
+		dl := time.Unix(0, h.deadline.Load())
+		if !now.Before(dl) {
+			s.lapseLocked(h)
+			n++
+		} else if next.IsZero() || dl.Before(next) {
+			next = dl
+		}
+	}
+	return n, next
+}
+
+// lapse ends h's lease if its deadline has passed: the clock check of the
+// handler's context (jobContext.check), which runs in the handler's own
+// goroutine, so that a process that was paused past the deadline finds
+// the lease over at its first look, before any timer has run.
+func (s *heldLeases) lapse(h *held) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Now().UnixNano() >= h.deadline.Load() {
+		s.lapseLocked(h)
+	}
+}
+
+// lapseLocked marks h lost and cancels its running handler with
+// ErrLeaseLost, unless it is lost or cancelled already. Callers hold s.mu.
+func (s *heldLeases) lapseLocked(h *held) {
+	if h.lost || h.cancelled {
+		return
+	}
+	h.lost = true
+	if h.running != nil {
+		h.running.cancel(ErrLeaseLost)
+	}
 }
 
 // extended records the outcome of extending l by d at now: a new expiry, or
@@ -281,13 +370,18 @@ func (s *heldLeases) extended(l Lease, now time.Time, d time.Duration, err error
 	h := s.m[l.JobID]
 	switch {
 	case h == nil || h.lease != l || h.cancelled:
+	case h.lost:
+		// A lease that counted as lost never counts as held again, even
+		// if the call renewed it after its deadline.
 	case err == nil:
-		h.expires = now.Add(d)
-	case errors.Is(err, ErrLeaseLost):
-		h.lost = true
-		if h.running != nil {
-			h.running.cancel(ErrLeaseLost)
+		if time.Now().UnixNano() >= h.deadline.Load() {
+			s.lapseLocked(h) // renewed too late: the handler was due to stop
+			return false
 		}
+		h.expires = now.Add(d)
+		h.deadline.Store(h.expires.Add(-s.margin).UnixNano())
+	case errors.Is(err, ErrLeaseLost):
+		s.lapseLocked(h)
 		return true
 	}
 	return false

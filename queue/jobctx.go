@@ -23,6 +23,11 @@ import (
 type jobContext struct {
 	base context.Context
 	job  *Job
+	// hold is the job's held lease entry and set the run's held leases,
+	// through which Err and Holding end the lease once its deadline has
+	// passed; nil for a job not held.
+	hold *held
+	set  *heldLeases
 
 	mu    sync.Mutex // serialises making inner
 	inner atomic.Pointer[cancellable]
@@ -69,14 +74,37 @@ func (c *jobContext) current() context.Context {
 
 func (c *jobContext) Deadline() (time.Time, bool) { return c.current().Deadline() }
 func (c *jobContext) Done() <-chan struct{}       { return c.cancellable().ctx.Done() }
-func (c *jobContext) Err() error                  { return c.current().Err() }
+
+// Err ends the job's lease if its deadline has passed (see Holding) and
+// returns the context's error.
+func (c *jobContext) Err() error {
+	c.check()
+	return c.current().Err()
+}
 
 func (c *jobContext) Value(key any) any {
-	if key == (jobKey{}) {
+	switch key {
+	case jobKey{}:
 		return c.job
+	case holdKey{}:
+		if c.hold != nil {
+			return c
+		}
 	}
 	return c.current().Value(key)
 }
+
+// check ends the job's lease, cancelling the context with ErrLeaseLost,
+// when the lease's deadline (its stored expiry minus the margin) has
+// passed. It reads the clock itself.
+func (c *jobContext) check() {
+	if c.hold != nil && time.Now().UnixNano() >= c.hold.deadline.Load() {
+		c.set.lapse(c.hold)
+	}
+}
+
+// outer returns the context the job's context is a child of.
+func (c *jobContext) outer() context.Context { return c.base }
 
 // cancel cancels the context with cause (context.CancelCauseFunc).
 func (c *jobContext) cancel(cause error) { c.cancellable().cancel(cause) }

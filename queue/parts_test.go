@@ -188,8 +188,8 @@ func TestHeldLeasesAddAll(t *testing.T) {
 	if len(due) != 1 || due[0] != a.Lease() {
 		t.Fatalf("due = %v, want only a's lease (b expires a minute from now, c in 50 s)", due)
 	}
-	if due := s.due(now.Add(45*time.Second), time.Minute); len(due) != 3 {
-		t.Fatalf("45 s later due = %v, want all three", due)
+	if due := s.due(now.Add(45*time.Second), time.Minute); len(due) != 2 {
+		t.Fatalf("45 s later due = %v, want b and c (a is past its expiry: no longer extended)", due)
 	}
 	hd, jc := s.run(b, nil, context.Background())
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
@@ -454,7 +454,9 @@ func TestExtenderStopsTheRunOnAConfigError(t *testing.T) {
 	sq := &stubQueue{t: t, extend: func(Lease) error { return fmt.Errorf("no such table: %w", ErrConfig) }}
 	stopped := false
 	x := &extender{q: sq, lease: time.Minute, ctx: context.Background(), held: newHeldLeases(), halt: &halt{stop: func() { stopped = true }}, log: slog.New(slog.DiscardHandler)}
-	x.held.add(job("a"), 0)
+	a := job("a")
+	a.LeaseExpiresAt = time.Now().Add(10 * time.Second)
+	x.held.add(a, time.Minute)
 	x.round(time.Now())
 	if !stopped || !errors.Is(x.halt.Err(), ErrConfig) {
 		t.Fatalf("a configuration error while extending did not stop the run (%v)", x.halt.Err())

@@ -63,6 +63,7 @@ type Worker struct {
 	grace           time.Duration
 	shutdownTimeout time.Duration
 	lease           time.Duration
+	leaseMargin     time.Duration // 0: the default (leaseMargin)
 	middleware      []Middleware
 	observer        Observer
 	heartbeat       time.Duration
@@ -280,6 +281,21 @@ func (w *Worker) Lease(d time.Duration) *Worker {
 	return w
 }
 
+// LeaseMargin sets how long before the stored expiry of a job's lease the
+// worker takes the lease as lost unless it has renewed it by then: at that
+// point the handler's context is cancelled with cause ErrLeaseLost,
+// whatever the call renewing the lease is doing (each such call has that
+// point as its deadline), and the job's outcome is discarded. The margin
+// is what a handler has to notice the cancel and stop before another
+// process can be given the job; it also absorbs clock skew between this
+// process and the store. By default it is the larger of DefaultLeaseMargin
+// (500 ms) and a tenth of the lease; it is never more than half the lease.
+// See docs/semantics.md, "Partitions and pauses".
+func (w *Worker) LeaseMargin(d time.Duration) *Worker {
+	w.leaseMargin = max(d, 0)
+	return w
+}
+
 // Prefetch caps how many jobs the worker reserves ahead of its free
 // handlers (default 1000; 0 turns prefetch off). The worker reserves ahead
 // only as many jobs as it finishes in about 50ms at its recent rate, so
@@ -419,6 +435,7 @@ func newRun(w *Worker) *run {
 		jobs:  make(chan *held, buf),
 		freed: newFreed(),
 	}
+	r.held.margin = leaseMargin(lease, w.leaseMargin)
 	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
 
