@@ -243,6 +243,15 @@ func (l *Limiter) takeRateSlot(ctx context.Context, g *rateGate, k, holder strin
 // is snoozed (uncounted) for retry plus jitter; retry <= 0 means one
 // second.
 //
+// A slot has a deadline, as a job's lease has (Worker.LeaseMargin): its
+// expiry as last stored minus a margin, the larger of DefaultLeaseMargin
+// and a tenth of expiry, at most half of it. It is renewed every third of
+// expiry minus the margin, each renewal with the deadline as its own; a
+// holder whose renewals fail until the deadline, or that finds the slot
+// taken, has its handler's context cancelled with cause ErrLeaseLost
+// there, whatever the renewal is doing, and Holding reports the slot lost
+// from then on.
+//
 // Per-queue concurrency is Concurrency(KeyByQueue, n, ...).
 func (l *Limiter) Concurrency(key KeyFunc, n int, expiry, retry time.Duration) (Middleware, error) {
 	if key == nil || n < 1 || expiry < time.Second {
@@ -251,6 +260,7 @@ func (l *Limiter) Concurrency(key KeyFunc, n int, expiry, retry time.Duration) (
 	if retry <= 0 {
 		retry = time.Second
 	}
+	margin := leaseMargin(expiry, 0)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, j Job) error {
 			k := key(j)
@@ -260,8 +270,10 @@ func (l *Limiter) Concurrency(key KeyFunc, n int, expiry, retry time.Duration) (
 			holder := holderOf(j)
 			first := rand.N(n)
 			slot := ""
+			var asked time.Time
 			for p := range n {
 				name := slotName("c", k, (first+p)%n)
+				asked = time.Now()
 				ok, err := l.l.AcquireLease(ctx, name, holder, expiry)
 				if err != nil {
 					return fmt.Errorf("queue: concurrency limit %q: %w", k, err)
@@ -274,11 +286,13 @@ func (l *Limiter) Concurrency(key KeyFunc, n int, expiry, retry time.Duration) (
 			if slot == "" {
 				return SnoozeUncounted(jitter(retry / 2))
 			}
+			held := newHold(ctx, asked.Add(expiry-margin), ErrLeaseLost)
 			done := make(chan struct{})
 			var renewer sync.WaitGroup
-			renewer.Go(func() { l.renew(ctx, slot, holder, expiry, done) })
+			renewer.Go(func() { l.renew(held, slot, holder, expiry, margin, done) })
 			defer func() {
 				close(done)
+				held.stop(context.Canceled)
 				renewer.Wait()
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				defer cancel()
@@ -286,24 +300,40 @@ func (l *Limiter) Concurrency(key KeyFunc, n int, expiry, retry time.Duration) (
 					l.log.Warn("queue: releasing a concurrency slot; it frees at its expiry", "key", k, "job", j.ID, "err", err)
 				}
 			}()
-			return next(ctx, j)
+			return next(held, j)
 		}
 	}, nil
 }
 
-// renew keeps a concurrency slot held until done is closed.
-func (l *Limiter) renew(ctx context.Context, slot, holder string, expiry time.Duration, done chan struct{}) {
-	t := time.NewTicker(expiry / 3)
+// renew keeps a concurrency slot held until done is closed, or until the
+// hold ends: at its deadline (the slot's stored expiry minus the margin),
+// or when a renewal finds the slot taken by another holder. Each renewal
+// has the deadline as its own.
+func (l *Limiter) renew(h *hold, slot, holder string, expiry, margin time.Duration, done chan struct{}) {
+	t := time.NewTicker(max((expiry-margin)/3, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
+		case <-h.Done():
+			return
 		case <-t.C:
-			ok, err := l.l.AcquireLease(context.WithoutCancel(ctx), slot, holder, expiry)
-			if err != nil || !ok {
-				l.log.Warn("queue: renewing a concurrency slot failed", "slot", slot, "held", ok, "err", err)
-			}
+		}
+		asked := time.Now()
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(h), h.endTime())
+		ok, err := l.l.AcquireLease(ctx, slot, holder, expiry)
+		cancel()
+		switch {
+		case err != nil:
+			l.log.Warn("queue: renewing a concurrency slot failed; retrying until its expiry minus the margin", "slot", slot, "err", err)
+		case !ok:
+			l.log.Warn("queue: a concurrency slot was taken by another holder; cancelling the handler", "slot", slot)
+			h.stop(ErrLeaseLost)
+			return
+		case !h.extend(asked.Add(expiry - margin)):
+			l.log.Warn("queue: a concurrency slot was not renewed by its expiry minus the margin; cancelling the handler", "slot", slot, "margin", margin)
+			return
 		}
 	}
 }

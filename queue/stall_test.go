@@ -82,7 +82,12 @@ func TestWorkerCancelsAHandlerBeforeItsLeaseExpires(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				errc := make(chan error, 1)
 				go func() { errc <- w.Run(ctx) }()
-				o := <-got
+				var o outcome
+				select {
+				case o = <-got:
+				case <-time.After(10 * tc.lease):
+					t.Fatalf("the handler ran on for %s while its lease could not be renewed", 10*tc.lease)
+				}
 				if !errors.Is(o.cause, queue.ErrLeaseLost) {
 					t.Fatalf("handler cancelled with %v, want ErrLeaseLost", o.cause)
 				}
@@ -104,4 +109,95 @@ func TestWorkerCancelsAHandlerBeforeItsLeaseExpires(t *testing.T) {
 			})
 		})
 	}
+}
+
+// stuckLeaser is a memory queue whose lease calls after the first hang,
+// ignoring their context, until released: a concurrency slot holder whose
+// connection froze after it took its slot. It records the deadline of each
+// hanging call.
+type stuckLeaser struct {
+	*memqueue.Queue
+	release chan struct{}
+
+	mu        sync.Mutex
+	calls     int
+	deadlines []time.Time
+}
+
+func (s *stuckLeaser) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	if !first {
+		d, _ := ctx.Deadline()
+		s.deadlines = append(s.deadlines, d)
+	}
+	s.mu.Unlock()
+	if !first {
+		<-s.release
+	}
+	return s.Queue.AcquireLease(ctx, name, holder, ttl)
+}
+
+// TestConcurrencySlotHolderStopsBeforeItsSlotExpires is issue 25 item 3: a
+// Concurrency slot holder whose renewals hang is cancelled with
+// ErrLeaseLost the margin before the slot's stored expiry, and each renewal
+// had that time as its deadline.
+func TestConcurrencySlotHolderStopsBeforeItsSlotExpires(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &stuckLeaser{Queue: memqueue.New(), release: make(chan struct{})}
+		lim, err := queue.NewLimiter(q, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const expiry, margin = 3 * time.Second, 500 * time.Millisecond
+		mw, err := lim.Concurrency(queue.KeyByName, 1, expiry, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type outcome struct {
+			at      time.Time
+			cause   error
+			holding error
+		}
+		got := make(chan outcome, 1)
+		var started time.Time
+		w := queue.NewWorker(q).Slog(quiet).Lease(time.Minute).Use(mw)
+		queue.Handle(w, func(ctx context.Context, g Greet) error {
+			started = time.Now()
+			<-ctx.Done()
+			got <- outcome{time.Now(), context.Cause(ctx), queue.Holding(ctx)}
+			return ctx.Err()
+		})
+		if err := queue.Dispatch(t.Context(), q, Greet{}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() { errc <- w.Run(ctx) }()
+		var o outcome
+		select {
+		case o = <-got:
+		case <-time.After(10 * expiry):
+			t.Fatalf("the handler ran on for %s while its slot could not be renewed", 10*expiry)
+		}
+		if !errors.Is(o.cause, queue.ErrLeaseLost) || !errors.Is(o.holding, queue.ErrLeaseLost) {
+			t.Fatalf("handler cancelled with %v (Holding %v), want ErrLeaseLost", o.cause, o.holding)
+		}
+		if want := started.Add(expiry - margin); !o.at.Equal(want) {
+			t.Errorf("handler cancelled %s after it took its slot, want the expiry %s minus the margin %s", o.at.Sub(started), expiry, margin)
+		}
+		q.mu.Lock()
+		deadlines := q.deadlines
+		q.mu.Unlock()
+		if len(deadlines) == 0 || !deadlines[0].Equal(started.Add(expiry-margin)) {
+			t.Errorf("renewal deadlines %v, want the first at the slot's expiry minus the margin", deadlines)
+		}
+		cancel()
+		close(q.release)
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
