@@ -5,11 +5,12 @@
 //
 // # Servers
 //
-// Tests that need PostgreSQL or MariaDB/MySQL call [DSN] with
-// [PostgresEnv] or [MySQLEnv]. When the variable is unset the test is
-// skipped, and [Main] prints one line for the package naming the variable
-// and how many tests it skipped. Under CI=true an unset variable or a server
-// that does not answer fails the test instead: CI must test every driver.
+// Tests that need PostgreSQL, MariaDB/MySQL or Redis call [DSN] with
+// [PostgresEnv], [MySQLEnv] or [RedisEnv]. When the variable is unset the
+// test is skipped, and [Main] prints one line for the package naming the
+// variable and how many tests it skipped. Under CI=true an unset variable
+// or a server that does not answer fails the test instead: CI must test
+// every driver.
 //
 // # Leaks
 //
@@ -45,6 +46,10 @@ import (
 const (
 	PostgresEnv = "MERIDIAN_POSTGRES_DSN"
 	MySQLEnv    = "MERIDIAN_MYSQL_DSN"
+	// RedisEnv names a Redis server by address (127.0.0.1:6379) or URL
+	// (redis://...). Tests on it use keys of their own prefix and delete
+	// them when they end: the server may be shared.
+	RedisEnv = "MERIDIAN_REDIS_ADDR"
 )
 
 // Examples are the DSNs of the servers on the project's machines, shown in
@@ -52,6 +57,7 @@ const (
 var Examples = map[string]string{
 	PostgresEnv: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
 	MySQLEnv:    "root@tcp(127.0.0.1:3306)/test?parseTime=true",
+	RedisEnv:    "127.0.0.1:6379",
 }
 
 var (

@@ -1,0 +1,49 @@
+package redisqueue_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/meridianjobs/meridian/contracttest"
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/redisqueue"
+)
+
+// TestContract runs the conformance suite against the Redis server of
+// testutil.RedisEnv. Each check gets a prefix of its own (deleted when it
+// ends); a peer is another client on the same prefix, as another process
+// would open it.
+func TestContract(t *testing.T) {
+	rdb := client(t)
+	var mu sync.Mutex
+	prefixes := map[queue.Queue]string{}
+	contracttest.Run(t, contracttest.Harness{
+		New: func(t *testing.T) queue.Queue {
+			p := prefix(t, rdb)
+			q := newQueue(t, rdb, p)
+			mu.Lock()
+			prefixes[q] = p
+			mu.Unlock()
+			return q
+		},
+		Peer: func(t *testing.T, q queue.Queue) queue.Queue {
+			mu.Lock()
+			p := prefixes[q]
+			mu.Unlock()
+			return newQueue(t, client(t), p)
+		},
+		Caps: contracttest.Capabilities{
+			NoDoneRetention:  "redisqueue deletes a job when it is done or cancelled",
+			NoAttemptHistory: "redisqueue keeps no attempt history",
+		},
+	})
+}
+
+var _ interface {
+	queue.BatchPusher
+	queue.BatchAcker
+	queue.BatchExtender
+	queue.StartAcker
+	queue.Snoozer
+	queue.Waiter
+} = (*redisqueue.Queue)(nil)

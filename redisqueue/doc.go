@@ -1,0 +1,63 @@
+// Package redisqueue is a Meridian driver over Redis (github.com/redis/go-redis/v9).
+//
+// A program hands in the client it already has:
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
+//	q, err := redisqueue.New(rdb, redisqueue.WithPrefix("app"))
+//
+// or opens one from a URL, importing this package for its side effect:
+// queue.Open(ctx, "redis://127.0.0.1:6379/0?prefix=app") (rediss:// for
+// TLS; go-redis' own parameters such as pool_size are passed on, and any
+// other parameter is refused).
+//
+// # What it implements
+//
+// The core contract (queue.Queue): Push and PushMany (one script, all or
+// nothing), Reserve and ReserveUnstarted (queue.Starter) under leases with
+// tokens, Complete with every outcome and its pushes, Ack, Nack, Fail,
+// Extend and ExtendMany, the dead letters, Len and Purge; Snooze; and Wait
+// (queue.Waiter) woken by pub/sub. It does not yet implement inspection,
+// counts, pause, cancel, the worker registry, leader leases, periodic
+// ticks, batches or limits: the Worker runs jobs without them.
+// docs/drivers.md has the list.
+//
+// # Keys
+//
+// Every key starts with a hash tag. The prefix's own keys share {prefix}:
+//
+//	{prefix}:ids      hash: job ID -> the base of the queue that holds it (active and dead jobs)
+//	{prefix}:queues   set: every queue name pushed to
+//	{prefix}:wake     pub/sub channel: a queue name, when a job became ready on it
+//
+// A queue's keys share {prefix:queue} (the base; "%", "{" and "}" of the
+// name escaped as %25, %7B, %7D), so a script on one queue touches one
+// hash slot:
+//
+//	base:j:<id>  hash: the job (its fields, state, attempts, lease token and expiry)
+//	base:ready   sorted set: ready jobs, scored by -priority; members
+//	             <available-at ms + 10^15, 16 digits><sequence, 16 digits><id>,
+//	             so that jobs of one priority sort by available-at, then insertion
+//	base:sched   sorted set: jobs scheduled for later, scored by available-at (ms)
+//	base:run     sorted set: leased jobs, scored by lease expiry (ms)
+//	base:dead    sorted set: dead letters, scored by when they died (ms)
+//	base:uniq    hash: unique key -> the active job holding it
+//	base:ufor    sorted set: unique keys held by UniqueFor, scored by the end of the hold
+//	base:seq     counter: the insertion sequence
+//	base:stats   hash: done, retried, dead, cancelled: totals since the queue began
+//
+// # Atomicity
+//
+// Every state change is one Lua script (EVALSHA, the source sent again on
+// NOSCRIPT), so a job's hash, its place in the sets, its unique key and
+// the ID index change together. Counts by state are the sizes of the
+// sets, changed by the same scripts, so there is no counter to drift. A
+// reservation first moves due scheduled jobs and jobs whose lease expired
+// (at most 1,000 of each per call) back to ready: an expired job keeps
+// its available-at and sequence, so its place. Times are the Redis
+// server's clock, in milliseconds.
+//
+// Push, Complete and the dead-letter calls also write {prefix}:ids, which
+// keeps job IDs unique across queues and finds a dead letter's queue. On
+// Redis Cluster that key is in another slot than the queue's, so New
+// refuses a *redis.ClusterClient for now.
+package redisqueue

@@ -1,0 +1,427 @@
+package redisqueue
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// promoteLimit bounds how many due scheduled jobs, and how many jobs whose
+// lease expired, one reservation moves to ready, so that a script stays
+// short however many came due at once; the next reservation moves more.
+const promoteLimit = 1000
+
+var defaultQueues = []string{queue.DefaultQueue}
+
+// Reserve leases up to max ready jobs from queues (see queue.Queue): one
+// script per queue. From several queues it first reads each queue's best
+// max, then leases from each queue as many as the merged order takes
+// from it, and returns them in that order. A max below 1 reserves
+// nothing.
+func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 1)
+}
+
+// ReserveUnstarted is Reserve without counting the attempt (see
+// queue.Starter): Start, or Complete's starts, count it.
+func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, 0)
+}
+
+func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc int) ([]queue.Job, error) {
+	const doing = "reserving jobs"
+	if err := ctxErr(ctx, doing); err != nil {
+		return nil, err
+	}
+	if max < 1 {
+		return nil, nil
+	}
+	if len(queues) == 0 {
+		queues = defaultQueues
+	}
+	queues = distinct(queues)
+	leaseMs := lease.Milliseconds()
+	if len(queues) == 1 {
+		jobs, err := q.reserveFrom(ctx, queues[0], max, leaseMs, inc)
+		return jobs, wrap(doing, err)
+	}
+	// Read each queue's best max (moving due jobs to ready), merge, and
+	// take from each queue its share of the merged best max.
+	type cand struct {
+		score  float64
+		member string
+		queue  int
+	}
+	var cands []cand
+	for i, name := range queues {
+		out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, max, 0, "", "", 0, promoteLimit, "peek").Slice()
+		if err != nil {
+			return nil, wrap(doing, err)
+		}
+		for k := 0; k+1 < len(out); k += 2 {
+			m, _ := out[k].(string)
+			s, _ := strconv.ParseFloat(fmt.Sprint(out[k+1]), 64)
+			cands = append(cands, cand{s, m, i})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(a.score, b.score), strings.Compare(a.member[:min(32, len(a.member))], b.member[:min(32, len(b.member))]), cmp.Compare(a.queue, b.queue))
+	})
+	share := make([]int, len(queues))
+	for _, c := range cands[:min(max, len(cands))] {
+		share[c.queue]++
+	}
+	var jobs []queue.Job
+	for i, name := range queues {
+		if share[i] == 0 {
+			continue
+		}
+		got, err := q.reserveFrom(ctx, name, share[i], leaseMs, inc)
+		if err != nil {
+			// The jobs leased so far stay leased until their leases end.
+			return jobs, wrap(doing, err)
+		}
+		jobs = append(jobs, got...)
+	}
+	slices.SortStableFunc(jobs, func(a, b queue.Job) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.AvailableAt.Compare(b.AvailableAt))
+	})
+	return jobs, nil
+}
+
+// reserveFrom runs reserveScript on one queue.
+func (q *Queue) reserveFrom(ctx context.Context, name string, n int, leaseMs int64, inc int) ([]queue.Job, error) {
+	head := queue.NewToken() + "."
+	out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, n, leaseMs, head, ":"+name, inc, promoteLimit, "").Slice()
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]queue.Job, 0, len(out))
+	for _, row := range out {
+		vals, _ := row.([]any)
+		j, err := decodeJob(vals)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+func distinct(s []string) []string {
+	for i := 1; i < len(s); i++ {
+		if slices.Contains(s[:i], s[i]) {
+			out := slices.Clone(s[:i])
+			for _, v := range s[i:] {
+				if !slices.Contains(out, v) {
+					out = append(out, v)
+				}
+			}
+			return out
+		}
+	}
+	return s
+}
+
+// The fields of a job's hash, in the order of the scripts' JF.
+const (
+	fID = iota
+	fQueue
+	fName
+	fPayload
+	fPriority
+	fAttempts
+	fMaxAttempts
+	fTimeout
+	fUniqueKey
+	fTags
+	fMeta
+	fAvail
+	fCreated
+	fLastError
+	fToken
+	fExpires
+	fSnoozes
+	fRecovered
+	fRetryUntil
+	nFields
+)
+
+// decodeJob reads a job from the values of HMGET jobKey JF...
+func decodeJob(v []any) (queue.Job, error) {
+	if len(v) != nFields {
+		return queue.Job{}, fmt.Errorf("a job read back with %d fields, want %d", len(v), nFields)
+	}
+	s := func(i int) string { x, _ := v[i].(string); return x }
+	n := func(i int) int64 { x, _ := strconv.ParseInt(s(i), 10, 64); return x }
+	t := func(i int) time.Time {
+		if s(i) == "" {
+			return time.Time{}
+		}
+		return time.UnixMilli(n(i))
+	}
+	j := queue.Job{
+		ID:             s(fID),
+		Queue:          s(fQueue),
+		Name:           s(fName),
+		Priority:       int(n(fPriority)),
+		Attempts:       int(n(fAttempts)),
+		MaxAttempts:    int(n(fMaxAttempts)),
+		Timeout:        time.Duration(n(fTimeout)),
+		UniqueKey:      s(fUniqueKey),
+		AvailableAt:    t(fAvail),
+		CreatedAt:      t(fCreated),
+		LastError:      s(fLastError),
+		LeaseToken:     s(fToken),
+		LeaseExpiresAt: t(fExpires),
+		Snoozes:        int(n(fSnoozes)),
+		Recovered:      s(fRecovered) == "1",
+		RetryUntil:     t(fRetryUntil),
+	}
+	if p := s(fPayload); p != "" {
+		j.Payload = []byte(p)
+	}
+	if tg := s(fTags); tg != "" {
+		if err := json.Unmarshal([]byte(tg), &j.Tags); err != nil {
+			return j, fmt.Errorf("decoding the tags of job %s: %w", j.ID, err)
+		}
+	}
+	if md := s(fMeta); md != "" {
+		if err := json.Unmarshal([]byte(md), &j.Meta); err != nil {
+			return j, fmt.Errorf("decoding the meta of job %s: %w", j.ID, err)
+		}
+	}
+	return j, nil
+}
+
+// leaseQueue returns the queue a lease token names: Reserve's tokens end
+// with ":" and the job's queue. ok is false for a token no Reserve of this
+// driver gave, which is never current.
+func leaseQueue(token string) (name string, ok bool) {
+	_, name, ok = strings.Cut(token, ":")
+	return name, ok
+}
+
+func lostErr(doing string) error {
+	return fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrLeaseLost)
+}
+
+// Complete counts the attempts of the jobs under starts and records each
+// outcome of outs (see queue.Queue.Complete), all in one script: every
+// outcome with its pushes, together or not at all. Completion.Batch is
+// ignored: this store keeps no batches (it is no queue.Batcher).
+func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+	doing := fmt.Sprintf("completing %d jobs", len(starts)+len(outs))
+	if err := ctxErr(ctx, doing); err != nil {
+		return nil, nil, err
+	}
+	var lostStarts []queue.Lease
+	errs := make([]error, len(outs))
+	ks := newKeyset(q.ids, q.queues)
+	args := []any{q.wake, 0}
+	var sent []int // the starts sent, by index
+	for i, l := range starts {
+		name, ok := leaseQueue(l.Token)
+		if !ok {
+			lostStarts = append(lostStarts, l)
+			continue
+		}
+		args = append(args, ks.of(q.base(name)), l.JobID, l.Token)
+		sent = append(sent, i)
+	}
+	args[1] = len(sent)
+	nAt := len(args)
+	args = append(args, 0)
+	var sentOuts []int
+	for i, o := range outs {
+		name, ok := leaseQueue(o.Lease.Token)
+		if !ok {
+			errs[i] = lostErr("completing job " + o.Lease.JobID)
+			continue
+		}
+		push := o.Push
+		if o.Outcome != queue.OutcomeDone && o.Outcome != queue.OutcomeFailed {
+			push = nil
+		}
+		if err := queue.ValidateBatch(push); err != nil {
+			errs[i] = err
+			continue
+		}
+		var at string
+		if !o.At.IsZero() {
+			at = strconv.FormatInt(millis(o.At), 10)
+		}
+		counted := "0"
+		if o.Counted {
+			counted = "1"
+		}
+		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, len(push))
+		for _, p := range push {
+			if p.ID == "" {
+				p.ID = queue.NewID()
+			}
+			var err error
+			if args, err = q.pushArgs(args, ks, &p); err != nil {
+				return nil, nil, wrap(doing, err)
+			}
+		}
+		sentOuts = append(sentOuts, i)
+	}
+	args[nAt] = len(sentOuts)
+	if len(sent) == 0 && len(sentOuts) == 0 {
+		return lostStarts, errs, nil
+	}
+	out, err := completeScript.Run(ctx, q.rdb, ks.keys, args...).Slice()
+	if err != nil {
+		return nil, nil, wrap(doing, err)
+	}
+	if len(out) != 2 {
+		return nil, nil, fmt.Errorf("redisqueue: %s: the script answered %d values, want 2", doing, len(out))
+	}
+	lost, _ := out[0].([]any)
+	for _, x := range lost {
+		k, _ := x.(int64)
+		if k >= 1 && int(k) <= len(sent) {
+			lostStarts = append(lostStarts, starts[sent[k-1]])
+		}
+	}
+	codes, _ := out[1].([]any)
+	if len(codes) != len(sentOuts) {
+		return nil, nil, fmt.Errorf("redisqueue: %s: the script answered %d outcomes of %d", doing, len(codes), len(sentOuts))
+	}
+	for k, x := range codes {
+		i := sentOuts[k]
+		switch c, _ := x.(int64); c {
+		case 1:
+		case 0:
+			errs[i] = lostErr("completing job " + outs[i].Lease.JobID)
+		default:
+			errs[i] = fmt.Errorf("redisqueue: completing job %s: unknown outcome %d", outs[i].Lease.JobID, outs[i].Outcome)
+		}
+	}
+	return lostStarts, errs, nil
+}
+
+// completeOne records one outcome through Complete.
+func (q *Queue) completeOne(ctx context.Context, c queue.Completion) error {
+	_, errs, err := q.Complete(ctx, nil, []queue.Completion{c})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// Ack marks the job under l as done: it is deleted, and its unique key
+// freed. It returns an error matching queue.ErrLeaseLost if l is not the
+// job's current lease.
+func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
+	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeDone})
+}
+
+// Nack releases the job under l for another attempt at retryAt (now if
+// zero or past), with reason as its LastError; its AvailableAt becomes
+// that time.
+func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
+	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeRetried, At: retryAt, Reason: reason})
+}
+
+// Fail moves the job under l to the dead letters with reason as its
+// LastError, freeing its unique key.
+func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
+	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeFailed, Reason: reason})
+}
+
+// Snooze releases the job under l until at, giving its attempt back (see
+// queue.Snoozer).
+func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
+	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeSnoozed, At: at, Counted: counted})
+}
+
+// AckMany acks every current lease of leases in one script and returns
+// the others (see queue.BatchAcker).
+func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	_, lost, err := q.StartAck(ctx, nil, leases)
+	return lost, err
+}
+
+// Start counts one attempt for the job under each current lease in one
+// script and returns the others (see queue.Starter).
+func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+	lost, _, err := q.StartAck(ctx, leases, nil)
+	return lost, err
+}
+
+// StartAck counts the starts and acks the acks in one script (see
+// queue.StartAcker).
+func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) ([]queue.Lease, []queue.Lease, error) {
+	outs := make([]queue.Completion, len(acks))
+	for i, l := range acks {
+		outs[i] = queue.Completion{Lease: l, Outcome: queue.OutcomeDone}
+	}
+	lostStarts, errs, err := q.Complete(ctx, starts, outs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lostAcks []queue.Lease
+	for i, e := range errs {
+		if e != nil {
+			lostAcks = append(lostAcks, acks[i])
+		}
+	}
+	return lostStarts, lostAcks, nil
+}
+
+// Extend sets lease l's expiry to now plus d (see queue.Queue).
+func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
+	lost, err := q.ExtendMany(ctx, []queue.Lease{l}, d)
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return lostErr("extending the lease of job " + l.JobID)
+	}
+	return nil
+}
+
+// ExtendMany sets the expiry of every current lease of leases to now plus
+// d in one script and returns the others (see queue.BatchExtender).
+func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
+	doing := fmt.Sprintf("extending %d leases", len(leases))
+	if err := ctxErr(ctx, doing); err != nil {
+		return nil, err
+	}
+	var lost []queue.Lease
+	ks := newKeyset()
+	args := []any{d.Milliseconds()}
+	var sent []int
+	for i, l := range leases {
+		name, ok := leaseQueue(l.Token)
+		if !ok {
+			lost = append(lost, l)
+			continue
+		}
+		args = append(args, ks.of(q.base(name)), l.JobID, l.Token)
+		sent = append(sent, i)
+	}
+	if len(sent) == 0 {
+		return lost, nil
+	}
+	out, err := extendScript.Run(ctx, q.rdb, ks.keys, args...).Slice()
+	if err != nil {
+		return nil, wrap(doing, err)
+	}
+	for _, x := range out {
+		k, _ := x.(int64)
+		if k >= 1 && int(k) <= len(sent) {
+			lost = append(lost, leases[sent[k-1]])
+		}
+	}
+	return lost, nil
+}

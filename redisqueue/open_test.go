@@ -1,0 +1,104 @@
+package redisqueue_test
+
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/redisqueue"
+)
+
+// TestOpenRefuses checks what queue.Open refuses before it connects: a
+// parameter neither redisqueue nor go-redis reads, a prefix that would
+// change the hash tags, a malformed query.
+func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		url, want string
+	}{
+		{"redis://127.0.0.1:1/0?tabel=jobs", `unknown URL parameter "tabel"`},
+		{"rediss://127.0.0.1:1/0?prefix=a%7Bb", "without { or }"},
+		{"redis://127.0.0.1:1/0?prefix=", "without { or }"},
+		{"redis://127.0.0.1:1/0?prefix=a;b", `parameter "prefix" contains a ";"`},
+		{"redis://127.0.0.1:1/x", "invalid database number"},
+	}
+	for _, tc := range tests {
+		q, err := queue.Open(t.Context(), tc.url)
+		if err == nil {
+			q.Close()
+			t.Errorf("Open(%q) succeeded, want it refused", tc.url)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Open(%q) = %v, want an error containing %q", tc.url, err, tc.want)
+		}
+	}
+}
+
+// TestOpenURL opens a redis:// URL with a prefix and go-redis'
+// parameters, and works a job through it.
+func TestOpenURL(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	u := url.URL{Scheme: "redis", Host: rdb.Options().Addr, Path: "/0",
+		RawQuery: url.Values{"prefix": {p}, "pool_size": {"4"}, "dial_timeout": {"2s"}}.Encode()}
+	q, err := queue.Open(t.Context(), u.String())
+	if err != nil {
+		t.Fatalf("Open(%s): %v", u.String(), err)
+	}
+	defer q.Close()
+	if rq, ok := q.(*redisqueue.Queue); !ok || rq.Prefix() != p {
+		t.Fatalf("Open returned %T with prefix %v, want a *redisqueue.Queue with prefix %s", q, q, p)
+	}
+	if err := q.Push(t.Context(), queue.Job{Queue: "url", Name: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	// The job is under the prefix, seen through another handle.
+	if n, err := newQueue(t, rdb, p).Len(t.Context(), "url"); err != nil || n != 1 {
+		t.Fatalf("Len through another handle = %d, %v; want 1", n, err)
+	}
+}
+
+// TestNewRefusesCluster checks that New refuses the clients whose keys
+// span hash slots it cannot yet cross.
+func TestNewRefusesCluster(t *testing.T) {
+	t.Parallel()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cc.Close()
+	if _, err := redisqueue.New(cc); !errors.Is(err, queue.ErrConfig) {
+		t.Fatalf("New(*redis.ClusterClient) = %v, want an error matching ErrConfig", err)
+	}
+}
+
+// TestQueueNamesWithBraces checks that queue names holding the escape
+// characters and braces get keys of their own: a name is its whole hash
+// tag, and no two names share a key.
+func TestQueueNamesWithBraces(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	q := newQueue(t, rdb, prefix(t, rdb))
+	names := []string{"a}b", "a%7Db", "a", "{a}", "a%b", "}"}
+	for _, n := range names {
+		if err := q.Push(t.Context(), queue.Job{Queue: n, Name: "x"}); err != nil {
+			t.Fatalf("Push to %q: %v", n, err)
+		}
+	}
+	for _, n := range names {
+		jobs, err := q.Reserve(t.Context(), []string{n}, 10, time.Minute)
+		if err != nil || len(jobs) != 1 || jobs[0].Queue != n {
+			t.Fatalf("Reserve(%q) = %v, %v; want its one job", n, jobs, err)
+		}
+		if err := q.Ack(t.Context(), jobs[0].Lease()); err != nil {
+			t.Fatalf("Ack of the job of %q: %v", n, err)
+		}
+	}
+	if n, err := q.Len(t.Context(), ""); err != nil || n != 0 {
+		t.Fatalf("Len = %d, %v; want 0", n, err)
+	}
+}

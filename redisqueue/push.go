@@ -1,0 +1,162 @@
+package redisqueue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// maxMillis bounds the times stored (about year 33,658 either side of
+// 1970), so that a time offset by 10^15 stays a positive 16-digit number
+// that a Lua double holds exactly.
+const maxMillis = 1e15 - 1
+
+// millis returns t in Unix milliseconds, within ±maxMillis.
+func millis(t time.Time) int64 {
+	return min(max(t.UnixMilli(), -maxMillis), maxMillis)
+}
+
+// ceilMillis returns d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// pushArgs appends the pushFields arguments of j (with an ID) to args,
+// in push_one's order, its queue's base taken from ks.
+func (q *Queue) pushArgs(args []any, ks *keyset, j *queue.Job) ([]any, error) {
+	qn := j.QueueName()
+	var tags, meta string
+	if len(j.Tags) > 0 {
+		b, err := json.Marshal(j.Tags)
+		if err != nil {
+			return nil, err
+		}
+		tags = string(b)
+	}
+	if len(j.Meta) > 0 {
+		b, err := json.Marshal(j.Meta)
+		if err != nil {
+			return nil, err
+		}
+		meta = string(b)
+	}
+	var avail, created, until string
+	if !j.AvailableAt.IsZero() {
+		avail = strconv.FormatInt(millis(j.AvailableAt), 10)
+	}
+	if !j.CreatedAt.IsZero() {
+		created = strconv.FormatInt(millis(j.CreatedAt), 10)
+	}
+	if !j.RetryUntil.IsZero() {
+		until = strconv.FormatInt(millis(j.RetryUntil), 10)
+	}
+	var ufor int64
+	if j.UniqueKey != "" && j.UniqueFor > 0 {
+		ufor = ceilMillis(j.UniqueFor)
+	}
+	replace := "0"
+	if j.UniqueKey != "" && j.UniqueReplace {
+		replace = "1"
+	}
+	return append(args,
+		j.ID, qn, ks.of(q.base(qn)), j.Name, j.Payload,
+		strconv.Itoa(j.Priority), strconv.Itoa(j.MaxAttempts), strconv.FormatInt(int64(j.Timeout), 10),
+		j.UniqueKey, ufor, replace, tags, meta, avail, created, until,
+	), nil
+}
+
+// Push stores j under Push's contract (see queue.Pusher) in one script: a
+// duplicate ID or unique key stores nothing and returns a
+// *queue.DuplicateError; the ID of a dead letter moves it back to ready,
+// into j's queue, with its attempts reset.
+func (q *Queue) Push(ctx context.Context, j queue.Job) error {
+	if j.ID == "" {
+		j.ID = queue.NewID()
+	}
+	doing := "pushing job " + j.ID
+	if err := ctxErr(ctx, doing); err != nil {
+		return err
+	}
+	if err := queue.Validate(j); err != nil {
+		return err
+	}
+	res, err := q.push(ctx, []queue.Job{j})
+	if err != nil {
+		return wrap(doing, err)
+	}
+	if res[0] != nil {
+		return fmt.Errorf("redisqueue: %s: %w", doing, res[0])
+	}
+	return nil
+}
+
+// PushMany stores jobs with Push's rules in one script, so all of them or
+// none (see queue.BatchPusher): stored[i] is false for a duplicate,
+// including a duplicate of an earlier job of the batch. A job without an
+// ID is given one.
+func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
+	doing := fmt.Sprintf("pushing %d jobs", len(jobs))
+	if err := ctxErr(ctx, doing); err != nil {
+		return nil, err
+	}
+	if err := queue.ValidateBatch(jobs); err != nil {
+		return nil, err
+	}
+	stored := make([]bool, len(jobs))
+	if len(jobs) == 0 {
+		return stored, nil
+	}
+	withIDs := make([]queue.Job, len(jobs))
+	copy(withIDs, jobs)
+	for i := range withIDs {
+		if withIDs[i].ID == "" {
+			withIDs[i].ID = queue.NewID()
+		}
+	}
+	res, err := q.push(ctx, withIDs)
+	if err != nil {
+		return nil, wrap(doing, err)
+	}
+	for i, e := range res {
+		stored[i] = e == nil
+	}
+	return stored, nil
+}
+
+// push runs pushScript on jobs (validated, with IDs) and returns a
+// *queue.DuplicateError or nil per job.
+func (q *Queue) push(ctx context.Context, jobs []queue.Job) ([]error, error) {
+	ks := newKeyset(q.ids, q.queues)
+	args := make([]any, 0, 2+len(jobs)*pushFields)
+	args = append(args, q.wake, len(jobs))
+	var err error
+	for i := range jobs {
+		if args, err = q.pushArgs(args, ks, &jobs[i]); err != nil {
+			return nil, err
+		}
+	}
+	out, err := pushScript.Run(ctx, q.rdb, ks.keys, args...).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != 2*len(jobs) {
+		return nil, fmt.Errorf("push script answered %d values for %d jobs", len(out), len(jobs))
+	}
+	res := make([]error, len(jobs))
+	for i := range jobs {
+		code, _ := out[2*i].(int64)
+		holder, _ := out[2*i+1].(string)
+		switch code {
+		case 1:
+		case 0:
+			res[i] = &queue.DuplicateError{ExistingID: holder}
+		default:
+			res[i] = &queue.DuplicateError{ExistingID: holder, UniqueKey: jobs[i].UniqueKey}
+		}
+	}
+	return res, nil
+}

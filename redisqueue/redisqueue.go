@@ -1,0 +1,180 @@
+package redisqueue
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// DefaultPrefix is the key prefix a Queue uses unless WithPrefix names
+// another.
+const DefaultPrefix = "meridian"
+
+// Queue is a queue.Queue over Redis. It is safe for concurrent use by many
+// goroutines and many processes sharing one Redis and one prefix.
+type Queue struct {
+	rdb    redis.UniversalClient
+	prefix string
+	log    *slog.Logger
+
+	ids, queues, wake string // the global keys and the wake-up channel
+
+	ownsClient bool // Close closes rdb (queue.Open's queues)
+
+	waker waker
+
+	closeOnce sync.Once
+}
+
+// Option configures a Queue.
+type Option func(*Queue) error
+
+// WithPrefix sets the prefix of every key the Queue reads and writes
+// (default DefaultPrefix), so that several applications, or tests, share
+// one Redis without seeing each other's jobs. It may not be empty or hold
+// "{" or "}", which would change the keys' hash tags.
+func WithPrefix(p string) Option {
+	return func(q *Queue) error {
+		if p == "" || strings.ContainsAny(p, "{}") || len(p) > 128 {
+			return fmt.Errorf("redisqueue: prefix %q must be 1 to 128 bytes without { or }: %w", p, queue.ErrConfig)
+		}
+		q.prefix = p
+		return nil
+	}
+}
+
+// WithLogger sets where the Queue logs what it does not return (a lost
+// wake-up subscription). The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(q *Queue) error {
+		if l != nil {
+			q.log = l
+		}
+		return nil
+	}
+}
+
+// New returns a Queue over rdb, the client the program already has (a
+// *redis.Client of a standalone server or of a Sentinel failover). It does
+// no I/O: the keys are created as jobs are pushed. Close releases only
+// what the Queue started (its wake-up subscription); the client stays the
+// caller's.
+//
+// A *redis.ClusterClient or *redis.Ring is refused with an error matching
+// queue.ErrConfig: a push and a completion also write the prefix's ID
+// index, which on a Cluster lives in another slot than the queue's keys,
+// and the protocol that crosses slots is not built yet (docs/drivers.md).
+func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
+	switch rdb.(type) {
+	case nil:
+		return nil, fmt.Errorf("redisqueue: New with a nil client: %w", queue.ErrConfig)
+	case *redis.ClusterClient, *redis.Ring:
+		return nil, fmt.Errorf("redisqueue: %T is not supported yet: use a standalone or Sentinel *redis.Client: %w", rdb, queue.ErrConfig)
+	}
+	q := &Queue{rdb: rdb, prefix: DefaultPrefix, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		if err := o(q); err != nil {
+			return nil, err
+		}
+	}
+	g := "{" + q.prefix + "}"
+	q.ids, q.queues, q.wake = g+":ids", g+":queues", g+":wake"
+	q.waker.q = q
+	return q, nil
+}
+
+// Close stops the Queue's wake-up subscription and, for a Queue that
+// queue.Open opened, closes its client. Calls after Close fail.
+func (q *Queue) Close() error {
+	var err error
+	q.closeOnce.Do(func() {
+		q.waker.close()
+		if q.ownsClient {
+			err = q.rdb.Close()
+		}
+	})
+	return err
+}
+
+// Prefix returns the Queue's key prefix.
+func (q *Queue) Prefix() string { return q.prefix }
+
+// base returns the hash-tagged base of queue name's keys: {prefix:name},
+// with "%", "{" and "}" of name escaped, so that the tag is the whole name
+// and two names never share a key.
+func (q *Queue) base(name string) string {
+	if name == "" {
+		name = queue.DefaultQueue
+	}
+	var b strings.Builder
+	b.Grow(len(q.prefix) + len(name) + 3)
+	b.WriteByte('{')
+	b.WriteString(q.prefix)
+	b.WriteByte(':')
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '{':
+			b.WriteString("%7B")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// wrap wraps err once with what was being done. Errors Redis answers that
+// retrying cannot fix (authentication, permissions, a script Redis
+// refuses) are marked with queue.ErrConfig; ctx errors stay matchable.
+func wrap(doing string, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, p := range []string{"NOAUTH", "WRONGPASS", "NOPERM", "ERR Error compiling script", "ERR user_script", "CROSSSLOT"} {
+		if strings.HasPrefix(msg, p) {
+			return fmt.Errorf("redisqueue: %s: %w (%w)", doing, err, queue.ErrConfig)
+		}
+	}
+	return fmt.Errorf("redisqueue: %s: %w", doing, err)
+}
+
+// ctxErr returns ctx's error wrapped with doing, or nil.
+func ctxErr(ctx context.Context, doing string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisqueue: %s: %w", doing, err)
+	}
+	return nil
+}
+
+// keyset collects the keys of one script call: the fixed ones first, then
+// each queue base once, referred to by its index in KEYS (from 1, as Lua
+// counts).
+type keyset struct {
+	keys  []string
+	index map[string]int
+}
+
+func newKeyset(fixed ...string) *keyset {
+	return &keyset{keys: fixed, index: map[string]int{}}
+}
+
+// of returns the Lua index of base, adding it.
+func (k *keyset) of(base string) int {
+	if i, ok := k.index[base]; ok {
+		return i
+	}
+	k.keys = append(k.keys, base)
+	k.index[base] = len(k.keys)
+	return len(k.keys)
+}

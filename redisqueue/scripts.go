@@ -1,0 +1,378 @@
+package redisqueue
+
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Every state change is one of the Lua scripts below, run with EVALSHA
+// (go-redis' Script.Run sends the source once on NOSCRIPT). A script runs
+// atomically: the job's hash, the sets that order it, the unique keys and
+// the ID index change together or not at all. The scripts validate
+// nothing that could fail half way: the Go side checks every argument
+// first, so a script never stops after its first write.
+//
+// The per-queue state counts are the cardinalities of the state sets
+// (ready, sched, run, dead), which the same scripts change with the job;
+// the cumulative totals in <queue>:stats are HINCRBY'd beside them.
+//
+// Times are milliseconds of the Redis server's clock (TIME), so every
+// process agrees on when a lease ends. Numbers written back are formatted
+// with %d: Lua's own number-to-string conversion keeps 14 digits only.
+
+// prelude is the helpers every script shares.
+const prelude = `
+local OFF = 1000000000000000
+local function int(n) return string.format('%d', n) end
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- rmember is a job's member of the ready set: the set is scored by
+-- -priority, and members of one score sort by bytes, so the member leads
+-- with the fixed-width available-at and insertion sequence.
+local function rmember(av, sq, id)
+  return string.format('%016d%016d', av + OFF, sq) .. id
+end
+local JF = {'id','q','n','p','pr','a','ma','to','uk','tg','md','av','cr','le','tk','ex','sn','rc','ru'}
+-- enqueue puts the job on its ready or scheduled set by its available-at
+-- and reports whether it is ready now.
+local function enqueue(B, id, jk, av, now)
+  local v = redis.call('HMGET', jk, 'pr', 'sq')
+  if av <= now then
+    redis.call('ZADD', B..':ready', int(-tonumber(v[1])), rmember(av, tonumber(v[2]), id))
+    redis.call('HSET', jk, 'st', 'r')
+    return true
+  end
+  redis.call('ZADD', B..':sched', int(av), id)
+  redis.call('HSET', jk, 'st', 's')
+  return false
+end
+-- unready takes the waiting (ready or scheduled) job off its set.
+local function unready(B, id, jk, st)
+  if st == 's' then
+    redis.call('ZREM', B..':sched', id)
+  else
+    local v = redis.call('HMGET', jk, 'av', 'sq')
+    redis.call('ZREM', B..':ready', rmember(tonumber(v[1]), tonumber(v[2]), id))
+  end
+end
+-- free_key releases the job's unique key if it holds it.
+local function free_key(B, jk, id)
+  local uk = redis.call('HGET', jk, 'uk')
+  if uk and redis.call('HGET', B..':uniq', uk) == id then
+    redis.call('HDEL', B..':uniq', uk)
+  end
+end
+-- drop deletes the job and its index entry.
+local function drop(ids, B, jk, id)
+  redis.call('DEL', jk)
+  if redis.call('HGET', ids, id) == B then redis.call('HDEL', ids, id) end
+end
+-- leased returns the key of the job id when tok is its current lease.
+local function leased(B, id, tok, now)
+  local jk = B..':j:'..id
+  local v = redis.call('HMGET', jk, 'st', 'tk', 'ex')
+  if v[1] ~= 'x' or v[2] ~= tok or tonumber(v[3]) <= now then return nil end
+  return jk
+end
+-- push_one stores one job whose fields start at ARGV[i] (see pushArgs)
+-- and returns a status (1 stored, 0 active ID, 2 unique key held, 3 key
+-- held by UniqueFor), the holder's ID, and whether the job is ready now.
+local function push_one(ids, qset, now, i)
+  local id, qn, B = ARGV[i], ARGV[i+1], KEYS[tonumber(ARGV[i+2])]
+  local uk, ufor, urep = ARGV[i+8], tonumber(ARGV[i+9]), ARGV[i+10]
+  local old = redis.call('HGET', ids, id)
+  local ojk, ocr
+  if old then
+    ojk = old..':j:'..id
+    local ost = redis.call('HGET', ojk, 'st')
+    if ost == 'd' then
+      ocr = redis.call('HGET', ojk, 'cr')
+    elseif ost then
+      return 0, id, false
+    end
+  end
+  if uk ~= '' then
+    local holder = redis.call('HGET', B..':uniq', uk)
+    local hst
+    if holder then
+      hst = redis.call('HGET', B..':j:'..holder, 'st')
+      if not hst then
+        redis.call('HDEL', B..':uniq', uk)
+        holder = nil
+      end
+    end
+    if holder then
+      if urep == '1' and (hst == 'r' or hst == 's') then
+        local hjk = B..':j:'..holder
+        unready(B, holder, hjk, hst)
+        redis.call('HDEL', B..':uniq', uk)
+        drop(ids, B, hjk, holder)
+      else
+        return 2, holder, false
+      end
+    else
+      redis.call('ZREMRANGEBYSCORE', B..':ufor', '-inf', int(now))
+      if redis.call('ZSCORE', B..':ufor', uk) then return 3, '', false end
+    end
+  end
+  if ocr then
+    redis.call('ZREM', old..':dead', id)
+    redis.call('DEL', ojk)
+  end
+  local jk = B..':j:'..id
+  local sq = redis.call('INCR', B..':seq')
+  local av = now
+  if ARGV[i+13] ~= '' then av = tonumber(ARGV[i+13]) end
+  local cr = ARGV[i+14]
+  if cr == '' then cr = ocr or int(now) end
+  redis.call('HSET', jk, 'id', id, 'q', qn, 'n', ARGV[i+3], 'p', ARGV[i+4], 'pr', ARGV[i+5],
+    'a', 0, 'sq', sq, 'av', int(av), 'cr', cr, 'sn', 0)
+  local opt = {'ma', ARGV[i+6], 'to', ARGV[i+7], 'uk', uk, 'tg', ARGV[i+11], 'md', ARGV[i+12], 'ru', ARGV[i+15]}
+  for k = 1, #opt, 2 do
+    if opt[k+1] ~= '' and opt[k+1] ~= '0' then redis.call('HSET', jk, opt[k], opt[k+1]) end
+  end
+  redis.call('HSET', ids, id, B)
+  redis.call('SADD', qset, qn)
+  if uk ~= '' then
+    redis.call('HSET', B..':uniq', uk, id)
+    if ufor > 0 then redis.call('ZADD', B..':ufor', int(now + ufor), uk) end
+  end
+  return 1, '', enqueue(B, id, jk, av, now)
+end
+`
+
+// pushFields is how many ARGV entries push_one reads per job.
+const pushFields = 16
+
+// pushScript stores jobs: KEYS = ids, queues, then the queues' bases;
+// ARGV = channel, n, then n jobs of pushFields each. It returns a status
+// and a holder per job, and publishes each queue that got a ready job.
+var pushScript = redis.NewScript(prelude + `
+local ids, qset = KEYS[1], KEYS[2]
+local now = now_ms()
+local n = tonumber(ARGV[2])
+local out, woke = {}, {}
+for k = 0, n - 1 do
+  local i = 3 + k * ` + itoa(pushFields) + `
+  local st, holder, ready = push_one(ids, qset, now, i)
+  out[#out+1] = st
+  out[#out+1] = holder
+  if ready then woke[ARGV[i+1]] = true end
+end
+for qn in pairs(woke) do redis.call('PUBLISH', ARGV[1], qn) end
+return out
+`)
+
+// reserveScript leases up to n ready jobs of one queue: KEYS = base;
+// ARGV = n, lease ms, token head, token tail, attempts to add (0 or 1),
+// promote limit, and "peek" to lease nothing and return the best n
+// members of ready with their scores instead. Due scheduled jobs and jobs whose lease expired move to
+// ready first; an expired one keeps its available-at and sequence, so its
+// place, and is marked recovered.
+var reserveScript = redis.NewScript(prelude + `
+local B = KEYS[1]
+local now = now_ms()
+local n, lease, inc, lim = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local due = redis.call('ZRANGEBYSCORE', B..':sched', '-inf', int(now), 'LIMIT', 0, lim)
+for _, id in ipairs(due) do
+  local jk = B..':j:'..id
+  redis.call('ZREM', B..':sched', id)
+  enqueue(B, id, jk, tonumber(redis.call('HGET', jk, 'av')), now)
+end
+local gone = redis.call('ZRANGEBYSCORE', B..':run', '-inf', int(now), 'LIMIT', 0, lim)
+for _, id in ipairs(gone) do
+  local jk = B..':j:'..id
+  redis.call('ZREM', B..':run', id)
+  redis.call('HDEL', jk, 'tk', 'ex')
+  redis.call('HSET', jk, 'rc', 1)
+  enqueue(B, id, jk, tonumber(redis.call('HGET', jk, 'av')), now)
+end
+if ARGV[7] == 'peek' then
+  return redis.call('ZRANGE', B..':ready', 0, n - 1, 'WITHSCORES')
+end
+local ms = redis.call('ZRANGE', B..':ready', 0, n - 1)
+local exp = int(now + lease)
+local out = {}
+for i, m in ipairs(ms) do
+  local id = string.sub(m, 33)
+  local jk = B..':j:'..id
+  redis.call('ZREM', B..':ready', m)
+  redis.call('HSET', jk, 'st', 'x', 'tk', ARGV[3] .. i .. ARGV[4], 'ex', exp)
+  if inc > 0 then redis.call('HINCRBY', jk, 'a', inc) end
+  redis.call('ZADD', B..':run', exp, id)
+  out[#out+1] = redis.call('HMGET', jk, unpack(JF))
+  redis.call('HDEL', jk, 'rc')
+end
+return out
+`)
+
+// completeScript counts starts and records outcomes: KEYS = ids, queues,
+// then bases; ARGV = channel, number of starts, the starts (base index,
+// id, token), number of outcomes, the outcomes (base index, id, token,
+// outcome, at ms or "", reason, counted, number of pushes, the pushes).
+// It returns the indexes (from 1) of the lost starts and a status per
+// outcome: 1 recorded, 0 lease lost, 2 unknown outcome.
+var completeScript = redis.NewScript(prelude + `
+local ids, qset = KEYS[1], KEYS[2]
+local now = now_ms()
+local woke = {}
+local i = 1
+local function arg() i = i + 1; return ARGV[i] end
+local lost = {}
+local ns = tonumber(arg())
+for s = 1, ns do
+  local B, id, tok = KEYS[tonumber(arg())], arg(), arg()
+  local jk = leased(B, id, tok, now)
+  if jk then redis.call('HINCRBY', jk, 'a', 1) else lost[#lost+1] = s end
+end
+local codes = {}
+local no = tonumber(arg())
+for o = 1, no do
+  local B, id, tok, oc, at, reason, counted, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), tonumber(arg())
+  local first = i + 1
+  i = i + np * ` + itoa(pushFields) + `
+  local jk = leased(B, id, tok, now)
+  if not jk then
+    codes[o] = 0
+  elseif oc < 0 or oc > 4 then
+    codes[o] = 2
+  else
+    codes[o] = 1
+    redis.call('ZREM', B..':run', id)
+    if oc == 0 or oc == 3 then
+      free_key(B, jk, id)
+      drop(ids, B, jk, id)
+      redis.call('HINCRBY', B..':stats', oc == 0 and 'done' or 'cancelled', 1)
+    elseif oc == 2 then
+      free_key(B, jk, id)
+      redis.call('HDEL', jk, 'tk', 'ex')
+      redis.call('HSET', jk, 'st', 'd', 'le', reason, 'dd', int(now))
+      redis.call('ZADD', B..':dead', int(now), id)
+      redis.call('HINCRBY', B..':stats', 'dead', 1)
+    else
+      local t = now
+      if at ~= '' and tonumber(at) > now then t = tonumber(at) end
+      redis.call('HDEL', jk, 'tk', 'ex')
+      redis.call('HSET', jk, 'av', int(t))
+      if oc == 1 then
+        redis.call('HSET', jk, 'le', reason)
+        redis.call('HINCRBY', B..':stats', 'retried', 1)
+      else
+        local a = tonumber(redis.call('HGET', jk, 'a'))
+        if a > 0 then redis.call('HSET', jk, 'a', a - 1) end
+        if counted == '1' then redis.call('HINCRBY', jk, 'sn', 1) end
+      end
+      if enqueue(B, id, jk, t, now) then woke[redis.call('HGET', jk, 'q')] = true end
+    end
+    if oc == 0 or oc == 2 then
+      for p = 0, np - 1 do
+        local pi = first + p * ` + itoa(pushFields) + `
+        local st, _, ready = push_one(ids, qset, now, pi)
+        if ready then woke[ARGV[pi+1]] = true end
+      end
+    end
+  end
+end
+for qn in pairs(woke) do redis.call('PUBLISH', ARGV[1], qn) end
+return {lost, codes}
+`)
+
+// extendScript sets the expiry of current leases to now plus d: KEYS =
+// bases; ARGV = d ms, then (base index, id, token) per lease. It returns
+// the indexes (from 1) of the lost leases.
+var extendScript = redis.NewScript(prelude + `
+local now = now_ms()
+local exp = int(now + tonumber(ARGV[1]))
+local lost = {}
+local n = (#ARGV - 1) / 3
+for k = 0, n - 1 do
+  local B, id, tok = KEYS[tonumber(ARGV[2 + k*3])], ARGV[3 + k*3], ARGV[4 + k*3]
+  local jk = leased(B, id, tok, now)
+  if jk then
+    redis.call('HSET', jk, 'ex', exp)
+    redis.call('ZADD', B..':run', exp, id)
+  else
+    lost[#lost+1] = k + 1
+  end
+end
+return lost
+`)
+
+// retryDeadScript moves a dead letter back to ready: KEYS = ids; ARGV =
+// id, channel. It returns {1} when moved, {0} when id is not a dead
+// letter, {2, holder} when its unique key is held by another active job.
+var retryDeadScript = redis.NewScript(prelude + `
+local ids, id = KEYS[1], ARGV[1]
+local B = redis.call('HGET', ids, id)
+if not B then return {0} end
+local jk = B..':j:'..id
+local v = redis.call('HMGET', jk, 'st', 'uk', 'q')
+if v[1] ~= 'd' then return {0} end
+if v[2] then
+  local holder = redis.call('HGET', B..':uniq', v[2])
+  if holder and holder ~= id then return {2, holder} end
+  redis.call('HSET', B..':uniq', v[2], id)
+end
+local now = now_ms()
+redis.call('ZREM', B..':dead', id)
+redis.call('HDEL', jk, 'dd')
+redis.call('HSET', jk, 'a', 0, 'av', int(now))
+enqueue(B, id, jk, now, now)
+redis.call('PUBLISH', ARGV[2], v[3])
+return {1}
+`)
+
+// forgetDeadScript deletes a dead letter: KEYS = ids; ARGV = id. It
+// returns 1 when deleted, 0 when id is not a dead letter.
+var forgetDeadScript = redis.NewScript(prelude + `
+local ids, id = KEYS[1], ARGV[1]
+local B = redis.call('HGET', ids, id)
+if not B then return 0 end
+local jk = B..':j:'..id
+if redis.call('HGET', jk, 'st') ~= 'd' then return 0 end
+redis.call('ZREM', B..':dead', id)
+drop(ids, B, jk, id)
+return 1
+`)
+
+// flushDeadScript deletes up to limit dead letters of one queue: KEYS =
+// ids, base; ARGV = limit. It returns how many it deleted.
+var flushDeadScript = redis.NewScript(prelude + `
+local ids, B = KEYS[1], KEYS[2]
+local dead = redis.call('ZRANGE', B..':dead', 0, tonumber(ARGV[1]) - 1)
+for _, id in ipairs(dead) do
+  redis.call('ZREM', B..':dead', id)
+  drop(ids, B, B..':j:'..id, id)
+end
+return #dead
+`)
+
+// purgeScript deletes up to limit ready and up to limit scheduled jobs of
+// one queue: KEYS = ids, base; ARGV = limit. It returns how many it
+// deleted.
+var purgeScript = redis.NewScript(prelude + `
+local ids, B = KEYS[1], KEYS[2]
+local lim = tonumber(ARGV[1])
+local n = 0
+for _, m in ipairs(redis.call('ZRANGE', B..':ready', 0, lim - 1)) do
+  local id = string.sub(m, 33)
+  local jk = B..':j:'..id
+  redis.call('ZREM', B..':ready', m)
+  free_key(B, jk, id)
+  drop(ids, B, jk, id)
+  n = n + 1
+end
+for _, id in ipairs(redis.call('ZRANGE', B..':sched', 0, lim - 1)) do
+  local jk = B..':j:'..id
+  redis.call('ZREM', B..':sched', id)
+  free_key(B, jk, id)
+  drop(ids, B, jk, id)
+  n = n + 1
+end
+return n
+`)
+
+func itoa(n int) string { return strconv.Itoa(n) }
