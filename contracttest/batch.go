@@ -77,7 +77,7 @@ func wantCallbacks(t *testing.T, got map[string]map[queue.BatchEvent][]queue.Job
 }
 
 // getBatch reads batch id and fails on error.
-func getBatch(t *testing.T, b queue.Batcher, id string) queue.BatchInfo {
+func getBatch(t *testing.T, b queue.Workflows, id string) queue.BatchInfo {
 	t.Helper()
 	info, err := b.GetBatch(t.Context(), id)
 	if err != nil {
@@ -110,20 +110,26 @@ func reserveMembers(t *testing.T, q queue.Queue, n int) map[string]queue.Job {
 	return out
 }
 
+// finishMember records outcome o of the member under l in batch through
+// Complete, and returns its answer.
+func finishMember(ctx context.Context, q queue.Queue, l queue.Lease, batch string, o queue.Outcome, reason string) error {
+	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: o, Reason: reason, Batch: batch})
+}
+
 // finish records outcome o of member j.
-func finish(t *testing.T, b queue.Batcher, j queue.Job, o queue.Outcome, reason string) {
+func finish(t *testing.T, q queue.Queue, j queue.Job, o queue.Outcome, reason string) {
 	t.Helper()
-	if err := b.FinishMember(t.Context(), j.Lease(), queue.BatchOf(&j), o, reason); err != nil {
-		t.Fatalf("FinishMember(%s, %s): %v", j.ID, o, err)
+	if err := finishMember(t.Context(), q, j.Lease(), queue.BatchOf(&j), o, reason); err != nil {
+		t.Fatalf("Complete(%s) of member %s: %v", o, j.ID, err)
 	}
 }
 
-// twoHandles returns q's Batcher and a second handle's: another
-// process's where the store is shared (Harness.Peer), q's again where not.
-func (s *suite) twoHandles(t *testing.T, q queue.Queue) []queue.Batcher {
-	hs := []queue.Batcher{q.(queue.Batcher), q.(queue.Batcher)}
+// twoHandles returns q and a second handle: another process's where the
+// store is shared (Harness.Peer), q again where not.
+func (s *suite) twoHandles(t *testing.T, q queue.Queue) []queue.Queue {
+	hs := []queue.Queue{q, q}
 	if s.h.Peer != nil {
-		hs[1] = s.h.Peer(t, q).(queue.Batcher)
+		hs[1] = s.h.Peer(t, q)
 	}
 	return hs
 }
@@ -131,7 +137,7 @@ func (s *suite) twoHandles(t *testing.T, q queue.Queue) []queue.Batcher {
 // finishAtOnce dispatches a batch of size members, reserves two and
 // records outcome o for both at the same instant, each through one of
 // handles. It returns the batch's ID and the two calls' errors.
-func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Batcher, size int, o queue.Outcome) (string, []error) {
+func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Queue, size int, o queue.Outcome) (string, []error) {
 	t.Helper()
 	id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, size, false))
 	if err != nil {
@@ -147,7 +153,7 @@ func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Batcher, size int
 	for i, h := range handles {
 		wg.Go(func() {
 			<-start
-			errs[i] = h.FinishMember(context.WithoutCancel(t.Context()), js[i].Lease(), id, o, fmt.Sprint("failure ", i))
+			errs[i] = finishMember(context.WithoutCancel(t.Context()), h, js[i].Lease(), id, o, fmt.Sprint("failure ", i))
 		})
 	}
 	close(start)
@@ -155,12 +161,12 @@ func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Batcher, size int
 	return id, errs
 }
 
-// testBatches checks batches (queue.Batch, queue.Batcher): progress kept in
+// testBatches checks batches (queue.Batch, queue.Workflows): progress kept in
 // the store, then / catch / finally exactly once, allowFailures, adding to
 // and cancelling a batch, atomic dispatch in a transaction, and members
 // finishing at once on several processes.
 func (s *suite) testBatches(t *testing.T) {
-	checkAs(s, t, "ThenFinallyOnce", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "ThenFinallyOnce", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		bt := newBatch(t, 3, false)
 		id, err := queue.DispatchBatch(t.Context(), q, bt)
 		if err != nil {
@@ -179,7 +185,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		i := 0
 		for _, j := range m {
-			finish(t, b, j, queue.OutcomeDone, "")
+			finish(t, q, j, queue.OutcomeDone, "")
 			if i++; i < 3 {
 				if cb := callbacks(t, q); len(cb) != 0 {
 					t.Fatalf("after %d of 3 members, callbacks %v were pushed", i, cb)
@@ -197,14 +203,14 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("the then job is %s, want the batch's %s", got[0].ID, bt.Then.ID)
 		}
 		for _, j := range m {
-			if err := b.FinishMember(t.Context(), j.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
-				t.Errorf("FinishMember of a member finished already: %v, want ErrLeaseLost", err)
+			if err := finishMember(t.Context(), q, j.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
+				t.Errorf("Complete of a member finished already: %v, want ErrLeaseLost", err)
 			}
 		}
 		wantBatch(t, "after finishing members again", getBatch(t, b, id), 3, 0, 3, 0, 0)
 		wantLen(t, q, "bm", 0)
 	})
-	checkAs(s, t, "FailureCancels", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "FailureCancels", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 4, false))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
@@ -218,7 +224,7 @@ func (s *suite) testBatches(t *testing.T) {
 				second = j
 			}
 		}
-		finish(t, b, first, queue.OutcomeFailed, "boom")
+		finish(t, q, first, queue.OutcomeFailed, "boom")
 		info := getBatch(t, b, id)
 		wantBatch(t, "after the first failure", info, 4, 0, 0, 1, 3)
 		if info.CancelledAt.IsZero() || !info.Finished() || info.CatchAt.IsZero() || !info.ThenAt.IsZero() {
@@ -230,13 +236,13 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("the catch job's meta %v, want the failed member %s and its error", c[0].Meta, first.ID)
 		}
 		wantLen(t, q, "bm", 0) // the waiting members were cancelled
-		if err := b.FinishMember(t.Context(), second.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
-			t.Errorf("FinishMember of a running member of a cancelled batch: %v, want ErrLeaseLost", err)
+		if err := finishMember(t.Context(), q, second.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Errorf("Complete of a running member of a cancelled batch: %v, want ErrLeaseLost", err)
 		}
 		if dead := deadLetters(t, q, "bm", 10); len(dead) != 1 || dead[0].ID != first.ID {
 			t.Errorf("dead letters %v, want the failed member %s", ids(dead), first.ID)
 		}
-		if in, ok := q.(queue.Inspector); ok && s.h.Caps.NoAttemptHistory == "" {
+		if in := inspector(q); in != nil && s.h.Caps.NoAttemptHistory == "" {
 			// The member's failed attempt is in its history, as Fail
 			// records it.
 			info, err := in.GetJob(t.Context(), first.ID)
@@ -248,7 +254,7 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("AddToBatch to a cancelled batch: %v, want ErrBatchClosed", err)
 		}
 	})
-	checkAs(s, t, "AllowFailures", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "AllowFailures", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 3, true))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
@@ -257,8 +263,8 @@ func (s *suite) testBatches(t *testing.T) {
 		for _, j := range reserveMembers(t, q, 3) {
 			ms = append(ms, j)
 		}
-		finish(t, b, ms[0], queue.OutcomeFailed, "first")
-		finish(t, b, ms[1], queue.OutcomeFailed, "second")
+		finish(t, q, ms[0], queue.OutcomeFailed, "first")
+		finish(t, q, ms[1], queue.OutcomeFailed, "second")
 		info := getBatch(t, b, id)
 		wantBatch(t, "after two failures", info, 3, 1, 0, 2, 0)
 		if !info.CancelledAt.IsZero() || info.Finished() {
@@ -269,7 +275,7 @@ func (s *suite) testBatches(t *testing.T) {
 		if c := cb[id][queue.BatchCatch]; len(c) == 1 && c[0].Meta[queue.MetaBatchFailed] != ms[0].ID {
 			t.Errorf("the catch job names member %s, want the first failure %s", c[0].Meta[queue.MetaBatchFailed], ms[0].ID)
 		}
-		finish(t, b, ms[2], queue.OutcomeDone, "")
+		finish(t, q, ms[2], queue.OutcomeDone, "")
 		wantBatch(t, "after the last member", getBatch(t, b, id), 3, 0, 1, 2, 0)
 		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
 		// A failed member retried and done completes the batch: then
@@ -278,14 +284,14 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Fatalf("RetryDead: %v", err)
 		}
 		r := reserveOne(t, q, "bm", ms[0].ID, longLease)
-		finish(t, b, r, queue.OutcomeDone, "")
+		finish(t, q, r, queue.OutcomeDone, "")
 		wantBatch(t, "after a retried member succeeded", getBatch(t, b, id), 3, 0, 2, 1, 0)
 		wantCallbacks(t, callbacks(t, q), id)
 		if err := q.RetryDead(t.Context(), ms[1].ID); err != nil {
 			t.Fatalf("RetryDead: %v", err)
 		}
 		r = reserveOne(t, q, "bm", ms[1].ID, longLease)
-		finish(t, b, r, queue.OutcomeDone, "")
+		finish(t, q, r, queue.OutcomeDone, "")
 		info = getBatch(t, b, id)
 		wantBatch(t, "after every retried member succeeded", info, 3, 0, 3, 0, 0)
 		if info.ThenAt.IsZero() {
@@ -293,7 +299,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		wantCallbacks(t, callbacks(t, q), id, queue.BatchThen)
 	})
-	checkAs(s, t, "AddAndCancel", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "AddAndCancel", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 2, false))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
@@ -315,7 +321,7 @@ func (s *suite) testBatches(t *testing.T) {
 				running = j
 			}
 		}
-		finish(t, b, done, queue.OutcomeDone, "")
+		finish(t, q, done, queue.OutcomeDone, "")
 		info, err := b.CancelBatch(t.Context(), id)
 		if err != nil {
 			t.Fatalf("CancelBatch: %v", err)
@@ -326,8 +332,8 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
 		wantLen(t, q, "bm", 0)
-		if err := b.FinishMember(t.Context(), running.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
-			t.Errorf("FinishMember of a member running when its batch was cancelled: %v, want ErrLeaseLost", err)
+		if err := finishMember(t.Context(), q, running.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Errorf("Complete of a member running when its batch was cancelled: %v, want ErrLeaseLost", err)
 		}
 		again, err := b.CancelBatch(t.Context(), id)
 		if err != nil || again != info {
@@ -363,11 +369,11 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("member states %v, want 1 done and 3 cancelled", states)
 		}
 	})
-	checkAs(s, t, "CancelJobCounts", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "CancelJobCounts", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		// A member cancelled on its own (the dashboard's cancel button)
 		// counts as cancelled: the batch still finishes.
-		if _, ok := q.(queue.Canceller); !ok {
-			t.Skip("driver does not implement queue.Canceller")
+		if controller(q) == nil {
+			t.Skip(lacks(q, "Controller"))
 		}
 		bt := newBatch(t, 2, false)
 		id, err := queue.DispatchBatch(t.Context(), q, bt)
@@ -378,7 +384,7 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Fatalf("CancelJob of a member: %v", err)
 		}
 		wantBatch(t, "after cancelling a member", getBatch(t, b, id), 2, 1, 0, 0, 1)
-		finish(t, b, reserveOne(t, q, "bm", bt.Jobs[1].ID, longLease), queue.OutcomeDone, "")
+		finish(t, q, reserveOne(t, q, "bm", bt.Jobs[1].ID, longLease), queue.OutcomeDone, "")
 		info := getBatch(t, b, id)
 		wantBatch(t, "after the other member", info, 2, 0, 1, 0, 1)
 		if !info.Finished() || !info.ThenAt.IsZero() {
@@ -386,7 +392,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
 	})
-	checkAs(s, t, "PurgeAndBulkCancelCount", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "PurgeAndBulkCancelCount", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		// Members removed by a bulk cancel or by Purge count as cancelled
 		// in their batch, whose Finally then comes: otherwise the batch
 		// would wait for them forever.
@@ -396,7 +402,7 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Fatalf("DispatchBatch: %v", err)
 		}
 		cancelled := 0
-		if ba, ok := q.(queue.BulkActor); ok {
+		if ba := controller(q); ba != nil {
 			n, err := ba.ActOn(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "bm"}, queue.BulkCancel, 1)
 			if err != nil || n != 1 {
 				t.Fatalf("ActOn(cancel, limit 1) = %d, %v; want 1, nil", n, err)
@@ -415,7 +421,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
 	})
-	checkAs(s, t, "List", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "List", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		var want []string
 		for range 5 {
 			id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 1, false))
@@ -448,7 +454,7 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("ListBatches over the page cap: %v, want ErrBatch", err)
 		}
 	})
-	checkAs(s, t, "Invalid", func(t *testing.T, q queue.Queue, _ queue.Batcher) {
+	checkAs(s, t, "Invalid", func(t *testing.T, q queue.Queue, _ queue.Workflows) {
 		bt := newBatch(t, 2, false)
 		bt.Jobs[1].UniqueKey = "k"
 		if _, err := queue.DispatchBatch(t.Context(), q, bt); !errors.Is(err, queue.ErrBatch) {
@@ -460,7 +466,7 @@ func (s *suite) testBatches(t *testing.T) {
 		wantLen(t, q, "", 0)
 	})
 	if s.h.Tx != nil {
-		checkAs(s, t, "AtomicInTx", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+		checkAs(s, t, "AtomicInTx", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 			p, _, rollback := s.h.Tx(t, q)
 			id, err := queue.DispatchBatch(t.Context(), p, newBatch(t, 3, false))
 			if err != nil {
@@ -485,7 +491,7 @@ func (s *suite) testBatches(t *testing.T) {
 			wantLen(t, q, "bm", 3)
 		})
 	}
-	checkAs(s, t, "ConcurrentFinish", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "ConcurrentFinish", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		// Two members of each batch finish at the same instant through two
 		// handles (two processes on a shared store): then and finally are
 		// pushed once per batch, never twice, never not at all.
@@ -493,13 +499,13 @@ func (s *suite) testBatches(t *testing.T) {
 		for range 20 {
 			id, errs := finishAtOnce(t, q, hs, 2, queue.OutcomeDone)
 			if err := errors.Join(errs...); err != nil {
-				t.Fatalf("FinishMember at once: %v", err)
+				t.Fatalf("Complete at once: %v", err)
 			}
 			wantBatch(t, fmt.Sprintf("batch %s", id), getBatch(t, b, id), 2, 0, 2, 0, 0)
 			wantCallbacks(t, callbacks(t, q), id, queue.BatchThen, queue.BatchFinally)
 		}
 	})
-	checkAs(s, t, "ConcurrentFailures", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "ConcurrentFailures", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		// Two running members of each batch of four are dead-lettered at
 		// the same instant through two handles, without AllowFailures. A
 		// failure cancels the members not yet finished: the other running
@@ -515,7 +521,7 @@ func (s *suite) testBatches(t *testing.T) {
 				case errors.Is(err, queue.ErrLeaseLost):
 					lost++
 				case err != nil:
-					t.Fatalf("FinishMember(failed) at once: %v", err)
+					t.Fatalf("Complete(failed) at once: %v", err)
 				}
 			}
 			if lost > 1 {
@@ -525,7 +531,7 @@ func (s *suite) testBatches(t *testing.T) {
 			wantCallbacks(t, callbacks(t, q), id, queue.BatchCatch, queue.BatchFinally)
 		}
 	})
-	checkAs(s, t, "Workers", func(t *testing.T, q queue.Queue, _ queue.Batcher) {
+	checkAs(s, t, "Workers", func(t *testing.T, q queue.Queue, _ queue.Workflows) {
 		// Three Workers (on three processes where the store is shared)
 		// run a batch; each member and each callback runs once. A store
 		// in one process (memory) gets the 1,000 members; the
@@ -580,6 +586,6 @@ func (s *suite) testBatches(t *testing.T) {
 		if cbs[queue.BatchThen] != 1 || cbs[queue.BatchFinally] != 1 || cbs[queue.BatchCatch] != 0 {
 			t.Errorf("callbacks ran %v, want then and finally once each", cbs)
 		}
-		wantBatch(t, "after the workers", getBatch(t, q.(queue.Batcher), id), n, 0, n, 0, 0)
+		wantBatch(t, "after the workers", getBatch(t, workflows(q), id), n, 0, n, 0, 0)
 	})
 }

@@ -10,7 +10,7 @@ import (
 
 // testBulkActor checks acting on every job a filter selects.
 func (s *suite) testBulkActor(t *testing.T) {
-	count := func(t *testing.T, b queue.BulkActor, f queue.JobFilter, limit int) queue.Count {
+	count := func(t *testing.T, b queue.Controller, f queue.JobFilter, limit int) queue.Count {
 		t.Helper()
 		c, err := b.CountJobs(t.Context(), f, limit)
 		if err != nil {
@@ -18,7 +18,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		}
 		return c
 	}
-	act := func(t *testing.T, b queue.BulkActor, f queue.JobFilter, a queue.BulkAction, limit, want int) {
+	act := func(t *testing.T, b queue.Controller, f queue.JobFilter, a queue.BulkAction, limit, want int) {
 		t.Helper()
 		n, err := b.ActOn(t.Context(), f, a, limit)
 		if err != nil || n != want {
@@ -37,7 +37,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		return j
 	}
 
-	checkAs(s, t, "CountAndAct", func(t *testing.T, q queue.Queue, b queue.BulkActor) {
+	checkAs(s, t, "CountAndAct", func(t *testing.T, q queue.Queue, b queue.Controller) {
 		for range 3 {
 			dead(t, q, "bk", "A", "")
 			dead(t, q, "bk", "B", `{"needle":1}`)
@@ -108,9 +108,9 @@ func (s *suite) testBulkActor(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "Cancel", func(t *testing.T, q queue.Queue, b queue.BulkActor) {
-		if _, ok := q.(queue.Canceller); !ok {
-			t.Skip("driver does not implement queue.Canceller")
+	checkAs(s, t, "Cancel", func(t *testing.T, q queue.Queue, b queue.Controller) {
+		if controller(q) == nil {
+			t.Skip(lacks(q, "Controller"))
 		}
 		pushN(t, q, "bkc", 5)
 		keep := pushN(t, q, "bkc-other", 1)[0]
@@ -133,7 +133,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		// The cancelled running job's lease is lost; the other still holds.
 		var lost int
 		for _, j := range running {
-			if err := q.Ack(t.Context(), j.Lease()); err != nil {
+			if err := ackLease(t.Context(), q, j.Lease()); err != nil {
 				wantErr(t, "Ack of a job cancelled while running", err, queue.ErrLeaseLost)
 				lost++
 			}
@@ -144,7 +144,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		reserveOne(t, q, "bkc-other", keep.ID, longLease)
 	})
 
-	checkAs(s, t, "RetrySkipsHeldUniqueKey", func(t *testing.T, q queue.Queue, b queue.BulkActor) {
+	checkAs(s, t, "RetrySkipsHeldUniqueKey", func(t *testing.T, q queue.Queue, b queue.Controller) {
 		j := newJob("bku")
 		j.UniqueKey = "held-" + j.ID
 		push(t, q, j)
@@ -183,7 +183,7 @@ func (s *suite) testAttemptHistory(t *testing.T) {
 			}
 			last = got[0]
 			if i < 2 {
-				if err := q.Nack(t.Context(), last.Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
+				if err := nackLease(t.Context(), q, last.Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -233,7 +233,7 @@ func (s *suite) testAttemptHistory(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("Reserve %d: %d jobs", i+1, len(got))
 			}
-			if err := q.Nack(t.Context(), got[0].Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
+			if err := nackLease(t.Context(), q, got[0].Lease(), time.Time{}, fmt.Sprintf("failure %d", i+1)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -87,7 +87,7 @@ func newChain(t *testing.T, c, queueName string, n int) queue.Chain {
 
 // testChains checks chains (queue.Chain): steps in order and once, the
 // catch job on a dead-lettered step, atomic dispatch inside a transaction,
-// the driver's Chainer, and a crash between two steps.
+// Complete's pushes, and a crash between two steps.
 func (s *suite) testChains(t *testing.T) {
 	s.check(t, "InOrderOnce", func(t *testing.T, q queue.Queue) {
 		log := newChainLog()
@@ -184,7 +184,7 @@ func (s *suite) testChains(t *testing.T) {
 			}
 		})
 	}
-	checkAs(s, t, "Chainer", func(t *testing.T, q queue.Queue, c queue.Chainer) {
+	s.check(t, "CompletePushes", func(t *testing.T, q queue.Queue) {
 		ctx := t.Context()
 		first := newJob("chainer")
 		push(t, q, first)
@@ -192,8 +192,8 @@ func (s *suite) testChains(t *testing.T) {
 		next := newJob("chainer")
 		stale := r.Lease()
 		stale.Token += "x"
-		if err := c.AckPush(ctx, stale, []queue.Job{next}); !errors.Is(err, queue.ErrLeaseLost) {
-			t.Fatalf("AckPush under a lease that is not current: %v, want ErrLeaseLost", err)
+		if err := completeOne(ctx, q, queue.Completion{Lease: stale, Outcome: queue.OutcomeDone, Push: []queue.Job{next}}); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Fatalf("Complete(done) with a push under a lease that is not current: %v, want ErrLeaseLost", err)
 		}
 		wantLen(t, q, "chainer", 1) // nothing pushed
 		held := newJob("chainer")
@@ -201,15 +201,15 @@ func (s *suite) testChains(t *testing.T) {
 		push(t, q, held)
 		dup := newJob("chainer")
 		dup.UniqueKey = "held"
-		if err := c.AckPush(ctx, r.Lease(), []queue.Job{next, dup}); err != nil {
-			t.Fatalf("AckPush: %v", err)
+		if err := completeOne(ctx, q, queue.Completion{Lease: r.Lease(), Outcome: queue.OutcomeDone, Push: []queue.Job{next, dup}}); err != nil {
+			t.Fatalf("Complete(done) with pushes: %v", err)
 		}
-		if err := q.Ack(ctx, r.Lease()); !errors.Is(err, queue.ErrLeaseLost) {
-			t.Fatalf("Ack after AckPush: %v, want ErrLeaseLost (acked already)", err)
+		if err := ackLease(ctx, q, r.Lease()); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Fatalf("Ack after Complete(done): %v, want ErrLeaseLost (acked already)", err)
 		}
 		got := reserve(t, q, []string{"chainer"}, 10, longLease)
 		if want := sorted(held.ID, next.ID); !slices.Equal(sortedIDs(got), want) {
-			t.Fatalf("after AckPush reserved %v, want %v (the pushed job and the holder of the key, not its duplicate)", sortedIDs(got), want)
+			t.Fatalf("after Complete(done) reserved %v, want %v (the pushed job and the holder of the key, not its duplicate)", sortedIDs(got), want)
 		}
 		var rn queue.Job
 		for _, j := range got {
@@ -218,16 +218,16 @@ func (s *suite) testChains(t *testing.T) {
 			}
 		}
 		catch := newJob("chainer-catch")
-		if err := c.FailPush(ctx, rn.Lease(), "boom", []queue.Job{catch}); err != nil {
-			t.Fatalf("FailPush: %v", err)
+		if err := completeOne(ctx, q, queue.Completion{Lease: rn.Lease(), Outcome: queue.OutcomeFailed, Reason: "boom", Push: []queue.Job{catch}}); err != nil {
+			t.Fatalf("Complete(failed) with a push: %v", err)
 		}
 		dead := deadLetters(t, q, "chainer", 10)
 		if len(dead) != 1 || dead[0].ID != next.ID || dead[0].LastError != "boom" {
-			t.Fatalf("after FailPush dead letters %v, want job %s with its reason", dead, next.ID)
+			t.Fatalf("after Complete(failed) dead letters %v, want job %s with its reason", dead, next.ID)
 		}
 		reserveOne(t, q, "chainer-catch", catch.ID, longLease)
-		if err := c.FailPush(ctx, rn.Lease(), "again", []queue.Job{newJob("chainer-catch")}); !errors.Is(err, queue.ErrLeaseLost) {
-			t.Fatalf("FailPush of a dead letter: %v, want ErrLeaseLost", err)
+		if err := completeOne(ctx, q, queue.Completion{Lease: rn.Lease(), Outcome: queue.OutcomeFailed, Reason: "again", Push: []queue.Job{newJob("chainer-catch")}}); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Fatalf("Complete(failed) of a dead letter: %v, want ErrLeaseLost", err)
 		}
 		wantLen(t, q, "chainer-catch", 1) // the catch job reserved above, nothing more
 	})

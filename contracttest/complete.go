@@ -1,7 +1,9 @@
 package contracttest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -21,6 +23,67 @@ func complete(t *testing.T, q queue.Queue, starts []queue.Lease, outs ...queue.C
 		t.Fatalf("Complete answered %d of %d outcomes", len(errs), len(outs))
 	}
 	return lost, errs
+}
+
+// completeOne records c alone through Queue.Complete and returns its own
+// answer, or the call's error.
+func completeOne(ctx context.Context, q queue.Queue, c queue.Completion) error {
+	_, errs, err := q.Complete(ctx, nil, []queue.Completion{c})
+	if err != nil {
+		return err
+	}
+	if len(errs) != 1 {
+		return fmt.Errorf("Complete answered %d outcomes for 1", len(errs))
+	}
+	return errs[0]
+}
+
+// ackMany acks the jobs under leases in one Complete call and returns the
+// leases that were not current.
+func ackMany(ctx context.Context, q queue.Queue, leases []queue.Lease) ([]queue.Lease, error) {
+	outs := make([]queue.Completion, len(leases))
+	for i, l := range leases {
+		outs[i] = queue.Completion{Lease: l, Outcome: queue.OutcomeDone}
+	}
+	_, errs, err := q.Complete(ctx, nil, outs)
+	if err != nil {
+		return nil, err
+	}
+	var lost []queue.Lease
+	for i, e := range errs {
+		switch {
+		case errors.Is(e, queue.ErrLeaseLost):
+			lost = append(lost, leases[i])
+		case e != nil:
+			return lost, fmt.Errorf("ack of %s: %w", leases[i].JobID, e)
+		}
+	}
+	return lost, nil
+}
+
+// ackLease records that the job under l is done.
+func ackLease(ctx context.Context, q queue.Queue, l queue.Lease) error {
+	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeDone})
+}
+
+// nackLease releases the job under l for another attempt at retryAt.
+func nackLease(ctx context.Context, q queue.Queue, l queue.Lease, retryAt time.Time, reason string) error {
+	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeRetried, At: retryAt, Reason: reason})
+}
+
+// failLease dead-letters the job under l.
+func failLease(ctx context.Context, q queue.Queue, l queue.Lease, reason string) error {
+	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeFailed, Reason: reason})
+}
+
+// extendLease extends l alone through Queue.ExtendMany, answering
+// ErrLeaseLost when it was not current.
+func extendLease(ctx context.Context, q queue.Queue, l queue.Lease, d time.Duration) error {
+	lost, err := q.ExtendMany(ctx, []queue.Lease{l}, d)
+	if err == nil && len(lost) > 0 {
+		err = fmt.Errorf("extending %s: %w", l.JobID, queue.ErrLeaseLost)
+	}
+	return err
 }
 
 // reserveAll reserves from queueName until want jobs came back or
@@ -51,7 +114,7 @@ func (s *suite) testComplete(t *testing.T) {
 		}
 		wantLen(t, q, "cdone", 0)
 		expectNone(t, q, "cdone")
-		wantErr(t, "Ack after Complete(done)", q.Ack(t.Context(), r.Lease()), queue.ErrLeaseLost)
+		wantErr(t, "Ack after Complete(done)", ackLease(t.Context(), q, r.Lease()), queue.ErrLeaseLost)
 	})
 
 	s.check(t, "Retried", func(t *testing.T, q queue.Queue) {
@@ -95,7 +158,7 @@ func (s *suite) testComplete(t *testing.T) {
 		if dead := deadLetters(t, q, "ccancel", 10); len(dead) != 0 {
 			t.Fatalf("a cancelled job is among the dead letters: %v", ids(dead))
 		}
-		if in, ok := q.(queue.Inspector); ok {
+		if in := inspector(q); in != nil {
 			// Kept as cancelled, or gone where finished jobs are not kept.
 			info, err := in.GetJob(t.Context(), j.ID)
 			if !errors.Is(err, queue.ErrNotFound) && (err != nil || info.State != queue.StateCancelled) {
@@ -152,21 +215,16 @@ func (s *suite) testComplete(t *testing.T) {
 		if len(js) != 7 {
 			t.Fatalf("reserved %d jobs, want 7", len(js))
 		}
-		var starts, wantLostStarts []queue.Lease
-		var unstarted queue.Job
-		st, isStarter := q.(queue.Starter)
-		if isStarter {
-			u := newJob("cmix-start")
-			push(t, q, u)
-			got, err := st.ReserveUnstarted(t.Context(), []string{"cmix-start"}, 1, longLease)
-			if err != nil || len(got) != 1 {
-				t.Fatalf("ReserveUnstarted = %v, %v; want one job", ids(got), err)
-			}
-			unstarted = got[0]
-			stale := queue.Lease{JobID: unstarted.ID, Token: unstarted.LeaseToken + "x"}
-			starts = []queue.Lease{unstarted.Lease(), stale}
-			wantLostStarts = []queue.Lease{stale}
+		u := newJob("cmix-start")
+		push(t, q, u)
+		got, err := q.ReserveUnstarted(t.Context(), []string{"cmix-start"}, 1, longLease)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("ReserveUnstarted = %v, %v; want one job", ids(got), err)
 		}
+		unstarted := got[0]
+		stale := queue.Lease{JobID: unstarted.ID, Token: unstarted.LeaseToken + "x"}
+		starts := []queue.Lease{unstarted.Lease(), stale}
+		wantLostStarts := []queue.Lease{stale}
 		next := newJob("cmix-next")
 		staleOf := func(j queue.Job) queue.Lease { return queue.Lease{JobID: j.ID, Token: j.LeaseToken + "x"} }
 		outs := []queue.Completion{
@@ -209,16 +267,14 @@ func (s *suite) testComplete(t *testing.T) {
 		expectNone(t, q, "cmix")
 		ack(t, q, js[5])
 		ack(t, q, js[6])
-		if isStarter {
-			// The start counted the unstarted job's attempt.
-			nack(t, q, unstarted, time.Now(), "again")
-			if r := awaitReserve(t, q, "cmix-start", longLease); r.Attempts != 2 {
-				t.Fatalf("after a start and a retry Reserve gave %d attempts, want 2", r.Attempts)
-			}
+		// The start counted the unstarted job's attempt.
+		nack(t, q, unstarted, time.Now(), "again")
+		if r := awaitReserve(t, q, "cmix-start", longLease); r.Attempts != 2 {
+			t.Fatalf("after a start and a retry Reserve gave %d attempts, want 2", r.Attempts)
 		}
 	})
 
-	checkAs(s, t, "BatchMember", func(t *testing.T, q queue.Queue, b queue.Batcher) {
+	checkAs(s, t, "BatchMember", func(t *testing.T, q queue.Queue, b queue.Workflows) {
 		rec := newBatch(t, 2, false)
 		id, err := queue.DispatchBatch(t.Context(), q, rec)
 		if err != nil {

@@ -39,9 +39,9 @@ type Harness struct {
 
 // Capabilities declares the parts of the contract a driver may lack or do
 // differently. The zero value claims everything: no check is skipped.
-// Optional interfaces (queue.BatchPusher, queue.Inspector, ...) need no
-// flag: Run detects them by type assertion and skips the checks of those a
-// queue does not implement.
+// The optional abilities (queue.Inspector, queue.Controller, ...) need no
+// flag: Run finds them with queue.CapabilitiesOf and skips the checks of
+// those a store lacks, saying what it lacks.
 type Capabilities struct {
 	// NoDoneRetention, when not empty, says why the driver deletes acked
 	// jobs at once instead of keeping them in queue.StateDone for a while.
@@ -258,21 +258,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func ack(t *testing.T, q queue.Queue, j queue.Job) {
 	t.Helper()
-	if err := q.Ack(t.Context(), j.Lease()); err != nil {
+	if err := ackLease(t.Context(), q, j.Lease()); err != nil {
 		t.Fatalf("Ack(job %s): %v", j.ID, err)
 	}
 }
 
 func nack(t *testing.T, q queue.Queue, j queue.Job, at time.Time, reason string) {
 	t.Helper()
-	if err := q.Nack(t.Context(), j.Lease(), at, reason); err != nil {
+	if err := nackLease(t.Context(), q, j.Lease(), at, reason); err != nil {
 		t.Fatalf("Nack(job %s): %v", j.ID, err)
 	}
 }
 
 func fail(t *testing.T, q queue.Queue, j queue.Job, reason string) {
 	t.Helper()
-	if err := q.Fail(t.Context(), j.Lease(), reason); err != nil {
+	if err := failLease(t.Context(), q, j.Lease(), reason); err != nil {
 		t.Fatalf("Fail(job %s): %v", j.ID, err)
 	}
 }
@@ -363,7 +363,7 @@ func cancelled(t *testing.T) context.Context {
 // they hold (see hold).
 const holderID = "contracttest-holder"
 
-// hold reports, when q is a queue.WorkerRegistry, that one worker holds
+// hold reports, when q has a queue.Reporter, that one worker holds
 // exactly jobs (each in its queue, as Reserved), as a Worker reports the
 // jobs it holds with its heartbeat; with no jobs it reports none. A driver
 // may count and list running jobs from what the live workers report (see
@@ -371,8 +371,8 @@ const holderID = "contracttest-holder"
 // and then count or list the running ones report them first.
 func hold(t *testing.T, q queue.Queue, jobs ...queue.Job) {
 	t.Helper()
-	wr, ok := q.(queue.WorkerRegistry)
-	if !ok {
+	wr := queue.CapabilitiesOf(q).Reporter
+	if wr == nil {
 		return
 	}
 	var held map[string]int

@@ -514,10 +514,10 @@ func (s *suite) testContext(t *testing.T) {
 			t.Errorf("Attempts = %d after a cancelled Reserve and a real one, want 1", r.Attempts)
 		}
 
-		wantCanceled("Ack", q.Ack(ctx, r.Lease()))
-		wantCanceled("Nack", q.Nack(ctx, r.Lease(), time.Now(), "x"))
-		wantCanceled("Fail", q.Fail(ctx, r.Lease(), "x"))
-		wantCanceled("Extend", q.Extend(ctx, r.Lease(), time.Hour))
+		wantCanceled("Ack", ackLease(ctx, q, r.Lease()))
+		wantCanceled("Nack", nackLease(ctx, q, r.Lease(), time.Now(), "x"))
+		wantCanceled("Fail", failLease(ctx, q, r.Lease(), "x"))
+		wantCanceled("Extend", extendLease(ctx, q, r.Lease(), time.Hour))
 		_, err = q.Len(ctx, "ctx")
 		wantCanceled("Len", err)
 		_, err = q.Purge(ctx, "ctx")

@@ -10,15 +10,12 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// testCounter checks queue.Counter: after a mixed workload the counts
+// testCounter checks queue.Inspector: after a mixed workload the counts
 // equal the true number of jobs in each state, as the Inspector lists
 // them.
 func (s *suite) testCounter(t *testing.T) {
-	checkAs(s, t, "MatchesJobs", func(t *testing.T, q queue.Queue, c queue.Counter) {
-		in, ok := q.(queue.Inspector)
-		if !ok {
-			t.Skip("driver implements queue.Counter but not queue.Inspector: no true counts to compare with")
-		}
+	checkAs(s, t, "MatchesJobs", func(t *testing.T, q queue.Queue, c queue.Inspector) {
+		in := c
 		const a, b, idle, d, e = "count-a", "count-b", "count-idle", "count-d", "count-e"
 		wantCounts(t, c, in) // empty store
 
@@ -31,12 +28,10 @@ func (s *suite) testCounter(t *testing.T) {
 			j.AvailableAt = time.Now().Add(3 * time.Hour)
 			push(t, q, j)
 		}
-		if bp, ok := q.(queue.BatchPusher); ok {
-			jobs := []queue.Job{newJob(a), newJob(b), newJob(b)}
-			jobs = append(jobs, jobs[0]) // a duplicate ID: stored once
-			if _, err := bp.PushMany(t.Context(), jobs); err != nil {
-				t.Fatalf("PushMany: %v", err)
-			}
+		jobs := []queue.Job{newJob(a), newJob(b), newJob(b)}
+		jobs = append(jobs, jobs[0]) // a duplicate ID: stored once
+		if _, err := q.PushMany(t.Context(), jobs); err != nil {
+			t.Fatalf("PushMany: %v", err)
 		}
 		if s.h.Tx != nil {
 			p, commit, _ := s.h.Tx(t, q)
@@ -60,20 +55,15 @@ func (s *suite) testCounter(t *testing.T) {
 		hold(t, q, got...)
 		wantCounts(t, c, in)
 		ack(t, q, got[0])
-		if ba, ok := q.(queue.BatchAcker); ok {
-			if lost, err := ba.AckMany(t.Context(), []queue.Lease{got[1].Lease(), got[2].Lease()}); err != nil || len(lost) != 0 {
-				t.Fatalf("AckMany = %v, %v; want no lost lease, nil", lost, err)
-			}
-		} else {
-			ack(t, q, got[1])
-			ack(t, q, got[2])
+		if _, errs := complete(t, q, nil, queue.Completion{Lease: got[1].Lease(), Outcome: queue.OutcomeDone}, queue.Completion{Lease: got[2].Lease(), Outcome: queue.OutcomeDone}); errs[0] != nil || errs[1] != nil {
+			t.Fatalf("Complete of two acks: %v; want both recorded", errs)
 		}
 		nack(t, q, got[3], time.Now().Add(time.Hour), "later")
 		nack(t, q, got[4], time.Now(), "now")
 		fail(t, q, got[5], "broken")
 		fail(t, q, got[6], "broken too")
 		dead := killJob(t, q, d, "dead in d")
-		if cn, ok := q.(queue.Canceller); ok {
+		if cn := controller(q); cn != nil {
 			if _, err := cn.Cancel(t.Context(), got[7].ID); err != nil { // running
 				t.Fatalf("Cancel(running %s): %v", got[7].ID, err)
 			}
@@ -126,11 +116,8 @@ func (s *suite) testCounter(t *testing.T) {
 // testCounterPastCap is testCounter's check that counts do not stop at
 // the 10,000 up to which inspection counts rows.
 func (s *suite) testCounterPastCap(t *testing.T) {
-	checkAs(s, t, "PastTheCap", func(t *testing.T, q queue.Queue, c queue.Counter) {
-		bp, ok := q.(queue.BatchPusher)
-		if !ok {
-			t.Skip("driver does not implement queue.BatchPusher: 10,050 single pushes are too slow for the suite")
-		}
+	checkAs(s, t, "PastTheCap", func(t *testing.T, q queue.Queue, c queue.Inspector) {
+		bp := q
 		const name, n = "count-many", 10050
 		jobs := make([]queue.Job, n)
 		for i := range jobs {
@@ -152,7 +139,7 @@ func (s *suite) testCounterPastCap(t *testing.T) {
 			t.Fatalf("Counts: %v", err)
 		}
 		want := []queue.QueueCounts{{Queue: name, Pending: n, Ready: queue.Count{N: n - 2}, Scheduled: queue.Count{N: 1}, Running: queue.Count{N: 1}}}
-		if _, kept := q.(queue.Inspector); kept && s.h.Caps.NoDoneRetention == "" {
+		if s.h.Caps.NoDoneRetention == "" {
 			want[0].Done = 1
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -166,11 +153,8 @@ func (s *suite) testCounterPastCap(t *testing.T) {
 // up to which inspection counts rows, hours ahead, beside jobs due in
 // minutes, ready ones, a running one and retries whose time has passed.
 func (s *suite) testCounterScheduled(t *testing.T) {
-	checkAs(s, t, "ManyAhead", func(t *testing.T, q queue.Queue, c queue.Counter) {
-		bp, ok := q.(queue.BatchPusher)
-		if !ok {
-			t.Skip("driver does not implement queue.BatchPusher: 10,050 single pushes are too slow for the suite")
-		}
+	checkAs(s, t, "ManyAhead", func(t *testing.T, q queue.Queue, c queue.Inspector) {
+		bp := q
 		const name, ahead, soon, ready = "count-ahead", 10050, 6, 20
 		now := time.Now()
 		jobs := make([]queue.Job, 0, ahead+soon+ready)
@@ -220,10 +204,10 @@ func (s *suite) testCounterScheduled(t *testing.T) {
 	})
 }
 
-// testDeadSince checks queue.RecentDeadCounter: dead letters are counted
+// testDeadSince checks queue.Inspector: dead letters are counted
 // from the time they were dead-lettered, a retried one no longer counts.
 func (s *suite) testDeadSince(t *testing.T) {
-	checkAs(s, t, "ByFailureTime", func(t *testing.T, q queue.Queue, c queue.RecentDeadCounter) {
+	checkAs(s, t, "ByFailureTime", func(t *testing.T, q queue.Queue, c queue.Inspector) {
 		count := func(since time.Time) queue.Count {
 			t.Helper()
 			n, err := c.DeadSince(t.Context(), since)
@@ -259,7 +243,7 @@ func (s *suite) testDeadSince(t *testing.T) {
 	})
 	// Dead letters in several queues, some of each dead-lettered before
 	// the time asked about (drivers may count queue by queue).
-	checkAs(s, t, "SeveralQueues", func(t *testing.T, q queue.Queue, c queue.RecentDeadCounter) {
+	checkAs(s, t, "SeveralQueues", func(t *testing.T, q queue.Queue, c queue.Inspector) {
 		older := map[string]int{"since-x": 3, "since-y": 1, "since-z": 0}
 		newer := map[string]int{"since-x": 1, "since-y": 0, "since-z": 2}
 		for name, n := range older {
@@ -293,7 +277,7 @@ func (s *suite) testDeadSince(t *testing.T) {
 }
 
 // wantCounts compares c's counts with the jobs listed in each state.
-func wantCounts(t *testing.T, c queue.Counter, in queue.Inspector) {
+func wantCounts(t *testing.T, c queue.Inspector, in queue.Inspector) {
 	t.Helper()
 	want := map[string]*queue.QueueCounts{}
 	for _, st := range queue.JobStates {

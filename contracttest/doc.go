@@ -38,14 +38,14 @@
 //     named queues, a new token and
 //     Attempts incremented per delivery; Len and Purge by state and queue.
 //   - Leases: an expired lease makes the job reservable again with the
-//     attempt counted; Ack, Nack, Fail and Extend under a stale, wrong or
-//     finished lease return queue.ErrLeaseLost and change nothing; Nack
-//     respects its retry time and records LastError; Extend keeps a job
+//     attempt counted; outcomes and extensions under a stale, wrong or
+//     finished lease report queue.ErrLeaseLost and change nothing; a retry
+//     respects its time and records LastError; an extension keeps a job
 //     from re-delivery past its first lease (and sets now plus d);
 //     Attempts and MaxAttempts are kept for the worker's decision; eight
 //     concurrent reservers never hold one job at once and every job is
 //     delivered exactly once.
-//   - Dead letters: Fail lists a job with its reason, most recent first,
+//   - Dead letters: a failed outcome lists a job with its reason, most recent first,
 //     per queue and with a limit (a limit <= 0 is the largest page);
 //     RetryDead resets attempts; ForgetDead and FlushDead delete;
 //     ErrNotFound for jobs that are not dead letters;
@@ -53,23 +53,27 @@
 //   - Context: every method given a cancelled context returns an error
 //     matching context.Canceled and changes nothing.
 //
-// Optional interfaces, each checked when the queue implements it and
-// skipped with a reason otherwise: queue.BatchPusher (per-job stored
-// flags for duplicates within the batch and against stored jobs, 1,500
-// jobs in one call), queue.BatchAcker (lost leases reported),
-// queue.BatchExtender (lost leases reported; extended leases hold past
-// the original expiry),
-// queue.Waiter (a push wakes a waiting Wait, a ready job returns at once,
-// max bounds it, ctx ends it), queue.Inspector (GetJob and ListJobs in
-// every state, filters, keyset paging that covers every job exactly once
-// and refuses a foreign cursor with ErrBadCursor,
-// QueueStats counts, and with queue.RunObserver the per-minute Metrics),
-// queue.Pauser and queue.WorkerRegistry, queue.Leaser (one holder, expiry,
-// racing handles), queue.Canceller (waiting and running jobs, unique keys
-// freed), queue.Snoozer, queue.PeriodicStore (a tick claimed once), and the
+// The core's batch calls: PushMany (per-job stored flags for duplicates
+// within the batch and against stored jobs, 1,500 jobs in one call),
+// Complete (every outcome, pushes, batch members, start marks, lost leases
+// reported one by one), ExtendMany (lost leases reported; extended leases
+// hold past the original expiry), ReserveUnstarted (no attempt counted
+// until a start), and the
 // uniqueness modes of every Push (UniqueFor holds after finish, Replace of a
-// waiting job). Harness.Tx and Harness.Peer gate the transactional and
-// cross-process checks.
+// waiting job).
+//
+// The abilities queue.CapabilitiesOf finds, each checked when the store has
+// it and skipped, saying what it lacks, otherwise: queue.Waiter (a push
+// wakes a waiting Wait, a ready job returns at once, max bounds it, ctx
+// ends it), queue.Inspector (GetJob and ListJobs in every state, filters,
+// keyset paging that covers every job exactly once and refuses a foreign
+// cursor with ErrBadCursor, QueueStats counts, Counts, DeadSince,
+// OldestReady, and with queue.Reporter the per-minute Metrics and the
+// worker registry), queue.Controller (pause, cancel of waiting and running
+// jobs with unique keys freed, bulk actions), queue.Scheduler (one holder,
+// expiry, racing handles, epochs, a tick claimed once) and
+// queue.Workflows (batches). Harness.Tx and Harness.Peer gate the
+// transactional and cross-process checks.
 //
 // Cross-process (Harness.Peer), with real Workers over two handles: a
 // periodic job registered by both is handled once per tick over ten

@@ -1,6 +1,7 @@
 package contracttest
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"sync"
@@ -11,10 +12,10 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// testLeaser checks queue.Leaser: one holder at a time, renewal, release,
+// testLeaser checks queue.Scheduler: one holder at a time, renewal, release,
 // and takeover after expiry, also across handles.
 func (s *suite) testLeaser(t *testing.T) {
-	acquire := func(t *testing.T, l queue.Leaser, name, holder string, ttl time.Duration) bool {
+	acquire := func(t *testing.T, l queue.Scheduler, name, holder string, ttl time.Duration) bool {
 		t.Helper()
 		ok, err := l.AcquireLease(t.Context(), name, holder, ttl)
 		if err != nil {
@@ -22,7 +23,7 @@ func (s *suite) testLeaser(t *testing.T) {
 		}
 		return ok
 	}
-	checkAs(s, t, "OneHolder", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+	checkAs(s, t, "OneHolder", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
 		if !acquire(t, l, "lead", "a", longLease) {
 			t.Fatal("the first holder did not get a free lease")
 		}
@@ -48,7 +49,7 @@ func (s *suite) testLeaser(t *testing.T) {
 			t.Fatal("a released lease could not be taken")
 		}
 	})
-	checkAs(s, t, "Expiry", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+	checkAs(s, t, "Expiry", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
 		if !acquire(t, l, "lead", "a", shortLease) {
 			t.Fatal("the first holder did not get a free lease")
 		}
@@ -60,7 +61,7 @@ func (s *suite) testLeaser(t *testing.T) {
 			t.Fatal("the old holder renewed a lease another took")
 		}
 	})
-	epoch := func(t *testing.T, l queue.Leaser, name, holder string, ttl time.Duration) (int64, bool) {
+	epoch := func(t *testing.T, l queue.Scheduler, name, holder string, ttl time.Duration) (int64, bool) {
 		t.Helper()
 		e, ok, err := l.AcquireLeaseEpoch(t.Context(), name, holder, ttl)
 		if err != nil {
@@ -71,7 +72,7 @@ func (s *suite) testLeaser(t *testing.T) {
 		}
 		return e, ok
 	}
-	checkAs(s, t, "EpochGrows", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+	checkAs(s, t, "EpochGrows", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
 		// The epoch stays while the holder renews and grows at each
 		// change of holder: taken after expiry, after release, by the
 		// same holder after its own lease expired.
@@ -110,13 +111,10 @@ func (s *suite) testLeaser(t *testing.T) {
 			t.Fatalf("a new lease's epoch is %d, want above 0", e)
 		}
 	})
-	checkAs(s, t, "StaleEpochRefused", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+	checkAs(s, t, "StaleEpochRefused", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
 		// A periodic tick claimed under a Fence is refused once the
 		// lease has a newer epoch, and nothing of it is stored.
-		ps, ok := q.(queue.PeriodicStore)
-		if !ok {
-			t.Skip("driver is not a queue.PeriodicStore")
-		}
+		ps := l
 		old, _ := epoch(t, l, "ticker", "a", shortLease)
 		tick := time.Now().Truncate(time.Second)
 		p := queue.PeriodicInfo{Name: "fenced", Schedule: "every 1s", LastTick: tick.Add(-time.Second), NextTick: tick}
@@ -139,7 +137,7 @@ func (s *suite) testLeaser(t *testing.T) {
 		if claimed, err := ps.ClaimTick(current, p, stale); !errors.Is(err, queue.ErrFenced) || claimed {
 			t.Fatalf("ClaimTick under the stale epoch %d (lease at %d) = %v, %v; want ErrFenced", old, newer, claimed, err)
 		}
-		if in, ok := q.(queue.Inspector); ok {
+		if in := inspector(q); in != nil {
 			if _, err := in.GetJob(t.Context(), stale.ID); !errors.Is(err, queue.ErrNotFound) {
 				t.Fatalf("GetJob of a refused tick's job = %v, want ErrNotFound", err)
 			}
@@ -159,8 +157,8 @@ func (s *suite) testLeaser(t *testing.T) {
 		}
 	})
 	if s.h.Peer != nil {
-		checkAs(s, t, "Peers", func(t *testing.T, q queue.Queue, l queue.Leaser) {
-			handles := []queue.Leaser{l, s.h.Peer(t, q).(queue.Leaser), s.h.Peer(t, q).(queue.Leaser)}
+		checkAs(s, t, "Peers", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
+			handles := []queue.Scheduler{l, scheduler(s.h.Peer(t, q)), scheduler(s.h.Peer(t, q))}
 			var won atomic.Int32
 			var wg sync.WaitGroup
 			for i, h := range handles {
@@ -182,9 +180,9 @@ func (s *suite) testLeaser(t *testing.T) {
 	}
 }
 
-// testCanceller checks queue.Canceller.
+// testCanceller checks queue.Controller.
 func (s *suite) testCanceller(t *testing.T) {
-	checkAs(s, t, "Waiting", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+	checkAs(s, t, "Waiting", func(t *testing.T, q queue.Queue, c queue.Controller) {
 		ready := newJob("cancel")
 		ready.UniqueKey = "k"
 		scheduled := newJob("cancel")
@@ -214,7 +212,7 @@ func (s *suite) testCanceller(t *testing.T) {
 		}
 		_, err = c.Cancel(t.Context(), "no-such-job")
 		wantErr(t, "Cancel of an unknown ID", err, queue.ErrNotFound)
-		if in, ok := q.(queue.Inspector); ok && s.h.Caps.NoDoneRetention == "" {
+		if in := inspector(q); in != nil && s.h.Caps.NoDoneRetention == "" {
 			ji, err := in.GetJob(t.Context(), scheduled.ID)
 			if err != nil || ji.State != queue.StateCancelled {
 				t.Fatalf("GetJob of a cancelled job = %q, %v; want cancelled", ji.State, err)
@@ -225,7 +223,7 @@ func (s *suite) testCanceller(t *testing.T) {
 			}
 		}
 	})
-	checkAs(s, t, "Retrying", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+	checkAs(s, t, "Retrying", func(t *testing.T, q queue.Queue, c queue.Controller) {
 		j := newJob("cancel")
 		push(t, q, j)
 		r := reserveOne(t, q, "cancel", j.ID, longLease)
@@ -235,7 +233,7 @@ func (s *suite) testCanceller(t *testing.T) {
 		}
 		wantLen(t, q, "cancel", 0)
 	})
-	checkAs(s, t, "Running", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+	checkAs(s, t, "Running", func(t *testing.T, q queue.Queue, c queue.Controller) {
 		j := newJob("cancel")
 		j.UniqueKey = "k"
 		push(t, q, j)
@@ -244,8 +242,8 @@ func (s *suite) testCanceller(t *testing.T) {
 		if was, err := c.Cancel(t.Context(), j.ID); err != nil || was != queue.StateRunning {
 			t.Fatalf("Cancel of a running job = %q, %v; want running", was, err)
 		}
-		wantErr(t, "Ack after the job was cancelled", q.Ack(t.Context(), r.Lease()), queue.ErrLeaseLost)
-		wantErr(t, "Nack after the job was cancelled", q.Nack(t.Context(), r.Lease(), time.Now(), "x"), queue.ErrLeaseLost)
+		wantErr(t, "Ack after the job was cancelled", ackLease(t.Context(), q, r.Lease()), queue.ErrLeaseLost)
+		wantErr(t, "Nack after the job was cancelled", nackLease(t.Context(), q, r.Lease(), time.Now(), "x"), queue.ErrLeaseLost)
 		leases, err := c.CancelledSince(t.Context(), before)
 		if err != nil {
 			t.Fatalf("CancelledSince: %v", err)
@@ -262,7 +260,7 @@ func (s *suite) testCanceller(t *testing.T) {
 		again.UniqueKey = "k"
 		push(t, q, again)
 	})
-	checkAs(s, t, "RunningInSeveralQueues", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+	checkAs(s, t, "RunningInSeveralQueues", func(t *testing.T, q queue.Queue, c queue.Controller) {
 		before := time.Now().Add(-time.Second)
 		want := map[queue.Lease]bool{}
 		for _, name := range []string{"cancel-a", "cancel-b", "cancel-c"} {
@@ -292,37 +290,43 @@ func (s *suite) testCanceller(t *testing.T) {
 			t.Fatalf("CancelledSince(an hour ahead) = %v, %v; want none", leases, err)
 		}
 	})
-	checkAs(s, t, "DeadIsFinished", func(t *testing.T, q queue.Queue, c queue.Canceller) {
+	checkAs(s, t, "DeadIsFinished", func(t *testing.T, q queue.Queue, c queue.Controller) {
 		d := killJob(t, q, "cancel", "boom")
 		_, err := c.Cancel(t.Context(), d.ID)
 		wantErr(t, "Cancel of a dead letter", err, queue.ErrFinished)
 	})
 }
 
-// testSnoozer checks queue.Snoozer.
+// snooze records outcome OutcomeSnoozed of the job under l through
+// Complete, and returns its answer.
+func snooze(ctx context.Context, q queue.Queue, l queue.Lease, at time.Time, counted bool) error {
+	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeSnoozed, At: at, Counted: counted})
+}
+
+// testSnoozer checks snoozes (queue.OutcomeSnoozed).
 func (s *suite) testSnoozer(t *testing.T) {
-	checkAs(s, t, "GivesAttemptBack", func(t *testing.T, q queue.Queue, sn queue.Snoozer) {
+	s.check(t, "GivesAttemptBack", func(t *testing.T, q queue.Queue) {
 		j := newJob("snooze")
 		push(t, q, j)
 		r := reserveOne(t, q, "snooze", j.ID, longLease)
-		if err := sn.Snooze(t.Context(), r.Lease(), time.Now().Add(time.Hour), true); err != nil {
+		if err := snooze(t.Context(), q, r.Lease(), time.Now().Add(time.Hour), true); err != nil {
 			t.Fatalf("Snooze: %v", err)
 		}
 		expectNone(t, q, "snooze")
 		wantLen(t, q, "snooze", 1)
-		wantErr(t, "Snooze with a stale lease", sn.Snooze(t.Context(), r.Lease(), time.Now(), true), queue.ErrLeaseLost)
-		if in, ok := q.(queue.Inspector); ok {
+		wantErr(t, "Snooze with a stale lease", snooze(t.Context(), q, r.Lease(), time.Now(), true), queue.ErrLeaseLost)
+		if in := inspector(q); in != nil {
 			ji, err := in.GetJob(t.Context(), j.ID)
 			if err != nil || ji.State != queue.StateScheduled || ji.Attempts != 0 || ji.Snoozes != 1 {
 				t.Fatalf("GetJob of a snoozed job = %q attempts %d snoozes %d, %v; want scheduled 0 1", ji.State, ji.Attempts, ji.Snoozes, err)
 			}
 		}
 	})
-	checkAs(s, t, "Uncounted", func(t *testing.T, q queue.Queue, sn queue.Snoozer) {
+	s.check(t, "Uncounted", func(t *testing.T, q queue.Queue) {
 		j := newJob("snooze")
 		push(t, q, j)
 		r := reserveOne(t, q, "snooze", j.ID, longLease)
-		if err := sn.Snooze(t.Context(), r.Lease(), time.Time{}, false); err != nil {
+		if err := snooze(t.Context(), q, r.Lease(), time.Time{}, false); err != nil {
 			t.Fatalf("Snooze: %v", err)
 		}
 		r = reserveOne(t, q, "snooze", j.ID, longLease)
@@ -398,11 +402,11 @@ func (s *suite) testUniqueModes(t *testing.T) {
 	})
 }
 
-// testPeriodicStore checks queue.PeriodicStore: a tick is claimed once,
+// testPeriodicStore checks queue.Scheduler: a tick is claimed once,
 // also by racing handles, and a claimed tick is never enqueued again, also
 // after its job finished.
 func (s *suite) testPeriodicStore(t *testing.T) {
-	checkAs(s, t, "ClaimOnce", func(t *testing.T, q queue.Queue, ps queue.PeriodicStore) {
+	checkAs(s, t, "ClaimOnce", func(t *testing.T, q queue.Queue, ps queue.Scheduler) {
 		base := time.Now().Truncate(time.Second)
 		last, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: base, NextTick: base.Add(time.Second)})
 		if err != nil || !last.Equal(base) {
@@ -431,7 +435,7 @@ func (s *suite) testPeriodicStore(t *testing.T) {
 			t.Fatalf("Periodics = %+v, %v; want p at %v with job %s", list, err, tick, j.ID)
 		}
 	})
-	checkAs(s, t, "DuplicateJobStillClaims", func(t *testing.T, q queue.Queue, ps queue.PeriodicStore) {
+	checkAs(s, t, "DuplicateJobStillClaims", func(t *testing.T, q queue.Queue, ps queue.Scheduler) {
 		base := time.Now().Truncate(time.Second)
 		if _, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
 			t.Fatal(err)
@@ -447,12 +451,12 @@ func (s *suite) testPeriodicStore(t *testing.T) {
 		wantLen(t, q, "per", 1)
 	})
 	if s.h.Peer != nil {
-		checkAs(s, t, "Racing", func(t *testing.T, q queue.Queue, ps queue.PeriodicStore) {
+		checkAs(s, t, "Racing", func(t *testing.T, q queue.Queue, ps queue.Scheduler) {
 			base := time.Now().Truncate(time.Second)
 			if _, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
 				t.Fatal(err)
 			}
-			handles := []queue.PeriodicStore{ps, s.h.Peer(t, q).(queue.PeriodicStore), s.h.Peer(t, q).(queue.PeriodicStore)}
+			handles := []queue.Scheduler{ps, scheduler(s.h.Peer(t, q)), scheduler(s.h.Peer(t, q))}
 			const ticks = 5
 			var claimed atomic.Int32
 			var wg sync.WaitGroup

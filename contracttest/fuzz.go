@@ -77,7 +77,7 @@ func FuzzPushReserve(f *testing.F, queues map[string]queue.Queue) {
 			case !slices.Equal(r.Tags, want.Tags), !maps.Equal(r.Meta, want.Meta):
 				t.Errorf("%s: tags %q meta %q came back as %q %q", n, want.Tags, want.Meta, r.Tags, r.Meta)
 			}
-			if err := q.Ack(t.Context(), r.Lease()); err != nil {
+			if err := ackLease(t.Context(), q, r.Lease()); err != nil {
 				t.Fatalf("%s: Ack: %v", n, err)
 			}
 		}

@@ -15,10 +15,10 @@ import (
 func staleCalls(t *testing.T, q queue.Queue, l queue.Lease, when string) {
 	t.Helper()
 	ctx := t.Context()
-	wantErr(t, "Extend "+when, q.Extend(ctx, l, time.Hour), queue.ErrLeaseLost)
-	wantErr(t, "Nack "+when, q.Nack(ctx, l, time.Now(), "stale nack"), queue.ErrLeaseLost)
-	wantErr(t, "Fail "+when, q.Fail(ctx, l, "stale fail"), queue.ErrLeaseLost)
-	wantErr(t, "Ack "+when, q.Ack(ctx, l), queue.ErrLeaseLost)
+	wantErr(t, "Extend "+when, extendLease(ctx, q, l, time.Hour), queue.ErrLeaseLost)
+	wantErr(t, "Nack "+when, nackLease(ctx, q, l, time.Now(), "stale nack"), queue.ErrLeaseLost)
+	wantErr(t, "Fail "+when, failLease(ctx, q, l, "stale fail"), queue.ErrLeaseLost)
+	wantErr(t, "Ack "+when, ackLease(ctx, q, l), queue.ErrLeaseLost)
 }
 
 // testLease checks leases: expiry and re-delivery, stale calls, Nack,
@@ -174,12 +174,12 @@ func (s *suite) testLease(t *testing.T) {
 		push(t, q, j)
 		const lease = time.Second // long enough to Extend in time on a loaded machine
 		r := reserveOne(t, q, "ext", j.ID, lease)
-		if err := q.Extend(t.Context(), r.Lease(), longLease); err != nil {
+		if err := extendLease(t.Context(), q, r.Lease(), longLease); err != nil {
 			t.Fatalf("Extend within the lease: %v", err)
 		}
 		time.Sleep(lease + 500*time.Millisecond)
 		expectNone(t, q, "ext") // the original lease has run out; the extended one holds
-		if err := q.Extend(t.Context(), r.Lease(), longLease); err != nil {
+		if err := extendLease(t.Context(), q, r.Lease(), longLease); err != nil {
 			t.Fatalf("second Extend: %v", err)
 		}
 		ack(t, q, r)
@@ -190,7 +190,7 @@ func (s *suite) testLease(t *testing.T) {
 		j := newJob("ext")
 		push(t, q, j)
 		r := reserveOne(t, q, "ext", j.ID, longLease)
-		if err := q.Extend(t.Context(), r.Lease(), shortLease); err != nil {
+		if err := extendLease(t.Context(), q, r.Lease(), shortLease); err != nil {
 			t.Fatalf("Extend: %v", err)
 		}
 		again := awaitReserve(t, q, "ext", longLease) // now plus d, even when shorter
@@ -266,7 +266,7 @@ func (s *suite) concurrentReservers(t *testing.T, handles []queue.Queue, n int) 
 				}
 				mu.Unlock()
 				for _, j := range jobs {
-					if err := h.Ack(ctx, j.Lease()); err != nil {
+					if err := ackLease(ctx, h, j.Lease()); err != nil {
 						report("Ack(%s): %v", j.ID, err)
 					}
 					mu.Lock()

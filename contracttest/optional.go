@@ -15,18 +15,39 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// checkAs runs fn as a parallel subtest on a new queue that implements I,
-// and skips it with a reason when the driver does not implement I.
+// checkAs runs fn as a parallel subtest on a new queue that has the
+// ability I (one of the interfaces queue.CapabilitiesOf finds), and skips
+// it, saying what the driver lacks, when it has not.
 func checkAs[I any](s *suite, t *testing.T, name string, fn func(t *testing.T, q queue.Queue, x I)) {
 	t.Helper()
 	s.check(t, name, func(t *testing.T, q queue.Queue) {
 		x, ok := q.(I)
 		if !ok {
-			t.Skipf("driver does not implement %s", reflect.TypeFor[I]())
+			t.Skip(lacks(q, reflect.TypeFor[I]().Name()))
 		}
 		fn(t, q, x)
 	})
 }
+
+// lacks is the reason to skip a check of the ability named on q.
+func lacks(q queue.Queue, ability string) string {
+	if err := queue.CapabilitiesOf(q).Require(ability); err != nil {
+		return err.Error()
+	}
+	return "driver does not implement " + ability
+}
+
+// inspector returns q's Inspector, nil when it has none.
+func inspector(q queue.Queue) queue.Inspector { return queue.CapabilitiesOf(q).Inspector }
+
+// controller returns q's Controller, nil when it has none.
+func controller(q queue.Queue) queue.Controller { return queue.CapabilitiesOf(q).Controller }
+
+// workflows returns q's Workflows, nil when it has none.
+func workflows(q queue.Queue) queue.Workflows { return queue.CapabilitiesOf(q).Workflows }
+
+// scheduler returns q's Scheduler, nil when it has none.
+func scheduler(q queue.Queue) queue.Scheduler { return queue.CapabilitiesOf(q).Scheduler }
 
 // testPeer checks two handles on one store (Harness.Peer).
 func (s *suite) testPeer(t *testing.T) {
@@ -194,11 +215,11 @@ func wantLost(t *testing.T, what string, got, want []queue.Lease) {
 	}
 }
 
-// testBatchAcker checks queue.BatchAcker.
+// testBatchAcker checks many acks in one Complete call.
 func (s *suite) testBatchAcker(t *testing.T) {
-	checkAs(s, t, "LostLeases", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {
+	s.check(t, "LostLeases", func(t *testing.T, q queue.Queue) {
 		jobs, batch, stale := staleBatch(t, q, "ba", longLease)
-		lost, err := ba.AckMany(t.Context(), batch)
+		lost, err := ackMany(t.Context(), q, batch)
 		if err != nil {
 			t.Fatalf("AckMany: %v", err)
 		}
@@ -207,15 +228,15 @@ func (s *suite) testBatchAcker(t *testing.T) {
 		expectNone(t, q, "ba")
 		ack(t, q, jobs[3])
 
-		lost, err = ba.AckMany(t.Context(), nil)
+		lost, err = ackMany(t.Context(), q, nil)
 		if err != nil || len(lost) != 0 {
 			t.Fatalf("AckMany(nil) = %v, %v; want none, nil", lost, err)
 		}
 	})
 
-	checkAs(s, t, "SwappedTokens", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {
+	s.check(t, "SwappedTokens", func(t *testing.T, q queue.Queue) {
 		jobs, batch := swappedBatch(t, q, "bas")
-		lost, err := ba.AckMany(t.Context(), batch)
+		lost, err := ackMany(t.Context(), q, batch)
 		if err != nil {
 			t.Fatalf("AckMany: %v", err)
 		}
@@ -228,22 +249,22 @@ func (s *suite) testBatchAcker(t *testing.T) {
 		ack(t, q, jobs[2])
 	})
 
-	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, ba queue.BatchAcker) {
+	s.check(t, "Cancelled", func(t *testing.T, q queue.Queue) {
 		j := newJob("bac")
 		push(t, q, j)
 		r := reserveOne(t, q, "bac", j.ID, longLease)
-		_, err := ba.AckMany(cancelled(t), []queue.Lease{r.Lease()})
+		_, err := ackMany(cancelled(t), q, []queue.Lease{r.Lease()})
 		wantErr(t, "AckMany with a cancelled context", err, context.Canceled)
 		ack(t, q, r) // the lease is still current
 	})
 }
 
-// testBatchExtender checks queue.BatchExtender.
+// testBatchExtender checks Queue.ExtendMany.
 func (s *suite) testBatchExtender(t *testing.T) {
-	checkAs(s, t, "LostLeases", func(t *testing.T, q queue.Queue, be queue.BatchExtender) {
+	s.check(t, "LostLeases", func(t *testing.T, q queue.Queue) {
 		const lease = time.Second // long enough to extend in time on a loaded machine
 		jobs, batch, stale := staleBatch(t, q, "be", lease)
-		lost, err := be.ExtendMany(t.Context(), batch, longLease)
+		lost, err := q.ExtendMany(t.Context(), batch, longLease)
 		if err != nil {
 			t.Fatalf("ExtendMany: %v", err)
 		}
@@ -259,17 +280,17 @@ func (s *suite) testBatchExtender(t *testing.T) {
 		ack(t, q, jobs[2])
 		ack(t, q, again[0])
 
-		lost, err = be.ExtendMany(t.Context(), nil, longLease)
+		lost, err = q.ExtendMany(t.Context(), nil, longLease)
 		if err != nil || len(lost) != 0 {
 			t.Fatalf("ExtendMany(nil) = %v, %v; want none, nil", lost, err)
 		}
 	})
 
-	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, be queue.BatchExtender) {
+	s.check(t, "Cancelled", func(t *testing.T, q queue.Queue) {
 		j := newJob("bec")
 		push(t, q, j)
 		r := reserveOne(t, q, "bec", j.ID, longLease)
-		_, err := be.ExtendMany(cancelled(t), []queue.Lease{r.Lease()}, longLease)
+		_, err := q.ExtendMany(cancelled(t), []queue.Lease{r.Lease()}, longLease)
 		wantErr(t, "ExtendMany with a cancelled context", err, context.Canceled)
 		ack(t, q, r) // the lease is still current
 	})
@@ -334,7 +355,7 @@ func (s *suite) testWaiter(t *testing.T) {
 	})
 }
 
-// testInspector checks queue.Inspector, and queue.RunObserver with it.
+// testInspector checks queue.Inspector, and queue.Reporter with it.
 func (s *suite) testInspector(t *testing.T) {
 	// states makes one job in each state on queue "st" and returns their
 	// IDs by state.
@@ -356,7 +377,7 @@ func (s *suite) testInspector(t *testing.T) {
 		ready := newJob("st")
 		push(t, q, ready)
 		out[queue.StateReady] = ready.ID
-		if c, ok := q.(queue.Canceller); ok {
+		if c := controller(q); c != nil {
 			j := newJob("st")
 			push(t, q, j)
 			if _, err := c.Cancel(t.Context(), j.ID); err != nil {
@@ -742,9 +763,9 @@ func (s *suite) testInspector(t *testing.T) {
 	})
 
 	checkAs(s, t, "Metrics", func(t *testing.T, q queue.Queue, in queue.Inspector) {
-		obs, ok := q.(queue.RunObserver)
-		if !ok {
-			t.Skip("driver does not implement queue.RunObserver")
+		obs := queue.CapabilitiesOf(q).Reporter
+		if obs == nil {
+			t.Skip(lacks(q, "Reporter"))
 		}
 		now := time.Now()
 		runs := []queue.RunRecord{
@@ -813,7 +834,7 @@ func (s *suite) testInspector(t *testing.T) {
 		wantErr(t, "GetJob with a cancelled context", err, context.Canceled)
 	})
 
-	checkAs(s, t, "OldestReady", func(t *testing.T, q queue.Queue, r queue.OldestReadyReader) {
+	checkAs(s, t, "OldestReady", func(t *testing.T, q queue.Queue, r queue.Inspector) {
 		now := time.Now().Truncate(time.Millisecond)
 		at := func(queueName string, avail time.Time, prio int) queue.Job {
 			j := newJob(queueName)
@@ -842,9 +863,9 @@ func (s *suite) testInspector(t *testing.T) {
 	})
 }
 
-// testPauser checks queue.Pauser.
+// testPauser checks queue.Controller.
 func (s *suite) testPauser(t *testing.T) {
-	checkAs(s, t, "PauseResume", func(t *testing.T, q queue.Queue, p queue.Pauser) {
+	checkAs(s, t, "PauseResume", func(t *testing.T, q queue.Queue, p queue.Controller) {
 		a, b := newJob("pa"), newJob("pb")
 		push(t, q, a)
 		push(t, q, b)
@@ -874,7 +895,7 @@ func (s *suite) testPauser(t *testing.T) {
 		if err != nil || len(paused) != 0 {
 			t.Fatalf("Paused() after Resume = %v, %v; want none", paused, err)
 		}
-		if in, ok := q.(queue.Inspector); ok {
+		if in := inspector(q); in != nil {
 			if err := p.Pause(t.Context(), "pb"); err != nil {
 				t.Fatalf("Pause: %v", err)
 			}
@@ -890,7 +911,7 @@ func (s *suite) testPauser(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, p queue.Pauser) {
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, p queue.Controller) {
 		ctx := cancelled(t)
 		wantErr(t, "Pause with a cancelled context", p.Pause(ctx, "pc"), context.Canceled)
 		wantErr(t, "Resume with a cancelled context", p.Resume(ctx, "pc"), context.Canceled)
@@ -903,9 +924,37 @@ func (s *suite) testPauser(t *testing.T) {
 	})
 }
 
-// testWorkerRegistry checks queue.WorkerRegistry.
+// registry is a store's worker registry: written through its Reporter,
+// read through its Inspector.
+type registry interface {
+	Heartbeat(ctx context.Context, w queue.WorkerInfo) error
+	Deregister(ctx context.Context, id string) error
+	Workers(ctx context.Context) ([]queue.WorkerInfo, error)
+}
+
+// checkRegistry runs fn as a parallel subtest on a new queue whose
+// registry it can write and read, and skips it, saying what the driver
+// lacks, when it cannot.
+func (s *suite) checkRegistry(t *testing.T, name string, fn func(t *testing.T, q queue.Queue, wr registry)) {
+	t.Helper()
+	s.check(t, name, func(t *testing.T, q queue.Queue) {
+		caps := queue.CapabilitiesOf(q)
+		for _, a := range []string{"Reporter", "Inspector"} {
+			if err := caps.Require(a); err != nil {
+				t.Skip(err)
+			}
+		}
+		fn(t, q, struct {
+			queue.Reporter
+			queue.Inspector
+		}{caps.Reporter, caps.Inspector})
+	})
+}
+
+// testWorkerRegistry checks the worker registry (queue.Reporter's
+// heartbeats, queue.Inspector's Workers).
 func (s *suite) testWorkerRegistry(t *testing.T) {
-	checkAs(s, t, "HeartbeatListDeregister", func(t *testing.T, q queue.Queue, wr queue.WorkerRegistry) {
+	s.checkRegistry(t, "HeartbeatListDeregister", func(t *testing.T, q queue.Queue, wr registry) {
 		started := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 		w2 := queue.WorkerInfo{ID: "worker-2", Host: "host-b", PID: 202, Queues: []string{"b"}, Concurrency: 4, StartedAt: started}
 		w1 := queue.WorkerInfo{ID: "worker-1", Host: "host-a", PID: 101, Queues: []string{"critical", "default"}, Concurrency: 16, StartedAt: started}
@@ -948,7 +997,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "HeldJobs", func(t *testing.T, q queue.Queue, wr queue.WorkerRegistry) {
+	s.checkRegistry(t, "HeldJobs", func(t *testing.T, q queue.Queue, wr registry) {
 		// The jobs a worker holds are listed as its last heartbeat gave
 		// them: each heartbeat replaces the last one's.
 		heldOf := func() queue.WorkerInfo {
@@ -977,11 +1026,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 
 		// The running jobs a Counter counts and an Inspector lists are
 		// those the workers hold.
-		c, isCounter := q.(queue.Counter)
-		in, isInspector := q.(queue.Inspector)
-		if !isCounter && !isInspector {
-			return
-		}
+		c, in := inspector(q), inspector(q)
 		if err := wr.Deregister(t.Context(), "holder"); err != nil {
 			t.Fatalf("Deregister: %v", err)
 		}
@@ -994,7 +1039,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 		check := func(step string, held []queue.Job, pending int64) {
 			t.Helper()
 			hold(t, q, held...)
-			if isCounter {
+			{
 				counts, err := c.Counts(t.Context())
 				if err != nil {
 					t.Fatalf("Counts: %v", err)
@@ -1010,7 +1055,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 					t.Errorf("%s: Counts of %s = %+v; want %d pending, %d running, %d ready", step, name, g, pending, running, pending-running)
 				}
 			}
-			if isInspector {
+			{
 				page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateRunning, Queue: name})
 				if err != nil {
 					t.Fatalf("ListJobs(running): %v", err)
@@ -1035,7 +1080,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 		check("all acked", nil, 0)
 	})
 
-	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, wr queue.WorkerRegistry) {
+	s.checkRegistry(t, "Cancelled", func(t *testing.T, q queue.Queue, wr registry) {
 		ctx := cancelled(t)
 		wantErr(t, "Heartbeat with a cancelled context", wr.Heartbeat(ctx, queue.WorkerInfo{ID: "w"}), context.Canceled)
 		wantErr(t, "Deregister with a cancelled context", wr.Deregister(ctx, "w"), context.Canceled)

@@ -50,7 +50,7 @@ func (s *suite) testProcesses(t *testing.T) {
 	if s.h.Peer == nil {
 		t.Skip("Harness.Peer is nil: the driver is not shared by several processes")
 	}
-	checkAs(s, t, "PeriodicOncePerTick", func(t *testing.T, q queue.Queue, _ queue.PeriodicStore) {
+	checkAs(s, t, "PeriodicOncePerTick", func(t *testing.T, q queue.Queue, _ queue.Scheduler) {
 		// Two processes register the same periodic job every second; over
 		// ten consecutive ticks each is handled exactly once.
 		var mu sync.Mutex
@@ -109,7 +109,7 @@ func (s *suite) testProcesses(t *testing.T) {
 			}
 		}
 	})
-	checkAs(s, t, "LeaderFailover", func(t *testing.T, q queue.Queue, l queue.Leaser) {
+	checkAs(s, t, "LeaderFailover", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
 		// A holder that dies without releasing (a killed process) is
 		// replaced by a Leader on another process within TTL plus one
 		// renew interval.
@@ -139,7 +139,7 @@ func (s *suite) testProcesses(t *testing.T) {
 			t.Errorf("the dead holder was replaced after %s, want within TTL + renew (%s)", took, ttl+renew)
 		}
 	})
-	checkAs(s, t, "CancelRunningFromPeer", func(t *testing.T, q queue.Queue, _ queue.Canceller) {
+	checkAs(s, t, "CancelRunningFromPeer", func(t *testing.T, q queue.Queue, _ queue.Controller) {
 		started := make(chan string, 1)
 		cause := make(chan error, 1)
 		w := queue.NewWorker(q).Slog(quiet).Queues("block")
@@ -180,7 +180,7 @@ func (s *suite) testProcesses(t *testing.T) {
 			t.Fatalf("a cancel from another process did not reach the running handler within %s", patience)
 		}
 		stop()
-		if insp, ok := peer.(queue.Inspector); ok {
+		if insp := inspector(peer); insp != nil {
 			if info, err := insp.GetJob(t.Context(), id); err == nil && info.State != queue.StateCancelled {
 				t.Errorf("after the cancel the job is %s, want cancelled", info.State)
 			}

@@ -8,14 +8,41 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// testStarter checks queue.Starter: an attempt counts only once its handler
-// started, so a job that waited leased in a process that died keeps its
-// attempts; and queue.StartAcker, which counts starts and acks together.
+// startLeases counts the attempts of the jobs under leases through
+// Complete's starts, and returns the leases that were not current.
+func startLeases(ctx context.Context, q queue.Queue, leases []queue.Lease) ([]queue.Lease, error) {
+	lost, _, err := q.Complete(ctx, leases, nil)
+	return lost, err
+}
+
+// startAck counts starts and acks acks in one Complete call, and returns
+// the leases of each that were not current.
+func startAck(ctx context.Context, q queue.Queue, starts, acks []queue.Lease) (lostStarts, lostAcks []queue.Lease, err error) {
+	outs := make([]queue.Completion, len(acks))
+	for i, l := range acks {
+		outs[i] = queue.Completion{Lease: l, Outcome: queue.OutcomeDone}
+	}
+	lostStarts, errs, err := q.Complete(ctx, starts, outs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, e := range errs {
+		if e != nil {
+			lostAcks = append(lostAcks, acks[i])
+		}
+	}
+	return lostStarts, lostAcks, nil
+}
+
+// testStarter checks Queue.ReserveUnstarted and Complete's starts: an
+// attempt counts only once its handler started, so a job that waited
+// leased in a process that died keeps its attempts; and starts and acks
+// counted together.
 func (s *suite) testStarter(t *testing.T) {
-	checkAs(s, t, "UnstartedKeepsAttempts", func(t *testing.T, q queue.Queue, st queue.Starter) {
+	s.check(t, "UnstartedKeepsAttempts", func(t *testing.T, q queue.Queue) {
 		j := newJob("unst")
 		push(t, q, j)
-		got, err := st.ReserveUnstarted(t.Context(), []string{"unst"}, 10, shortLease)
+		got, err := q.ReserveUnstarted(t.Context(), []string{"unst"}, 10, shortLease)
 		if err != nil || len(got) != 1 || got[0].ID != j.ID {
 			t.Fatalf("ReserveUnstarted = %v, %v; want %s", ids(got), err, j.ID)
 		}
@@ -33,7 +60,7 @@ func (s *suite) testStarter(t *testing.T) {
 			t.Fatalf("re-delivery reused lease token %q", got[0].LeaseToken)
 		}
 		// The dead holder's lease is stale: Start counts nothing.
-		lost, err := st.Start(t.Context(), []queue.Lease{got[0].Lease()})
+		lost, err := startLeases(t.Context(), q, []queue.Lease{got[0].Lease()})
 		if err != nil {
 			t.Fatalf("Start of a stale lease: %v", err)
 		}
@@ -47,9 +74,9 @@ func (s *suite) testStarter(t *testing.T) {
 		ack(t, q, third)
 	})
 
-	checkAs(s, t, "StartCounts", func(t *testing.T, q queue.Queue, st queue.Starter) {
+	s.check(t, "StartCounts", func(t *testing.T, q queue.Queue) {
 		jobs, batch, stale := staleBatch(t, q, "sc", longLease)
-		lost, err := st.Start(t.Context(), batch)
+		lost, err := startLeases(t.Context(), q, batch)
 		if err != nil {
 			t.Fatalf("Start: %v", err)
 		}
@@ -72,11 +99,11 @@ func (s *suite) testStarter(t *testing.T) {
 		// An unstarted reservation, started: its attempt counts once.
 		u := newJob("sc")
 		push(t, q, u)
-		got, err := st.ReserveUnstarted(t.Context(), []string{"sc"}, 1, longLease)
+		got, err := q.ReserveUnstarted(t.Context(), []string{"sc"}, 1, longLease)
 		if err != nil || len(got) != 1 {
 			t.Fatalf("ReserveUnstarted = %v, %v", ids(got), err)
 		}
-		if lost, err := st.Start(t.Context(), []queue.Lease{got[0].Lease()}); err != nil || len(lost) != 0 {
+		if lost, err := startLeases(t.Context(), q, []queue.Lease{got[0].Lease()}); err != nil || len(lost) != 0 {
 			t.Fatalf("Start = %v, %v; want nothing lost", lost, err)
 		}
 		nack(t, q, got[0], time.Now(), "retry")
@@ -84,17 +111,17 @@ func (s *suite) testStarter(t *testing.T) {
 			t.Fatalf("a started unstarted reservation then Reserve gave %d attempts, want 2", r.Attempts)
 		}
 
-		if lost, err := st.Start(t.Context(), nil); err != nil || len(lost) != 0 {
+		if lost, err := startLeases(t.Context(), q, nil); err != nil || len(lost) != 0 {
 			t.Fatalf("Start(nil) = %v, %v; want none, nil", lost, err)
 		}
 	})
 
-	checkAs(s, t, "SwappedTokens", func(t *testing.T, q queue.Queue, sa queue.StartAcker) {
+	s.check(t, "SwappedTokens", func(t *testing.T, q queue.Queue) {
 		// Starts and acks each name two jobs with the other's token; only
 		// the first lease of each list is current.
 		jobs, starts := swappedBatch(t, q, "sws")
 		acked, acks := swappedBatch(t, q, "swa")
-		lostStarts, lostAcks, err := sa.StartAck(t.Context(), starts, acks)
+		lostStarts, lostAcks, err := startAck(t.Context(), q, starts, acks)
 		if err != nil {
 			t.Fatalf("StartAck: %v", err)
 		}
@@ -117,20 +144,20 @@ func (s *suite) testStarter(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "StartAck", func(t *testing.T, q queue.Queue, sa queue.StartAcker) {
+	s.check(t, "StartAck", func(t *testing.T, q queue.Queue) {
 		// The acks: one already acked, two current, a wrong token, an
 		// unknown job.
 		jobs, acks, staleAcks := staleBatch(t, q, "sa", longLease)
 		// The starts: two prefetched jobs, a wrong token, an unknown job.
 		pushN(t, q, "sa2", 2)
-		pre, err := sa.ReserveUnstarted(t.Context(), []string{"sa2"}, 2, longLease)
+		pre, err := q.ReserveUnstarted(t.Context(), []string{"sa2"}, 2, longLease)
 		if err != nil || len(pre) != 2 {
 			t.Fatalf("ReserveUnstarted = %v, %v; want 2 jobs", ids(pre), err)
 		}
 		wrong := queue.Lease{JobID: pre[1].ID, Token: pre[1].LeaseToken + "x"}
 		unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
 		starts := []queue.Lease{pre[0].Lease(), wrong, pre[1].Lease(), unknown}
-		lostStarts, lostAcks, err := sa.StartAck(t.Context(), starts, acks)
+		lostStarts, lostAcks, err := startAck(t.Context(), q, starts, acks)
 		if err != nil {
 			t.Fatalf("StartAck: %v", err)
 		}
@@ -152,23 +179,23 @@ func (s *suite) testStarter(t *testing.T) {
 			}
 		}
 		// Either list may be empty.
-		if ls, la, err := sa.StartAck(t.Context(), nil, nil); err != nil || len(ls)+len(la) != 0 {
+		if ls, la, err := startAck(t.Context(), q, nil, nil); err != nil || len(ls)+len(la) != 0 {
 			t.Fatalf("StartAck(nil, nil) = %v, %v, %v; want none, nil", ls, la, err)
 		}
-		_, _, err = sa.StartAck(cancelled(t), []queue.Lease{unknown}, []queue.Lease{unknown})
+		_, _, err = startAck(cancelled(t), q, []queue.Lease{unknown}, []queue.Lease{unknown})
 		wantErr(t, "StartAck with a cancelled context", err, context.Canceled)
 	})
 
-	checkAs(s, t, "Context", func(t *testing.T, q queue.Queue, st queue.Starter) {
+	s.check(t, "Context", func(t *testing.T, q queue.Queue) {
 		j := newJob("stc")
 		push(t, q, j)
-		got, err := st.ReserveUnstarted(cancelled(t), []string{"stc"}, 1, longLease)
+		got, err := q.ReserveUnstarted(cancelled(t), []string{"stc"}, 1, longLease)
 		wantErr(t, "ReserveUnstarted with a cancelled context", err, context.Canceled)
 		if len(got) != 0 {
 			t.Fatalf("ReserveUnstarted with a cancelled context returned %v", ids(got))
 		}
 		r := reserveOne(t, q, "stc", j.ID, longLease)
-		_, err = st.Start(cancelled(t), []queue.Lease{r.Lease()})
+		_, err = startLeases(cancelled(t), q, []queue.Lease{r.Lease()})
 		wantErr(t, "Start with a cancelled context", err, context.Canceled)
 		ack(t, q, r)
 	})

@@ -18,7 +18,7 @@ import (
 // Batches page, a batch's page with its members, cancel and retry of its
 // failed members, and api/batches. The handler offers them when the Source
 // is a BatchSource and its Abilities().Batches is set. ForQueue's Source is
-// one; its batches work when its driver is a queue.Batcher.
+// one; its batches work when its driver has queue.Workflows.
 type BatchSource interface {
 	// ListBatches pages through the batches, newest first.
 	ListBatches(ctx context.Context, f queue.BatchFilter) (queue.BatchPage, error)
@@ -34,14 +34,13 @@ type BatchSource interface {
 	RetryFailedMembers(ctx context.Context, id string, limit int) (n int, more bool, err error)
 }
 
-// batcher returns the driver's queue.Batcher, or an error wrapping
+// batcher returns the driver's Workflows, or an error wrapping
 // queue.ErrUnsupported.
-func (qi *QueueInspector) batcher(doing string) (queue.Batcher, error) {
-	b, ok := qi.q.(queue.Batcher)
-	if !ok {
+func (qi *QueueInspector) batcher(doing string) (queue.Workflows, error) {
+	if qi.wf == nil {
 		return nil, fmt.Errorf("dashboard: %s: %w", doing, queue.ErrUnsupported)
 	}
-	return b, nil
+	return qi.wf, nil
 }
 
 // ListBatches lists the driver's batches (see BatchSource).
@@ -465,10 +464,4 @@ func (h *handler) batchRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /queues/api/batches/{id}", h.apiBatchOne)
 	m.HandleFunc("POST /queues/api/batches/{id}/cancel", h.apiBatchCancel)
 	m.HandleFunc("POST /queues/api/batches/{id}/retry", h.apiBatchRetry)
-}
-
-// isBatcher reports whether q keeps batches.
-func isBatcher(q queue.Queue) bool {
-	_, ok := q.(queue.Batcher)
-	return ok
 }

@@ -13,8 +13,8 @@ import (
 
 // BulkSource is a Source that acts on every job a list's filter selects
 // in set-based statements, a chunk at a time, and counts them for the
-// confirmation. ForQueue's Source is one when its driver implements
-// queue.BulkActor. The "all matching" buttons use it when present, and
+// confirmation. ForQueue's Source is one when its driver has a
+// queue.Controller. The "all matching" buttons use it when present, and
 // otherwise act on the first 500 listed jobs one call each.
 type BulkSource interface {
 	// CountMatching counts the jobs q selects (its State and filters;
@@ -22,7 +22,7 @@ type BulkSource interface {
 	// an error wrapping queue.ErrUnsupported when the Source cannot.
 	CountMatching(ctx context.Context, q ListQuery, limit int) (queue.Count, error)
 	// ActOnMatching applies a to at most limit jobs q selects and
-	// reports how many it changed (see queue.BulkActor.ActOn).
+	// reports how many it changed (see queue.Controller.ActOn).
 	ActOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction, limit int) (int, error)
 }
 
@@ -35,20 +35,20 @@ func (q ListQuery) filter() queue.JobFilter {
 	return queue.JobFilter{State: q.State, Queue: q.Queue, Name: q.Name, Tag: q.Tag, Search: q.Search}
 }
 
-// CountMatching counts through the driver's queue.BulkActor.
+// CountMatching counts through the driver's queue.Controller.
 func (qi *QueueInspector) CountMatching(ctx context.Context, q ListQuery, limit int) (queue.Count, error) {
-	b, ok := qi.q.(queue.BulkActor)
-	if !ok {
+	b := qi.ctl
+	if b == nil {
 		return queue.Count{}, fmt.Errorf("dashboard: counting matching jobs: %w", queue.ErrUnsupported)
 	}
 	return b.CountJobs(ctx, q.filter(), limit)
 }
 
-// ActOnMatching acts through the driver's queue.BulkActor and drops the
+// ActOnMatching acts through the driver's queue.Controller and drops the
 // shared reads.
 func (qi *QueueInspector) ActOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction, limit int) (int, error) {
-	b, ok := qi.q.(queue.BulkActor)
-	if !ok {
+	b := qi.ctl
+	if b == nil {
 		return 0, fmt.Errorf("dashboard: bulk %s: %w", a, queue.ErrUnsupported)
 	}
 	defer qi.changed()

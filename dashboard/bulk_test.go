@@ -40,12 +40,11 @@ func (c *bulkCountingQueue) ActOn(ctx context.Context, f queue.JobFilter, a queu
 	return c.Queue.ActOn(ctx, f, a, limit)
 }
 
-// noBulk hides the driver's queue.BulkActor: the dashboard falls back to
+// noBulk hides the driver's queue.Controller: the dashboard falls back to
 // one call per listed job.
 type noBulk struct {
 	queue.Queue
 	queue.Inspector
-	queue.Canceller
 }
 
 func TestBulkMatchingActions(t *testing.T) {
@@ -56,12 +55,12 @@ func TestBulkMatchingActions(t *testing.T) {
 		preview  string // what the confirmation says
 		wantBulk bool
 	}{
-		{"set-based through queue.BulkActor", func(m *memqueue.Queue) (queue.Queue, func() (int64, int64)) {
+		{"set-based through queue.Controller", func(m *memqueue.Queue) (queue.Queue, func() (int64, int64)) {
 			c := &bulkCountingQueue{Queue: m}
 			return c, func() (int64, int64) { return c.single.Load(), c.bulk.Load() }
 		}, "4 failed job(s) match", true},
 		{"one call per job without it", func(m *memqueue.Queue) (queue.Queue, func() (int64, int64)) {
-			return noBulk{m, m, m}, func() (int64, int64) { return -1, 0 }
+			return noBulk{m, m}, func() (int64, int64) { return -1, 0 }
 		}, "up to 500", false},
 	}
 	for _, tt := range tests {

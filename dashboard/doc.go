@@ -86,13 +86,13 @@
 //	q, _ := queue.Open(ctx, os.Getenv("QUEUE_URL"))
 //	h := dashboard.Handler(dashboard.ForQueue(q))
 //
-// What the driver implements decides what is shown: queue.Inspector gives
-// the figures, charts, job lists, search and details; queue.Pauser gives
-// pause and resume; queue.WorkerRegistry gives the workers page;
-// queue.Canceller gives the cancel buttons (a running job's handler is
-// stopped within the workers' cancel poll, half a second by default);
-// queue.PeriodicStore gives the periodic page; queue.RecentDeadCounter
-// gives the "failed (past 7 days)" card. Every read is one of the
+// What the driver can do (queue.CapabilitiesOf) decides what is shown: its
+// Inspector gives the figures, charts, job lists, search, details, the
+// workers page and the "failed (past 7 days)" card; its Controller gives
+// pause and resume, the cancel buttons (a running job's handler is
+// stopped within the workers' cancel poll, half a second by default) and
+// the "all matching" actions; its Scheduler gives the periodic page; its
+// Workflows the batches pages. Every read is one of the
 // Inspector's bounded calls: counts are exact where the driver keeps them
 // (the SQL drivers and memqueue count every state, scheduled jobs
 // included; a running count past 10,000 is shown as "10,000+"), lists
@@ -158,11 +158,11 @@
 // wait; 0 with none ready, and oldest_ready_at left out); in totals, the
 // longest. unserved (left out when false) marks a queue with ready jobs
 // that no live worker in the registry serves. done and cancelled are the
-// finished jobs the store keeps, where it counts them (queue.Counter).
+// finished jobs the store keeps, where it counts them.
 // processes is the number of live worker processes, -1 when the Source
 // keeps no registry. failed_past_7_days counts the jobs dead-lettered in
 // the last seven days that are still kept (left out when the driver cannot
-// tell, queue.RecentDeadCounter; every bundled driver can). stale (left out when false) says the store did not
+// tell: it has no Inspector). stale (left out when false) says the store did not
 // answer and the figures are the last ones read, at "at".
 //
 // pending is ready plus scheduled in driver mode, pushed minus processed
@@ -231,7 +231,7 @@
 //	  "last_tick": "...", "next_tick": "...", "last_job_id": "..."}]}
 //
 // GET api/batches lists the batches (a BatchSource: ForQueue's over a
-// queue.Batcher), newest first, a page of 50 with next as the cursor for
+// driver with queue.Workflows), newest first, a page of 50 with next as the cursor for
 // ?after=; api/batches/{id} adds a page of the batch's members:
 //
 //	{"batches": [{"id": "...", "name": "import contacts.csv", "allow_failures": true,

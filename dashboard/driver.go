@@ -16,11 +16,13 @@ import (
 // It is also an Inspector (the cookbook's interface, for a Sampler or a
 // program's own reads).
 //
-// The driver's abilities decide what the dashboard offers: queue.Inspector
-// gives the overview figures, charts, job lists, search and job detail;
-// queue.Pauser gives pause and resume; queue.WorkerRegistry gives the
-// workers page. A driver without queue.Inspector still gets the failed list
-// (through DeadLetters) with retry, forget and flush.
+// The driver's abilities (queue.CapabilitiesOf) decide what the dashboard
+// offers: its Inspector gives the overview figures, charts, job lists,
+// search, job detail and the workers page; its Controller gives pause and
+// resume, cancel and the "all matching" actions; its Scheduler the
+// periodic page; its Workflows the batches pages. A driver without an
+// Inspector still gets the failed list (through DeadLetters) with retry,
+// forget and flush.
 //
 // Figures and Metrics share one read between concurrent callers and reuse
 // it for statsTTL, so however many dashboards are open on one
@@ -31,12 +33,11 @@ import (
 // QueueInspector is safe for concurrent use as the driver is. Its Inspector
 // methods, which take no context, use context.Background().
 type QueueInspector struct {
-	q        queue.Queue
-	insp     queue.Inspector      // nil when the driver cannot inspect
-	pauser   queue.Pauser         // nil when it cannot pause
-	registry queue.WorkerRegistry // nil when it keeps no registry
-	canceler queue.Canceller      // nil when it cannot cancel jobs
-	periodic queue.PeriodicStore  // nil when it keeps no periodic jobs
+	q     queue.Queue
+	insp  queue.Inspector  // nil when the driver cannot inspect
+	ctl   queue.Controller // nil when it cannot pause, cancel or act in bulk
+	sched queue.Scheduler  // nil when it keeps no periodic jobs
+	wf    queue.Workflows  // nil when it keeps no batches
 
 	figures shared[StatsView]
 	points  shared[[]queue.MetricPoint]
@@ -51,26 +52,20 @@ func ForQueue(q queue.Queue) *QueueInspector {
 	if q == nil {
 		panic("dashboard: ForQueue given a nil queue")
 	}
-	qi := &QueueInspector{q: q}
-	qi.insp, _ = q.(queue.Inspector)
-	qi.pauser, _ = q.(queue.Pauser)
-	qi.registry, _ = q.(queue.WorkerRegistry)
-	qi.canceler, _ = q.(queue.Canceller)
-	qi.periodic, _ = q.(queue.PeriodicStore)
-	return qi
+	caps := queue.CapabilitiesOf(q)
+	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows}
 }
 
-// Abilities follow the driver's optional interfaces: queue.Inspector gives
-// browsing, figures by state, charts and job detail; queue.Pauser pause and
-// resume; queue.WorkerRegistry the workers page; queue.Canceller the
-// cancel buttons; queue.PeriodicStore the periodic page; queue.Batcher the
-// batches pages.
+// Abilities follow the driver's capabilities: its Inspector gives
+// browsing, figures by state, charts, job detail and the workers page; its
+// Controller pause and resume and the cancel buttons; its Scheduler the
+// periodic page; its Workflows the batches pages.
 func (qi *QueueInspector) Abilities() Abilities {
 	ok := qi.insp != nil
 	return Abilities{
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
-		Pause: qi.pauser != nil, Workers: qi.registry != nil,
-		Cancel: qi.canceler != nil, Periodic: qi.periodic != nil, Batches: isBatcher(qi.q),
+		Pause: qi.ctl != nil, Workers: ok,
+		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil,
 	}
 }
 
@@ -159,13 +154,13 @@ func (qi *QueueInspector) Flush(ctx context.Context, queueName string) (int, err
 	return qi.flush(ctx, queueName)
 }
 
-// SetPaused pauses or resumes queueName through queue.Pauser.
+// SetPaused pauses or resumes queueName through driver.Controller.
 func (qi *QueueInspector) SetPaused(ctx context.Context, queueName string, paused bool) error {
 	defer qi.changed()
 	return qi.setPaused(ctx, queueName, paused)
 }
 
-// CancelJob cancels the job id through queue.Canceller.
+// CancelJob cancels the job id through driver.Controller.
 func (qi *QueueInspector) CancelJob(ctx context.Context, id string) (queue.JobState, error) {
 	defer qi.changed()
 	was, err := queue.CancelJob(ctx, qi.q, id)
@@ -175,12 +170,12 @@ func (qi *QueueInspector) CancelJob(ctx context.Context, id string) (queue.JobSt
 	return was, nil
 }
 
-// Periodics lists the driver's periodic jobs through queue.PeriodicStore.
+// Periodics lists the driver's periodic jobs through driver.Scheduler.
 func (qi *QueueInspector) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
-	if qi.periodic == nil {
+	if qi.sched == nil {
 		return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", queue.ErrUnsupported)
 	}
-	ps, err := qi.periodic.Periodics(ctx)
+	ps, err := qi.sched.Periodics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", err)
 	}
@@ -236,29 +231,21 @@ func (qi *QueueInspector) stats(ctx context.Context) (StatsView, error) {
 const failedWindow = 7 * 24 * time.Hour
 
 // addWaits adds the figures beside the counts: each queue's oldest ready
-// job (queue.OldestReadyReader), the dead letters of the past week
-// (queue.RecentDeadCounter), the number of live processes and the
-// queues with ready jobs that none of them serves (queue.WorkerRegistry).
+// job, the dead letters of the past week, the number of live processes
+// and the queues with ready jobs that none of them serves.
 // They are extras: a failed read leaves them out rather than failing the
 // figures.
 func (qi *QueueInspector) addWaits(ctx context.Context, sv *StatsView) {
 	sv.Processes = -1
-	if r, ok := qi.insp.(queue.OldestReadyReader); ok {
-		if oldest, err := r.OldestReady(ctx); err == nil {
-			for i := range sv.Queues {
-				sv.Queues[i].OldestReady = oldest[sv.Queues[i].Queue]
-			}
+	if oldest, err := qi.insp.OldestReady(ctx); err == nil {
+		for i := range sv.Queues {
+			sv.Queues[i].OldestReady = oldest[sv.Queues[i].Queue]
 		}
 	}
-	if r, ok := qi.insp.(queue.RecentDeadCounter); ok {
-		if n, err := r.DeadSince(ctx, sv.At.Add(-failedWindow)); err == nil {
-			sv.FailedPastWeek = &n
-		}
+	if n, err := qi.insp.DeadSince(ctx, sv.At.Add(-failedWindow)); err == nil {
+		sv.FailedPastWeek = &n
 	}
-	if qi.registry == nil {
-		return
-	}
-	ws, err := qi.registry.Workers(ctx)
+	ws, err := qi.insp.Workers(ctx)
 	if err != nil {
 		return
 	}
@@ -418,14 +405,14 @@ func (qi *QueueInspector) metrics(ctx context.Context, since time.Time) ([]queue
 }
 
 func (qi *QueueInspector) setPaused(ctx context.Context, queueName string, paused bool) error {
-	if qi.pauser == nil {
+	if qi.ctl == nil {
 		return fmt.Errorf("dashboard: pausing queues: %w", queue.ErrUnsupported)
 	}
 	var err error
 	if paused {
-		err = qi.pauser.Pause(ctx, queueName)
+		err = qi.ctl.Pause(ctx, queueName)
 	} else {
-		err = qi.pauser.Resume(ctx, queueName)
+		err = qi.ctl.Resume(ctx, queueName)
 	}
 	if err != nil {
 		return fmt.Errorf("dashboard: pausing or resuming queue %s: %w", queueName, err)
@@ -434,10 +421,10 @@ func (qi *QueueInspector) setPaused(ctx context.Context, queueName string, pause
 }
 
 func (qi *QueueInspector) workerList(ctx context.Context) ([]queue.WorkerInfo, error) {
-	if qi.registry == nil {
+	if qi.insp == nil {
 		return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
 	}
-	ws, err := qi.registry.Workers(ctx)
+	ws, err := qi.insp.Workers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: listing workers: %w", err)
 	}

@@ -44,11 +44,11 @@ type StatsView struct {
 	At     time.Time    // when the snapshot was taken
 	// Processes is the number of live worker processes in the driver's
 	// registry, -1 when the Source has none (cookbook mode, or a driver
-	// without queue.WorkerRegistry).
+	// without a driver.Reporter).
 	Processes int
 	// FailedPastWeek counts the dead letters dead-lettered in the last
 	// seven days (Horizon's "failed jobs past 7 days"); nil when the
-	// Source cannot tell (queue.RecentDeadCounter).
+	// Source cannot tell.
 	FailedPastWeek *queue.Count
 	// Stale is set when reading the figures failed or timed out and these
 	// are the last ones read, at At.
@@ -76,8 +76,7 @@ type QueueStats struct {
 	Throughput float64
 	// OldestReady is when the queue's oldest ready job became available
 	// (its wait started): Horizon's "max wait" is the time since. Zero
-	// when no job is ready or the driver cannot tell
-	// (queue.OldestReadyReader). In Totals, the earliest over the queues.
+	// when no job is ready or the driver cannot tell. In Totals, the earliest over the queues.
 	OldestReady time.Time
 	// Unserved is set when the queue has ready jobs and no live worker in
 	// the driver's registry serves it. In Totals, when any queue is.

@@ -303,7 +303,7 @@ func TestWorkersPages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := tc.open(t)
-			reg := q.(queue.WorkerRegistry)
+			reg := q.(queue.Reporter)
 			now := time.Now()
 			var want []string
 			for i := range dashboard.PageSize + 2 {

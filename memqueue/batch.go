@@ -16,7 +16,7 @@ import (
 // retention, so a long-lived Queue does not grow with every batch.
 const maxFinishedBatches = 1000
 
-// batch is one batch's record, counters and members (see queue.Batcher).
+// batch is one batch's record, counters and members (see driver.Workflows).
 // Batches are kept until maxFinishedBatches newer ones have finished.
 type batch struct {
 	rec     queue.BatchRecord
@@ -32,7 +32,7 @@ func (b *batch) infoLocked() queue.BatchInfo {
 	return in
 }
 
-var _ queue.Batcher = (*Queue)(nil)
+var _ queue.Workflows = (*Queue)(nil)
 
 // PushBatch stores rec and pushes its members in one critical section
 // (see queue.BatchDispatcher).
@@ -59,7 +59,7 @@ func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []que
 	return q.addMembersLocked(b, jobs, now), nil
 }
 
-// AddToBatch pushes jobs as new members of batch id (see queue.Batcher).
+// AddToBatch pushes jobs as new members of batch id (see driver.Workflows).
 func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("memqueue: adding to batch %s: %w", id, err)
@@ -96,7 +96,7 @@ func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int 
 }
 
 // FinishMember records the outcome of the member under l in its batch
-// (see queue.Batcher) in one critical section.
+// (see driver.Workflows) in one critical section.
 func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, err)
@@ -230,7 +230,7 @@ func (q *Queue) retireBatchLocked(b *batch) {
 	q.batchList, q.clearedBatches = kept, 0
 }
 
-// CancelBatch cancels batch id (see queue.Batcher).
+// CancelBatch cancels batch id (see driver.Workflows).
 func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.BatchInfo{}, fmt.Errorf("memqueue: cancelling batch %s: %w", id, err)
@@ -247,7 +247,7 @@ func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, er
 	return b.infoLocked(), nil
 }
 
-// GetBatch reads batch id (see queue.Batcher).
+// GetBatch reads batch id (see driver.Workflows).
 func (q *Queue) GetBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.BatchInfo{}, fmt.Errorf("memqueue: reading batch %s: %w", id, err)
@@ -261,7 +261,7 @@ func (q *Queue) GetBatch(ctx context.Context, id string) (queue.BatchInfo, error
 	return b.infoLocked(), nil
 }
 
-// ListBatches pages through the batches, newest first (see queue.Batcher).
+// ListBatches pages through the batches, newest first (see driver.Workflows).
 func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.BatchPage, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.BatchPage{}, fmt.Errorf("memqueue: listing batches: %w", err)
@@ -293,7 +293,7 @@ func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.Bat
 }
 
 // BatchMembers pages through batch id's members in job ID order (see
-// queue.Batcher).
+// driver.Workflows).
 func (q *Queue) BatchMembers(ctx context.Context, id string, f queue.MemberFilter) (queue.MemberPage, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// ActOn applies a to at most limit jobs matching f (see queue.BulkActor),
+// ActOn applies a to at most limit jobs matching f (see driver.Controller),
 // a page of ListJobs at a time. In memory there is no statement to save:
 // each job is changed by the call that changes one, under the lock.
 func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction, limit int) (int, error) {
@@ -49,7 +49,7 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 }
 
 // CountJobs counts the jobs matching f, exact up to limit (see
-// queue.BulkActor). A search examines every job.
+// driver.Controller). A search examines every job.
 func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (queue.Count, error) {
 	if limit < 1 {
 		return queue.Count{}, fmt.Errorf("memqueue: counting jobs with limit %d: %w", limit, queue.ErrBulkState)

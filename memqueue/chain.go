@@ -8,7 +8,7 @@ import (
 )
 
 // AckPush acks the job under l and pushes jobs in one critical section
-// (see queue.Chainer). Jobs that are duplicates are skipped.
+// (see driver.Completion). Jobs that are duplicates are skipped.
 func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) error {
 	return q.finishPush(ctx, "acking", l, jobs, func(e *entry) {
 		q.finishLocked(e, q.now())
@@ -16,7 +16,7 @@ func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) er
 }
 
 // FailPush dead-letters the job under l with reason and pushes jobs in one
-// critical section (see queue.Chainer).
+// critical section (see driver.Completion).
 func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
 	return q.finishPush(ctx, "failing", l, jobs, func(e *entry) {
 		q.failLocked(e, reason, q.now())

@@ -80,7 +80,7 @@ func (q *Queue) fencedLocked(ctx context.Context) error {
 	return fmt.Errorf("lease %s is past epoch %d: %w", f.Lease, f.Epoch, queue.ErrFenced)
 }
 
-// Cancel cancels the active job id (see queue.Canceller). The cancelled job
+// Cancel cancels the active job id (see driver.Controller). The cancelled job
 // is kept among the retained finished jobs (WithRetention), as an acked one
 // is. A batch member counts as cancelled in its batch, which pushes the
 // callbacks that this makes due.
@@ -129,7 +129,7 @@ func (q *Queue) cancelLocked(e *entry, now time.Time) (was queue.JobState, ok bo
 }
 
 // CancelledSince returns the leases of running jobs cancelled at or after
-// since (see queue.Canceller).
+// since (see driver.Controller).
 func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: listing cancelled jobs: %w", err)
@@ -146,7 +146,7 @@ func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Le
 }
 
 // Snooze puts the job under l back until at without counting its attempt
-// (see queue.Snoozer).
+// (see driver.OutcomeSnoozed).
 func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
 	return q.release(ctx, "snoozing", l, at, func(e *entry) {
 		e.job.Attempts = max(e.job.Attempts-1, 0)
@@ -160,7 +160,7 @@ func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted
 type periodicMark = queue.PeriodicInfo
 
 // RegisterPeriodic creates or refreshes the record of a periodic job (see
-// queue.PeriodicStore).
+// driver.Scheduler).
 func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, fmt.Errorf("memqueue: registering periodic job %s: %w", p.Name, err)
@@ -177,7 +177,7 @@ func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (tim
 }
 
 // ClaimTick records a periodic job's tick and pushes its job, both or
-// neither (see queue.PeriodicStore).
+// neither (see driver.Scheduler).
 func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("memqueue: claiming a tick of periodic job %s: %w", p.Name, err)

@@ -9,7 +9,7 @@ import (
 )
 
 // DeadSince counts the dead letters of every queue dead-lettered at or
-// after since (queue.RecentDeadCounter). The count is exact.
+// after since (driver.Inspector). The count is exact.
 func (q *Queue) DeadSince(ctx context.Context, since time.Time) (queue.Count, error) {
 	if err := ctx.Err(); err != nil {
 		return queue.Count{}, fmt.Errorf("memqueue: counting recent dead letters: %w", err)
@@ -27,4 +27,4 @@ func (q *Queue) DeadSince(ctx context.Context, since time.Time) (queue.Count, er
 	return queue.Count{N: n}, nil
 }
 
-var _ queue.RecentDeadCounter = (*Queue)(nil)
+var _ queue.Inspector = (*Queue)(nil)

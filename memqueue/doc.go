@@ -20,9 +20,8 @@
 // # Semantics
 //
 // Queue implements the whole contract of queue.Queue, checked by the
-// contracttest suite, and every optional interface: BatchPusher,
-// BatchAcker, BatchExtender, Starter, Waiter, RunObserver, Inspector, Pauser and
-// WorkerRegistry.
+// contracttest suite, and every optional ability of package queue/driver:
+// Inspector, Controller, Workflows, Scheduler, Reporter and Waiter.
 // All methods are safe for concurrent use.
 //
 //   - Reserve takes ready jobs in order of priority (higher first), then
@@ -42,7 +41,7 @@
 // by default (WithRetention to change it), so that inspection can list and
 // get them in queue.StateDone; older ones are deleted. Dead letters are
 // kept until retried, forgotten or flushed. Per-minute run metrics
-// (RunObserver) are kept per queue for the last hour; worker registry
+// (ObserveRun) are kept per queue for the last hour; worker registry
 // entries are dropped a minute after their last heartbeat.
 //
 // # Speed

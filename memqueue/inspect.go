@@ -438,4 +438,4 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 	return out, nil
 }
 
-var _ queue.Counter = (*Queue)(nil)
+var _ queue.Inspector = (*Queue)(nil)

@@ -42,9 +42,9 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
-// Queue is an in-memory queue.Queue. It implements every optional interface
-// of package queue: BatchPusher, BatchAcker, BatchExtender, Waiter,
-// RunObserver, Inspector, Pauser and WorkerRegistry.
+// Queue is an in-memory queue.Queue. It implements every optional ability
+// of package queue/driver: Inspector, Controller, Workflows, Scheduler,
+// Reporter and Waiter.
 //
 // All methods are safe for concurrent use by many goroutines. The zero
 // value is not usable; call New.
@@ -71,9 +71,9 @@ type Queue struct {
 
 	leases    map[string]lease         // named leases (Leaser)
 	cancels   []cancelRecord           // cancels of running jobs, oldest first
-	periodics map[string]*periodicMark // periodic jobs' marks (PeriodicStore)
+	periodics map[string]*periodicMark // periodic jobs' marks (Scheduler)
 
-	batches   map[string]*batch // batches by ID (Batcher)
+	batches   map[string]*batch // batches by ID (Workflows)
 	batchList []*batch          // batches in the order they were created; nil where one was forgotten
 	// finishedBatches are the batches kept after finishing, oldest first
 	// (see maxFinishedBatches); clearedBatches counts batchList's nils.
@@ -147,6 +147,17 @@ type namedQueue struct {
 	wake      chan struct{}     // closed and cleared when a job may have become ready
 	metrics   [60]metricBucket
 }
+
+// A memory queue has every ability of a store.
+var (
+	_ queue.Queue      = (*Queue)(nil)
+	_ queue.Inspector  = (*Queue)(nil)
+	_ queue.Controller = (*Queue)(nil)
+	_ queue.Workflows  = (*Queue)(nil)
+	_ queue.Scheduler  = (*Queue)(nil)
+	_ queue.Reporter   = (*Queue)(nil)
+	_ queue.Waiter     = (*Queue)(nil)
+)
 
 // Close releases nothing and returns nil: a memory queue holds no
 // connection or file, only memory the garbage collector reclaims. It exists

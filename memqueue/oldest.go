@@ -7,7 +7,7 @@ import (
 )
 
 // OldestReady returns, for each queue with ready jobs, the earliest
-// AvailableAt among them (queue.OldestReadyReader). It reads the head of
+// AvailableAt among them (driver.Inspector). It reads the head of
 // each priority's lane and the out-of-order heap, not every job.
 func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 	if err := ctx.Err(); err != nil {

@@ -133,7 +133,7 @@ func (b Batch) record(id string) (BatchRecord, error) {
 }
 
 // DispatchBatch stores b (see Batch) through p, which must be a
-// BatchDispatcher (a Batcher, or a driver's transaction Pusher such as
+// BatchDispatcher (a store with Workflows, or a driver's transaction Pusher such as
 // sqlqueue's TxPusher, so the batch commits with the caller's rows), and
 // returns the batch's new ID. The record and every member are stored in
 // one step, or nothing is. Members without an ID get one, in b as well.
@@ -158,13 +158,13 @@ func DispatchBatch(ctx context.Context, p Pusher, b Batch) (string, error) {
 }
 
 // AddToBatch pushes jobs as new members of the running batch id through
-// q, a Batcher, and reports how many were stored. It returns an error
+// q, a store with Workflows, and reports how many were stored. It returns an error
 // matching ErrBatchClosed when the batch has finished or was cancelled.
 // Members without an ID get one, in jobs as well.
 func AddToBatch(ctx context.Context, q Queue, id string, jobs ...Job) (int, error) {
-	b, ok := q.(Batcher)
-	if !ok {
-		return 0, fmt.Errorf("%w (%T is no queue.Batcher)", ErrNoBatches, q)
+	b := CapabilitiesOf(q).Workflows
+	if b == nil {
+		return 0, fmt.Errorf("%w (%T has no Workflows)", ErrNoBatches, q)
 	}
 	if len(jobs) == 0 {
 		return 0, nil

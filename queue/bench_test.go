@@ -94,7 +94,7 @@ func BenchmarkWorkerDispatch(b *testing.B) {
 
 // fastQueue is a queue.Queue for BenchmarkWorkerDispatch: it hands out
 // jobs made in advance, in order, and accepts every lease back without
-// looking. It is a Starter, StartAcker and BatchAcker, as the drivers are.
+// looking.
 type fastQueue struct {
 	mu   sync.Mutex
 	jobs []queue.Job // not yet reserved
@@ -131,10 +131,11 @@ func (q *fastQueue) ReserveUnstarted(_ context.Context, _ []string, max int, lea
 	return q.take(max, lease, 0), nil
 }
 
-func (q *fastQueue) Start(context.Context, []queue.Lease) ([]queue.Lease, error)   { return nil, nil }
-func (q *fastQueue) AckMany(context.Context, []queue.Lease) ([]queue.Lease, error) { return nil, nil }
-func (q *fastQueue) StartAck(context.Context, []queue.Lease, []queue.Lease) ([]queue.Lease, []queue.Lease, error) {
-	return nil, nil, nil
+func (q *fastQueue) ExtendMany(context.Context, []queue.Lease, time.Duration) ([]queue.Lease, error) {
+	return nil, nil
+}
+func (q *fastQueue) PushMany(_ context.Context, jobs []queue.Job) ([]bool, error) {
+	return make([]bool, len(jobs)), nil
 }
 func (q *fastQueue) Complete(_ context.Context, _ []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
 	return nil, make([]error, len(outs)), nil
@@ -153,7 +154,4 @@ func (q *fastQueue) FlushDead(context.Context, string) (int, error) { return 0, 
 func (q *fastQueue) Len(context.Context, string) (int, error)       { return 0, nil }
 func (q *fastQueue) Purge(context.Context, string) (int, error)     { return 0, nil }
 
-var (
-	_ queue.StartAcker = (*fastQueue)(nil)
-	_ queue.BatchAcker = (*fastQueue)(nil)
-)
+var _ queue.Queue = (*fastQueue)(nil)

@@ -13,7 +13,7 @@ const cancelSkew = 5 * time.Second
 // cancelled while running and cancels the handlers of those it holds
 // (prefetched ones are dropped before they start). It returns when done is
 // closed.
-func (r *run) watchCancels(c Canceller, done <-chan struct{}) {
+func (r *run) watchCancels(c Controller, done <-chan struct{}) {
 	t := time.NewTicker(r.w.cancelPoll)
 	defer t.Stop()
 	since := time.Now().Add(-cancelSkew)

@@ -18,7 +18,7 @@ import (
 // The chain lives in the store, not in a process: the first step is pushed
 // carrying the steps after it and Catch in its Meta (MetaChain), and the
 // Worker that finishes a step records its outcome and pushes what comes
-// next in one transaction through the queue's Chainer. A process killed
+// next in one transaction (the outcome's Push in Complete). A process killed
 // between two steps therefore loses nothing: either the step's ack and the
 // next step are both stored, or neither is and the step runs again after
 // its lease.

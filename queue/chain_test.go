@@ -16,10 +16,9 @@ import (
 // Step is a chain step of the worker tests.
 type Step struct{ N int }
 
-// TestChainWithoutChainer runs chains on a queue without queue.Chainer:
-// the Worker pushes the next step, then acks; and fails, then pushes the
-// catch job.
-func TestChainWithoutChainer(t *testing.T) {
+// TestChainOnPlainQueue runs chains on a queue with no optional ability:
+// the next step and the catch job ride in the outcome's Complete.
+func TestChainOnPlainQueue(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
@@ -35,9 +34,6 @@ func TestChainWithoutChainer(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				mq := memqueue.New()
 				q := plainQueue{mq}
-				if _, ok := queue.Queue(q).(queue.Chainer); ok {
-					t.Fatal("plainQueue is a Chainer")
-				}
 				var mu sync.Mutex
 				var ran []int
 				var caught []queue.Job

@@ -27,16 +27,13 @@ const ackFlushers = 2
 // the observer, the driver's metrics and OnFailed.
 type completer struct {
 	q        Queue
-	runObs   RunObserver // nil: the driver keeps no metrics
+	runObs   Reporter // nil: the store keeps no metrics
 	ctx      context.Context
 	leases   *heldLeases
 	halt     *halt
 	observe  func(EventKind, *Job, error, time.Duration)
 	onFailed func(Job, error)
-	// starter is the queue when it can prefetch without counting attempts
-	// (their start marks then ride in the flushes); nil when it cannot.
-	starter Starter
-	log     *slog.Logger
+	log      *slog.Logger
 
 	acks *ackQueue
 	done chan struct{} // closed when the flushers have finished
@@ -98,10 +95,10 @@ func (c *completer) close() {
 // markStart counts the attempt of the prefetched job j in the next ack
 // flush and waits for it, reporting whether the lease was lost or the call
 // failed (then no attempt is known to be counted). queued is false when
-// the completer sends no more flushes (closed) or the queue is no Starter:
-// the caller counts the attempt itself.
+// the completer sends no flushes (not started, or closed): the caller
+// counts the attempt itself.
 func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
-	if c.starter == nil {
+	if c.acks == nil {
 		return false, nil, false
 	}
 	r, _ := c.marks.Get().(*startReq)
@@ -472,8 +469,8 @@ func (c *completer) flush(b *ackBatch) {
 // Without an Inspector, or when the read fails, it reports false and the
 // ack counts as lost, as before.
 func (c *completer) finishedInStore(id string) bool {
-	in, ok := c.q.(Inspector)
-	if !ok {
+	in := CapabilitiesOf(c.q).Inspector
+	if in == nil {
 		return false
 	}
 	info, err := in.GetJob(c.ctx, id)

@@ -23,6 +23,13 @@ func (s inspectingAcker) Metrics(context.Context, time.Time) ([]MetricPoint, err
 func (s inspectingAcker) ListJobs(context.Context, JobFilter) (JobPage, error) {
 	return JobPage{}, nil
 }
+func (s inspectingAcker) Counts(context.Context) ([]QueueCounts, error) { return nil, nil }
+func (s inspectingAcker) DeadSince(context.Context, time.Time) (Count, error) {
+	return Count{}, nil
+}
+func (s inspectingAcker) OldestReady(context.Context) (map[string]time.Time, error) {
+	return nil, nil
+}
 func (s inspectingAcker) GetJob(_ context.Context, id string) (JobInfo, error) {
 	st, ok := s.states[id]
 	if !ok {

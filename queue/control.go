@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// CancelJob cancels the job id on q (see Canceller.Cancel) and returns the
+// CancelJob cancels the job id on q (see driver.Controller.Cancel) and returns the
 // state it was in. It returns an error matching ErrUnsupported when q cannot
 // cancel jobs.
 func CancelJob(ctx context.Context, q Queue, id string) (JobState, error) {
-	c, ok := q.(Canceller)
-	if !ok {
-		return "", fmt.Errorf("queue: cancelling job %s: %T: %w", id, q, ErrUnsupported)
+	caps := CapabilitiesOf(q)
+	c := caps.Controller
+	if c == nil {
+		return "", fmt.Errorf("queue: cancelling job %s: %w", id, caps.Require("Controller"))
 	}
 	return c.Cancel(ctx, id)
 }
@@ -31,8 +32,7 @@ func (e *snoozeError) Error() string { return fmt.Sprintf("queue: job snoozed fo
 // Snooze, returned by a handler, runs its job again after d without
 // counting the attempt (River's JobSnooze, Laravel's release()). Each job
 // may snooze Worker.MaxSnoozes times; a snooze beyond that counts as a
-// failed attempt and is retried with the worker's backoff. A snooze on a
-// driver that is not a Snoozer is a plain retry at d.
+// failed attempt and is retried with the worker's backoff.
 func Snooze(d time.Duration) error { return &snoozeError{d: max(d, 0), counted: true} }
 
 // SnoozeUncounted is Snooze for limiters: the snooze does not count toward
@@ -54,8 +54,7 @@ func (e *cancelError) Unwrap() error { return e.err }
 
 // Cancel, returned by a handler, ends its job as cancelled: it is not
 // retried and not dead-lettered, and its LastError records err (which may
-// be nil). On a driver that is not a Canceller the job is dead-lettered
-// instead.
+// be nil).
 func Cancel(err error) error { return &cancelError{err: err} }
 
 // IsSnooze and IsCancel report whether err is a Snooze or a Cancel result.

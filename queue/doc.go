@@ -22,12 +22,12 @@
 //
 // # Drivers
 //
-// A driver implements Queue: Push, a batch Reserve under a lease, and
-// lease-guarded Ack, Nack, Fail and Extend, plus dead-letter handling, Len
-// and Purge. Optional abilities are optional interfaces the Worker and the
-// helpers detect by type assertion: BatchPusher, BatchAcker,
-// BatchExtender, Starter, StartAcker, Waiter, RunObserver, Inspector, Pauser, WorkerRegistry,
-// Canceller, Snoozer, Leaser, PeriodicStore, Chainer and Batcher. memqueue keeps jobs in
+// A driver implements the contract of package queue/driver: the core Queue
+// (push, batch reserve under a lease, one batched Complete for every
+// outcome, ExtendMany, dead letters, Len and Purge) and as many of the
+// optional abilities (Inspector, Controller, Workflows, Scheduler,
+// Reporter, Waiter) as it can; driver.CapabilitiesOf tells the Worker and
+// the helpers which it has, and what goes without the others. memqueue keeps jobs in
 // memory; sqlqueue keeps them in SQLite, PostgreSQL or MySQL/MariaDB. The
 // conformance suite in contracttest holds every driver to the same rules.
 //
@@ -40,9 +40,8 @@
 // Delivery is at least once. A reserved job is leased to one worker; the
 // worker extends the lease while the handler runs and acks, nacks or fails
 // the job under it. If the worker dies, the lease expires and the job is
-// delivered again; an attempt counts once its handler started (with a
-// Starter, the jobs a worker holds in its prefetch buffer are counted only
-// as they start), so a crash uses up an attempt of the jobs that were
+// delivered again; an attempt counts once its handler started (the jobs a
+// worker holds in its prefetch buffer are counted only as they start), so a crash uses up an attempt of the jobs that were
 // running, not of those waiting beside them. A job whose attempts were all
 // used up by crashes is dead-lettered with ErrAttemptsExhausted when next
 // reserved. A call made under a lease that was lost returns ErrLeaseLost and
@@ -65,19 +64,18 @@
 // for its idle handlers, plus a short buffer when jobs finish quickly (about
 // 50ms of work at the measured rate, capped by Prefetch), so fast jobs cost
 // one round trip per batch while slow jobs are never hoarded by one process.
-// With a Starter the buffered jobs are reserved without counting an attempt,
+// The buffered jobs are reserved without counting an attempt,
 // and the attempts of the jobs that start while one such write is in flight
 // are counted together in the next, just before their handlers run; such a
 // buffer is kept only while at least half the handlers are running jobs
-// (otherwise the reservations, not the handlers, limit the run). Where
-// the queue also acks in batches, those counts ride in the ack flushes
-// (one StartAck transaction per flush when the driver is a StartAcker).
-// Acks are collected and flushed together through the driver's BatchAcker
-// (a batch of acks alone waits up to 5ms for more, so that at low load
-// acks share commits; the handler never waits for its ack);
-// a failed flush is retried while the leases hold, and leases are extended
-// until their acks are flushed, every due lease in one call when the driver
-// is a BatchExtender.
+// (otherwise the reservations, not the handlers, limit the run). Those
+// counts ride in the flushes of outcomes: every outcome (done, retried,
+// failed, cancelled, snoozed) is collected and flushed together through the
+// driver's Complete (a batch of acks alone waits up to 5ms for more, so
+// that at low load acks share commits; the handler never waits for its
+// ack); a failed flush is retried while the leases hold, and leases are
+// extended until their outcomes are flushed, every due lease in one
+// ExtendMany call.
 //
 // # Shutdown
 //

@@ -13,10 +13,9 @@ const maxExtendBatch = 1000
 // extender is the part of a run that keeps its leases alive: every quarter
 // of a lease's usable part (the lease minus the margin) it extends the held
 // leases that have less than half of it left before their deadline (the
-// stored expiry minus the margin), through the queue's BatchExtender when
-// it has one, and cancels the handler of a lease the queue no longer
-// honours: with ErrCancelled when the job was cancelled (it asks the
-// Canceller, since a cancel ends the lease at once and the extender often
+// stored expiry minus the margin), in batches of ExtendMany, and cancels
+// the handler of a lease the queue no longer honours: with ErrCancelled
+// when the job was cancelled (it asks the store's Controller, since a cancel ends the lease at once and the extender often
 // learns of it before the cancel watcher's next poll), with ErrLeaseLost
 // otherwise.
 //
@@ -27,8 +26,7 @@ const maxExtendBatch = 1000
 // a margin before another process can be given its job.
 type extender struct {
 	q         Queue
-	batch     BatchExtender // nil: one Extend per lease
-	canceller Canceller     // nil: the store cannot cancel running jobs
+	canceller Controller // nil: the store cannot cancel running jobs
 	lease     time.Duration
 	ctx       context.Context
 	held      *heldLeases // its margin is the run's
@@ -93,20 +91,8 @@ func (x *extender) round(now time.Time) {
 	}
 	ctx, cancel := context.WithDeadline(x.ctx, deadline)
 	defer cancel()
-	if x.batch != nil {
-		for start := 0; start < len(due); start += maxExtendBatch {
-			x.extendMany(ctx, due[start:min(start+maxExtendBatch, len(due))], now)
-		}
-		return
-	}
-	asked := false
-	for _, l := range due {
-		err := x.q.Extend(ctx, l, x.lease)
-		if errors.Is(err, ErrLeaseLost) && !asked {
-			asked = true
-			x.learnCancels(ctx, now)
-		}
-		x.extended(l, now, err)
+	for start := 0; start < len(due); start += maxExtendBatch {
+		x.extendMany(ctx, due[start:min(start+maxExtendBatch, len(due))], now)
 	}
 }
 
@@ -129,7 +115,7 @@ func (x *extender) learnCancels(ctx context.Context, now time.Time) {
 
 // extendMany extends leases in one call.
 func (x *extender) extendMany(ctx context.Context, leases []Lease, now time.Time) {
-	lost, err := x.batch.ExtendMany(ctx, leases, x.lease)
+	lost, err := x.q.ExtendMany(ctx, leases, x.lease)
 	if err != nil {
 		x.failed(err, "jobs", len(leases))
 		return

@@ -19,14 +19,13 @@ const prefetchHorizon = 50 * time.Millisecond
 // finish quickly, a short buffer beyond them: up to the jobs the worker
 // completes in prefetchHorizon at its recent rate, capped by Prefetch. Slow
 // jobs therefore get no prefetch (no job waits long leased to a busy
-// process), while fast ones are reserved hundreds per round trip. With a
-// Starter the buffer is kept only while at least half the handlers are
+// process), while fast ones are reserved hundreds per round trip. The
+// buffer is kept only while at least half the handlers are
 // running jobs: buffered jobs each cost a start mark, which pays only when
 // handlers, not reservations, are what the run waits for.
 type fetcher struct {
 	q           Queue
-	starter     Starter // nil: every reservation counts its attempt
-	waiter      Waiter  // nil: poll
+	waiter      Waiter // nil: poll
 	queues      []string
 	lease       time.Duration
 	concurrency int
@@ -122,7 +121,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 			return
 		}
 		ahead := f.pace.ahead(time.Now())
-		if f.starter != nil && 2*f.leases.runningHandlers() < f.concurrency {
+		if 2*f.leases.runningHandlers() < f.concurrency {
 			// Fewer than half the handlers run a job: the reservations,
 			// not the handlers, limit the run, and jobs reserved beyond
 			// the idle handlers would only wait for a start mark each
@@ -174,8 +173,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 // With a Starter every job is reserved without counting an attempt, and
 // the executor counts it (a start mark) just before its handler runs: an
 // attempt counts only when its handler starts, so jobs that were leased
-// beside one that crashed the process keep their attempts. Without a
-// Starter each reservation counts one.
+// beside one that crashed the process keep their attempts.
 //
 // unstarted[i] reports whether the job out[i] was reserved so.
 func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
@@ -184,14 +182,10 @@ func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
 			break
 		}
 		var jobs []Job
-		if f.starter != nil {
-			jobs, err = f.starter.ReserveUnstarted(f.ctx, []string{qn}, n, f.lease)
-		} else {
-			jobs, err = f.q.Reserve(f.ctx, []string{qn}, n, f.lease)
-		}
+		jobs, err = f.q.ReserveUnstarted(f.ctx, []string{qn}, n, f.lease)
 		for i := range jobs {
 			out = append(out, &jobs[i])
-			unstarted = append(unstarted, f.starter != nil)
+			unstarted = append(unstarted, true)
 		}
 		n -= len(jobs)
 		if err != nil {

@@ -72,7 +72,7 @@ func TestFetcherPrefetchesOnlyForBusyHandlers(t *testing.T) {
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
 				// A measured rate of 10,000 jobs/s: 100 jobs ahead at most.
-				f := &fetcher{q: sq, starter: sq, queues: []string{DefaultQueue}, lease: time.Minute, concurrency: 4, poll: time.Second,
+				f := &fetcher{q: sq, queues: []string{DefaultQueue}, lease: time.Minute, concurrency: 4, poll: time.Second,
 					log: slog.New(slog.DiscardHandler), ctx: context.Background(), leases: leases, halt: &halt{stop: cancel},
 					out: make(chan *held, 200), freed: newFreed(), pace: pacer{horizon: prefetchHorizon, max: 100, rate: 10000}}
 				done := make(chan struct{})

@@ -15,12 +15,12 @@ import (
 const earlyBeat = time.Second
 
 // heartbeat is the part of a run that keeps the worker listed in the
-// queue's WorkerRegistry: it reports the worker, with the jobs it holds,
+// store's Reporter: it reports the worker, with the jobs it holds,
 // every interval, and early (at most once per earlyBeat) when the jobs it
 // holds changed since its last report, which includes going idle; it
 // deregisters the worker when the run ends.
 type heartbeat struct {
-	reg   WorkerRegistry
+	reg   Reporter
 	info  WorkerInfo
 	every time.Duration
 	// held returns the jobs held by queue (WorkerInfo.Running and

@@ -44,7 +44,7 @@ const (
 // refuse a lower epoch than one it has seen, or call Leading just before
 // each action (which narrows the window, but cannot close it).
 type Leader struct {
-	l      Leaser
+	l      Scheduler
 	name   string
 	holder string
 	ttl    time.Duration
@@ -107,9 +107,10 @@ var errLeaderConfig = fmt.Errorf("%w: leader", ErrConfig)
 // ErrConfig for a name ValidateLeaseName refuses or timings that cannot
 // work (the renew interval plus the margin not shorter than the TTL).
 func NewLeader(q Queue, name string, opts ...LeaderOption) (*Leader, error) {
-	ls, ok := q.(Leaser)
-	if !ok {
-		return nil, fmt.Errorf("queue: leader %q: %T cannot hold leases: %w", name, q, ErrUnsupported)
+	caps := CapabilitiesOf(q)
+	ls := caps.Scheduler
+	if ls == nil {
+		return nil, fmt.Errorf("queue: leader %q: %w", name, caps.Require("Scheduler"))
 	}
 	l := &Leader{l: ls, name: name, holder: NewID(), ttl: DefaultLeaderTTL, margin: -1, changed: make(chan struct{})}
 	for _, o := range opts {

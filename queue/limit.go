@@ -61,16 +61,17 @@ func KeyByName(j Job) string { return "name:" + j.Name }
 // table) and stay there, one per key and slot: keep the number of keys
 // bounded (hash unbounded ones into buckets).
 type Limiter struct {
-	l   Leaser
+	l   Scheduler
 	log *slog.Logger
 }
 
 // NewLimiter returns a Limiter over q. It returns an error matching
-// ErrUnsupported when q is not a Leaser.
+// ErrUnsupported when q has no Scheduler.
 func NewLimiter(q Queue, log *slog.Logger) (*Limiter, error) {
-	l, ok := q.(Leaser)
-	if !ok {
-		return nil, fmt.Errorf("queue: limits: %T is not a Leaser: %w", q, ErrUnsupported)
+	caps := CapabilitiesOf(q)
+	l := caps.Scheduler
+	if l == nil {
+		return nil, fmt.Errorf("queue: limits: %w", caps.Require("Scheduler"))
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -17,8 +17,8 @@ import (
 type Opener func(ctx context.Context, u *url.URL) (Queue, error)
 
 // QueueCloser is a Queue that its opener owns and Close releases: what
-// Open returns. Its optional abilities (BatchAcker, Inspector, ...) are
-// found by type assertion as on any Queue.
+// Open returns. Its optional abilities (Inspector, Controller, ...) are
+// found with driver.CapabilitiesOf as on any Queue.
 type QueueCloser interface {
 	Queue
 	io.Closer

@@ -88,6 +88,29 @@ func (s *stubQueue) Extend(_ context.Context, l Lease, _ time.Duration) error {
 	}
 	return nil
 }
+func (s *stubQueue) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]Job, error) {
+	return s.Reserve(ctx, queues, n, lease)
+}
+func (s *stubQueue) PushMany(context.Context, []Job) ([]bool, error) {
+	s.t.Error("unexpected PushMany")
+	return nil, nil
+}
+
+// ExtendMany extends through Extend, one lease at a time, so that a test
+// reads each extension.
+func (s *stubQueue) ExtendMany(ctx context.Context, leases []Lease, d time.Duration) ([]Lease, error) {
+	var lost []Lease
+	for _, l := range leases {
+		switch err := s.Extend(ctx, l, d); {
+		case errors.Is(err, ErrLeaseLost):
+			lost = append(lost, l)
+		case err != nil:
+			return nil, err
+		}
+	}
+	return lost, nil
+}
+func (s *stubQueue) ObserveRun(RunRecord)                                    {}
 func (s *stubQueue) DeadLetters(context.Context, string, int) ([]Job, error) { return nil, nil }
 func (s *stubQueue) RetryDead(context.Context, string) error                 { return nil }
 func (s *stubQueue) ForgetDead(context.Context, string) error                { return nil }

@@ -132,7 +132,7 @@ type periodic struct {
 // and opts (as Dispatch builds it) is enqueued at each tick of s. Each tick
 // is enqueued exactly once however many workers, in however many
 // processes, register the same name over one store: the store records the
-// last tick per name (see PeriodicStore). Ticks missed while no worker ran
+// last tick per name (see Scheduler). Ticks missed while no worker ran
 // are skipped unless s is wrapped in RunMissed. The job runs like any other
 // (on whichever worker serves its queue); a tick whose job is still waiting
 // is not skipped unless opts make the job unique.
@@ -142,8 +142,8 @@ type periodic struct {
 // NUL, the same on every driver) or an invalid schedule, and one matching ErrUnsupported when w's
 // queue cannot record ticks. Register periodic jobs before Run.
 func Periodic[T any](w *Worker, name string, s Schedule, v T, opts ...Option) error {
-	if _, ok := w.q.(PeriodicStore); !ok {
-		return fmt.Errorf("queue: periodic job %q: %T cannot record ticks: %w", name, w.q, ErrUnsupported)
+	if err := CapabilitiesOf(w.q).Require("Scheduler"); err != nil {
+		return fmt.Errorf("queue: periodic job %q: %w", name, err)
 	}
 	if err := validateSchedule(s); err != nil {
 		return fmt.Errorf("%w: periodic job %q: %w", ErrConfig, name, err)
@@ -199,7 +199,7 @@ func later(a, b time.Time) time.Time {
 
 // schedule runs p until ctx is done: it enqueues each tick as it falls
 // (and, with RunMissed, the latest missed tick once at start).
-func (p *periodic) schedule(ctx context.Context, store PeriodicStore, log func(msg string, args ...any)) {
+func (p *periodic) schedule(ctx context.Context, store Scheduler, log func(msg string, args ...any)) {
 	now := time.Now()
 	var last time.Time
 	for {
@@ -229,7 +229,7 @@ func (p *periodic) schedule(ctx context.Context, store PeriodicStore, log func(m
 
 // tick claims the tick at t, retrying a failing store until the next tick
 // is due.
-func (p *periodic) tick(ctx context.Context, store PeriodicStore, t time.Time, log func(msg string, args ...any)) {
+func (p *periodic) tick(ctx context.Context, store Scheduler, t time.Time, log func(msg string, args ...any)) {
 	j, err := p.build()
 	if err != nil {
 		log("queue: building a periodic job failed; tick skipped", "periodic", p.name, "tick", t, "err", err)

@@ -78,7 +78,7 @@ func TestFetcherCountsNoAttemptAtReservation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &stubStarter{stubQueue: &stubQueue{t: t}}
-			f := &fetcher{q: st, starter: st, queues: []string{DefaultQueue}, ctx: context.Background()}
+			f := &fetcher{q: st, queues: []string{DefaultQueue}, ctx: context.Background()}
 			jobs, unstarted, err := f.reserve(tc.n, tc.idle)
 			if err != nil || len(jobs) != tc.n {
 				t.Fatalf("reserve = %d jobs, %v; want %d", len(jobs), err, tc.n)
@@ -258,7 +258,6 @@ func TestCompleterWritesStartMarksInItsAckFlush(t *testing.T) {
 			sq.ackMany = func(ls []Lease) ([]Lease, error) { sq.acked = append(sq.acked, ls...); return nil, nil }
 			sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}, startAck: tc.startAck}
 			c := newCompleter(sa)
-			c.starter = sa
 			batch := []ackItem{mark("m1")}
 			for _, id := range tc.acks {
 				j := &Job{ID: id, LeaseToken: "t"}
@@ -317,7 +316,6 @@ func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
 		e := newStartExecutor(sa.stubStarter, &seen, &mu)
 		e.completer = newCompleter(sa)
 		e.completer.leases = e.leases
-		e.completer.starter = sa
 		e.completer.start(8)
 		var wg sync.WaitGroup
 		for _, id := range []string{"p", "q", "r"} {
@@ -363,7 +361,6 @@ func TestCompleterLingersOnlyForAcks(t *testing.T) {
 		}
 		sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}}
 		c := newCompleter(sa)
-		c.starter = sa
 		c.start(16)
 		ack := func(id string) {
 			j := &Job{ID: id, LeaseToken: "t"}

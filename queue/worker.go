@@ -40,7 +40,7 @@ var DefaultBackoff = Exponential(time.Second, 5*time.Minute)
 // the dead letters and OnFailed is called. Decoding errors, unknown job
 // names and Permanent errors are dead-lettered at once.
 //
-// Over a Queue that is a WorkerRegistry the worker lists itself: it sends a
+// Over a Queue with a Reporter the worker lists itself: it sends a
 // heartbeat every ten seconds carrying the jobs it holds per queue
 // (WorkerInfo.Running and Reserved), and an early one, at most once a
 // second, when those changed since its last heartbeat (going idle
@@ -126,7 +126,7 @@ func (w *Worker) MaxSnoozes(n int) *Worker {
 }
 
 // CancelPoll sets how often the worker asks the store which of the jobs it
-// holds were cancelled (see Canceller), which bounds how long a cancelled
+// holds were cancelled (see driver.Controller), which bounds how long a cancelled
 // job's handler runs on (default DefaultCancelPoll). It asks only while it
 // holds jobs.
 func (w *Worker) CancelPoll(d time.Duration) *Worker {
@@ -332,8 +332,8 @@ func (w *Worker) leaseFor() time.Duration {
 	if w.lease > 0 {
 		return w.lease
 	}
-	if ld, ok := w.q.(LeaseDefaulter); ok && ld.DefaultLease() > 0 {
-		return ld.DefaultLease()
+	if d := CapabilitiesOf(w.q).DefaultLease; d > 0 {
+		return d
 	}
 	return DefaultLease
 }
@@ -401,6 +401,7 @@ var _ io.Writer = printfWriter(nil)
 type run struct {
 	w    *Worker
 	q    Queue
+	caps Capabilities // what the store can do beyond the core
 	log  *slog.Logger
 	id   string
 	halt *halt
@@ -439,8 +440,8 @@ func newRun(w *Worker) *run {
 	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
 
-	r.completer = &completer{q: w.q, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
-	r.completer.runObs, _ = w.q.(RunObserver)
+	r.caps = CapabilitiesOf(w.q)
+	r.completer = &completer{q: w.q, runObs: r.caps.Reporter, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
 
 	handlers := make(map[string]Handler, len(w.handlers))
 	for name, h := range w.handlers {
@@ -451,7 +452,7 @@ func newRun(w *Worker) *run {
 		handlers: handlers, maxAttempts: w.maxAttempts, timeout: w.timeout, grace: w.grace, backoff: w.backoff,
 		typeBackoff: w.typeBackoff, maxSnoozes: w.maxSnoozes,
 		base: r.baseCtx, leases: r.held, completer: r.completer, abandoned: w.abandoned, observe: w.observe, log: w.log,
-		apart: make(chan struct{}, 1),
+		apart: make(chan struct{}, 1), starts: &starts{q: w.q, ctx: r.bgCtx},
 	}
 
 	r.fetcher = &fetcher{
@@ -459,18 +460,11 @@ func newRun(w *Worker) *run {
 		ctx: WithWorker(r.bgCtx, r.id), leases: r.held, halt: r.halt, out: r.jobs, freed: r.freed,
 		pace: pacer{horizon: prefetchHorizon, max: w.prefetch},
 	}
-	r.fetcher.waiter, _ = w.q.(Waiter)
-	if st, ok := w.q.(Starter); ok {
-		r.fetcher.starter = st
-		r.executor.starts = &starts{q: w.q, ctx: r.bgCtx}
-		r.completer.starter = st
-	}
+	r.fetcher.waiter = r.caps.Waiter
 
-	r.extender = &extender{q: w.q, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}
-	r.extender.batch, _ = w.q.(BatchExtender)
-	r.extender.canceller, _ = w.q.(Canceller)
+	r.extender = &extender{q: w.q, canceller: r.caps.Controller, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}
 
-	if reg, ok := w.q.(WorkerRegistry); ok {
+	if reg := r.caps.Reporter; reg != nil {
 		r.heartbeat = &heartbeat{
 			reg:   reg,
 			info:  WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: w.queues, Concurrency: w.concurrency, StartedAt: time.Now()},
@@ -507,15 +501,18 @@ func (r *run) run(ctx context.Context) error {
 	if r.heartbeat != nil {
 		bg.Go(func() { r.heartbeat.run(bgDone) })
 	}
-	if c, ok := r.q.(Canceller); ok {
+	if c := r.caps.Controller; c != nil {
 		bg.Go(func() { r.watchCancels(c, bgDone) })
 	}
-	if store, ok := r.q.(PeriodicStore); ok {
+	if store := r.caps.Scheduler; store != nil {
 		for _, p := range r.w.periodics {
 			bg.Go(func() { p.schedule(stopCtx, store, r.log.Warn) })
 		}
 	}
 	r.log.Info("queue: worker started", "worker", r.id, "queues", r.w.queues, "concurrency", r.w.concurrency)
+	if missing := r.caps.Missing(); len(missing) > 0 {
+		r.log.Info("queue: the store lacks abilities; the worker goes without them", "worker", r.id, "missing", missing)
+	}
 
 	r.fetcher.run(stopCtx)
 

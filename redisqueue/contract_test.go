@@ -40,10 +40,6 @@ func TestContract(t *testing.T) {
 }
 
 var _ interface {
-	queue.BatchPusher
-	queue.BatchAcker
-	queue.BatchExtender
-	queue.StartAcker
-	queue.Snoozer
+	queue.Queue
 	queue.Waiter
 } = (*redisqueue.Queue)(nil)

@@ -32,7 +32,7 @@ import (
 // locks the batch row first and then inserts rows no one else holds. The
 // statements are the same in every dialect.
 
-var _ queue.Batcher = (*Queue)(nil)
+var _ queue.Workflows = (*Queue)(nil)
 
 // batchCols are the columns scanBatch reads.
 const batchCols = "id, name, allow_failures, total, done, failed, cancelled, created_at, cancelled_at, then_at, catch_at, finished_at"

@@ -55,8 +55,9 @@ func TestMaintainPrunesBatches(t *testing.T) {
 }
 
 // BenchmarkFinishMember measures what a batch member's finish costs the
-// worker against a plain job's single Ack: per op, one member's
-// FinishMember (its transaction with the batch's counters) or one Ack.
+// worker against a plain job's single ack: per op, one Complete of a
+// member's outcome (its transaction with the batch's counters) or of a
+// plain job's.
 // Reserving is outside the timer.
 func BenchmarkFinishMember(b *testing.B) {
 	for _, member := range []bool{false, true} {
@@ -64,7 +65,6 @@ func BenchmarkFinishMember(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			eachDialectB(b, func(b *testing.B, q queue.Queue) {
 				ctx := b.Context()
-				bq := q.(queue.Batcher)
 				var held []queue.Job
 				id := ""
 				fill := func() {
@@ -95,11 +95,13 @@ func BenchmarkFinishMember(b *testing.B) {
 					}
 					j := held[0]
 					held = held[1:]
-					var err error
+					out := queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone}
 					if member {
-						err = bq.FinishMember(ctx, j.Lease(), id, queue.OutcomeDone, "")
-					} else {
-						err = q.Ack(ctx, j.Lease())
+						out.Batch = id
+					}
+					_, errs, err := q.Complete(ctx, nil, []queue.Completion{out})
+					if err == nil {
+						err = errs[0]
 					}
 					if err != nil {
 						b.Fatal(err)

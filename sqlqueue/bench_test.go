@@ -2,6 +2,7 @@ package sqlqueue_test
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,12 +54,11 @@ func BenchmarkPushMany(b *testing.B) {
 }
 
 // BenchmarkReserveAckMany measures the worker's database work per batch of
-// 100 jobs: one Reserve and one AckMany.
+// 100 jobs: one Reserve and one Complete of their acks.
 func BenchmarkReserveAckMany(b *testing.B) {
 	eachDialectB(b, func(b *testing.B, q queue.Queue) {
 		const batch = 100
 		bp := q.(queue.BatchPusher)
-		acker := q.(queue.BatchAcker)
 		fill := func() {
 			jobs := make([]queue.Job, 2000)
 			for i := range jobs {
@@ -81,12 +81,12 @@ func BenchmarkReserveAckMany(b *testing.B) {
 			if err != nil || len(jobs) != batch {
 				b.Fatalf("Reserve = %d, %v", len(jobs), err)
 			}
-			leases := make([]queue.Lease, len(jobs))
+			outs := make([]queue.Completion, len(jobs))
 			for i, j := range jobs {
-				leases[i] = j.Lease()
+				outs[i] = queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone}
 			}
-			if lost, err := acker.AckMany(b.Context(), leases); err != nil || len(lost) != 0 {
-				b.Fatalf("AckMany = %v, %v", lost, err)
+			if _, errs, err := q.Complete(b.Context(), nil, outs); err != nil || errors.Join(errs...) != nil {
+				b.Fatalf("Complete = %v, %v", errs, err)
 			}
 			left -= batch
 		}

@@ -140,4 +140,4 @@ func (q *Queue) foldCounts(ctx context.Context) error {
 	return q.d.foldCounts(ctx, q)
 }
 
-var _ queue.Counter = (*Queue)(nil)
+var _ queue.Inspector = (*Queue)(nil)

@@ -53,4 +53,4 @@ func (q *Queue) DeadSince(ctx context.Context, since time.Time) (queue.Count, er
 	return out, nil
 }
 
-var _ queue.RecentDeadCounter = (*Queue)(nil)
+var _ queue.Inspector = (*Queue)(nil)

@@ -210,18 +210,13 @@ type Queue struct {
 }
 
 var (
-	_ queue.Queue             = (*Queue)(nil)
-	_ queue.BatchPusher       = (*Queue)(nil)
-	_ queue.BatchAcker        = (*Queue)(nil)
-	_ queue.StartAcker        = (*Queue)(nil)
-	_ queue.BatchExtender     = (*Queue)(nil)
-	_ queue.Inspector         = (*Queue)(nil)
-	_ queue.OldestReadyReader = (*Queue)(nil)
-	_ queue.Pauser            = (*Queue)(nil)
-	_ queue.WorkerRegistry    = (*Queue)(nil)
-	_ queue.RunObserver       = (*Queue)(nil)
-	_ queue.LeaseDefaulter    = (*Queue)(nil)
-	_ queue.Waiter            = (*Queue)(nil)
+	_ queue.Queue          = (*Queue)(nil)
+	_ queue.Inspector      = (*Queue)(nil)
+	_ queue.Controller     = (*Queue)(nil)
+	_ queue.Scheduler      = (*Queue)(nil)
+	_ queue.Reporter       = (*Queue)(nil)
+	_ queue.LeaseDefaulter = (*Queue)(nil)
+	_ queue.Waiter         = (*Queue)(nil)
 )
 
 // New returns a Queue over db. It creates nothing and does no I/O: run

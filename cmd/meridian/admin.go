@@ -175,9 +175,10 @@ func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	defer q.Close()
-	insp, ok := q.(queue.Inspector)
-	if !ok {
-		return fmt.Errorf("the %T driver offers no figures (queue.Inspector)", q)
+	caps := queue.CapabilitiesOf(q)
+	insp := caps.Inspector
+	if insp == nil {
+		return caps.Require("Inspector")
 	}
 	stats, err := insp.QueueStats(ctx)
 	if err != nil {

@@ -88,9 +88,10 @@ func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	defer q.Close()
-	b, ok := q.(queue.Batcher)
-	if !ok {
-		return fmt.Errorf("the %T driver keeps no batches (queue.Batcher)", q)
+	caps := queue.CapabilitiesOf(q)
+	b := caps.Workflows
+	if b == nil {
+		return caps.Require("Workflows")
 	}
 	notFound := func(id string, err error) error {
 		if errors.Is(err, queue.ErrNotFound) {

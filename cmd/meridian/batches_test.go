@@ -36,8 +36,12 @@ func TestBatchesCommand(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
 	}
-	if err := q.(queue.Batcher).FinishMember(t.Context(), jobs[0].Lease(), id, queue.OutcomeFailed, "bad line"); err != nil {
-		t.Fatalf("FinishMember: %v", err)
+	_, errs, err := q.Complete(t.Context(), nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeFailed, Reason: "bad line", Batch: id}})
+	if err == nil {
+		err = errs[0]
+	}
+	if err != nil {
+		t.Fatalf("Complete(failed) of a member: %v", err)
 	}
 	q.Close()
 

@@ -51,9 +51,10 @@ func pauseMain(ctx context.Context, verb string, args []string, out, errOut io.W
 		return err
 	}
 	defer q.Close()
-	p, ok := q.(queue.Pauser)
-	if !ok {
-		return fmt.Errorf("the %T driver cannot pause queues (queue.Pauser)", q)
+	caps := queue.CapabilitiesOf(q)
+	p := caps.Controller
+	if p == nil {
+		return caps.Require("Controller")
 	}
 	do, done := p.Pause, "paused"
 	if verb == "resume" {
@@ -78,7 +79,7 @@ func cancelJobs(ctx context.Context, q queue.Queue, ids []string, out io.Writer)
 		was, err := queue.CancelJob(ctx, q, id)
 		switch {
 		case errors.Is(err, queue.ErrUnsupported):
-			return fmt.Errorf("the %T driver cannot cancel jobs (queue.Canceller)", q)
+			return err
 		case errors.Is(err, queue.ErrNotFound):
 			failed = append(failed, fmt.Errorf("%s: no such job", id))
 		case errors.Is(err, queue.ErrFinished):
@@ -120,15 +121,16 @@ func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) err
 		return err
 	}
 	defer q.Close()
-	ps, ok := q.(queue.PeriodicStore)
-	if !ok {
-		return fmt.Errorf("the %T driver keeps no periodic jobs (queue.PeriodicStore)", q)
+	caps := queue.CapabilitiesOf(q)
+	ps := caps.Scheduler
+	if ps == nil {
+		return caps.Require("Scheduler")
 	}
 	list, err := ps.Periodics(ctx)
 	if err != nil {
 		return err
 	}
-	insp, _ := q.(queue.Inspector)
+	insp := caps.Inspector
 	rows := make([]periodicJSON, 0, len(list))
 	for _, p := range list {
 		r := periodicJSON{Name: p.Name, Schedule: p.Schedule, LastJobID: p.LastJobID}

@@ -20,7 +20,7 @@ func TestPauseAndResumeCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		names, err := q.(queue.Pauser).Paused(t.Context())
+		names, err := q.(queue.Controller).Paused(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func TestPeriodicListCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := q.(queue.PeriodicStore)
+	ps := q.(queue.Scheduler)
 	tick := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
 	info := queue.PeriodicInfo{Name: "nightly-report", Schedule: "cron 0 3 * * * UTC", NextTick: tick}
 	if _, err := ps.RegisterPeriodic(t.Context(), info); err != nil {

@@ -95,9 +95,10 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if pos[0] == "cancel" {
 		return cancelJobs(ctx, q, pos[1:], out)
 	}
-	insp, ok := q.(queue.Inspector)
-	if !ok {
-		return fmt.Errorf("the %T driver cannot list jobs (queue.Inspector)", q)
+	caps := queue.CapabilitiesOf(q)
+	insp := caps.Inspector
+	if insp == nil {
+		return caps.Require("Inspector")
 	}
 	if pos[0] == "show" {
 		j, err := insp.GetJob(ctx, pos[1])

@@ -100,8 +100,8 @@ func run(ctx context.Context, url string, out io.Writer) error {
 		return err
 	}
 	defer q.Close()
-	batches, ok := q.(queue.Batcher)
-	if !ok {
+	batches := queue.CapabilitiesOf(q).Workflows
+	if batches == nil {
 		return fmt.Errorf("%s does not keep batches", url)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -90,7 +90,7 @@ func TestAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	paused, err := q.(queue.Pauser).Paused(t.Context())
+	paused, err := q.(queue.Controller).Paused(t.Context())
 	if err != nil || !slices.Equal(paused, []string{"default"}) {
 		t.Fatalf("paused queues = %v, %v; want [default] after the operator's pause", paused, err)
 	}

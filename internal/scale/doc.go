@@ -3,6 +3,6 @@
 // size: most jobs done and kept by retention, a large failed set, many
 // jobs scheduled hours ahead, a queue with a deep backlog that no worker
 // serves, and a little ready work on the served queues. It fills through
-// the public queue API (queue.BatchPusher, Reserve, queue.BatchAcker,
-// Fail), so the same shape lands on every driver.
+// the store contract (PushMany, Reserve, Complete), so the same shape
+// lands on every driver.
 package scale

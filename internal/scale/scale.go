@@ -65,15 +65,10 @@ type Counts struct {
 
 // Fill stores s's jobs in q: pushed in batches, then worked off into done
 // (acked) and failed (dead-lettered) sets with reserves of up to 1,000
-// jobs, then the scheduled, backlog and ready jobs pushed. q must
-// implement queue.BatchPusher; a queue.BatchAcker is used when present.
-// Fill must run before any worker serves the queues.
+// jobs, then the scheduled, backlog and ready jobs pushed. Fill must run before any worker serves the queues.
 func Fill(ctx context.Context, q queue.Queue, s Shape) (Counts, error) {
 	s = s.withDefaults()
-	bp, ok := q.(queue.BatchPusher)
-	if !ok {
-		return Counts{}, errors.New("scale: the queue cannot push in batches (queue.BatchPusher)")
-	}
+	bp := q
 	if s.Jobs <= 0 {
 		return Counts{}, fmt.Errorf("scale: Jobs must be positive, got %d", s.Jobs)
 	}
@@ -119,7 +114,9 @@ func Fill(ctx context.Context, q queue.Queue, s Shape) (Counts, error) {
 	if err := push(c.Done, spread, nil); err != nil {
 		return c, err
 	}
-	if err := work(ctx, q, served, c.Done, func(ctx context.Context, jobs []queue.Job) error { return ackAll(ctx, q, jobs) }); err != nil {
+	if err := work(ctx, q, served, c.Done, func(ctx context.Context, jobs []queue.Job) error {
+		return completeAll(ctx, q, jobs, queue.OutcomeDone, "")
+	}); err != nil {
 		return c, err
 	}
 	// Failed: pushed and dead-lettered.
@@ -127,12 +124,7 @@ func Fill(ctx context.Context, q queue.Queue, s Shape) (Counts, error) {
 		return c, err
 	}
 	if err := work(ctx, q, served, c.Failed, func(ctx context.Context, jobs []queue.Job) error {
-		for _, j := range jobs {
-			if err := q.Fail(ctx, j.Lease(), "scale: upstream answered 503"); err != nil {
-				return fmt.Errorf("scale: failing: %w", err)
-			}
-		}
-		return nil
+		return completeAll(ctx, q, jobs, queue.OutcomeFailed, "scale: upstream answered 503")
 	}); err != nil {
 		return c, err
 	}
@@ -167,25 +159,19 @@ func work(ctx context.Context, q queue.Queue, queues []string, n int, fn func(co
 	return nil
 }
 
-func ackAll(ctx context.Context, q queue.Queue, jobs []queue.Job) error {
-	if ba, ok := q.(queue.BatchAcker); ok {
-		ls := make([]queue.Lease, len(jobs))
-		for i, j := range jobs {
-			ls[i] = j.Lease()
-		}
-		lost, err := ba.AckMany(ctx, ls)
-		if err == nil && len(lost) > 0 {
-			err = fmt.Errorf("%d leases lost", len(lost))
-		}
-		if err != nil {
-			return fmt.Errorf("scale: acking: %w", err)
-		}
-		return nil
+// completeAll records outcome o, with reason, for every job of jobs in one
+// Complete call.
+func completeAll(ctx context.Context, q queue.Queue, jobs []queue.Job, o queue.Outcome, reason string) error {
+	outs := make([]queue.Completion, len(jobs))
+	for i, j := range jobs {
+		outs[i] = queue.Completion{Lease: j.Lease(), Outcome: o, Reason: reason}
 	}
-	for _, j := range jobs {
-		if err := q.Ack(ctx, j.Lease()); err != nil {
-			return fmt.Errorf("scale: acking: %w", err)
-		}
+	_, errs, err := q.Complete(ctx, nil, outs)
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		return fmt.Errorf("scale: recording %s: %w", o, err)
 	}
 	return nil
 }

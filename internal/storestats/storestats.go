@@ -20,8 +20,8 @@ type Snapshot struct {
 	// OldestReady maps each queue with ready jobs to the earliest time one
 	// of them became available.
 	OldestReady map[string]time.Time
-	// Counts are the store's counts by state when the Inspector is also
-	// a queue.Counter (nil otherwise).
+	// Counts are the store's counts by state (nil in a snapshot not
+	// read from a store, which Depths then takes from Stats).
 	Counts []queue.QueueCounts
 }
 
@@ -65,45 +65,29 @@ func (s Snapshot) OldestAge(queueName string) time.Duration {
 	return s.At.Sub(t)
 }
 
-// Read takes a snapshot: one QueueStats call, one Counts call when in is a
-// queue.Counter, and one OldestReady call when in is a
-// queue.OldestReadyReader, else the first ready job of each queue
-// with ready jobs (by insertion), one bounded ListJobs each.
+// Read takes a snapshot: one QueueStats, one Counts and one OldestReady
+// call.
 func Read(ctx context.Context, in queue.Inspector) (Snapshot, error) {
 	stats, err := in.QueueStats(ctx)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading queue stats: %w", err)
 	}
-	s := Snapshot{At: time.Now(), Stats: stats, OldestReady: make(map[string]time.Time)}
-	if c, ok := in.(queue.Counter); ok {
-		counts, err := c.Counts(ctx)
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("reading job counts: %w", err)
-		}
-		s.Counts = counts
-		if s.Counts == nil {
-			s.Counts = []queue.QueueCounts{}
-		}
+	s := Snapshot{At: time.Now(), Stats: stats}
+	counts, err := in.Counts(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading job counts: %w", err)
 	}
-	if r, ok := in.(queue.OldestReadyReader); ok {
-		oldest, err := r.OldestReady(ctx)
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("reading the oldest ready jobs: %w", err)
-		}
-		s.OldestReady = oldest
-		return s, nil
+	s.Counts = counts
+	if s.Counts == nil {
+		s.Counts = []queue.QueueCounts{}
 	}
-	for _, st := range stats {
-		if st.Ready.N == 0 {
-			continue
-		}
-		page, err := in.ListJobs(ctx, queue.JobFilter{State: queue.StateReady, Queue: st.Queue, Limit: 1})
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("reading the oldest ready job of %s: %w", st.Queue, err)
-		}
-		if len(page.Jobs) > 0 {
-			s.OldestReady[st.Queue] = page.Jobs[0].WaitStart()
-		}
+	oldest, err := in.OldestReady(ctx)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("reading the oldest ready jobs: %w", err)
+	}
+	s.OldestReady = oldest
+	if s.OldestReady == nil {
+		s.OldestReady = map[string]time.Time{}
 	}
 	return s, nil
 }

@@ -11,8 +11,7 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// counting counts QueueStats calls and hides memqueue's OldestReady, so
-// Read takes the ListJobs fallback.
+// counting counts QueueStats calls.
 type counting struct {
 	queue.Inspector
 	calls int

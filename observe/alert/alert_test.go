@@ -282,7 +282,7 @@ func TestSQLClaimerFenced(t *testing.T) {
 			t.Errorf("dropping the claim table: %v", err)
 		}
 	})
-	l := queue.Queue(q1).(queue.Leaser)
+	l := queue.Queue(q1).(queue.Scheduler)
 	old, ok, err := l.AcquireLeaseEpoch(ctx, "alerts", "a", 200*time.Millisecond)
 	if err != nil || !ok {
 		t.Fatalf("AcquireLeaseEpoch = %v, %v", ok, err)

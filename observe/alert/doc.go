@@ -8,8 +8,7 @@
 // ready job's wait (MaxWait) and on the failure rate of the attempts in
 // the driver's stats window (MaxFailureRate, counted once MinRuns attempts
 // were made). Each Alerter.Check reads the store once, through the
-// driver's inspection interface (queue.Inspector, and
-// queue.OldestReadyReader when the driver has it), and compares.
+// driver's inspection interface (driver.Inspector), and compares.
 //
 // # Once per transition, on one process
 //

@@ -49,8 +49,7 @@
 //
 // These are read at scrape time and cached (WithCacheTTL, 10 s by default),
 // so a scrape every 15 s costs one bounded read: one QueueStats call and
-// one OldestReady call (queue.OldestReadyReader), or one single-row
-// ListJobs per queue with ready jobs when the driver lacks OldestReady.
+// one Counts and one OldestReady call (driver.Inspector).
 // Counts capped by the driver (queue.Count.More) are exported as the cap.
 //
 // docs/monitoring.md lists Grafana panels and alert rules over these.

@@ -16,7 +16,7 @@ const (
 	// it.
 	MetaBatch = "meridian.batch"
 	// MetaBatchOf names, on a batch's callback job, the batch's ID, so its
-	// handler can read the batch (Batcher.GetBatch).
+	// handler can read the batch (Workflows.GetBatch).
 	MetaBatchOf = "meridian.batch_of"
 	// MetaBatchEvent names, on a batch's callback job, which callback it
 	// is: "then", "catch" or "finally".
@@ -47,7 +47,7 @@ var (
 	ErrBatchClosed = errors.New("queue: batch finished or cancelled")
 )
 
-// BatchRecord is what a Batcher stores for a batch when it is dispatched.
+// BatchRecord is what a store with Workflows keeps for a batch when it is dispatched.
 // Drivers keep Callbacks as opaque text and build the callback job to push
 // with Callback.
 type BatchRecord struct {
@@ -136,7 +136,7 @@ type MemberPage struct {
 }
 
 // BatchDispatcher stores a batch's record and its members in one step: all
-// or nothing. Every Batcher is one; so is sqlqueue's TxPusher, which stores
+// or nothing. Every store with Workflows is one; so is sqlqueue's TxPusher, which stores
 // them in the caller's transaction.
 type BatchDispatcher interface {
 	// PushBatch stores rec and pushes jobs (each carrying MetaBatch = rec.ID)
@@ -144,40 +144,6 @@ type BatchDispatcher interface {
 	// skipped as duplicates of an active job's ID are not members. Nothing
 	// is stored on error.
 	PushBatch(ctx context.Context, rec BatchRecord, jobs []Job) (stored int, err error)
-}
-
-// Batcher is a Queue that keeps batches (see Batch) in its store. The
-// Worker records a member's outcome through FinishMember; DispatchBatch
-// stores batches through PushBatch.
-type Batcher interface {
-	BatchDispatcher
-	// AddToBatch pushes jobs (each carrying MetaBatch = id) as new members
-	// of batch id, with PushBatch's rules. It returns ErrNotFound for an
-	// unknown batch and ErrBatchClosed for one that has finished or was
-	// cancelled.
-	AddToBatch(ctx context.Context, id string, jobs []Job) (stored int, err error)
-	// FinishMember records the outcome o (OutcomeDone: ack;
-	// OutcomeFailed: dead-letter with reason; OutcomeCancelled: cancel) of
-	// the member under l in its batch, in one transaction with the
-	// member's own change: the batch's counters, the cancelling of its
-	// pending members when a failure cancels it, and the push of each
-	// callback that this outcome makes due (see Batch). If l is not
-	// current it returns ErrLeaseLost and changes nothing. A job whose
-	// batch is unknown is finished as Ack, Fail or a cancel would.
-	FinishMember(ctx context.Context, l Lease, batch string, o Outcome, reason string) error
-	// CancelBatch cancels batch id: it marks the batch cancelled and
-	// cancels every member not yet finished (a running one as CancelJob
-	// does), pushing Finally if that finishes the batch. Cancelling a
-	// batch again, or one that has finished, changes nothing. It returns
-	// the batch as it is afterwards, or ErrNotFound.
-	CancelBatch(ctx context.Context, id string) (BatchInfo, error)
-	// GetBatch reads batch id, or returns ErrNotFound.
-	GetBatch(ctx context.Context, id string) (BatchInfo, error)
-	// ListBatches pages through the batches, newest first.
-	ListBatches(ctx context.Context, f BatchFilter) (BatchPage, error)
-	// BatchMembers pages through batch id's members that f selects, in
-	// job ID order, or returns ErrNotFound.
-	BatchMembers(ctx context.Context, id string, f MemberFilter) (MemberPage, error)
 }
 
 // batchCallbacks is the value of BatchRecord.Callbacks.
@@ -224,7 +190,7 @@ func (r BatchRecord) Callback(event BatchEvent, failedID, reason string) (*Job, 
 }
 
 // BatchDue lists the callbacks that b's counters make due and that have
-// not yet come: the rule every Batcher applies after changing them.
+// not yet come: the rule every store with Workflows applies after changing them.
 func BatchDue(b BatchInfo) []BatchEvent {
 	var due []BatchEvent
 	if b.Failed > 0 && b.CatchAt.IsZero() {
@@ -293,7 +259,7 @@ func EncodeCallbacks(then, catch, finally *Job) (string, error) {
 // MemberTransition is where a member in state from goes when its job ends
 // with outcome o, and whether it moves at all: a pending member becomes
 // done, failed or cancelled; a failed member retried later (RetryDead)
-// becomes done when it succeeds; nothing else moves. Every Batcher counts
+// becomes done when it succeeds; nothing else moves. Every store with Workflows counts
 // by this rule.
 func MemberTransition(from BatchMemberState, o Outcome) (BatchMemberState, bool) {
 	switch {

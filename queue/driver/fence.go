@@ -14,7 +14,7 @@ type Fence struct {
 type fenceKey struct{}
 
 // WithFence returns a copy of ctx that carries f. A store checks the Fence
-// of a fenced write (PeriodicStore.ClaimTick) in the write's own
+// of a fenced write (Scheduler.ClaimTick) in the write's own
 // transaction, with the lease's row locked so that no election passes the
 // write by, and refuses the write with ErrFenced when the lease's epoch is
 // not f.Epoch.

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"time"
 )
 
@@ -187,41 +186,6 @@ type WorkerInfo struct {
 // Running plus Reserved.
 func (w WorkerInfo) Held(queueName string) int { return w.Running[queueName] + w.Reserved[queueName] }
 
-// Inspector is the optional read side of a driver.
-type Inspector interface {
-	// QueueStats returns one entry per known queue (any queue with jobs, a
-	// pause or metrics in the window), sorted by name.
-	QueueStats(ctx context.Context) ([]QueueStats, error)
-	// Metrics returns per-minute points from since to now, oldest first.
-	Metrics(ctx context.Context, since time.Time) ([]MetricPoint, error)
-	// ListJobs returns one page of jobs in f.State matching f.
-	ListJobs(ctx context.Context, f JobFilter) (JobPage, error)
-	// GetJob returns the job id in whatever state it is, or ErrNotFound.
-	GetJob(ctx context.Context, id string) (JobInfo, error)
-}
-
-// Pauser is a Queue whose named queues can be paused: Reserve skips a paused
-// queue's jobs until it is resumed. Pauses are shared by every process that
-// uses the same store.
-type Pauser interface {
-	Pause(ctx context.Context, queue string) error
-	Resume(ctx context.Context, queue string) error
-	// Paused lists the paused queues.
-	Paused(ctx context.Context) ([]string, error)
-}
-
-// WorkerRegistry is a Queue that keeps a registry of worker processes. The
-// Worker registers itself and heartbeats through it when present; entries
-// not seen for a while are dropped by the driver.
-type WorkerRegistry interface {
-	// Heartbeat creates or refreshes the entry w.ID, setting LastSeen.
-	Heartbeat(ctx context.Context, w WorkerInfo) error
-	// Deregister removes the entry id.
-	Deregister(ctx context.Context, id string) error
-	// Workers lists the entries seen recently, sorted by ID.
-	Workers(ctx context.Context) ([]WorkerInfo, error)
-}
-
 // QueueCounts is a queue's jobs by state as a Counter keeps them.
 //
 // Pending, Dead, Done and Cancelled are exact: the store keeps them as
@@ -247,24 +211,4 @@ type QueueCounts struct {
 	Dead      int64
 	Done      int64
 	Cancelled int64
-}
-
-// Counter is a driver that keeps per-queue counts of its jobs by state in
-// the store, updated by the same statements that change a job's state, so
-// reading them costs one row per queue and state whatever the number of
-// jobs. The dashboard and the metrics exporters prefer it to QueueStats'
-// capped counts.
-type Counter interface {
-	// Counts returns one entry per queue holding jobs in any state,
-	// sorted by name.
-	Counts(ctx context.Context) ([]QueueCounts, error)
-}
-
-// RecentDeadCounter is an Inspector that counts the dead letters
-// dead-lettered since a time: the dashboard's "failed in the past 7 days".
-type RecentDeadCounter interface {
-	// DeadSince counts the dead letters of every queue whose FinishedAt
-	// (when they were dead-lettered) is at or after since. It is one
-	// bounded read: a driver may count up to a cap and set Count.More.
-	DeadSince(ctx context.Context, since time.Time) (Count, error)
 }

@@ -80,15 +80,13 @@ type Queue struct {
 }
 
 var (
-	_ queue.Queue          = (*Queue)(nil)
-	_ queue.Waiter         = (*Queue)(nil)
-	_ queue.BatchPusher    = (*Queue)(nil)
-	_ queue.BatchAcker     = (*Queue)(nil)
-	_ queue.BatchExtender  = (*Queue)(nil)
-	_ queue.Inspector      = (*Queue)(nil)
-	_ queue.Pauser         = (*Queue)(nil)
-	_ queue.WorkerRegistry = (*Queue)(nil)
-	_ queue.RunObserver    = (*Queue)(nil)
+	_ queue.Queue      = (*Queue)(nil)
+	_ queue.Waiter     = (*Queue)(nil)
+	_ queue.Inspector  = (*Queue)(nil)
+	_ queue.Controller = (*Queue)(nil)
+	_ queue.Workflows  = (*Queue)(nil)
+	_ queue.Scheduler  = (*Queue)(nil)
+	_ queue.Reporter   = (*Queue)(nil)
 )
 
 // New returns the PostgreSQL queue over pool with sqlqueue's opts (the
