@@ -43,3 +43,15 @@ var _ interface {
 	queue.Queue
 	queue.Waiter
 } = (*redisqueue.Queue)(nil)
+
+// FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix
+// of its own; every go test replays the seeds and testdata/fuzz.
+func FuzzPushReserve(f *testing.F) {
+	rdb := client(f)
+	q, err := redisqueue.New(rdb, redisqueue.WithPrefix(prefix(f, rdb)))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { q.Close() })
+	contracttest.FuzzPushReserve(f, map[string]queue.Queue{"redis": q})
+}

@@ -130,9 +130,10 @@ local function push_one(ids, qset, now, i)
   if cr == '' then cr = ocr or int(now) end
   redis.call('HSET', jk, 'id', id, 'q', qn, 'n', ARGV[i+3], 'p', ARGV[i+4], 'pr', ARGV[i+5],
     'a', 0, 'sq', sq, 'av', int(av), 'cr', cr, 'sn', 0)
-  local opt = {'ma', ARGV[i+6], 'to', ARGV[i+7], 'uk', uk, 'tg', ARGV[i+11], 'md', ARGV[i+12], 'ru', ARGV[i+15]}
-  for k = 1, #opt, 2 do
-    if opt[k+1] ~= '' and opt[k+1] ~= '0' then redis.call('HSET', jk, opt[k], opt[k+1]) end
+  -- Fields at their zero value are left out: numbers at 0, strings empty.
+  local opt = {'ma', ARGV[i+6], '0', 'to', ARGV[i+7], '0', 'uk', uk, '', 'tg', ARGV[i+11], '', 'md', ARGV[i+12], '', 'ru', ARGV[i+15], ''}
+  for k = 1, #opt, 3 do
+    if opt[k+1] ~= '' and opt[k+1] ~= opt[k+2] then redis.call('HSET', jk, opt[k], opt[k+1]) end
   end
   redis.call('HSET', ids, id, B)
   redis.call('SADD', qset, qn)
