@@ -13,13 +13,13 @@
 // # What it implements
 //
 // The core contract (queue.Queue): Push and PushMany (one script, all or
-// nothing), Reserve and ReserveUnstarted (queue.Starter) under leases with
-// tokens, Complete with every outcome and its pushes, Ack, Nack, Fail,
-// Extend and ExtendMany, the dead letters, Len and Purge; Snooze; and Wait
-// (queue.Waiter) woken by pub/sub. It does not yet implement inspection,
-// counts, pause, cancel, the worker registry, leader leases, periodic
-// ticks, batches or limits: the Worker runs jobs without them.
-// docs/drivers.md has the list.
+// nothing), Reserve and ReserveUnstarted under leases with tokens,
+// Complete with the start marks and every outcome and its pushes, Ack,
+// Nack, Fail, Extend and ExtendMany, the dead letters, Len and Purge; and
+// the Waiter ability, woken by pub/sub. It does not yet have the
+// Inspector, Controller, Workflows, Scheduler or Reporter abilities
+// (driver.CapabilitiesOf reports them missing): the Worker runs jobs
+// without them. docs/drivers.md has the list.
 //
 // # Keys
 //

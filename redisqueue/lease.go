@@ -29,8 +29,8 @@ func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease tim
 	return q.reserve(ctx, queues, max, lease, 1)
 }
 
-// ReserveUnstarted is Reserve without counting the attempt (see
-// queue.Starter): Start, or Complete's starts, count it.
+// ReserveUnstarted is Reserve without counting the attempt: Complete's
+// starts count it (see queue.Queue).
 func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
 	return q.reserve(ctx, queues, max, lease, 0)
 }
@@ -338,46 +338,6 @@ func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeFailed, Reason: reason})
 }
 
-// Snooze releases the job under l until at, giving its attempt back (see
-// queue.Snoozer).
-func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
-	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeSnoozed, At: at, Counted: counted})
-}
-
-// AckMany acks every current lease of leases in one script and returns
-// the others (see queue.BatchAcker).
-func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	_, lost, err := q.StartAck(ctx, nil, leases)
-	return lost, err
-}
-
-// Start counts one attempt for the job under each current lease in one
-// script and returns the others (see queue.Starter).
-func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	lost, _, err := q.StartAck(ctx, leases, nil)
-	return lost, err
-}
-
-// StartAck counts the starts and acks the acks in one script (see
-// queue.StartAcker).
-func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) ([]queue.Lease, []queue.Lease, error) {
-	outs := make([]queue.Completion, len(acks))
-	for i, l := range acks {
-		outs[i] = queue.Completion{Lease: l, Outcome: queue.OutcomeDone}
-	}
-	lostStarts, errs, err := q.Complete(ctx, starts, outs)
-	if err != nil {
-		return nil, nil, err
-	}
-	var lostAcks []queue.Lease
-	for i, e := range errs {
-		if e != nil {
-			lostAcks = append(lostAcks, acks[i])
-		}
-	}
-	return lostStarts, lostAcks, nil
-}
-
 // Extend sets lease l's expiry to now plus d (see queue.Queue).
 func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
 	lost, err := q.ExtendMany(ctx, []queue.Lease{l}, d)
@@ -391,7 +351,7 @@ func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) erro
 }
 
 // ExtendMany sets the expiry of every current lease of leases to now plus
-// d in one script and returns the others (see queue.BatchExtender).
+// d in one script and returns the others (see queue.Queue).
 func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
 	doing := fmt.Sprintf("extending %d leases", len(leases))
 	if err := ctxErr(ctx, doing); err != nil {

@@ -102,3 +102,25 @@ func TestQueueNamesWithBraces(t *testing.T) {
 		t.Fatalf("Len = %d, %v; want 0", n, err)
 	}
 }
+
+// TestCapabilities checks what the store answers it has: the core and
+// Waiter; the abilities not built yet are reported missing, not faked.
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	q, err := redisqueue.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	c := queue.CapabilitiesOf(q)
+	if c.Waiter == nil {
+		t.Error("CapabilitiesOf has no Waiter")
+	}
+	for _, name := range []string{"Inspector", "Controller", "Workflows", "Scheduler", "Reporter"} {
+		if err := c.Require(name); !errors.Is(err, queue.ErrUnsupported) {
+			t.Errorf("Require(%s) = %v, want ErrUnsupported until redisqueue has it", name, err)
+		}
+	}
+}
