@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -76,7 +77,7 @@ func TestAPIFieldNames(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("reserve: %v, %d jobs", err, len(got))
 	}
-	if err := q.Ack(ctx, got[1].Lease()); err != nil {
+	if err := testutil.Ack(ctx, q, got[1].Lease()); err != nil {
 		t.Fatal(err)
 	}
 	// The worker reports its runs to the driver's metrics.

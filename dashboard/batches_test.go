@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -56,10 +57,10 @@ func TestBatchesPages(t *testing.T) {
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("Reserve = %d, %v", len(jobs), err)
 	}
-	if err := q.FinishMember(ctx, jobs[0].Lease(), big, queue.OutcomeFailed, "bad row"); err != nil {
+	if err := testutil.Complete(ctx, q, queue.Completion{Lease: jobs[0].Lease(), Outcome: queue.OutcomeFailed, Reason: "bad row", Batch: big}); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.FinishMember(ctx, jobs[1].Lease(), big, queue.OutcomeDone, ""); err != nil {
+	if err := testutil.Complete(ctx, q, queue.Completion{Lease: jobs[1].Lease(), Outcome: queue.OutcomeDone, Batch: big}); err != nil {
 		t.Fatal(err)
 	}
 	small := dispatchRows(t, q, "small import", 2, false)

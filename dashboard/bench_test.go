@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -32,7 +33,7 @@ func BenchmarkPages(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, j := range got {
-			if err := q.Fail(ctx, j.Lease(), "boom"); err != nil {
+			if err := testutil.Fail(ctx, q, j.Lease(), "boom"); err != nil {
 				b.Fatal(err)
 			}
 		}

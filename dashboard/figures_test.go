@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -100,7 +101,7 @@ func TestFailedPastWeek(t *testing.T) {
 			t.Fatalf("Reserve %d: %d jobs, %v", i, len(got), err)
 		}
 		if i < 2 {
-			if err := q.Fail(ctx, got[0].Lease(), "broken"); err != nil {
+			if err := testutil.Fail(ctx, q, got[0].Lease(), "broken"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -254,7 +255,7 @@ func deadJobs(t *testing.T, q queue.Queue, qname string, n int, payload string, 
 			break
 		}
 		for _, j := range got {
-			if err := q.Fail(ctx, j.Lease(), reason); err != nil {
+			if err := testutil.Fail(ctx, q, j.Lease(), reason); err != nil {
 				t.Fatal(err)
 			}
 		}

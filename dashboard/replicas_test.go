@@ -200,7 +200,7 @@ func BenchmarkPagesPostgres(b *testing.B) {
 			break // fewer jobs than that in "emails" (MERIDIAN_DASHBOARD_BENCH_JOBS)
 		}
 		for _, j := range got {
-			if err := q.Fail(ctx, j.Lease(), "boom"); err != nil {
+			if err := testutil.Fail(ctx, q, j.Lease(), "boom"); err != nil {
 				b.Fatal(err)
 			}
 			dead++

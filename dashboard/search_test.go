@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -170,9 +171,9 @@ func TestJobPageHistory(t *testing.T) {
 			t.Fatal(got, err)
 		}
 		if i == 0 {
-			err = q.Nack(context.Background(), got[0].Lease(), time.Time{}, "smtp: 421 try later")
+			err = testutil.Nack(context.Background(), q, got[0].Lease(), time.Time{}, "smtp: 421 try later")
 		} else {
-			err = q.Fail(context.Background(), got[0].Lease(), "smtp: 550 no such user")
+			err = testutil.Fail(context.Background(), q, got[0].Lease(), "smtp: 550 no such user")
 		}
 		if err != nil {
 			t.Fatal(err)

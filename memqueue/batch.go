@@ -95,9 +95,9 @@ func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int 
 	return n
 }
 
-// FinishMember records the outcome of the member under l in its batch
-// (see driver.Workflows) in one critical section.
-func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
+// finishMember records the outcome of the member under l in its batch
+// (Complete of an outcome with a Batch) in one critical section.
+func (q *Queue) finishMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, err)
 	}

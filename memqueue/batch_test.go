@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -41,15 +42,15 @@ func TestFinishedBatchesForgotten(t *testing.T) {
 		}
 		if jobs[0].Meta[queue.MetaBatch] == running {
 			// The running batch's member came first: put it back unfinished.
-			if err := q.Nack(ctx, jobs[0].Lease(), time.Now().Add(time.Hour), "later"); err != nil {
+			if err := testutil.Nack(ctx, q, jobs[0].Lease(), time.Now().Add(time.Hour), "later"); err != nil {
 				t.Fatal(err)
 			}
 			if jobs, err = q.Reserve(ctx, []string{"b"}, 1, time.Minute); err != nil || len(jobs) != 1 {
 				t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
 			}
 		}
-		if err := q.FinishMember(ctx, jobs[0].Lease(), ids[i], queue.OutcomeDone, ""); err != nil {
-			t.Fatalf("FinishMember: %v", err)
+		if err := testutil.Complete(ctx, q, queue.Completion{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone, Batch: ids[i]}); err != nil {
+			t.Fatalf("Complete of a member: %v", err)
 		}
 	}
 	for _, c := range []struct {

@@ -2,10 +2,12 @@ package memqueue_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -27,7 +29,7 @@ func BenchmarkPushReserveAck(b *testing.B) {
 		if err != nil || len(jobs) != 1 {
 			b.Fatal(len(jobs), err)
 		}
-		if err := q.Ack(ctx, jobs[0].Lease()); err != nil {
+		if err := testutil.Ack(ctx, q, jobs[0].Lease()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -35,14 +37,15 @@ func BenchmarkPushReserveAck(b *testing.B) {
 }
 
 // BenchmarkBatch measures the batched path the worker uses: PushMany of
-// 100 jobs, Reserve of 100, AckMany of 100. It reports jobs/s.
+// 100 jobs, Reserve of 100, one Complete of their 100 acks. It reports
+// jobs/s.
 func BenchmarkBatch(b *testing.B) {
 	const batch = 100
 	ctx := context.Background()
 	q := memqueue.New()
 	qs := []string{queue.DefaultQueue}
 	jobs := make([]queue.Job, batch)
-	leases := make([]queue.Lease, batch)
+	outs := make([]queue.Completion, batch)
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
@@ -57,10 +60,10 @@ func BenchmarkBatch(b *testing.B) {
 			b.Fatal(len(got), err)
 		}
 		for i, j := range got {
-			leases[i] = j.Lease()
+			outs[i] = queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone}
 		}
-		if lost, err := q.AckMany(ctx, leases); err != nil || len(lost) != 0 {
-			b.Fatal(lost, err)
+		if _, errs, err := q.Complete(ctx, nil, outs); err != nil || errors.Join(errs...) != nil {
+			b.Fatal(errs, err)
 		}
 		n += batch
 	}
@@ -104,7 +107,7 @@ func BenchmarkParallel(b *testing.B) {
 				return
 			}
 			for _, j := range jobs {
-				if err := q.Ack(ctx, j.Lease()); err != nil {
+				if err := testutil.Ack(ctx, q, j.Lease()); err != nil {
 					b.Error(err)
 					return
 				}
@@ -128,7 +131,7 @@ func BenchmarkBurnDown(b *testing.B) {
 	if _, err := q.PushMany(ctx, jobs); err != nil {
 		b.Fatal(err)
 	}
-	leases := make([]queue.Lease, 0, batch)
+	outs := make([]queue.Completion, 0, batch)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
@@ -136,12 +139,12 @@ func BenchmarkBurnDown(b *testing.B) {
 		if err != nil || len(got) == 0 {
 			b.Fatal(len(got), err)
 		}
-		leases = leases[:0]
+		outs = outs[:0]
 		for _, j := range got {
-			leases = append(leases, j.Lease())
+			outs = append(outs, queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone})
 		}
-		if lost, err := q.AckMany(ctx, leases); err != nil || len(lost) != 0 {
-			b.Fatal(lost, err)
+		if _, errs, err := q.Complete(ctx, nil, outs); err != nil || errors.Join(errs...) != nil {
+			b.Fatal(errs, err)
 		}
 		done += len(got)
 	}

@@ -7,17 +7,17 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// AckPush acks the job under l and pushes jobs in one critical section
-// (see driver.Completion). Jobs that are duplicates are skipped.
-func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) error {
+// ackPush acks the job under l and pushes jobs in one critical section
+// (Complete of OutcomeDone with a Push). Jobs that are duplicates are skipped.
+func (q *Queue) ackPush(ctx context.Context, l queue.Lease, jobs []queue.Job) error {
 	return q.finishPush(ctx, "acking", l, jobs, func(e *entry) {
 		q.finishLocked(e, q.now())
 	})
 }
 
-// FailPush dead-letters the job under l with reason and pushes jobs in one
-// critical section (see driver.Completion).
-func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
+// failPush dead-letters the job under l with reason and pushes jobs in one
+// critical section (Complete of OutcomeFailed with a Push).
+func (q *Queue) failPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
 	return q.finishPush(ctx, "failing", l, jobs, func(e *entry) {
 		q.failLocked(e, reason, q.now())
 	})

@@ -17,7 +17,7 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	var lost []queue.Lease
 	if len(starts) > 0 {
 		var err error
-		if lost, err = q.Start(ctx, starts); err != nil {
+		if lost, err = q.start(ctx, starts); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -35,28 +35,28 @@ func (q *Queue) complete(ctx context.Context, o queue.Completion) error {
 	case queue.OutcomeDone:
 		switch {
 		case o.Batch != "":
-			return q.FinishMember(ctx, l, o.Batch, o.Outcome, "")
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "")
 		case len(o.Push) > 0:
-			return q.AckPush(ctx, l, o.Push)
+			return q.ackPush(ctx, l, o.Push)
 		}
-		return q.Ack(ctx, l)
+		return q.ack(ctx, l)
 	case queue.OutcomeFailed:
 		switch {
 		case o.Batch != "":
-			return q.FinishMember(ctx, l, o.Batch, o.Outcome, o.Reason)
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason)
 		case len(o.Push) > 0:
-			return q.FailPush(ctx, l, o.Reason, o.Push)
+			return q.failPush(ctx, l, o.Reason, o.Push)
 		}
-		return q.Fail(ctx, l, o.Reason)
+		return q.fail(ctx, l, o.Reason)
 	case queue.OutcomeCancelled:
 		if o.Batch != "" {
-			return q.FinishMember(ctx, l, o.Batch, o.Outcome, "")
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "")
 		}
 		return q.cancelLeased(ctx, l)
 	case queue.OutcomeRetried:
-		return q.Nack(ctx, l, o.At, o.Reason)
+		return q.nack(ctx, l, o.At, o.Reason)
 	case queue.OutcomeSnoozed:
-		return q.Snooze(ctx, l, o.At, o.Counted)
+		return q.snooze(ctx, l, o.At, o.Counted)
 	}
 	return fmt.Errorf("memqueue: completing job %s: unknown outcome %d", l.JobID, o.Outcome)
 }

@@ -145,9 +145,9 @@ func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Le
 	return out, nil
 }
 
-// Snooze puts the job under l back until at without counting its attempt
-// (see driver.OutcomeSnoozed).
-func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
+// snooze puts the job under l back until at without counting its attempt
+// (Complete of OutcomeSnoozed).
+func (q *Queue) snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
 	return q.release(ctx, "snoozing", l, at, func(e *entry) {
 		e.job.Attempts = max(e.job.Attempts-1, 0)
 		if counted {

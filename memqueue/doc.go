@@ -26,9 +26,9 @@
 //
 //   - Reserve takes ready jobs in order of priority (higher first), then
 //     AvailableAt, then insertion, merged across the named queues.
-//   - A lease is valid until it expires: Ack, Nack, Fail or Extend after
-//     that returns queue.ErrLeaseLost, even before the job is reserved
-//     again. An expired job goes back to ready, its attempt counted.
+//   - A lease is valid until it expires: an outcome (Complete) or an
+//     extension (ExtendMany) after that reports it lost
+//     (queue.ErrLeaseLost), even before the job is reserved again. An expired job goes back to ready, its attempt counted.
 //   - Wait wakes at once when a job is pushed to, nacked on, retried on or
 //     resumed on a queue it waits for; there is no poll delay.
 //   - Push copies the payload, tags and meta it stores. Jobs returned by
@@ -52,7 +52,7 @@
 // jobs that arrive out of order (a delayed job coming due, an expired
 // lease); scheduled jobs wait in a heap promoted on access, and leases in
 // an expiry heap whose expired entries are promoted on access. Push,
-// Reserve and Ack each cost a few allocations per job; see the benchmarks
+// Reserve and an ack each cost a few allocations per job; see the benchmarks
 // in bench_test.go (BenchmarkBurnDown, BenchmarkBatch,
 // BenchmarkPushReserveAck).
 package memqueue

@@ -31,12 +31,14 @@ func ExampleQueue_Reserve() {
 	_ = q.Push(ctx, queue.Job{Name: "Urgent", Priority: 10})
 
 	jobs, _ := q.Reserve(ctx, []string{queue.DefaultQueue}, 10, 30*time.Second)
+	var done []queue.Completion
 	for _, j := range jobs {
 		fmt.Println(j.Name, "attempt", j.Attempts)
-		_ = q.Ack(ctx, j.Lease())
+		done = append(done, queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone})
 	}
-	err := q.Ack(ctx, jobs[0].Lease()) // already acked
-	fmt.Println("lease lost:", errors.Is(err, queue.ErrLeaseLost))
+	_, _, _ = q.Complete(ctx, nil, done)         // every outcome in one call
+	_, errs, _ := q.Complete(ctx, nil, done[:1]) // already acked
+	fmt.Println("lease lost:", errors.Is(errs[0], queue.ErrLeaseLost))
 	// Output:
 	// Urgent attempt 1
 	// Normal attempt 1

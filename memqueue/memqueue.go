@@ -424,10 +424,10 @@ func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, 
 	return q.reserve(ctx, queues, max, lease, 0)
 }
 
-// Start counts one attempt for the job under each current lease, in one
+// start counts one attempt for the job under each current lease, in one
 // critical section, and returns the leases that were not current. It fails
 // as a whole only for ctx.
-func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+func (q *Queue) start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: starting %d jobs: %w", len(leases), err)
 	}
@@ -547,10 +547,10 @@ func (q *Queue) leasedLocked(l queue.Lease, now int64) *entry {
 	return e
 }
 
-// Ack marks the job under l as done. The job is kept for inspection among
+// ack marks the job under l as done. The job is kept for inspection among
 // the last WithRetention acked jobs, then deleted. It returns an error
 // matching queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
+func (q *Queue) ack(ctx context.Context, l queue.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: acking job %s: %w", l.JobID, err)
 	}
@@ -563,28 +563,6 @@ func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
 	}
 	q.finishLocked(e, now)
 	return nil
-}
-
-// AckMany acks every lease it can in one critical section and returns the
-// leases that were no longer current. It fails as a whole only for ctx.
-func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("memqueue: acking %d jobs: %w", len(leases), err)
-	}
-	var lost []queue.Lease
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.now()
-	nowN := now.UnixNano()
-	for _, l := range leases {
-		e := q.leasedLocked(l, nowN)
-		if e == nil {
-			lost = append(lost, l)
-			continue
-		}
-		q.finishLocked(e, now)
-	}
-	return lost, nil
 }
 
 // finishLocked moves the running job e to the done ring.
@@ -629,11 +607,11 @@ func (q *Queue) releaseKeyLocked(e *entry) {
 	}
 }
 
-// Nack releases the job under l for another attempt at retryAt (now if
+// nack releases the job under l for another attempt at retryAt (now if
 // retryAt is zero or past), recording reason as its LastError; the job's
 // AvailableAt becomes that time. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
+func (q *Queue) nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
 	return q.release(ctx, "nacking", l, retryAt, func(e *entry) {
 		e.job.LastError = reason
 		e.failedAttempt(reason, q.now())
@@ -668,10 +646,10 @@ func (q *Queue) release(ctx context.Context, doing string, l queue.Lease, at tim
 	return nil
 }
 
-// Fail moves the job under l to the dead letters with reason as its
+// fail moves the job under l to the dead letters with reason as its
 // LastError, freeing its unique key. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
+func (q *Queue) fail(ctx context.Context, l queue.Lease, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: failing job %s: %w", l.JobID, err)
 	}
@@ -699,23 +677,6 @@ func (q *Queue) failLocked(e *entry, reason string, now time.Time) {
 	nq.unlease(e)
 	e.updatedAt = now // and so its finish time
 	nq.dead[e.job.ID] = e
-}
-
-// Extend sets the expiry of lease l to now plus d. It returns an error
-// matching queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memqueue: extending lease of job %s: %w", l.JobID, err)
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.now()
-	e := q.leasedLocked(l, now.UnixNano())
-	if e == nil {
-		return fmt.Errorf("memqueue: extending lease of job %s: %w", l.JobID, queue.ErrLeaseLost)
-	}
-	q.extendLocked(e, now, d)
-	return nil
 }
 
 // ExtendMany extends every lease it can in one critical section and

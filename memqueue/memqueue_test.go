@@ -74,7 +74,7 @@ func TestRetentionKeepsLastAcked(t *testing.T) {
 		j := queue.Job{ID: fmt.Sprintf("job-%d", i)}
 		mustPush(t, q, j)
 		r := mustReserve(t, q, queue.DefaultQueue, 1, time.Minute)
-		if err := q.Ack(t.Context(), r[0].Lease()); err != nil {
+		if err := testutil.Ack(t.Context(), q, r[0].Lease()); err != nil {
 			t.Fatalf("Ack: %v", err)
 		}
 		acked = append(acked, j.ID)
@@ -101,7 +101,7 @@ func TestRetentionKeepsLastAcked(t *testing.T) {
 	for i := range 3 {
 		mustPush(t, q, queue.Job{ID: fmt.Sprintf("more-%d", i), Queue: "other"})
 		r := mustReserve(t, q, "other", 1, time.Minute)
-		if err := q.Ack(t.Context(), r[0].Lease()); err != nil {
+		if err := testutil.Ack(t.Context(), q, r[0].Lease()); err != nil {
 			t.Fatalf("Ack: %v", err)
 		}
 	}
@@ -118,7 +118,7 @@ func TestExpiredLeaseIsLostBeforeRedelivery(t *testing.T) {
 	mustPush(t, q, queue.Job{ID: "a"})
 	r := mustReserve(t, q, queue.DefaultQueue, 1, time.Second)
 	c.advance(time.Second)
-	if err := q.Ack(t.Context(), r[0].Lease()); !errors.Is(err, queue.ErrLeaseLost) {
+	if err := testutil.Ack(t.Context(), q, r[0].Lease()); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("Ack after the lease expired: %v, want ErrLeaseLost", err)
 	}
 	again := mustReserve(t, q, queue.DefaultQueue, 1, time.Second)
@@ -195,12 +195,12 @@ func TestWaitWakes(t *testing.T) {
 		{"nack", func(t *testing.T, q *memqueue.Queue) func() {
 			mustPush(t, q, queue.Job{})
 			r := mustReserve(t, q, queue.DefaultQueue, 1, time.Hour)
-			return func() { _ = q.Nack(t.Context(), r[0].Lease(), time.Time{}, "again") }
+			return func() { _ = testutil.Nack(t.Context(), q, r[0].Lease(), time.Time{}, "again") }
 		}},
 		{"retry dead", func(t *testing.T, q *memqueue.Queue) func() {
 			mustPush(t, q, queue.Job{ID: "d"})
 			r := mustReserve(t, q, queue.DefaultQueue, 1, time.Hour)
-			_ = q.Fail(t.Context(), r[0].Lease(), "dead")
+			_ = testutil.Fail(t.Context(), q, r[0].Lease(), "dead")
 			return func() { _ = q.RetryDead(t.Context(), "d") }
 		}},
 		{"resume", func(t *testing.T, q *memqueue.Queue) func() {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -86,14 +87,14 @@ func TestOrderMatchesModel(t *testing.T) {
 							continue
 						}
 						if rng.IntN(2) == 0 {
-							if err := q.Ack(t.Context(), m.lease); err != nil {
+							if err := testutil.Ack(t.Context(), q, m.lease); err != nil {
 								t.Fatalf("step %d: Ack: %v", step, err)
 							}
 							delete(model, m.id)
 							break
 						}
 						retry := now.Add(time.Duration(rng.IntN(1500)-500) * time.Millisecond)
-						if err := q.Nack(t.Context(), m.lease, retry, "x"); err != nil {
+						if err := testutil.Nack(t.Context(), q, m.lease, retry, "x"); err != nil {
 							t.Fatalf("step %d: Nack: %v", step, err)
 						}
 						m.running = false

@@ -13,7 +13,7 @@ import (
 //
 // It returns at once when a job is ready. Otherwise it sleeps until the
 // earliest of max, the next scheduled job's AvailableAt and the next lease
-// expiry on those queues, and is woken at once by a Push, Nack, RetryDead
+// expiry on those queues, and is woken at once by a Push, a retry, RetryDead
 // or Resume that concerns one of them. Wake-ups may be spurious: the
 // caller reserves and waits again.
 func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) error {

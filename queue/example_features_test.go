@@ -131,7 +131,7 @@ func ExampleUniqueFor() {
 	// At most one digest per user per hour, even once the first has run.
 	_, dup1, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 5}, queue.UniqueFor("digest:5", time.Hour))
 	jobs, _ := q.Reserve(ctx, []string{queue.DefaultQueue}, 1, time.Minute)
-	_ = q.Ack(ctx, jobs[0].Lease())
+	_, _, _ = q.Complete(ctx, nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone}})
 	_, dup2, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 5}, queue.UniqueFor("digest:5", time.Hour))
 	fmt.Println(dup1, dup2)
 	// Output: false true

@@ -31,11 +31,6 @@ func (s *stuckQueue) stuck(ctx context.Context) {
 	<-s.release
 }
 
-func (s *stuckQueue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
-	s.stuck(ctx)
-	return s.Queue.Extend(ctx, l, d)
-}
-
 func (s *stuckQueue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
 	s.stuck(ctx)
 	return s.Queue.ExtendMany(ctx, leases, d)

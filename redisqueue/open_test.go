@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/redisqueue"
 )
@@ -94,7 +95,7 @@ func TestQueueNamesWithBraces(t *testing.T) {
 		if err != nil || len(jobs) != 1 || jobs[0].Queue != n {
 			t.Fatalf("Reserve(%q) = %v, %v; want its one job", n, jobs, err)
 		}
-		if err := q.Ack(t.Context(), jobs[0].Lease()); err != nil {
+		if err := testutil.Ack(t.Context(), q, jobs[0].Lease()); err != nil {
 			t.Fatalf("Ack of the job of %q: %v", n, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -118,7 +119,7 @@ func BenchmarkNack(b *testing.B) {
 				}
 				b.StartTimer()
 			}
-			if err := q.Nack(b.Context(), held[0].Lease(), time.Now().Add(time.Hour), "boom"); err != nil {
+			if err := testutil.Nack(b.Context(), q, held[0].Lease(), time.Now().Add(time.Hour), "boom"); err != nil {
 				b.Fatal(err)
 			}
 			held = held[1:]

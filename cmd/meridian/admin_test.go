@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -69,7 +70,7 @@ func TestAdminCommandsOverSQLite(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Reserve = %v, %v", jobs, err)
 	}
-	if err := q.Fail(ctx, jobs[0].Lease(), "smtp: 550 mailbox unavailable"); err != nil {
+	if err := testutil.Fail(ctx, q, jobs[0].Lease(), "smtp: 550 mailbox unavailable"); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Push(ctx, queue.Job{Queue: "mail", Name: "Send", Payload: []byte(`{}`)}); err != nil {

@@ -181,7 +181,7 @@ func fill(t *testing.T, dsn string) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Reserve = %v, %v", jobs, err)
 	}
-	if err := q.Fail(ctx, jobs[0].Lease(), "smtp: 550 mailbox unavailable"); err != nil {
+	if err := testutil.Fail(ctx, q, jobs[0].Lease(), "smtp: 550 mailbox unavailable"); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Push(ctx, queue.Job{ID: "cafe", Queue: "mail", Name: "Send", Payload: []byte(`{"to":"bob"}`)}); err != nil {
@@ -494,7 +494,7 @@ func TestOutputShowsControlCharacters(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Reserve = %v, %v", jobs, err)
 	}
-	if err := q.Fail(ctx, jobs[0].Lease(), reason); err != nil {
+	if err := testutil.Fail(ctx, q, jobs[0].Lease(), reason); err != nil {
 		t.Fatal(err)
 	}
 	_ = q.Close()

@@ -151,7 +151,7 @@ func TestDashboardCommandOverEachDatabase(t *testing.T) {
 			if err != nil || len(jobs) != 1 {
 				t.Fatalf("reserve: %v, %v", jobs, err)
 			}
-			if err := q.Fail(ctx, jobs[0].Lease(), "<b>smtp</b> down"); err != nil {
+			if err := testutil.Fail(ctx, q, jobs[0].Lease(), "<b>smtp</b> down"); err != nil {
 				t.Fatal(err)
 			}
 			base := startDashboardOn(t, dsn)

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -36,7 +37,7 @@ func TestBrowserBatches(t *testing.T) {
 		t.Fatalf("Reserve = %d, %v", len(got), err)
 	}
 	for i, o := range []queue.Outcome{queue.OutcomeFailed, queue.OutcomeDone} { // one row fails, one imports
-		if err := q.FinishMember(bg, got[i].Lease(), id, o, "bad row"); err != nil {
+		if err := testutil.Complete(bg, q, queue.Completion{Lease: got[i].Lease(), Outcome: o, Reason: "bad row", Batch: id}); err != nil {
 			t.Fatal(err)
 		}
 	}

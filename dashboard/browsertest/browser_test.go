@@ -147,7 +147,7 @@ func deadJobs(t *testing.T, q queue.Queue, qname string, n int, payload string, 
 			break
 		}
 		for _, j := range got {
-			if err := q.Fail(ctx, j.Lease(), reason); err != nil {
+			if err := testutil.Fail(ctx, q, j.Lease(), reason); err != nil {
 				t.Fatal(err)
 			}
 			left--

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -185,7 +186,7 @@ func TestBrowserThousandsSeparators(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, j := range got {
-			if err := q.Ack(bg, j.Lease()); err != nil {
+			if err := testutil.Ack(bg, q, j.Lease()); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -160,14 +160,6 @@ type Queue interface {
 	// are left alone. On a store that keeps batches (Workflows), a batch's
 	// waiting member is cancelled instead, so that its batch counts it.
 	Purge(ctx context.Context, queue string) (int, error)
-
-	// Ack, Nack, Fail and Extend are the single-lease forms of Complete
-	// (OutcomeDone, OutcomeRetried, OutcomeFailed) and ExtendMany, kept
-	// until the callers left move to those.
-	Ack(ctx context.Context, l Lease) error
-	Nack(ctx context.Context, l Lease, retryAt time.Time, reason string) error
-	Fail(ctx context.Context, l Lease, reason string) error
-	Extend(ctx context.Context, l Lease, d time.Duration) error
 }
 
 // Completion is one handler outcome for Queue.Complete: what becomes of the

@@ -13,10 +13,10 @@ var (
 	// reports it as a duplicate.
 	ErrDuplicate = errors.New("queue: duplicate job")
 
-	// ErrLeaseLost reports an Ack, Nack, Fail or Extend whose lease is no
+	// ErrLeaseLost reports an outcome or an extension whose lease is no
 	// longer valid: it expired (whether or not the job was reserved again),
-	// or the job was already finished or does not exist. The call changed
-	// nothing; an expired job is delivered again.
+	// or the job was already finished or does not exist. Nothing changed
+	// for that job; an expired job is delivered again.
 	ErrLeaseLost = errors.New("queue: lease lost")
 
 	// ErrNotFound reports an ID that names no job in the state the call needs

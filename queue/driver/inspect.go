@@ -39,8 +39,8 @@ type JobInfo struct {
 	// attempt. Drivers that do not record them leave them zero.
 	StartedAt time.Time
 	Worker    string
-	// History lists the job's failed attempts (those that ended with Nack
-	// or Fail), oldest first: the last MaxHistory of them. GetJob fills
+	// History lists the job's failed attempts (those that ended retried or
+	// failed), oldest first: the last MaxHistory of them. GetJob fills
 	// it; ListJobs leaves it nil, as do drivers that keep no history.
 	History []Attempt
 }
@@ -53,9 +53,9 @@ const MaxHistory = 20
 type Attempt struct {
 	Attempt int       // its number, 1 for the first
 	Started time.Time // when it was reserved
-	// Runtime is from its reservation to its Nack or Fail.
+	// Runtime is from its reservation to its outcome.
 	Runtime time.Duration
-	Error   string // the reason recorded by Nack or Fail
+	Error   string // the reason recorded with its outcome
 	Worker  string // the worker that reserved it, "" when unknown
 }
 

@@ -66,8 +66,9 @@ type Job struct {
 	CreatedAt time.Time
 	// LastError is the error of the latest failed attempt, if any.
 	LastError string
-	// LeaseToken is set by Reserve and must be echoed by Ack, Nack, Fail and
-	// Extend. It is empty on jobs that are not reserved.
+	// LeaseToken is set by Reserve and must be echoed by Complete and
+	// ExtendMany (in the Job's Lease). It is empty on jobs that are not
+	// reserved.
 	LeaseToken string
 	// LeaseExpiresAt is when the current lease runs out; after it the job may
 	// be reserved again by anyone. Zero on jobs that are not reserved.
@@ -84,8 +85,9 @@ type Job struct {
 func (j Job) Lease() Lease { return Lease{JobID: j.ID, Token: j.LeaseToken} }
 
 // Lease identifies one reservation of one job. A lease is valid until it
-// expires or the job is acked, nacked or failed under it; after that every
-// call that presents it returns ErrLeaseLost and changes nothing.
+// expires or an outcome of the job is recorded under it; after that every
+// call that presents it reports it lost (ErrLeaseLost) and changes nothing
+// for it.
 type Lease struct {
 	JobID string
 	Token string

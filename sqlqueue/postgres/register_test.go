@@ -44,7 +44,7 @@ func TestOpenURL(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("Reserve = %v, %v; want one job", got, err)
 		}
-		if err := q.Ack(t.Context(), got[0].Lease()); err != nil {
+		if err := testutil.Ack(t.Context(), q, got[0].Lease()); err != nil {
 			t.Fatalf("Ack: %v", err)
 		}
 		if info, err := sq.GetJob(t.Context(), got[0].ID); err != nil || info.State != queue.StateDone {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite"
@@ -37,7 +38,7 @@ func TestOpenURL(t *testing.T) {
 	if err != nil || len(got) != 1 || string(got[0].Payload) != `{"N":7}` {
 		t.Fatalf("Reserve = %v, %v; want the dispatched job", got, err)
 	}
-	if err := q.Ack(t.Context(), got[0].Lease()); err != nil {
+	if err := testutil.Ack(t.Context(), q, got[0].Lease()); err != nil {
 		t.Fatalf("Ack: %v", err)
 	}
 }
