@@ -18,7 +18,7 @@ import (
 // its locks in one order: member rows, then job rows, then the batch row,
 // whose counters it updates last and holds only until its commit. Having
 // changed the row it reads it, and a callback the counters make due is
-// pushed by the transaction whose conditional UPDATE of the callback's
+// pushed by the transaction whose conditional change of the callback's
 // *_at column (from 0) changes the row: a second transaction, serialized
 // behind the first on the row, finds the column set and pushes nothing.
 // Cancelling a batch's pending members locks many member rows, so it runs
@@ -37,7 +37,7 @@ var _ queue.Workflows = (*Queue)(nil)
 // batchCols are the columns scanBatch reads.
 const batchCols = "id, name, allow_failures, total, done, failed, cancelled, created_at, cancelled_at, then_at, catch_at, finished_at"
 
-// memberChunk is how many member rows one INSERT carries.
+// memberChunk is how many member rows one qInsertMembers carries.
 const memberChunk = 400
 
 // errBatchGone ends a transaction on a batch that does not exist.
@@ -121,7 +121,7 @@ func (q *Queue) addMembers(ctx context.Context, st statements, id string, jobs [
 	var added int64
 	for len(ids) > 0 {
 		n := min(len(ids)/2, memberChunk)
-		k, err := st.Exec(ctx, q.rebind(q.d.insertMembers(q, n)), ids[:2*n]...)
+		k, err := st.Exec(ctx, q.stmtN(qInsertMembers, n), ids[:2*n]...)
 		if err != nil {
 			return nil, err
 		}
@@ -254,8 +254,8 @@ func (q *Queue) cancelRest(ctx context.Context, id string) ([]queue.Job, error) 
 // counters' update to the commit.
 func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, bool, error) {
 	now := micros(time.Now())
-	stmt, args := q.finishStatement(o, reason, now)
-	if stmt == "" {
+	stmt, args, ok := q.finishQuery(o, reason, now)
+	if !ok {
 		return nil, false, fmt.Errorf("outcome %s does not finish a job", o)
 	}
 	// The member's row: where it goes, if it moves at all.
@@ -362,8 +362,7 @@ func (q *Queue) cancelMemberJobs(ctx context.Context, st statements, id string, 
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), memberChunk)]
 		ids = ids[len(chunk):]
-		if _, err := q.execJobs(ctx, st, cancelHead+" WHERE state = 'pending' AND id IN (?)",
-			now, now, queue.ErrCancelled.Error(), chunk); err != nil {
+		if _, err := q.execIn(ctx, st, qCancelJobsIn, now, now, queue.ErrCancelled.Error(), chunk); err != nil {
 			return 0, err
 		}
 	}

@@ -16,7 +16,7 @@ const bulkChunk = maxPage
 // ActOn applies a to at most limit jobs matching f (see queue.BulkActor):
 // it reads the matching jobs a page of 500 at a time through ListJobs,
 // with its filters, bounds and index use, and changes each page with one
-// UPDATE or DELETE by primary key that also requires the state the action
+// statement by primary key that also requires the state the action
 // acts on, so jobs that moved on meanwhile are left alone. A batch member
 // is cancelled by Cancel, one transaction each, so that its batch counts
 // it.
@@ -71,21 +71,19 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 // on, in one statement, and reports how many it changed.
 func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) (int, error) {
 	now := micros(time.Now())
-	var head, where string
+	var stmt query
 	var args []any
 	switch a {
 	case queue.BulkRetry:
-		head, where = retryHead, "id IN (?) AND state = 'dead'"
-		args = []any{now, now, now, ids}
+		stmt, args = qRetryDeadIn, []any{now, now, now, ids}
 	case queue.BulkForget:
-		head, where, args = "DELETE FROM {jobs}", "id IN (?) AND state = 'dead'", []any{ids}
+		stmt, args = qForgetDeadIn, []any{ids}
 	case queue.BulkCancel:
-		head, where = cancelHead, "id IN (?) AND state = 'pending'"
-		args = []any{now, now, queue.ErrCancelled.Error(), ids}
+		stmt, args = qCancelJobsIn, []any{now, now, queue.ErrCancelled.Error(), ids}
 	default:
 		return 0, fmt.Errorf("unknown bulk action %q: %w", a, queue.ErrBulkState)
 	}
-	n, err := q.execJobs(ctx, stmts(q.db), head+" WHERE "+where, args...)
+	n, err := q.execIn(ctx, stmts(q.db), stmt, args...)
 	if a == queue.BulkRetry && q.d.isUniqueViolation(err) {
 		// Some dead letter's unique key is held by an active job, which
 		// fails the whole statement: retry this chunk one by one and
@@ -94,16 +92,6 @@ func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) 
 	}
 	return int(n), err
 }
-
-// retryHead is the head (an UPDATE with no WHERE) of the statement that retries
-// dead letters: pending again, available now (three bind parameters: now),
-// attempts reset.
-const retryHead = `UPDATE {jobs} SET state = 'pending', attempts = 0, available_at = ?, run_at = ?,
-  updated_at = ?, finished_at = 0, lease_token = NULL{unlease}`
-
-// cancelHead is the head (an UPDATE with no WHERE) of the statement that cancels
-// jobs (three bind parameters: now, now and the error recorded).
-const cancelHead = "UPDATE {jobs} SET state = 'cancelled', finished_at = ?, updated_at = ?, last_error = ?"
 
 // retryEach retries the dead letters ids one by one, skipping those whose
 // unique key is taken and those no longer dead.

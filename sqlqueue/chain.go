@@ -20,7 +20,7 @@ var errLeaseGone = errors.New("lease not current")
 // pushes nothing.
 func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) error {
 	now := micros(time.Now())
-	stmt, args := q.finishStatement(queue.OutcomeDone, "", now)
+	stmt, args, _ := q.finishQuery(queue.OutcomeDone, "", now)
 	return q.finishPush(ctx, "acking", l, stmt, args, now, jobs)
 }
 
@@ -28,39 +28,33 @@ func (q *Queue) AckPush(ctx context.Context, l queue.Lease, jobs []queue.Job) er
 // write transaction (see queue.Chainer).
 func (q *Queue) FailPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
 	now := micros(time.Now())
-	stmt, args := q.finishStatement(queue.OutcomeFailed, reason, now)
+	stmt, args, _ := q.finishQuery(queue.OutcomeFailed, reason, now)
 	return q.finishPush(ctx, "dead-lettering", l, stmt, args, now, jobs)
 }
 
-// finishStatement is the head of the lease-guarded statement (see
-// execLeased; its condition is leaseGuard) that ends the job under a lease
-// with outcome o at now, and its arguments before the lease's and now:
-// OutcomeDone deletes it (or keeps it as done under WithRetention),
-// OutcomeFailed dead-letters it with reason, recorded in its attempt
-// history as Fail does, and OutcomeCancelled cancels it. Any other outcome
-// gives "".
-func (q *Queue) finishStatement(o queue.Outcome, reason string, now int64) (string, []any) {
+// finishQuery is the lease-guarded statement (see execLeased) that ends
+// the job under a lease with outcome o at now, and its arguments before
+// the lease's: OutcomeDone deletes it (or keeps it as done under
+// WithRetention), OutcomeFailed dead-letters it with reason, recorded in
+// its attempt history as Fail does, and OutcomeCancelled cancels it. Any
+// other outcome gives false.
+func (q *Queue) finishQuery(o queue.Outcome, reason string, now int64) (query, []any, bool) {
 	switch o {
 	case queue.OutcomeDone:
-		if set := q.finishSet(); set != "" {
-			return "UPDATE {jobs} SET " + set, []any{now, now}
-		}
-		return "DELETE FROM {jobs}", nil
+		stmt, args := q.ackQuery(now)
+		return stmt, args, true
 	case queue.OutcomeFailed:
-		hist, hargs := q.historySet(now, reason)
-		return "UPDATE {jobs} SET " + hist + ", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ?",
-			append(hargs, reason, now, now)
+		return qDeadLeased, []any{now, historyError(reason), reason, now, now}, true
 	case queue.OutcomeCancelled:
-		return "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ?",
-			[]any{queue.ErrCancelled.Error(), now, now}
+		return qCancelLeased, []any{queue.ErrCancelled.Error(), now, now}, true
 	}
-	return "", nil
+	return 0, nil, false
 }
 
-// finishPush runs the lease-guarded stmt (a finishStatement: args, then
-// the lease and now) and, when it changed the job, pushes jobs in the same
+// finishPush runs the lease-guarded stmt (a finishQuery: args, then the
+// lease) and, when it changed the job, pushes jobs in the same
 // transaction.
-func (q *Queue) finishPush(ctx context.Context, what string, l queue.Lease, stmt string, args []any, now int64, jobs []queue.Job) error {
+func (q *Queue) finishPush(ctx context.Context, what string, l queue.Lease, stmt query, args []any, now int64, jobs []queue.Job) error {
 	if err := queue.ValidateBatch(jobs); err != nil {
 		return err
 	}

@@ -47,8 +47,8 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	var lostStarts []queue.Lease
 	if len(starts) > 0 || len(acks) > 0 {
 		lost, err := q.changeLeases(ctx, "starting and completing",
-			leaseChange{starts, q.startSet, false},
-			leaseChange{acks, q.ackSet, true})
+			leaseChange{leases: starts, op: leaseStart},
+			q.ackChange(acks))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -165,28 +165,25 @@ func (q *Queue) againAt(at time.Time) time.Time {
 func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completion) ([]bool, error) {
 	nowT := time.Now()
 	now := micros(nowT)
-	var head string
+	var stmt query
 	var args []any
 	switch o.Outcome {
 	case queue.OutcomeDone, queue.OutcomeFailed, queue.OutcomeCancelled:
-		head, args = q.finishStatement(o.Outcome, o.Reason, now)
+		stmt, args, _ = q.finishQuery(o.Outcome, o.Reason, now)
 	case queue.OutcomeRetried:
 		at := micros(q.againAt(o.At))
-		hist, hargs := q.historySet(now, o.Reason)
-		head = "UPDATE {jobs} SET " + hist + ", lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ?"
-		args = append(hargs, at, at, o.Reason, now)
+		stmt, args = qRetryLeased, []any{now, historyError(o.Reason), at, at, o.Reason, now}
 	case queue.OutcomeSnoozed:
 		inc := 0
 		if o.Counted {
 			inc = 1
 		}
 		at := micros(q.againAt(o.At))
-		head = "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL{unlease}, run_at = ?, available_at = ?, updated_at = ?"
-		args = []any{inc, at, at, now}
+		stmt, args = qSnoozeLeased, []any{inc, at, at, now}
 	default:
 		return nil, fmt.Errorf("unknown outcome %d", o.Outcome)
 	}
-	n, err := q.execLeased(ctx, st, head, o.Lease, now, args...)
+	n, err := q.execLeased(ctx, st, stmt, o.Lease, now, args...)
 	if err != nil {
 		return nil, err
 	}

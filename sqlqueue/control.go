@@ -10,7 +10,7 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// Cancel cancels the active job id (see queue.Canceller): one UPDATE to
+// Cancel cancels the active job id (see queue.Canceller): one change to
 // state 'cancelled' in a short write transaction, which frees its unique
 // key. A running job keeps its lease token, so the worker that holds it
 // finds it through CancelledSince; its lease is lost at once, since every
@@ -46,8 +46,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 					return err
 				}
 			}
-			n, err := q.execJobs(ctx, st, cancelHead+" WHERE id = ? AND state = 'pending'",
-				micros(now), micros(now), queue.ErrCancelled.Error(), id)
+			n, err := st.Exec(ctx, q.stmt(qCancelJob), micros(now), micros(now), queue.ErrCancelled.Error(), id)
 			if err != nil {
 				return err
 			}
@@ -114,9 +113,8 @@ func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted
 	if counted {
 		inc = 1
 	}
-	t := micros(at)
-	err := q.guarded(ctx, "snoozing", l, "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL{unlease}, run_at = ?, available_at = ?, updated_at = ?",
-		inc, t, t, micros(now))
+	t, nowUS := micros(at), micros(now)
+	err := q.guarded(ctx, "snoozing", l, nowUS, qSnoozeLeased, inc, t, t, nowUS)
 	if err != nil {
 		return err
 	}
@@ -129,7 +127,7 @@ func leaseRow(name string) string { return "lease:" + name }
 
 // AcquireLease takes or renews the named lease for holder until now plus
 // ttl (see queue.Leaser): a row of <table>_meta with the holder, the
-// expiry and the epoch, changed by one conditional UPDATE. Names are at
+// expiry and the epoch, changed by one conditional statement. Names are at
 // most queue.MaxLeaseNameBytes bytes.
 func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
 	if err := q.use(ctx); err != nil {
@@ -146,7 +144,7 @@ func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.
 }
 
 // AcquireLeaseEpoch is AcquireLease that also returns the lease's epoch
-// (see queue.Leaser): the UPDATE and a read of the epoch in one write
+// (see queue.Leaser): the change and a read of the epoch in one write
 // transaction.
 func (q *Queue) AcquireLeaseEpoch(ctx context.Context, name, holder string, ttl time.Duration) (int64, bool, error) {
 	if err := q.use(ctx); err != nil {
@@ -171,7 +169,7 @@ func (q *Queue) acquireEpoch(ctx context.Context, name, holder string, ttl time.
 		if err != nil || !held {
 			return err
 		}
-		return queryRow(ctx, st, q.sql("SELECT epoch FROM {meta} WHERE name = ?"), []any{name}, &epoch)
+		return queryRow(ctx, st, q.stmt(qLeaseEpoch), []any{name}, &epoch)
 	})
 	if err != nil || !held {
 		return 0, false, err
@@ -185,7 +183,7 @@ const maxKnownLeaseRows = 10000
 // acquireRow takes or renews the lease in the meta row name on st; create
 // adds the row when it is missing. The epoch grows unless holder renews
 // the lease it holds live; it is assigned first because MySQL evaluates
-// the assignments of an UPDATE left to right, each seeing the ones before.
+// the assignments of a change left to right, each seeing the ones before.
 func (q *Queue) acquireRow(ctx context.Context, st statements, name, holder string, ttl time.Duration, create bool) (bool, error) {
 	if _, known := q.leaseRows.Load(name); create && !known {
 		if _, err := st.Exec(ctx, q.stmt(qLeaseRowInsert), name); err != nil {
@@ -220,7 +218,7 @@ func (q *Queue) fenced(ctx context.Context, st statements) error {
 // fencedRow is fenced for the lease in meta row name.
 func (q *Queue) fencedRow(ctx context.Context, st statements, name string, f queue.Fence) error {
 	var epoch int64
-	err := queryRow(ctx, st, q.sql("SELECT epoch FROM {meta} WHERE name = ?"+q.d.rowLock()), []any{name}, &epoch)
+	err := queryRow(ctx, st, q.stmt(qLeaseEpochLocked), []any{name}, &epoch)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
 	}

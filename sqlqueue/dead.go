@@ -9,7 +9,7 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// pruneBatch is how many rows one DELETE of a bulk removal touches, so no
+// pruneBatch is how many rows one statement of a bulk removal touches, so no
 // statement holds many locks or runs long.
 const pruneBatch = 1000
 
@@ -51,7 +51,7 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 		return err
 	}
 	now := micros(time.Now())
-	n, err := q.execJobs(ctx, stmts(q.db), retryHead+" WHERE id = ? AND state = 'dead'", now, now, now, id)
+	n, err := stmts(q.db).Exec(ctx, q.stmt(qRetryDead), now, now, now, id)
 	if q.d.isUniqueViolation(err) {
 		return fmt.Errorf("sqlqueue: retrying dead letter %s: its unique key is held by an active job: %w", id, queue.ErrDuplicate)
 	}
@@ -78,7 +78,7 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	n, err := q.execJobs(ctx, stmts(q.db), "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'", id)
+	n, err := stmts(q.db).Exec(ctx, q.stmt(qForgetDead), id)
 	return q.affectedOne(ctx, n, err, "forgetting dead letter "+id)
 }
 
@@ -88,11 +88,11 @@ func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
 	if err := q.use(ctx); err != nil {
 		return 0, err
 	}
-	cond, args := "state = 'dead'", []any(nil)
+	sel, args := qDeadIDs, []any(nil)
 	if queueName != "" {
-		cond, args = cond+" AND queue = ?", []any{queueName}
+		sel, args = qDeadIDsOf, []any{queueName}
 	}
-	n, err := q.deleteBatches(ctx, cond, args)
+	n, err := q.deleteBatches(ctx, sel, args, qForgetDeadIn)
 	if err != nil {
 		return n, q.wrap(ctx, err, "flushing dead letters")
 	}
@@ -125,9 +125,9 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if err := q.use(ctx); err != nil {
 		return 0, err
 	}
-	cond, args := "state = 'pending' AND lease_token IS NULL", []any(nil)
+	sel, args := qWaitingIDs, []any(nil)
 	if queueName != "" {
-		cond, args = cond+" AND queue = ?", []any{queueName}
+		sel, args = qWaitingIDsOf, []any{queueName}
 	}
 	// Members first, one by one: the batch_jobs table is small beside the
 	// jobs, and its pending rows are the members not yet finished.
@@ -139,7 +139,7 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if err != nil {
 		return n, q.wrap(ctx, err, "purging jobs")
 	}
-	del, err := q.deleteBatches(ctx, cond, args)
+	del, err := q.deleteBatches(ctx, sel, args, qDeleteWaitingIn)
 	n += del
 	if err != nil {
 		return n, q.wrap(ctx, err, "purging jobs")
@@ -174,20 +174,20 @@ func (q *Queue) cancelEach(ctx context.Context, ids []string) (int, error) {
 	return n, nil
 }
 
-// deleteBatches deletes the jobs matching cond pruneBatch at a time: it
-// selects their primary keys, then deletes those rows still matching cond.
-func (q *Queue) deleteBatches(ctx context.Context, cond string, args []any) (int, error) {
+// deleteBatches deletes jobs pruneBatch at a time: sel (with args) lists
+// the IDs of up to pruneBatch of them, and del deletes the jobs of an ID
+// list that still match what sel selected.
+func (q *Queue) deleteBatches(ctx context.Context, sel query, args []any, del query) (int, error) {
 	total := 0
-	sel := q.bulkSelect(cond, pruneBatch)
 	for {
-		ids, err := queryStrings(ctx, stmts(q.db), sel, args...)
+		ids, err := queryStrings(ctx, stmts(q.db), q.stmt(sel), args...)
 		if err != nil {
 			return total, err
 		}
 		if len(ids) == 0 {
 			return total, nil
 		}
-		n, err := q.execJobs(ctx, stmts(q.db), "DELETE FROM {jobs} WHERE id IN (?) AND "+cond, append([]any{ids}, args...)...)
+		n, err := q.execIn(ctx, stmts(q.db), del, ids)
 		if err != nil {
 			return total, err
 		}

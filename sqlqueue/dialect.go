@@ -25,14 +25,16 @@ const (
 )
 
 // dialect is the seam between the portable Queue and one SQL flavour. Each
-// dialect implements it once, in its own dialect_<name>.go, with whole
-// statements: the portable code validates, chunks, wraps errors and keeps
-// the in-process state (wake-ups, metrics buffer), and asks the dialect to
-// run each operation whose SQL or strategy differs. Shared code never tests
-// which dialect it holds.
+// dialect implements it once, in its own files (dialect_<name>*.go): the
+// text of every named statement (queries: see query) and the operations
+// whose strategy differs (a claim in one statement or in a transaction,
+// how a batch of leases is passed, how an insert learns what it stored).
+// The portable code validates, chunks, wraps errors and keeps the
+// in-process state (wake-ups, metrics buffer); it runs statements by name
+// and builds no SQL text, and never tests which dialect it holds.
 //
-// Operations get the Queue for its handle (q.db), its table names and its
-// statement cache (q.sql); they return unwrapped errors.
+// Operations get the Queue for its handle (q.db) and its rendered
+// statements (q.stmt, q.stmtN, q.stmtIn); they return unwrapped errors.
 type dialect interface {
 	// name reports the dialect.
 	name() Dialect
@@ -54,7 +56,7 @@ type dialect interface {
 	prepared(ctx context.Context, q *Queue) error
 	// writeTx runs fn in one short write transaction.
 	writeTx(ctx context.Context, q *Queue, fn func(ex execer) error) error
-	// pushBatch runs fn, the push of n jobs in chunks INSERT statements
+	// pushBatch runs fn, the push of n jobs in chunks insertions
 	// outside the caller's transaction, on the pool or in a write
 	// transaction of its own (inTx). A push of several jobs is always
 	// one transaction, so that it is stored whole or not at all, the
@@ -64,9 +66,6 @@ type dialect interface {
 	// queries are the dialect's texts of the named statements (see
 	// query), rendered once per Queue at New.
 	queries() []queryTemplates
-	// insertMembers is the statement adding n pending members to a
-	// batch (n batch_id, job_id pairs), skipping those already in it.
-	insertMembers(q *Queue, n int) string
 	// migrations are the dialect's schema migrations (the tables' DDL,
 	// in sqlqueue/internal/migrate/sql/<dialect>) and how they run.
 	migrations() *migrate.Dialect
@@ -75,9 +74,6 @@ type dialect interface {
 	// expires, each with its own token made from token, in claim order,
 	// adding inc (1, or 0 for ReserveUnstarted) to their attempts.
 	reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error)
-	// readyCond is the condition (and its arguments) that a pending row
-	// whose columns carry alias may be claimed at now.
-	readyCond(alias string, now int64) (string, []any)
 	// insertJobs inserts js in one statement on ex, skipping rows whose ID
 	// or unique key is taken, and returns the IDs it inserted. With
 	// notify the same statement wakes listeners when it inserted anything
@@ -95,23 +91,12 @@ type dialect interface {
 	announce(q *Queue, js []queue.Job, stored []bool)
 
 	// finishLeases applies each of parts, in one statement or one
-	// transaction: it changes (set, with args before the leases') or
-	// deletes (set "") the jobs whose lease in the part's leases is
-	// current at now, and returns per part the leases it finished. No
-	// lease is in two parts. On error none is known finished.
+	// transaction: it makes the part's change (its leaseOp's statements,
+	// leaseQueries, with the part's args before the leases) to the jobs
+	// whose lease in the part's leases is current at now, and returns per
+	// part the leases it changed. No lease is in two parts; two parts are
+	// a start mark then an ack. On error none is known changed.
 	finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error)
-	// historyAppend is the expression of the history column with the
-	// attempt under way appended as it ends (two bind parameters: the end
-	// time, then the error) and only the last queue.MaxHistory kept: a
-	// JSON array of historyEntry.
-	historyAppend() string
-	// rowLock is the suffix of a SELECT inside writeTx that locks the
-	// rows it reads until the transaction ends ("" where writeTx holds
-	// the whole database's write lock).
-	rowLock() string
-	// touch is the expression that moves updated_at forward to the bind
-	// parameter and always changes it (MySQL counts changed rows).
-	touch() string
 	// isUniqueViolation reports whether err is a unique-constraint error.
 	isUniqueViolation(err error) bool
 	// isConfig reports whether err is one no retry can fix: a missing
@@ -184,20 +169,6 @@ func placeholders(n int) string {
 	return strings.Repeat("?, ", n-1) + "?"
 }
 
-// tuples returns "(?, ?), (?, ?)" with n tuples of width w.
-func tuples(n, w int) string {
-	one := "(" + placeholders(w) + ")"
-	var b strings.Builder
-	b.Grow(n * (len(one) + 2))
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(one)
-	}
-	return b.String()
-}
-
 func quoteDouble(s string) string { return `"` + s + `"` }
 
 // noNotify is the notification half of a dialect that has none.
@@ -218,8 +189,8 @@ type noVacuum struct{}
 func (noVacuum) vacuumIfDue(context.Context, *Queue) error { return nil }
 
 // poolPush is pushBatch on the pool for one job, and in a write
-// transaction for several. One INSERT would commit a batch whole on its
-// own, but a batch that also revives IDs of finished jobs writes again
+// transaction for several. One insertion would commit a batch whole on
+// its own, but a batch that also revives IDs of finished jobs writes again
 // after it (a revival can wait on a locked row until the caller gives
 // up), so only a push of one job, which stores by exactly one of the two
 // statements, runs without a transaction.

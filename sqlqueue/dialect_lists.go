@@ -462,9 +462,3 @@ func (q *Queue) countQuery(list string, args []any, search string) (string, []an
 	return q.rebind("SELECT COUNT(*), COALESCE(SUM(CASE WHEN " + q.lf.contains("payload", true) + " THEN 1 ELSE 0 END), 0) FROM (" + list + ") s"),
 		append([]any{[]byte(search)}, args...)
 }
-
-// bulkSelect selects the IDs of up to n jobs matching cond (a bulk
-// removal's filter: see deleteBatches).
-func (q *Queue) bulkSelect(cond string, n int) string {
-	return q.rebind("SELECT id FROM " + q.t.jobs + " WHERE " + cond + " LIMIT " + strconv.Itoa(n))
-}

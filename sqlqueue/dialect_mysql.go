@@ -45,19 +45,10 @@ type mysqlDialect struct {
 	poolPush
 }
 
-func (mysqlDialect) name() Dialect              { return MySQL }
-func (mysqlDialect) quote(s string) string      { return "`" + s + "`" }
-func (mysqlDialect) rebind(query string) string { return query }
-func (mysqlDialect) maxParams() int             { return 65535 }
-func (mysqlDialect) rowLock() string            { return " FOR UPDATE" }
-func (mysqlDialect) touch() string              { return "GREATEST(updated_at + 1, ?)" }
-
-// historyAppend drops the oldest entry (JSON_REMOVE of $[0]) once the
-// array holds queue.MaxHistory, then appends.
-func (mysqlDialect) historyAppend() string {
-	return `JSON_ARRAY_APPEND(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN JSON_LENGTH(history) >= ` + maxHistoryLit +
-		` THEN JSON_REMOVE(history, '$[0]') ELSE history END, '$', JSON_OBJECT('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
-}
+func (mysqlDialect) name() Dialect                         { return MySQL }
+func (mysqlDialect) quote(s string) string                 { return "`" + s + "`" }
+func (mysqlDialect) rebind(query string) string            { return query }
+func (mysqlDialect) maxParams() int                        { return 65535 }
 func (mysqlDialect) configure(DB)                          {}
 func (mysqlDialect) prepare(context.Context, *Queue) error { return nil }
 
@@ -68,7 +59,7 @@ func (mysqlDialect) prepare(context.Context, *Queue) error { return nil }
 // learns whether the server is MariaDB, whose DELETE ... RETURNING the
 // batch ack uses (finishReturning).
 func (mysqlDialect) prepared(ctx context.Context, q *Queue) error {
-	res, err := q.db.ExecContext(ctx, q.sql("UPDATE {meta} SET value = value WHERE name = 'schema_version'"))
+	res, err := q.db.ExecContext(ctx, q.stmt(qChangedRowsProbe))
 	if err != nil {
 		return err
 	}
@@ -93,12 +84,9 @@ func (mysqlDialect) writeTx(ctx context.Context, q *Queue, fn func(ex execer) er
 
 func (mysqlDialect) migrations() *migrate.Dialect { return migrate.MySQL }
 
-func (mysqlDialect) readyCond(alias string, now int64) (string, []any) {
-	return expiryReadyCond(alias, now)
-}
-
 // reserve selects with FOR UPDATE SKIP LOCKED, then updates by primary key
-// (the rows are clustered on id), in one short transaction. A claim the
+// (the rows are clustered on id), in one short transaction (qClaimSelect,
+// qClaimUpdate). A claim the
 // server rolled back to break a deadlock is run again: its locking read
 // can wait on the row of a job a batch ack is deleting while holding that
 // row's claim-index entry, which the ack needs next (MariaDB 10.11, a few
@@ -109,12 +97,7 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 	err := q.againOnConflict(ctx, func() error {
 		return d.writeTx(ctx, q, func(ex execer) error {
 			var err error
-			rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, expires, token, inc, claimStatements{
-				lock:  " FOR UPDATE SKIP LOCKED",
-				token: "CONCAT(?, '-', seq)",
-				key:   "id",
-				keyOf: func(r row) any { return r.job.ID },
-			})
+			rows, err = q.selectThenClaim(ctx, ex, queues, max, now, expires, token, inc, func(r row) any { return r.job.ID })
 			return err
 		})
 	})
@@ -142,14 +125,14 @@ func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js 
 
 // insertMySQL is insertJobs' INSERT, and the reading of what it inserted.
 func insertMySQL(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time) (map[string]bool, error) {
-	insert, args := insertStatement(js, now, " ON DUPLICATE KEY UPDATE seq = seq")
+	insert, args := q.stmtN(qInsertJobs, len(js)), insertArgs(js, now)
 	ids := make([]string, len(js))
 	for i, j := range js {
 		ids[i] = j.ID
 	}
 	inserted := make(map[string]bool, len(js))
-	lookup := func(tmpl string, args ...any) error {
-		query, args, err := q.sqlIn(tmpl, args...)
+	lookup := func(stmt query, args ...any) error {
+		query, args, err := q.stmtIn(stmt, args...)
 		if err != nil {
 			return err
 		}
@@ -161,23 +144,23 @@ func insertMySQL(ctx context.Context, q *Queue, ex statements, js []queue.Job, n
 	}
 	s, ok := ex.(sqlStatements)
 	if !ok {
-		if err := lookup("SELECT id FROM {jobs} WHERE id IN (?)", ids); err != nil {
+		if err := lookup(qJobsInserted, ids); err != nil {
 			return nil, err
 		}
 		before := inserted
 		inserted = make(map[string]bool, len(js))
-		if _, err := ex.Exec(ctx, q.sql(insert), args...); err != nil {
+		if _, err := ex.Exec(ctx, insert, args...); err != nil {
 			return nil, err
 		}
 		fresh := slices.DeleteFunc(ids, func(id string) bool { return before[id] })
 		if len(fresh) > 0 {
-			if err := lookup("SELECT id FROM {jobs} WHERE id IN (?)", fresh); err != nil {
+			if err := lookup(qJobsInserted, fresh); err != nil {
 				return nil, err
 			}
 		}
 		return inserted, nil
 	}
-	res, err := s.ex.ExecContext(ctx, q.sql(insert), args...)
+	res, err := s.ex.ExecContext(ctx, insert, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +179,7 @@ func insertMySQL(ctx context.Context, q *Queue, ex statements, js []queue.Job, n
 			inserted[j.ID] = true
 		}
 	default:
-		if err := lookup("SELECT id FROM {jobs} WHERE id IN (?) AND seq >= ?", ids, first); err != nil {
+		if err := lookup(qJobsInsertedSince, ids, first); err != nil {
 			return nil, err
 		}
 	}
@@ -206,9 +189,10 @@ func insertMySQL(ctx context.Context, q *Queue, ex statements, js []queue.Job, n
 // errKeyHeld rolls back a revive whose unique key is held.
 var errKeyHeld = errors.New("sqlqueue: unique key held")
 
-// revive deletes j's row and inserts j, atomically (AUTO_INCREMENT only
-// counts on INSERT, so an UPDATE cannot give the row a new seq): in a
-// savepoint of the caller's transaction, or in a transaction of its own.
+// revive deletes j's row and inserts j, atomically (qReviveLock,
+// qDeleteJob, qInsertJob: AUTO_INCREMENT only counts on INSERT, so an
+// UPDATE cannot give the row a new seq): in a savepoint of the caller's
+// transaction, or in a transaction of its own.
 // The unique index refuses a held key (MySQL cannot name the target table
 // in a subquery to check it first, and does not abort the transaction on
 // the error).
@@ -216,23 +200,20 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 	body := func(ex statements) error {
 		var created int64
 		var state string
-		err := queryRow(ctx, ex, q.sql("SELECT created_at, state FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE"), []any{j.ID}, &created, &state)
+		err := queryRow(ctx, ex, q.stmt(qReviveLock), []any{j.ID}, &created, &state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return errKeyHeld // revived or replaced meanwhile: not ours
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := ex.Exec(ctx, q.sql("DELETE FROM {jobs} WHERE id = ?"), j.ID); err != nil {
+		if _, err := ex.Exec(ctx, q.stmt(qDeleteJob), j.ID); err != nil {
 			return err
 		}
 		if !keepCreated || state != stateDead {
 			created = micros(j.CreatedAt)
 		}
-		avail := micros(j.AvailableAt)
-		_, err = ex.Exec(ctx, q.sql("INSERT INTO {jobs} ("+insertCols+") VALUES "+insertRow),
-			j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
-			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, created, micros(now), micros(j.RetryUntil))
+		_, err = ex.Exec(ctx, q.stmt(qInsertJob), appendInsertArgs(nil, j, created, now)...)
 		if d.isUniqueViolation(err) {
 			return errKeyHeld
 		}
@@ -262,10 +243,12 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 var errSomeLost = errors.New("sqlqueue: some leases were lost")
 
 // finishLeases finishes the rows still under the leases of every part in
-// one transaction, one statement per part (by primary key: the id list
-// leads). When each finished as many rows as its part has leases, every
+// one transaction, one statement per part (its qStartLeases, qAckLeases,
+// ... of mysqlWrites: by primary key, the id list leading, and (id, token)
+// pairs). When each finished as many rows as its part has leases, every
 // lease held; otherwise the transaction is rolled back and redone locking
-// the rows still held first, to learn which leases were lost.
+// the rows still held first (qLockLeases, then qStartByID, ...), to learn
+// which leases were lost.
 func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
 	ps := make([]mysqlLeases, len(parts))
 	for i, p := range parts {
@@ -275,7 +258,7 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 			ids[k] = l.JobID
 			pairs = append(pairs, l.JobID, l.Token)
 		}
-		ps[i] = mysqlLeases{ids, pairs, " WHERE id IN (" + placeholders(len(ids)) + ") AND (id, lease_token) IN (" + tuples(len(p.leases), 2) + ") AND state = 'pending' AND lease_expires_at > ?"}
+		ps[i] = mysqlLeases{ids, pairs}
 	}
 	out := make([]map[queue.Lease]bool, len(parts))
 	if q.deleteReturning.Load() && finishes(parts) && deletesOnly(parts) {
@@ -286,7 +269,7 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 	}
 	err := d.writeTx(ctx, q, func(ex execer) error {
 		for i, p := range parts {
-			res, err := ex.ExecContext(ctx, q.sql(mysqlChange(p.set)+ps[i].where), append(append(append(slices.Clip(p.args), ps[i].ids...), ps[i].pairs...), now)...)
+			res, err := ex.ExecContext(ctx, q.stmtN(leaseQueries[p.op].many, len(p.leases)), ps[i].args(p.args, now)...)
 			if err != nil {
 				return err
 			}
@@ -310,20 +293,8 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 	}
 	err = d.writeTx(ctx, q, func(ex execer) error {
 		for i, p := range parts {
-			out[i] = make(map[queue.Lease]bool, len(p.leases))
-			sel := q.sql("SELECT id, lease_token FROM {jobs}" + ps[i].where + " FOR UPDATE")
-			if err := scanLeases(ctx, stmts(ex), out[i], sel, append(append(slices.Clip(ps[i].ids), ps[i].pairs...), now)...); err != nil {
-				return err
-			}
-			if len(out[i]) == 0 {
-				continue
-			}
-			in := make([]any, 0, len(out[i]))
-			for l := range out[i] {
-				in = append(in, l.JobID)
-			}
-			stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
-			if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
+			var err error
+			if out[i], err = lockAndChange(ctx, q, ex, p, ps[i], now); err != nil {
 				return err
 			}
 		}
@@ -335,37 +306,34 @@ func (d mysqlDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseS
 	return out, nil
 }
 
-// mysqlLeases are one finishLeases part's leases as arguments: the IDs,
-// the (id, token) pairs, and the WHERE clause that takes them and now.
+// mysqlLeases are one finishLeases part's leases as arguments: the IDs
+// and the (id, token) pairs.
 type mysqlLeases struct {
 	ids, pairs []any
-	where      string
 }
 
-// mysqlChange is the head of a part's statement: an UPDATE with its SET
-// clause, or a DELETE when set is "".
-func mysqlChange(set string) string {
-	if set == "" {
-		return "DELETE FROM {jobs}"
-	}
-	return "UPDATE {jobs} SET " + set
+// args are the arguments of a part's statement that matches its leases:
+// before (the change's own), the IDs, the pairs, now.
+func (ls mysqlLeases) args(before []any, now int64) []any {
+	args := make([]any, 0, len(before)+len(ls.ids)+len(ls.pairs)+1)
+	args = append(append(append(args, before...), ls.ids...), ls.pairs...)
+	return append(args, now)
 }
 
 // lockAndChange locks and reads the rows of one part still under its
-// leases, then changes those by primary key, in the caller's transaction
-// ex. It returns the leases it finished.
+// leases (qLockLeases), then changes those by primary key, in the
+// caller's transaction ex. It returns the leases it finished.
 func lockAndChange(ctx context.Context, q *Queue, ex execer, p leaseStmt, ls mysqlLeases, now int64) (map[queue.Lease]bool, error) {
-	sel := q.sql("SELECT id, lease_token FROM {jobs}" + ls.where + " FOR UPDATE")
-	done, err := scanFinished(ctx, stmts(ex), sel, append(append(slices.Clip(ls.ids), ls.pairs...), now))
+	done, err := scanFinished(ctx, stmts(ex), q.stmtN(qLockLeases, len(p.leases)), ls.args(nil, now))
 	if err != nil || len(done) == 0 {
 		return done, err
 	}
-	in := make([]any, 0, len(done))
+	in := make([]any, 0, len(p.args)+len(done))
+	in = append(in, p.args...)
 	for l := range done {
 		in = append(in, l.JobID)
 	}
-	stmt := mysqlChange(p.set) + " WHERE id IN (" + placeholders(len(in)) + ")"
-	if _, err := ex.ExecContext(ctx, q.sql(stmt), append(slices.Clip(p.args), in...)...); err != nil {
+	if _, err := ex.ExecContext(ctx, q.stmtN(leaseQueries[p.op].byID, len(done)), in...); err != nil {
 		return nil, err
 	}
 	return done, nil
@@ -374,7 +342,7 @@ func lockAndChange(ctx context.Context, q *Queue, ex execer, p leaseStmt, ls mys
 // finishes reports whether a part acks its jobs.
 func finishes(parts []leaseStmt) bool {
 	for _, p := range parts {
-		if p.finish {
+		if p.finish() {
 			return true
 		}
 	}
@@ -385,7 +353,7 @@ func finishes(parts []leaseStmt) bool {
 // them (no retention of finished jobs).
 func deletesOnly(parts []leaseStmt) bool {
 	for _, p := range parts {
-		if p.finish && p.set != "" {
+		if p.op == leaseDone {
 			return false
 		}
 	}
@@ -394,23 +362,23 @@ func deletesOnly(parts []leaseStmt) bool {
 
 // finishReturning is finishLeases on MariaDB for parts that ack by
 // deleting (deletesOnly). An ack part is one DELETE ... RETURNING id,
-// lease_token, with no locking read first, that matches the tokens alone
-// (lease_token IN, beside the id list that finds the rows by primary key):
-// comparing (id, token) pairs in SQL costs the server more per row than
-// checking them here. The
-// rows it returns are checked here against the leases, and a token that
-// is current for a job other than the one its lease names (a caller's
-// mistake, never the Worker's) rolls everything back with
-// errPairMismatch; the caller then runs the statements that match pairs.
-// A part that does not finish (start marks) is lockAndChange: as one
-// UPDATE matching the pairs, inside this transaction, it made claims come
-// back empty with jobs queued (MariaDB 10.11, in half the 200,000-job
-// burn-downs, up to 19 times each; never with the locking read first). On
-// error out is cleared: nothing is known to be finished.
+// lease_token (qAckLeasesReturning), with no locking read first, that
+// matches the tokens alone (lease_token IN, beside the id list that finds
+// the rows by primary key): comparing (id, token) pairs in SQL costs the
+// server more per row than checking them here. The rows it returns are
+// checked here against the leases, and a token that is current for a job
+// other than the one its lease names (a caller's mistake, never the
+// Worker's) rolls everything back with errPairMismatch; the caller then
+// runs the statements that match pairs. A part that does not finish
+// (start marks) is lockAndChange: as one UPDATE matching the pairs,
+// inside this transaction, it made claims come back empty with jobs
+// queued (MariaDB 10.11, in half the 200,000-job burn-downs, up to 19
+// times each; never with the locking read first). On error out is
+// cleared: nothing is known to be finished.
 func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
 	err := d.writeTx(ctx, q, func(ex execer) error {
 		for i, p := range parts {
-			if !p.finish {
+			if !p.finish() {
 				var err error
 				if out[i], err = lockAndChange(ctx, q, ex, p, ps[i], now); err != nil {
 					return err
@@ -423,9 +391,7 @@ func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []lea
 				args = append(args, l.Token)
 			}
 			args = append(args, now)
-			del := q.sql("DELETE FROM {jobs} WHERE id IN (" + placeholders(len(p.leases)) + ") AND lease_token IN (" + placeholders(len(p.leases)) +
-				") AND state = 'pending' AND lease_expires_at > ? RETURNING id, lease_token")
-			done, err := scanFinished(ctx, stmts(ex), del, args)
+			done, err := scanFinished(ctx, stmts(ex), q.stmtN(qAckLeasesReturning, len(p.leases)), args)
 			if err != nil {
 				return err
 			}
@@ -635,7 +601,7 @@ func (d mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {
 			return err
 		}
 		for chunk := range slices.Chunk(shards, 3*500) {
-			if _, err := ex.ExecContext(ctx, "DELETE FROM "+q.t.counts+" WHERE (queue, state, shard) IN ("+tuples(len(chunk)/3, 3)+")", chunk...); err != nil {
+			if _, err := ex.ExecContext(ctx, q.stmtN(qFoldDelete, len(chunk)/3), chunk...); err != nil {
 				return err
 			}
 		}

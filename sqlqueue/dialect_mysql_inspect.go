@@ -1,6 +1,8 @@
 package sqlqueue
 
-func (mysqlDialect) queries() []queryTemplates { return []queryTemplates{mysqlReads, mysqlBatches} }
+func (mysqlDialect) queries() []queryTemplates {
+	return []queryTemplates{mysqlReads, mysqlBatches, mysqlWrites}
+}
 
 // mysqlReads are MySQL's statements of the inspection reads and of the
 // small tables (pauses, workers, metrics, unique holds, batches): see query.

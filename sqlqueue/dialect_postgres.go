@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,18 +40,9 @@ type pgDialect struct {
 func (pgDialect) name() Dialect         { return Postgres }
 func (pgDialect) quote(s string) string { return quoteDouble(s) }
 func (pgDialect) maxParams() int        { return 65535 }
-func (pgDialect) rowLock() string       { return " FOR UPDATE" }
-func (pgDialect) touch() string         { return "GREATEST(updated_at + 1, ?)" }
 
 // rebind turns ? placeholders into $1, $2 ... The SQL this package writes
 // has no ? outside placeholders.
-// historyAppend drops the oldest entry (jsonb "- 0") once the array
-// holds queue.MaxHistory, then appends.
-func (pgDialect) historyAppend() string {
-	return `(CASE WHEN history IS NULL OR history = '' THEN '[]'::jsonb WHEN jsonb_array_length(history::jsonb) >= ` + maxHistoryLit +
-		` THEN history::jsonb - 0 ELSE history::jsonb END || jsonb_build_object('a', attempts, 's', started_at, 'f', CAST(? AS BIGINT), 'e', CAST(? AS TEXT), 'w', worker))::text`
-}
-
 func (pgDialect) rebind(query string) string { return sqlx.Rebind(sqlx.DOLLAR, query) }
 
 func (pgDialect) configure(DB) {}
@@ -64,13 +56,9 @@ func (pgDialect) writeTx(ctx context.Context, q *Queue, fn func(ex execer) error
 
 func (pgDialect) migrations() *migrate.Dialect { return migrate.Postgres }
 
-func (pgDialect) readyCond(alias string, now int64) (string, []any) {
-	return expiryReadyCond(alias, now)
-}
-
-// reserve claims in one statement. The rows come back in no order; they
-// are sorted as claimed (priority, then the run_at they were claimed at,
-// then insertion).
+// reserve claims in one statement (qClaim). The rows come back in no
+// order; they are sorted as claimed (priority, then the run_at they were
+// claimed at, then insertion).
 //
 // The pause check is uncorrelated, so PostgreSQL runs it once as a
 // One-Time Filter above the claim-index scan: correlated with the claimed
@@ -85,29 +73,17 @@ func (pgDialect) readyCond(alias string, now int64) (string, []any) {
 // through the Queue's direct statements when sqlqueue/postgres gave it
 // some (pgx without database/sql's per-column conversions), else through
 // the *sql.DB.
-func (d pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
+func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	if len(queues) > 1 {
 		var err error
 		if queues, err = q.unpaused(ctx, stmts(q.db), queues); err != nil || len(queues) == 0 {
 			return nil, err
 		}
 	}
-	ready, readyArgs := d.readyCond("", micros(now))
-	query := q.sql(`WITH c AS (
-  SELECT id, run_at AS claimed_run_at, lease_token IS NOT NULL AS recovered FROM {jobs} j
-  WHERE state = 'pending' AND queue IN (` + placeholders(len(queues)) + `) AND ` + ready + `
-    AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue IN (` + placeholders(len(queues)) + `))
-  ORDER BY priority DESC, run_at, seq
-  LIMIT ?
-  FOR UPDATE OF j SKIP LOCKED)
-UPDATE {jobs} t SET attempts = t.attempts + CAST(? AS INTEGER), lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?,
-  started_at = CAST(? AS BIGINT), worker = CAST(? AS TEXT)
-FROM c WHERE t.id = c.id
-RETURNING ` + pgClaimCols)
-	args := append(queueArgs(queues), readyArgs...)
+	args := append(queueArgs(queues), micros(now), micros(now))
 	args = append(args, queueArgs(queues)...)
 	args = append(args, max, inc, token, micros(expires), micros(now), micros(now), queue.WorkerOf(ctx))
-	rs, err := q.reads().Query(ctx, query, args...)
+	rs, err := q.reads().Query(ctx, q.stmtN(qClaim, len(queues)), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -172,34 +148,30 @@ func (s *claimScanner) scan(sc scanner) (row, error) {
 	return r, nil
 }
 
-// insertJobs inserts with ON CONFLICT DO NOTHING RETURNING id. With notify
-// (a push inside the caller's transaction) the same statement sends the
-// push's notification when it inserted anything: the NULL row is the
-// notification's.
+// insertJobs inserts with ON CONFLICT DO NOTHING RETURNING id
+// (qInsertJobs). With notify (a push inside the caller's transaction) the
+// same statement sends the push's notification when it inserted anything
+// (qInsertJobsNotify): the NULL row is the notification's.
 func (pgDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (map[string]bool, bool, error) {
-	insert, args := insertStatement(js, now, " ON CONFLICT DO NOTHING RETURNING id")
-	if notify {
-		insert = "WITH ins AS (" + insert + ") SELECT id FROM ins UNION ALL SELECT NULL FROM (" + pgNotify +
-			") n WHERE EXISTS (SELECT 1 FROM ins)"
-		args = append(args, q.NotifyChannel(), notifyPayload(js, nil))
+	args := insertArgs(js, now)
+	if !notify {
+		return insertReturning(ctx, ex, q.stmtN(qInsertJobs, len(js)), args)
 	}
-	return insertReturning(ctx, ex, q.sql(insert), args)
+	args = append(args, q.NotifyChannel(), notifyPayload(js, nil))
+	return insertReturning(ctx, ex, q.stmtN(qInsertJobsNotify, len(js)), args)
 }
 
 // revive updates the row in place, giving it a new seq from the identity;
 // the unique key is checked in the statement, so a held key skips the row
 // instead of failing (which would abort the caller's transaction).
 func (pgDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
-	return q.reviveInPlace(ctx, ex, "DEFAULT", j, keepCreated, now)
+	return q.reviveInPlace(ctx, ex, j, keepCreated, now)
 }
-
-// pgNotify wakes the listeners of a channel with a payload.
-const pgNotify = "SELECT pg_notify(?, ?)"
 
 // notifyTx sends one pg_notify for a push whose jobs were stored by revive
 // rather than by an INSERT that already notified.
 func (pgDialect) notifyTx(ctx context.Context, q *Queue, ex statements, js []queue.Job, stored []bool) error {
-	_, err := ex.Exec(ctx, q.sql(pgNotify), q.NotifyChannel(), notifyPayload(js, stored))
+	_, err := ex.Exec(ctx, q.stmt(qNotify), q.NotifyChannel(), notifyPayload(js, stored))
 	return err
 }
 
@@ -263,7 +235,7 @@ func announceLoop(q *Queue) {
 			payload = ""
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
-		_, err := q.db.ExecContext(ctx, q.sql(pgNotify), q.NotifyChannel(), payload)
+		_, err := q.db.ExecContext(ctx, q.stmt(qNotify), q.NotifyChannel(), payload)
 		cancel()
 		if err != nil {
 			q.log.Warn("sqlqueue: notifying listeners of pushed jobs; workers find them at their next poll", "table", q.t.raw, "err", err)
@@ -271,50 +243,29 @@ func announceLoop(q *Queue) {
 	}
 }
 
-// finishLeases passes the IDs and tokens as two text-array parameters
-// (pgArray), so one statement text serves every batch size.
-//
-// The lease terms are wrapped in IS TRUE so that the primary key is the
-// only index the planner can use: bare, "run_at > $n" matches the claim
-// index and an unanalyzed table is read through all of it, where the
-// primary key reads only the acked rows.
-// unnest keeps the nested loop over the primary key under a generic plan
-// too (it assumes 10 elements), where a VALUES list of an analyzed table
-// becomes a hash join over a sequential scan.
-//
-// Several parts are one statement: each part's statement is a
-// data-modifying CTE, and the rows they return are told apart by the
-// part's number.
+// finishLeases runs one statement for the parts (at most a start mark
+// and an ack, pgLeaseQuery), passing the IDs and tokens of each as two
+// text-array parameters (pgArray), so one statement text serves every
+// batch size: each part's change is a data-modifying CTE, and the rows
+// they return are told apart by the part's number.
 func (pgDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
-	one := func(set string) string {
-		using := " unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[])) AS v(id, tok)"
-		head := "DELETE FROM {jobs} t USING" + using
-		if set != "" {
-			head = "UPDATE {jobs} t SET " + set + " FROM" + using
-		}
-		return head + " WHERE t.id = v.id AND (t.lease_token = v.tok AND t.state = 'pending' AND t.lease_expires_at > ?) IS TRUE RETURNING t.id, t.lease_token"
-	}
 	if len(parts) == 1 {
 		p := parts[0]
 		done := make(map[queue.Lease]bool, len(p.leases))
-		err := scanLeases(ctx, q.reads(), done, q.sql(one(p.set)), pgLeaseArgs(q, p.leases, now, p.args)...)
+		err := scanLeases(ctx, q.reads(), done, q.stmt(leaseQueries[p.op].many), pgLeaseArgs(q, p.leases, now, p.args)...)
 		return []map[queue.Lease]bool{done}, err
 	}
-	var with, sel strings.Builder
+	stmt, ok := pgBothLeases[[2]leaseOp{parts[0].op, parts[1].op}]
+	if !ok || len(parts) > 2 {
+		return nil, fmt.Errorf("sqlqueue: no statement makes %d lease changes beginning with %d and %d", len(parts), parts[0].op, parts[1].op)
+	}
 	var args []any
 	out := make([]map[queue.Lease]bool, len(parts))
 	for i, p := range parts {
-		if i > 0 {
-			with.WriteString(", ")
-			sel.WriteString(" UNION ALL ")
-		}
-		n := strconv.Itoa(i)
-		with.WriteString("c" + n + " AS (" + one(p.set) + ")")
-		sel.WriteString("SELECT " + n + ", id, lease_token FROM c" + n)
 		args = append(args, pgLeaseArgs(q, p.leases, now, p.args)...)
 		out[i] = make(map[queue.Lease]bool, len(p.leases))
 	}
-	rows, err := q.reads().Query(ctx, q.sql("WITH "+with.String()+" "+sel.String()), args...)
+	rows, err := q.reads().Query(ctx, q.stmt(stmt), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -331,6 +282,13 @@ func (pgDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, 
 		return nil, err
 	}
 	return out, nil
+}
+
+// pgBothLeases names the statements that make two changes of leases at
+// once: a start mark and an ack.
+var pgBothLeases = map[[2]leaseOp]query{
+	{leaseStart, leaseAck}:  qStartAckLeases,
+	{leaseStart, leaseDone}: qStartDoneLeases,
 }
 
 // pgLeaseArgs is arrayArgs for the statements finishLeases runs: through
@@ -458,10 +416,7 @@ func (pgDialect) contains(col string, blob bool) string {
 // 100,000 acks, costs a burn-down more than stale figures do.
 func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue) error {
 	var due, analyze bool
-	err := queryRow(ctx, stmts(q.db), q.sql(`SELECT COALESCE(n_dead_tup >= ?, false),
-  COALESCE(GREATEST(last_analyze, last_autoanalyze) < now() - make_interval(secs => ?), true)
-FROM (SELECT 1) one LEFT JOIN pg_stat_user_tables ON relid = to_regclass(?)`),
-		[]any{q.vac.minDeadRows(), analyzeEvery.Seconds(), q.t.jobs}, &due, &analyze)
+	err := queryRow(ctx, stmts(q.db), q.stmt(qVacuumDue), []any{q.vac.minDeadRows(), analyzeEvery.Seconds(), q.t.jobs}, &due, &analyze)
 	if err != nil || !due {
 		return err
 	}
@@ -469,11 +424,11 @@ FROM (SELECT 1) one LEFT JOIN pg_stat_user_tables ON relid = to_regclass(?)`),
 	// their own acks, or their maintenance passes) skip the table while one
 	// vacuums it, rather than queue behind its lock. It needs no session
 	// state, so it works through a transaction-mode pooler too.
-	vacuum := "VACUUM (SKIP_LOCKED) {jobs}"
+	vacuum := qVacuum
 	if analyze {
-		vacuum = "VACUUM (ANALYZE, SKIP_LOCKED) {jobs}"
+		vacuum = qVacuumAnalyze
 	}
-	_, err = q.db.ExecContext(ctx, q.sql(vacuum))
+	_, err = q.db.ExecContext(ctx, q.stmt(vacuum))
 	return err
 }
 

@@ -1,6 +1,6 @@
 package sqlqueue
 
-func (pgDialect) queries() []queryTemplates { return []queryTemplates{pgReads, pgBatches} }
+func (pgDialect) queries() []queryTemplates { return []queryTemplates{pgReads, pgBatches, pgWrites} }
 
 // pgReads are PostgreSQL's statements of the inspection reads and of the
 // small tables (pauses, workers, metrics, unique holds, batches): see query.

@@ -42,15 +42,6 @@ func (sqliteDialect) name() Dialect              { return SQLite }
 func (sqliteDialect) quote(s string) string      { return quoteDouble(s) }
 func (sqliteDialect) rebind(query string) string { return query }
 func (sqliteDialect) maxParams() int             { return 32766 }
-func (sqliteDialect) rowLock() string            { return "" }
-func (sqliteDialect) touch() string              { return "MAX(updated_at + 1, ?)" }
-
-// historyAppend drops the oldest entry (json_remove of $[0]) once the
-// array holds queue.MaxHistory, then appends.
-func (sqliteDialect) historyAppend() string {
-	return `json_insert(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN json_array_length(history) >= ` + maxHistoryLit +
-		` THEN json_remove(history, '$[0]') ELSE history END, '$[#]', json_object('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
-}
 
 // configure limits db to one open connection: SQLite has one writer, and
 // one connection makes the process's writers queue in Go instead of
@@ -148,19 +139,13 @@ func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n, _ int, fn fun
 
 func (sqliteDialect) migrations() *migrate.Dialect { return migrate.SQLite }
 
-func (sqliteDialect) readyCond(alias string, now int64) (string, []any) {
-	return expiryReadyCond(alias, now)
-}
-
 // reserve looks before taking the one write lock, so idle pollers in other
 // processes do not queue behind each other, then selects and updates by
 // seq, the rowid, in one BEGIN IMMEDIATE transaction: by id every row
 // costs a probe of the id index first.
 func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
 	var one int
-	ready, readyArgs := d.readyCond("", micros(now))
-	err := queryRow(ctx, stmts(q.db), q.sql("SELECT 1 FROM {jobs} WHERE state = 'pending' AND queue IN ("+placeholders(len(queues))+
-		") AND "+ready+" LIMIT 1"), append(queueArgs(queues), readyArgs...), &one)
+	err := queryRow(ctx, stmts(q.db), q.stmtN(qClaimProbe, len(queues)), append(queueArgs(queues), micros(now), micros(now)), &one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -176,25 +161,20 @@ func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, m
 		// expired meanwhile by the old clock only.
 		now := time.Now()
 		var err error
-		rows, err = q.selectThenClaim(ctx, d, ex, queues, max, now, now.Add(lease), token, inc, claimStatements{
-			token: "? || '-' || seq",
-			key:   "seq",
-			keyOf: func(r row) any { return r.seq },
-		})
+		rows, err = q.selectThenClaim(ctx, ex, queues, max, now, now.Add(lease), token, inc, func(r row) any { return r.seq })
 		return err
 	})
 	return rows, err
 }
 
 func (sqliteDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
-	insert, args := insertStatement(js, now, " ON CONFLICT DO NOTHING RETURNING id")
-	return insertReturning(ctx, ex, q.sql(insert), args)
+	return insertReturning(ctx, ex, q.stmtN(qInsertJobs, len(js)), insertArgs(js, now))
 }
 
 // revive updates the row in place, after the last seq; the unique key is
 // checked in the statement.
 func (sqliteDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
-	return q.reviveInPlace(ctx, ex, "(SELECT MAX(seq) + 1 FROM {jobs})", j, keepCreated, now)
+	return q.reviveInPlace(ctx, ex, j, keepCreated, now)
 }
 
 // finishLeases runs one statement per part in one BEGIN IMMEDIATE
@@ -203,7 +183,8 @@ func (sqliteDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool
 // would (BenchmarkAckManyCounts), so, unlike MySQL's, this batch ack
 // leaves the counting to them.
 //
-// Each part first runs by token alone (tokenFinishStmt): every lease token
+// Each part first runs by token alone (its qStartLeases, qAckLeases, ...
+// of sqliteWrites: see sqliteByToken): every lease token
 // ends in its row's seq (reserve's token), so the statement walks the
 // tokens, finds each row by rowid and compares its token, with no
 // temporary index of (id, token) pairs to build (a third of a start
@@ -211,13 +192,13 @@ func (sqliteDialect) revive(ctx context.Context, q *Queue, ex statements, _ bool
 // the rows it returns: a token that is current for a row whose ID is not
 // the one its lease names (a caller's mistake, never the Worker's) rolls
 // the whole transaction back, and it is run again matching each (id,
-// token) pair in SQL (pairFinishStmt).
+// token) pair in SQL (qStartLeasesPairs, ...: see sqliteByPair).
 func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
 	out := make([]map[queue.Lease]bool, len(parts))
 	err := d.writeTx(ctx, q, func(ex execer) error {
 		for i, p := range parts {
 			done := make(map[queue.Lease]bool, len(p.leases))
-			err := scanLeases(ctx, stmts(ex), done, q.sql(tokenFinishStmt(p.set)), append(slices.Clip(p.args), jsonTokens(p.leases), now)...)
+			err := scanLeases(ctx, stmts(ex), done, q.stmt(leaseQueries[p.op].many), append(slices.Clip(p.args), jsonTokens(p.leases), now)...)
 			if err != nil {
 				return err
 			}
@@ -232,7 +213,7 @@ func (d sqliteDialect) finishLeases(ctx context.Context, q *Queue, parts []lease
 		err = d.writeTx(ctx, q, func(ex execer) error {
 			for i, p := range parts {
 				var err error
-				if out[i], err = q.finishByArrays(ctx, stmts(ex), pairFinishStmt(p.set), p.leases, now, p.args); err != nil {
+				if out[i], err = q.finishByArrays(ctx, stmts(ex), leaseQueries[p.op].pairs, p.leases, now, p.args); err != nil {
 					return err
 				}
 			}
@@ -253,61 +234,6 @@ func jsonTokens(leases []queue.Lease) string {
 	}
 	b, _ := json.Marshal(toks) // strings cannot fail to marshal
 	return string(b)
-}
-
-// numberParams numbers the ? placeholders of set as ?1, ?2, ... and
-// returns the count, so that the parameters after them can be numbered.
-func numberParams(set string) (string, int) {
-	var b strings.Builder
-	n := 0
-	for _, c := range set {
-		if c == '?' {
-			n++
-			b.WriteString("?" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(c)
-	}
-	return b.String(), n
-}
-
-// finishHead is the head of a finishLeases part's statement: an UPDATE
-// with its SET clause, or a DELETE when set is "".
-func finishHead(set string) string {
-	if set == "" {
-		return "DELETE FROM {jobs}"
-	}
-	return "UPDATE {jobs} SET " + set
-}
-
-// tokenFinishStmt is the by-token statement of one finishLeases part.
-// Parameters: set's, then the tokens as a JSON array (jsonTokens), then
-// now. CROSS JOIN keeps the tokens the outer loop, so every token is one
-// rowid lookup (its seq); state and the expiry are tested on the row found
-// (unary +: no index is to serve them). It returns the (id, lease_token)
-// of the rows it changed or deleted, whose IDs the caller must check.
-func tokenFinishStmt(set string) string {
-	set, n := numberParams(set)
-	toks, at := "?"+strconv.Itoa(n+1), "?"+strconv.Itoa(n+2)
-	return finishHead(set) + " WHERE seq IN (SELECT k.seq FROM json_each(" + toks + ") l CROSS JOIN {jobs} k" +
-		" ON k.seq = CAST(substr(l.value, instr(l.value, '-') + 1) AS INTEGER)" +
-		" WHERE k.lease_token = l.value AND +k.state = 'pending' AND +k.lease_expires_at > " + at + ") RETURNING id, lease_token"
-}
-
-// pairFinishStmt is the statement of one finishLeases part that matches
-// each (id, token) pair in SQL. It takes the leases as two text-array
-// literals (IDs, tokens; see pgArray), turned into JSON arrays. Each token
-// ends in its row's seq (reserve's token), so every lease is one rowid
-// lookup.
-func pairFinishStmt(set string) string {
-	// Parameters: set's (numbered here), then ids, tokens, now.
-	set, n := numberParams(set)
-	ids, toks, at := "?"+strconv.Itoa(n+1), "?"+strconv.Itoa(n+2), "?"+strconv.Itoa(n+3)
-	js := func(p string) string { return "'[' || substr(" + p + ", 2, length(" + p + ") - 2) || ']'" }
-	return "WITH a(k, id) AS MATERIALIZED (SELECT key, value FROM json_each(" + js(ids) + ")) " +
-		finishHead(set) + " WHERE seq IN (SELECT CAST(substr(value, instr(value, '-') + 1) AS INTEGER) FROM json_each(" + js(toks) + "))" +
-		" AND (id, lease_token) IN (SELECT a.id, b.value FROM json_each(" + js(toks) + ") b JOIN a ON a.k = b.key)" +
-		" AND +state = 'pending' AND +lease_expires_at > " + at + " RETURNING id, lease_token"
 }
 
 // sqliteCode is the (extended) result code of a driver error that reports

@@ -1,7 +1,5 @@
 package sqlqueue
 
-import "strings"
-
 // sqliteBatches are SQLite's statements of batches and their members: see
 // query.
 var sqliteBatches = queryTemplates{
@@ -26,11 +24,4 @@ var sqliteBatches = queryTemplates{
 	qMembersCancelled: "SELECT job_id FROM {batch_jobs} WHERE batch_id = ? AND state = 'cancelled'",
 	qMembers:          "SELECT job_id, state FROM {batch_jobs} WHERE batch_id = ? AND job_id > ? ORDER BY job_id LIMIT ?",
 	qMembersInState:   "SELECT job_id, state FROM {batch_jobs} WHERE batch_id = ? AND job_id > ? AND state = ? ORDER BY job_id LIMIT ?",
-}
-
-// insertMembers is the statement adding n pending members to a batch
-// (batch_id, job_id pairs), skipping those already in it.
-func (sqliteDialect) insertMembers(q *Queue, n int) string {
-	tuples := strings.TrimSuffix(strings.Repeat("(?, ?, 'pending'), ", n), ", ")
-	return "INSERT OR IGNORE INTO " + q.t.batchJobs + " (batch_id, job_id, state) VALUES " + tuples
 }

@@ -1,6 +1,8 @@
 package sqlqueue
 
-func (sqliteDialect) queries() []queryTemplates { return []queryTemplates{sqliteReads, sqliteBatches} }
+func (sqliteDialect) queries() []queryTemplates {
+	return []queryTemplates{sqliteReads, sqliteBatches, sqliteWrites}
+}
 
 // sqliteReads are SQLite's statements of the inspection reads and of the
 // small tables (pauses, workers, metrics, unique holds, batches): see query.

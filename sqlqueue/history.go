@@ -27,16 +27,9 @@ type historyEntry struct {
 	Worker   string `json:"w"`
 }
 
-// historySet is the SET assignment that appends the attempt under way to
-// the history column as it ends with reason at now, keeping the last
-// queue.MaxHistory, and its arguments. It reads attempts, started_at and
-// worker as the row has them, so it comes first in its SET list (MySQL
-// assigns left to right, each assignment seeing the ones before).
-func (q *Queue) historySet(now int64, reason string) (string, []any) {
-	return "history = " + q.d.historyAppend(), []any{now, historyError(reason)}
-}
-
-// historyError is reason as the history keeps it: valid UTF-8 (the
+// historyError is reason as the history keeps it (the error of the
+// attempt the lease-guarded statements qRetryLeased and qDeadLeased append
+// to the history column): valid UTF-8 (the
 // dialects' JSON functions require it), at most maxHistoryError bytes.
 func historyError(reason string) string {
 	reason = strings.ToValidUTF8(reason, "\uFFFD")

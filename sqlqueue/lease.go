@@ -12,18 +12,14 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// leaseGuard is the condition every lease-guarded statement carries: the
-// job is pending under this token and the lease has not expired.
-const leaseGuard = "id = ? AND lease_token = ? AND state = 'pending' AND {expiry} > ?"
-
 // Reserve leases up to max ready jobs of queues (see queue.Queue). Paused
 // queues are skipped. A lease of zero or less means the visibility timeout.
 //
-// PostgreSQL claims in one statement (UPDATE ... FROM (SELECT ... FOR
-// UPDATE SKIP LOCKED) RETURNING); MySQL/MariaDB in one short READ
-// COMMITTED transaction (SELECT ... FOR UPDATE SKIP LOCKED, then UPDATE by
-// primary key); SQLite in one BEGIN IMMEDIATE transaction. Every reserved
-// job gets its own lease token.
+// PostgreSQL claims in one statement that locks with SKIP LOCKED and
+// returns the rows it leased (qClaim); MySQL/MariaDB in one short READ
+// COMMITTED transaction (a locking read that skips locked rows, then a
+// change by primary key: qClaimSelect, qClaimUpdate); SQLite in one BEGIN
+// IMMEDIATE transaction. Every reserved job gets its own lease token.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
 	return q.reserve(ctx, queues, max, lease, 1)
 }
@@ -39,7 +35,7 @@ func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, 
 // MySQL/MariaDB), and returns the leases that were not current. Its error
 // means no attempt is known to be counted.
 func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	return q.leaseBatch(ctx, "starting", leases, q.startSet)
+	return q.leaseBatch(ctx, "starting", leaseChange{leases: leases, op: leaseStart})
 }
 
 // reserve is Reserve, adding inc to each claimed job's attempts.
@@ -86,41 +82,28 @@ func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([
 	return slices.DeleteFunc(slices.Clone(queues), func(name string) bool { return slices.Contains(paused, name) }), nil
 }
 
-// claimStatements are the parts of a dialect's select-then-update claim:
-// lock ends the SELECT (a locking read, or ""), token is the expression of
-// each job's lease token from the reservation's token (a bind parameter)
-// and the row's seq, and key is the column the UPDATE finds the selected
-// rows by.
-type claimStatements struct {
-	lock, token, key string
-	keyOf            func(r row) any // the key column's value of r
-}
-
-// selectThenClaim is the claim as a select then an update by key, inside
-// the caller's write transaction ex (MySQL, SQLite).
-func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queues []string, max int, now, expires time.Time, token string, inc int, c claimStatements) ([]row, error) {
+// selectThenClaim is the claim as a read then an update by key, inside
+// the caller's write transaction ex (MySQL, SQLite): qClaimSelect reads
+// the ready jobs of the queues not paused (locking them where the dialect
+// locks rows), and qClaimUpdate leases them by keyOf, the column the
+// dialect finds rows by.
+func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string, max int, now, expires time.Time, token string, inc int, keyOf func(r row) any) ([]row, error) {
 	queues, err := q.unpaused(ctx, stmts(ex), queues)
 	if err != nil || len(queues) == 0 {
 		return nil, err
 	}
-	ready, readyArgs := d.readyCond("", micros(now))
-	query := q.sql("SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN (" + placeholders(len(queues)) +
-		") AND " + ready + " ORDER BY priority DESC, run_at, seq LIMIT ?" + c.lock)
 	// scanRows has closed the rows when it returns, so the update below
 	// can run on the same connection.
-	got, err := q.scanRows(ctx, stmts(ex), query, append(append(queueArgs(queues), readyArgs...), max))
+	got, err := q.scanRows(ctx, stmts(ex), q.stmtN(qClaimSelect, len(queues)), append(queueArgs(queues), micros(now), micros(now), max))
 	if err != nil || len(got) == 0 {
 		return nil, err
 	}
-	args := []any{inc, token, micros(expires), micros(now)}
-	var keys []any
+	args := make([]any, 0, 6+len(got))
+	args = append(args, inc, token, micros(expires), micros(now), micros(now), queue.WorkerOf(ctx))
 	for _, r := range got {
-		keys = append(keys, c.keyOf(r))
+		args = append(args, keyOf(r))
 	}
-	args = append(args, micros(now), queue.WorkerOf(ctx))
-	update := q.sql("UPDATE {jobs} SET attempts = attempts + ?, lease_token = " + c.token +
-		", {expiry} = ?, updated_at = ?, started_at = ?, worker = ? WHERE " + c.key + " IN (" + placeholders(len(got)) + ")")
-	if _, err := ex.ExecContext(ctx, update, append(args, keys...)...); err != nil {
+	if _, err := ex.ExecContext(ctx, q.stmtN(qClaimUpdate, len(got)), args...); err != nil {
 		return nil, err
 	}
 	for i := range got {
@@ -134,14 +117,13 @@ func (q *Queue) selectThenClaim(ctx context.Context, d dialect, ex execer, queue
 	return got, nil
 }
 
-// guarded changes the job under l with head (an UPDATE with its SET, or
-// a DELETE, with args: see execLeased) where leaseGuard holds, and turns
-// "no row" into ErrLeaseLost.
-func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, head string, args ...any) error {
+// guarded runs stmt, a lease-guarded change of one job, with args, on the
+// job under l (see execLeased), and turns "no row" into ErrLeaseLost.
+func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, now int64, stmt query, args ...any) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	n, err := q.execLeased(ctx, stmts(q.db), head, l, micros(time.Now()), args...)
+	n, err := q.execLeased(ctx, stmts(q.db), stmt, l, now, args...)
 	return q.leaseHeld(ctx, what, l, n, err)
 }
 
@@ -157,14 +139,15 @@ func (q *Queue) leaseHeld(ctx context.Context, what string, l queue.Lease, n int
 	return nil
 }
 
-// finishSet is the SET clause that marks a job done, or "" when acked jobs
-// are deleted (no retention of finished jobs).
-func (q *Queue) finishSet() string {
+// ackQuery is the lease-guarded statement that acks one job at now, and
+// its arguments: it deletes the job, or keeps it as done when
+// WithRetention keeps finished jobs (the token stays on the done row so a
+// batch ack can return it).
+func (q *Queue) ackQuery(now int64) (query, []any) {
 	if q.cfg.keepFinished > 0 {
-		// The token stays on the done row so a batch ack can return it.
-		return "state = 'done', finished_at = ?, updated_at = ?"
+		return qAckDone, []any{now, now}
 	}
-	return ""
+	return qAckDelete, nil
 }
 
 // Ack finishes the job under l: it is deleted, or kept as done when
@@ -172,14 +155,9 @@ func (q *Queue) finishSet() string {
 // current, unexpired one returns ErrLeaseLost. Buffered run metrics are
 // written with it when due.
 func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
-	var err error
-	if set := q.finishSet(); set != "" {
-		now := micros(time.Now())
-		err = q.guarded(ctx, "acking", l, "UPDATE {jobs} SET "+set, now, now)
-	} else {
-		err = q.guarded(ctx, "acking", l, "DELETE FROM {jobs}")
-	}
-	if err != nil {
+	now := micros(time.Now())
+	stmt, args := q.ackQuery(now)
+	if err := q.guarded(ctx, "acking", l, now, stmt, args...); err != nil {
 		return err
 	}
 	q.flushMetricsIfDue(ctx)
@@ -191,7 +169,7 @@ func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
 // error means nothing is known to be acked. Buffered run metrics are
 // written with it when due.
 func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	lost, err := q.changeLeases(ctx, "acking", leaseChange{leases, q.ackSet, true})
+	lost, err := q.changeLeases(ctx, "acking", q.ackChange(leases))
 	if err != nil {
 		return nil, err
 	}
@@ -205,11 +183,7 @@ func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Leas
 // and returns the leases that were no longer current. Its error means no
 // lease is known to be extended.
 func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
-	return q.leaseBatch(ctx, "extending the leases of", leases, func(now int64) (string, []any) {
-		// updated_at always changes, as in Extend, so MySQL's count of
-		// changed rows is the count of leases that held.
-		return "{expiry} = ?, updated_at = " + q.d.touch(), []any{now + d.Microseconds(), now}
-	})
+	return q.leaseBatch(ctx, "extending the leases of", leaseChange{leases: leases, op: leaseExtend, extend: d})
 }
 
 // StartAck counts one attempt for the job under each current lease of
@@ -220,8 +194,8 @@ func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Dur
 // counted or acked. Buffered run metrics are written with it when due.
 func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) (lostStarts, lostAcks []queue.Lease, err error) {
 	lost, err := q.changeLeases(ctx, "starting and acking",
-		leaseChange{starts, q.startSet, false},
-		leaseChange{acks, q.ackSet, true})
+		leaseChange{leases: starts, op: leaseStart},
+		q.ackChange(acks))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,50 +206,78 @@ func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) (lostS
 	return lost[0], lost[1], nil
 }
 
-// startSet is Start's SET clause: the attempt counted and dated (its
-// start, for the attempt history). updated_at always changes, so MySQL's
-// count of changed rows is the count of leases that held.
-func (q *Queue) startSet(now int64) (string, []any) {
-	return "attempts = attempts + 1, updated_at = " + q.d.touch() + ", started_at = ?", []any{now, now}
-}
-
-// ackSet is an ack's SET clause ("": the rows are deleted).
-func (q *Queue) ackSet(now int64) (string, []any) {
-	if set := q.finishSet(); set != "" {
-		return set, []any{now, now}
+// ackChange is the ack of the jobs under leases: deleted, or kept as done
+// under WithRetention (see ackQuery).
+func (q *Queue) ackChange(leases []queue.Lease) leaseChange {
+	if q.cfg.keepFinished > 0 {
+		return leaseChange{leases: leases, op: leaseDone}
 	}
-	return "", nil
+	return leaseChange{leases: leases, op: leaseAck}
 }
 
-// leaseBatch applies one change to the jobs under leases, in chunks: set
-// gives the SET clause and its arguments at the chunk's time (an empty
-// clause deletes the jobs). Only jobs whose lease is current are changed;
-// the others are returned as lost.
-func (q *Queue) leaseBatch(ctx context.Context, what string, leases []queue.Lease, set func(now int64) (string, []any)) ([]queue.Lease, error) {
-	lost, err := q.changeLeases(ctx, what, leaseChange{leases, set, false})
+// leaseBatch applies one change to the jobs under their leases, in
+// chunks. Only jobs whose lease is current are changed; the others are
+// returned as lost.
+func (q *Queue) leaseBatch(ctx context.Context, what string, c leaseChange) ([]queue.Lease, error) {
+	lost, err := q.changeLeases(ctx, what, c)
 	if err != nil {
 		return nil, err
 	}
 	return lost[0], nil
 }
 
-// leaseChange is one change to the jobs under leases: set gives the SET
-// clause and its arguments at the time of the chunk (an empty clause
-// deletes the jobs). finish is set when the change acks the jobs (moves
-// them from pending to done, or deletes them).
-type leaseChange struct {
-	leases []queue.Lease
-	set    func(now int64) (string, []any)
-	finish bool
+// leaseOp is a change of many jobs under their leases, each a named
+// statement of every dialect (leaseQueries).
+type leaseOp int
+
+const (
+	leaseStart  leaseOp = iota // count an attempt and date its start
+	leaseAck                   // ack, deleting the jobs
+	leaseDone                  // ack, keeping the jobs as done
+	leaseExtend                // move the lease expiry
+)
+
+// leaseQueries names each leaseOp's statements: the change of many jobs
+// (the dialect's way of passing leases), the same matching each (id,
+// token) pair in SQL (SQLite), and by primary key once the rows are
+// locked (MySQL).
+var leaseQueries = [...]struct{ many, pairs, byID query }{
+	leaseStart:  {qStartLeases, qStartLeasesPairs, qStartByID},
+	leaseAck:    {qAckLeases, qAckLeasesPairs, qAckByID},
+	leaseDone:   {qDoneLeases, qDoneLeasesPairs, qDoneByID},
+	leaseExtend: {qExtendLeases, qExtendLeasesPairs, qExtendByID},
 }
 
-// leaseStmt is one chunk of a leaseChange, for the dialect.
+// leaseChange is one change to the jobs under leases; extend is the
+// lease a leaseExtend gives, from the time of its chunk.
+type leaseChange struct {
+	leases []queue.Lease
+	op     leaseOp
+	extend time.Duration
+}
+
+// args are the arguments of c's statements before the leases, at now.
+func (c leaseChange) args(now int64) []any {
+	switch c.op {
+	case leaseStart, leaseDone:
+		return []any{now, now}
+	case leaseExtend:
+		return []any{now + c.extend.Microseconds(), now}
+	}
+	return nil
+}
+
+// leaseStmt is one chunk of a leaseChange, for the dialect: its leases,
+// its change and the arguments before the leases.
 type leaseStmt struct {
 	leases []queue.Lease
-	set    string
+	op     leaseOp
 	args   []any
-	finish bool
 }
+
+// finish reports whether p acks its jobs (moves them from pending to
+// done, or deletes them).
+func (p leaseStmt) finish() bool { return p.op == leaseAck || p.op == leaseDone }
 
 // changeLeases applies changes to the jobs under their leases whose lease
 // is current, in rounds: each round takes up to maxChunkRows leases of
@@ -299,8 +301,7 @@ func (q *Queue) changeLeases(ctx context.Context, what string, changes ...leaseC
 			if start >= len(c.leases) {
 				continue
 			}
-			set, args := c.set(now)
-			parts = append(parts, leaseStmt{c.leases[start:min(start+maxChunkRows, len(c.leases))], set, args, c.finish})
+			parts = append(parts, leaseStmt{c.leases[start:min(start+maxChunkRows, len(c.leases))], c.op, c.args(now)})
 			of = append(of, i)
 		}
 		done, err := q.d.finishLeases(ctx, q, parts, now)
@@ -354,9 +355,9 @@ func checkPairs(leases []queue.Lease, done map[queue.Lease]bool) error {
 
 // finishByArrays runs on st a dialect's batch statement whose arguments
 // are arrayArgs, and returns the (id, lease_token) of the rows it finished.
-func (q *Queue) finishByArrays(ctx context.Context, st statements, stmt string, leases []queue.Lease, now int64, args []any) (map[queue.Lease]bool, error) {
+func (q *Queue) finishByArrays(ctx context.Context, st statements, stmt query, leases []queue.Lease, now int64, args []any) (map[queue.Lease]bool, error) {
 	done := make(map[queue.Lease]bool, len(leases))
-	err := scanLeases(ctx, st, done, q.sql(stmt), arrayArgs(leases, now, args)...)
+	err := scanLeases(ctx, st, done, q.stmt(stmt), arrayArgs(leases, now, args)...)
 	return done, err
 }
 
@@ -401,10 +402,8 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 	if retryAt.IsZero() {
 		retryAt = now
 	}
-	at := micros(retryAt)
-	hist, hargs := q.historySet(micros(now), reason)
-	err := q.guarded(ctx, "releasing", l, "UPDATE {jobs} SET "+hist+", lease_token = NULL{unlease}, run_at = ?, available_at = ?, last_error = ?, updated_at = ?",
-		append(hargs, at, at, reason, micros(now))...)
+	at, nowUS := micros(retryAt), micros(now)
+	err := q.guarded(ctx, "releasing", l, nowUS, qRetryLeased, nowUS, historyError(reason), at, at, reason, nowUS)
 	if err != nil {
 		return err
 	}
@@ -417,9 +416,7 @@ func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 // ErrLeaseLost if l is not current.
 func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
 	now := micros(time.Now())
-	hist, hargs := q.historySet(now, reason)
-	err := q.guarded(ctx, "dead-lettering", l, "UPDATE {jobs} SET "+hist+", state = 'dead', lease_token = NULL{unlease}, last_error = ?, finished_at = ?, updated_at = ?",
-		append(hargs, reason, now, now)...)
+	err := q.guarded(ctx, "dead-lettering", l, now, qDeadLeased, now, historyError(reason), reason, now, now)
 	if err != nil {
 		return err
 	}
@@ -436,8 +433,7 @@ func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) erro
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	n, err := stmts(q.db).Exec(ctx, q.sql("UPDATE {jobs} SET {expiry} = ?, updated_at = "+q.d.touch()+" WHERE "+leaseGuard),
-		micros(now.Add(d)), micros(now), l.JobID, l.Token, micros(now))
+	n, err := q.execLeased(ctx, stmts(q.db), qExtendLeased, l, micros(now), micros(now.Add(d)), micros(now))
 	return q.leaseHeld(ctx, "extending the lease of", l, n, err)
 }
 

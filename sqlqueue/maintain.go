@@ -150,7 +150,7 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 		batches++
 		var n int64
 		err = q.fencedTx(ctx, func(st statements) (err error) {
-			n, err = q.execJobs(ctx, st, "DELETE FROM {jobs} WHERE id IN (?) AND state = ?", ids, state)
+			n, err = q.execIn(ctx, st, qDeleteInState, ids, state)
 			return err
 		})
 		if err != nil {
@@ -220,12 +220,8 @@ func (q *Queue) pruneBatches(ctx context.Context, cutoff time.Time) (int, error)
 			return total, err
 		}
 		err = q.fencedTx(ctx, func(st statements) error {
-			for _, stmt := range []string{"DELETE FROM {batch_jobs} WHERE batch_id IN (?)", "DELETE FROM {batches} WHERE id IN (?)"} {
-				del, args, err := q.sqlIn(stmt, ids)
-				if err != nil {
-					return err
-				}
-				n, err := st.Exec(ctx, del, args...)
+			for _, stmt := range []query{qDeleteBatchMembers, qDeleteBatches} {
+				n, err := q.execIn(ctx, st, stmt, ids)
 				if err != nil {
 					return err
 				}

@@ -314,3 +314,9 @@ func planQueue(t *testing.T, driverName, env, prefix string) (*sql.DB, *Queue) {
 	})
 	return db, q
 }
+
+// sqlOnce readies a statement a test writes as a template ({jobs} and the
+// other table names, ? placeholders) for q's dialect.
+func (q *Queue) sqlOnce(tmpl string) string {
+	return q.d.rebind(q.t.replacer.Replace(tmpl))
+}

@@ -12,13 +12,15 @@ import (
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
-// insertCols and insertRow are the INSERT of a new job: 15 parameters per
-// row (the constants are literals to leave room for more rows per chunk).
+// insertCols and insertRow are the columns and one row of the insertion of
+// a new job (qInsertJobs, qInsertJob): 15 parameters per row (the
+// constants are literals to leave room for more rows per chunk), given by
+// insertArgs.
 const (
 	insertCols   = "id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, retry_until, state"
 	insertRow    = "(?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', NULL, ?, 'pending')"
 	insertParams = 15
-	// maxChunkRows and maxChunkBytes bound one multi-row INSERT besides
+	// maxChunkRows and maxChunkBytes bound one multi-row insertion besides
 	// the dialect's parameter limit (MySQL's max_allowed_packet is 16 MiB
 	// by default on MariaDB, 64 MiB on MySQL 8).
 	maxChunkRows  = 2000
@@ -82,7 +84,7 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	return nil
 }
 
-// PushMany stores jobs with Push's rules, a multi-row INSERT per chunk that
+// PushMany stores jobs with Push's rules, a multi-row insertion per chunk that
 // skips duplicates (ON CONFLICT DO NOTHING, or its MySQL equivalent), and
 // reports per job whether it was stored. A later job that repeats an
 // earlier job's ID or unique key in the same batch is skipped. Jobs
@@ -349,7 +351,7 @@ func (q *Queue) pushFree(ctx context.Context, ex statements, inTx bool, js []que
 	return stored, nil
 }
 
-// chunkEnds splits jobs into the INSERT statements a push makes, under
+// chunkEnds splits jobs into the insertions a push makes, under
 // the dialect's parameter limit, maxChunkRows and maxChunkBytes of
 // payload, and returns the end index of each.
 func (q *Queue) chunkEnds(jobs []queue.Job) []int {
@@ -404,20 +406,26 @@ func (q *Queue) insertChunk(ctx context.Context, ex statements, js []queue.Job, 
 	return notified, nil
 }
 
-// insertStatement is the multi-row INSERT of js, ending in suffix (the
-// dialect's "skip conflicting rows"), and its arguments.
-func insertStatement(js []queue.Job, now time.Time, suffix string) (string, []any) {
+// insertArgs are the arguments of the insertion of js (insertRow's, row
+// after row) at now.
+func insertArgs(js []queue.Job, now time.Time) []any {
 	args := make([]any, 0, len(js)*insertParams)
 	for _, j := range js {
-		avail := micros(j.AvailableAt)
-		args = append(args, j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
-			nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(j.CreatedAt), micros(now), micros(j.RetryUntil))
+		args = appendInsertArgs(args, j, micros(j.CreatedAt), now)
 	}
-	return "INSERT INTO {jobs} (" + insertCols + ") VALUES " + strings.TrimSuffix(strings.Repeat(insertRow+", ", len(js)), ", ") + suffix, args
+	return args
 }
 
-// insertReturning runs an INSERT ... RETURNING id and collects the IDs; a
-// NULL row says the statement also notified.
+// appendInsertArgs appends insertRow's arguments for j, created at
+// created, to args.
+func appendInsertArgs(args []any, j queue.Job, created int64, now time.Time) []any {
+	avail := micros(j.AvailableAt)
+	return append(args, j.ID, j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(),
+		nullString(j.UniqueKey), encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, created, micros(now), micros(j.RetryUntil))
+}
+
+// insertReturning runs an insertion returning the IDs it stored and
+// collects them; a NULL row says the statement also notified.
 func insertReturning(ctx context.Context, ex statements, query string, args []any) (inserted map[string]bool, notified bool, err error) {
 	rows, err := ex.Query(ctx, query, args...)
 	if err != nil {
@@ -479,16 +487,11 @@ func (q *Queue) revive(ctx context.Context, ex statements, inTx bool, js []queue
 	return revived, nil
 }
 
-// reviveInPlace revives j's row with one UPDATE that also moves it to the
-// end of the insertion order (seq becomes seqExpr). The unique key is
-// checked in the statement, so a held key skips the row instead of failing
-// (which would abort the caller's transaction on PostgreSQL).
-func (q *Queue) reviveInPlace(ctx context.Context, ex statements, seqExpr string, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
-	update := `UPDATE {jobs} SET seq = ` + seqExpr + `, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
-  max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
-  created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
-  finished_at = 0, last_error = '', lease_token = NULL{unlease}, snoozes = 0, retry_until = ?, state = 'pending'`
-	where := "id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')"
+// reviveInPlace revives j's row with one statement (qRevive) that also
+// moves it to the end of the insertion order. The unique key is checked
+// in the statement, so a held key skips the row instead of failing (which
+// would abort the caller's transaction on PostgreSQL).
+func (q *Queue) reviveInPlace(ctx context.Context, ex statements, j queue.Job, keepCreated bool, now time.Time) (bool, error) {
 	avail := micros(j.AvailableAt)
 	keep := 0
 	if keepCreated {
@@ -496,7 +499,7 @@ func (q *Queue) reviveInPlace(ctx context.Context, ex statements, seqExpr string
 	}
 	args := []any{j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(), nullString(j.UniqueKey),
 		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), micros(j.RetryUntil), j.ID, j.Queue, nullString(j.UniqueKey)}
-	n, err := q.execJobs(ctx, ex, update+" WHERE "+where, args...)
+	n, err := ex.Exec(ctx, q.stmt(qRevive), args...)
 	if q.d.isUniqueViolation(err) {
 		return false, nil // its unique key is held by an active job
 	}
@@ -530,8 +533,8 @@ const maxNotifyPayload = 7000
 // means any queue. Other dialects send nothing.
 //
 // A push through a TxPusher notifies inside the caller's transaction
-// (delivered on commit, nothing on rollback; one notification per INSERT
-// statement that stored a job, never one per row). Queue.Push and
+// (delivered on commit, nothing on rollback; one notification per
+// insertion that stored a job, never one per row). Queue.Push and
 // Queue.PushMany notify after their commit instead, from one goroutine per
 // Queue on a connection of its own: a transaction that notifies holds a
 // database-wide lock through its commit's WAL flush, so notifying inside

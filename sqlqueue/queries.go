@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -165,6 +166,151 @@ const (
 	// that are not paused (the list, now, now).
 	qHasReady
 
+	// The writes of the jobs table (the dialects' *_writes.go). "The
+	// lease" is three parameters: the job's ID, the lease token and now;
+	// the statement changes the job only while that lease is current
+	// (pending under the token, not expired). Statements with a list
+	// mark take a list of n (see stmtN).
+
+	// qClaim leases up to a limit of ready jobs in one statement
+	// (PostgreSQL): (queues, now, now, queues again for the pause check,
+	// limit, attempts to add, token, lease expiry, now, now, worker),
+	// returning pgClaimCols.
+	qClaim
+	// qClaimProbe finds a ready job (1) of a list of queues (queues, now,
+	// now) before a claim takes the write lock (SQLite).
+	qClaimProbe
+	// qClaimSelect reads the ready jobs a claim takes (queues, now, now,
+	// limit; jobCols), locking them where the dialect locks rows, and
+	// qClaimUpdate leases them by the key the dialect finds rows by
+	// (attempts to add, token, lease expiry, now, now, worker, keys): the
+	// claim of MySQL and SQLite, in one write transaction.
+	qClaimSelect
+	qClaimUpdate
+
+	// The lease-guarded changes of one job, each (its arguments, then the
+	// lease): qAckDelete deletes it (); qAckDone marks it done (now, now);
+	// qRetryLeased releases it for another attempt, appending the attempt
+	// to its history (now, the history's error, run at, run at, reason,
+	// now); qDeadLeased dead-letters it likewise (now, the history's
+	// error, reason, now, now); qCancelLeased cancels it (error, now,
+	// now); qSnoozeLeased puts it back giving its attempt back (snoozes
+	// to add, run at, run at, now); qExtendLeased moves its lease expiry
+	// (expiry, now), always changing updated_at (MySQL counts changed
+	// rows).
+	qAckDelete
+	qAckDone
+	qRetryLeased
+	qDeadLeased
+	qCancelLeased
+	qSnoozeLeased
+	qExtendLeased
+
+	// The lease-guarded changes of many jobs (finishLeases), each taking
+	// its arguments, then the leases as its dialect takes them, then now:
+	// qStartLeases counts an attempt and dates its start (now, now);
+	// qAckLeases deletes the jobs (); qDoneLeases marks them done (now,
+	// now); qExtendLeases moves their lease expiry (expiry, now). Each
+	// returns the (id, lease_token) of the jobs it changed, except on
+	// MySQL, whose changes return no rows.
+	qStartLeases
+	qAckLeases
+	qDoneLeases
+	qExtendLeases
+	// qStartAckLeases and qStartDoneLeases are qStartLeases and
+	// qAckLeases (qDoneLeases) in one statement, returning (part, id,
+	// lease_token), the part 0 or 1 (PostgreSQL).
+	qStartAckLeases
+	qStartDoneLeases
+	// The same changes matching each (id, token) pair in SQL, where the
+	// statements above match tokens alone (SQLite: the leases as two
+	// text-array literals, see pgArray).
+	qStartLeasesPairs
+	qAckLeasesPairs
+	qDoneLeasesPairs
+	qExtendLeasesPairs
+	// The same changes by primary key (their arguments, then the IDs),
+	// once qLockLeases has locked and read the rows still under their
+	// leases (ids, (id, token) pairs, now), and qAckLeasesReturning, a
+	// deletion returning the (id, lease_token) of the rows it deleted, by
+	// ID and token lists (ids, tokens, now): MySQL and MariaDB.
+	qStartByID
+	qAckByID
+	qDoneByID
+	qExtendByID
+	qLockLeases
+	qAckLeasesReturning
+
+	// qInsertJobs inserts n jobs (insertParams each: see insertArgs),
+	// skipping those whose ID or unique key is taken, returning the IDs
+	// it inserted where the dialect can; qInsertJobsNotify does the same
+	// and returns a NULL row when it inserted any, having notified the
+	// listeners (channel, payload after the rows: PostgreSQL); qNotify
+	// notifies them (channel, payload). qInsertJob inserts one job,
+	// failing on a taken key (insertArgs, its created_at given).
+	qInsertJobs
+	qInsertJobsNotify
+	qNotify
+	qInsertJob
+	// qJobsInserted lists the IDs of an ID list (one IN list) present;
+	// qJobsInsertedSince those whose seq is at least a value (MySQL).
+	qJobsInserted
+	qJobsInsertedSince
+	// qRevive moves a finished or dead job back to pending in place, after
+	// the last insertion, unless its queue holds its unique key pending
+	// (queue, name, payload, priority, max attempts, timeout, unique key,
+	// tags, meta, available at, run at, now, keep created (1/0), created
+	// at, retry until, id, queue, unique key). MySQL revives by
+	// qReviveLock (id: created_at, state), qDeleteJob (id) and qInsertJob.
+	qRevive
+	qReviveLock
+	qDeleteJob
+	// qReplaceWaiting deletes the waiting job holding a unique key (queue,
+	// key, the pushed job's id): a Replace push.
+	qReplaceWaiting
+
+	// qRetryDead moves a dead letter back to pending with its attempts
+	// reset (now, now, now, id); qRetryDeadIn those of an ID list (now,
+	// now, now, ids). qForgetDead deletes a dead letter (id);
+	// qForgetDeadIn those of an ID list (ids). qCancelJob cancels a
+	// pending job (now, now, error, id); qCancelJobsIn those of an ID
+	// list (now, now, error, ids). qDeleteWaitingIn deletes the waiting
+	// jobs of an ID list (ids); qDeleteInState the jobs of an ID list in
+	// a state (ids, state).
+	qRetryDead
+	qRetryDeadIn
+	qForgetDead
+	qForgetDeadIn
+	qCancelJob
+	qCancelJobsIn
+	qDeleteWaitingIn
+	qDeleteInState
+	// qDeadIDs, qDeadIDsOf (queue), qWaitingIDs and qWaitingIDsOf (queue)
+	// list up to pruneBatch IDs of dead letters and of waiting jobs.
+	qDeadIDs
+	qDeadIDsOf
+	qWaitingIDs
+	qWaitingIDsOf
+	// qLeaseEpoch reads a lease row's epoch (name); qLeaseEpochLocked
+	// also locks the row until the write transaction ends.
+	qLeaseEpoch
+	qLeaseEpochLocked
+	// qInsertMembers adds n pending members to a batch (n batch_id,
+	// job_id pairs), skipping those already in it.
+	qInsertMembers
+	// qChangedRowsProbe changes no row of {meta}: the rows it reports
+	// affected tell whether the connection counts matched rows or changed
+	// ones (MySQL). qFoldDelete deletes n count shards ((queue, state,
+	// shard) triples: MySQL's foldCounts).
+	qChangedRowsProbe
+	qFoldDelete
+	// qVacuumDue reads whether the jobs table is due a vacuum and an
+	// analyze (minimum dead rows, seconds since the last analyze, the
+	// table's name); qVacuum and qVacuumAnalyze vacuum it (PostgreSQL).
+	qVacuumDue
+	qVacuum
+	qVacuumAnalyze
+
 	numQueries
 )
 
@@ -174,10 +320,19 @@ type queryTemplates map[query]string
 // renderedQueries is one Queue's statements: the dialect's templates
 // with the table names in place, as run (placeholders rebound) and, for
 // statements with an IN list that sqlx.In expands per call, with ?
-// placeholders.
+// placeholders. A template with a list mark ({list ...}: see
+// expandLists) is kept in in only, with its ? placeholders: its text
+// depends on the count of its list (stmtN).
 type renderedQueries struct {
-	run [numQueries]string
-	in  [numQueries]string
+	run   [numQueries]string
+	in    [numQueries]string
+	lists sync.Map // listKey -> the statement as run
+}
+
+// listKey names one expansion of a statement with list marks.
+type listKey struct {
+	id query
+	n  int
 }
 
 // render puts the table names of t into each of a dialect's templates
@@ -189,10 +344,44 @@ func render(d dialect, t tableNames, sets ...queryTemplates) *renderedQueries {
 		for id, tmpl := range set {
 			text := t.replacer.Replace(tmpl)
 			r.in[id] = text
-			r.run[id] = d.rebind(text)
+			if !strings.Contains(text, listMark) {
+				r.run[id] = d.rebind(text)
+			}
 		}
 	}
 	return r
+}
+
+// listMark opens a list mark in a template: "{list G}" stands for n
+// copies of G separated by ", ", n being the count the statement is run
+// with (stmtN). G holds no brace: "IN ({list ?})" is an IN list of n
+// parameters, "VALUES {list (?, ?, 'pending')}" n rows.
+const listMark = "{list "
+
+// expandLists replaces every list mark of text with n copies of its
+// group.
+func expandLists(text string, n int) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(text, listMark)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		end := strings.IndexByte(text[i:], '}')
+		if end < 0 {
+			panic("sqlqueue: unclosed list mark in " + text)
+		}
+		group := text[i+len(listMark) : i+end]
+		b.WriteString(text[:i])
+		for k := range n {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(group)
+		}
+		text = text[i+end+1:]
+	}
 }
 
 // stmt returns the text of the named statement, as run.
@@ -201,6 +390,23 @@ func (q *Queue) stmt(id query) string {
 	if s == "" {
 		panic(fmt.Sprintf("sqlqueue: the %s dialect has no statement %d", q.d.name(), id))
 	}
+	return s
+}
+
+// stmtN returns the text of the named statement whose lists (see
+// listMark) hold n elements each, as run. Each count's text is built
+// once per Queue.
+func (q *Queue) stmtN(id query, n int) string {
+	k := listKey{id, n}
+	if s, ok := q.qs.lists.Load(k); ok {
+		return s.(string)
+	}
+	tmpl := q.qs.in[id]
+	if !strings.Contains(tmpl, listMark) {
+		panic(fmt.Sprintf("sqlqueue: the %s dialect has no list statement %d", q.d.name(), id))
+	}
+	s := q.d.rebind(expandLists(tmpl, n))
+	q.qs.lists.Store(k, s)
 	return s
 }
 
@@ -222,7 +428,7 @@ func (q *Queue) stmtIn(id query, args ...any) (string, []any, error) {
 func unrendered(r *renderedQueries, optional ...query) []string {
 	var bad []string
 	for id := range numQueries {
-		s := r.run[id]
+		s := expandLists(r.in[id], 1)
 		switch {
 		case s == "" && !slices.Contains(optional, id):
 			bad = append(bad, fmt.Sprintf("%d missing", id))
@@ -238,4 +444,5 @@ var (
 	maxStatsQueuesLit = strconv.Itoa(maxStatsQueues)
 	maxHeldWorkersLit = strconv.Itoa(maxHeldWorkers)
 	maxPrioritiesLit  = strconv.Itoa(maxPriorities + 1)
+	pruneBatchLit     = strconv.Itoa(pruneBatch)
 )

@@ -1,6 +1,17 @@
 package sqlqueue
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
+
+// pairQueries and byIDQueries are the statements of lease changes that
+// match (id, token) pairs (SQLite) and that change locked rows by primary
+// key (MySQL).
+var (
+	pairQueries = []query{qStartLeasesPairs, qAckLeasesPairs, qDoneLeasesPairs, qExtendLeasesPairs}
+	byIDQueries = []query{qStartByID, qAckByID, qDoneByID, qExtendByID, qLockLeases, qAckLeasesReturning}
+)
 
 // TestQueriesRender checks that every dialect writes every named
 // statement (but those it runs its own way) and that rendering leaves no
@@ -11,9 +22,12 @@ func TestQueriesRender(t *testing.T) {
 		d        Dialect
 		optional []query
 	}{
-		{Postgres, []query{qFoldShards, qFoldAdd}},
-		{SQLite, []query{qFoldCounts, qFoldShards, qFoldAdd}},
-		{MySQL, []query{qPriorities, qFoldCounts}},
+		{Postgres, append([]query{qFoldShards, qFoldAdd, qClaimProbe, qClaimSelect, qClaimUpdate, qInsertJob, qJobsInserted, qJobsInsertedSince,
+			qReviveLock, qDeleteJob, qChangedRowsProbe, qFoldDelete}, append(pairQueries, byIDQueries...)...)},
+		{SQLite, append([]query{qFoldCounts, qFoldShards, qFoldAdd, qClaim, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qNotify, qInsertJob,
+			qJobsInserted, qJobsInsertedSince, qReviveLock, qDeleteJob, qChangedRowsProbe, qFoldDelete, qVacuumDue, qVacuum, qVacuumAnalyze}, byIDQueries...)},
+		{MySQL, append([]query{qPriorities, qFoldCounts, qClaim, qClaimProbe, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qNotify, qRevive,
+			qVacuumDue, qVacuum, qVacuumAnalyze}, pairQueries...)},
 	} {
 		t.Run(string(tc.d), func(t *testing.T) {
 			t.Parallel()
@@ -26,5 +40,27 @@ func TestQueriesRender(t *testing.T) {
 				t.Errorf("statement %s", bad)
 			}
 		})
+	}
+}
+
+// TestExpandLists checks the list marks of a template.
+func TestExpandLists(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tmpl string
+		n    int
+		want string
+	}{
+		{"a IN ({list ?})", 3, "a IN (?, ?, ?)"},
+		{"VALUES {list (?, ?, 'p')}", 2, "VALUES (?, ?, 'p'), (?, ?, 'p')"},
+		{"a IN ({list ?}) AND (a, b) IN ({list (?, ?)}) AND c > ?", 2, "a IN (?, ?) AND (a, b) IN ((?, ?), (?, ?)) AND c > ?"},
+		{"no marks", 4, "no marks"},
+	} {
+		if got := expandLists(tc.tmpl, tc.n); got != tc.want {
+			t.Errorf("expandLists(%q, %d) = %q, want %q", tc.tmpl, tc.n, got, tc.want)
+		}
+	}
+	if strings.Contains(expandLists("{list ?}", 0), "?") {
+		t.Error("an empty list holds a placeholder")
 	}
 }

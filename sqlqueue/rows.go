@@ -136,12 +136,6 @@ func scanJob(sc scanner, extra ...any) (row, error) {
 	return newJobScanner(extra...).scan(sc)
 }
 
-// expiryReadyCond is readyCond where the lease expiry is in
-// lease_expires_at: the job is due and holds no unexpired lease.
-func expiryReadyCond(alias string, now int64) (string, []any) {
-	return alias + "run_at <= ? AND " + alias + "lease_expires_at <= ?", []any{now, now}
-}
-
 // setLease sets the job's lease expiry from runAt once runAt is final.
 func (r *row) setLease() {
 	if r.job.LeaseToken != "" {

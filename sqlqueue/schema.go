@@ -59,12 +59,9 @@ func names(d dialect, table string) tableNames {
 		batches:   d.quote(table + "_batches"),
 		batchJobs: d.quote(table + "_batch_jobs"),
 	}
-	// {expiry} is the column holding the lease expiry; {unlease} is the
-	// SET fragment that clears it with the lease token.
-	expiry, unlease := "lease_expires_at", ", lease_expires_at = 0"
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
-		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{expiry}", expiry, "{unlease}", unlease,
+		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs,
 	)
 	return t
 }

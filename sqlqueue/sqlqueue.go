@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -171,9 +169,8 @@ type Queue struct {
 	t   tableNames
 	log *slog.Logger
 
-	queries sync.Map // template -> final SQL
-	qs      *renderedQueries
-	lf      listFlavor // the dialect's part of the lists (see dialect_lists.go)
+	qs *renderedQueries // the dialect's named statements, rendered for q
+	lf listFlavor       // the dialect's part of the lists (see dialect_lists.go)
 	// leaseRows holds the names of lease rows known to exist (they are
 	// never deleted), up to maxKnownLeaseRows, so AcquireLease skips its
 	// insert for them: limiters acquire slot leases for every job.
@@ -184,10 +181,10 @@ type Queue struct {
 	ready   bool
 	// changedRows: the MySQL connection was found at first use to report
 	// changed rows, not matched ones (no clientFoundRows DSN flag), so an
-	// INSERT ... ON DUPLICATE KEY UPDATE that skips a row does not count it.
+	// insertion with ON DUPLICATE KEY that skips a row does not count it.
 	changedRows atomic.Bool
 	// deleteReturning: the MySQL-dialect server was found at first use to
-	// be MariaDB, whose DELETE takes RETURNING (MySQL 8's does not).
+	// be MariaDB, whose deletions return rows (MySQL 8's do not).
 	deleteReturning atomic.Bool
 
 	metrics   metricsBuffer
@@ -304,38 +301,9 @@ func (q *Queue) Close() error {
 	return err
 }
 
-// sql returns the final text of a query template: {jobs}, {pauses},
-// {workers}, {metrics} and {meta} become the quoted table names and ?
-// placeholders are rebound for the dialect. Results are cached.
-func (q *Queue) sql(tmpl string) string {
-	if s, ok := q.queries.Load(tmpl); ok {
-		return s.(string)
-	}
-	s := q.d.rebind(q.t.replacer.Replace(tmpl))
-	q.queries.Store(tmpl, s)
-	return s
-}
-
-// sqlOnce is sql without the cache, for queries built from data (lists of
-// queues or priorities) whose variety must not grow the cache.
-func (q *Queue) sqlOnce(tmpl string) string {
-	return q.d.rebind(q.t.replacer.Replace(tmpl))
-}
-
 // rebind readies the text of a statement built at run time (see
 // dialect_lists.go), with the table names in place, for the dialect.
 func (q *Queue) rebind(text string) string { return q.d.rebind(text) }
-
-// sqlIn is sqlOnce for a template whose "IN (?)" takes a list (a slice
-// argument), expanded by sqlx.In into one placeholder per element: for ID
-// lists off the hot path, whose many lengths must not grow the cache.
-func (q *Queue) sqlIn(tmpl string, args ...any) (string, []any, error) {
-	query, args, err := sqlx.In(tmpl, args...)
-	if err != nil {
-		return "", nil, err
-	}
-	return q.sqlOnce(query), args, nil
-}
 
 // wrap wraps err once with what was being done. An error caused by ctx is
 // returned as ctx's error so errors.Is(err, context.Canceled) holds whatever

@@ -52,8 +52,7 @@ func (q *Queue) takeUniques(ctx context.Context, ex statements, js []queue.Job, 
 		}
 		// A job with a lease token is running (or was, until its lease is
 		// reclaimed): it keeps its key.
-		if _, err := q.execJobs(ctx, ex, "DELETE FROM {jobs} WHERE queue = ? AND unique_key = ? AND state = 'pending' AND lease_token IS NULL AND id <> ?",
-			j.Queue, j.UniqueKey, j.ID); err != nil {
+		if _, err := ex.Exec(ctx, q.stmt(qReplaceWaiting), j.Queue, j.UniqueKey, j.ID); err != nil {
 			return nil, err
 		}
 	}
