@@ -42,6 +42,7 @@ func TestContract(t *testing.T) {
 var _ interface {
 	queue.Queue
 	queue.Waiter
+	queue.Scheduler
 } = (*redisqueue.Queue)(nil)
 
 // FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix

@@ -15,19 +15,25 @@
 // The core contract (queue.Queue): Push and PushMany (one script, all or
 // nothing), Reserve and ReserveUnstarted under leases with tokens,
 // Complete with the start marks and every outcome and its pushes, Ack,
-// Nack, Fail, Extend and ExtendMany, the dead letters, Len and Purge; and
-// the Waiter ability, woken by pub/sub. It does not yet have the
-// Inspector, Controller, Workflows, Scheduler or Reporter abilities
+// Nack, Fail, Extend and ExtendMany, the dead letters, Len and Purge;
+// the Waiter ability, woken by pub/sub; and the Scheduler ability: named
+// leases with epochs (leader election, queue.Limiter's limits) and
+// periodic ticks claimed once, fenced by a lease's epoch. It does not yet
+// have the Inspector, Controller, Workflows or Reporter abilities
 // (driver.CapabilitiesOf reports them missing): the Worker runs jobs
 // without them. docs/drivers.md has the list.
 //
 // # Keys
 //
-// Every key starts with a hash tag. The prefix's own keys share {prefix}:
+// Every key starts with a hash tag. The prefix (WithPrefix) is letters,
+// digits, "_", "." and "-", so the keys of two prefixes never meet. The
+// prefix's own keys share {prefix}:
 //
 //	{prefix}:ids      hash: job ID -> the base of the queue that holds it (active and dead jobs)
 //	{prefix}:queues   set: every queue name pushed to
 //	{prefix}:wake     pub/sub channel: a queue name, when a job became ready on it
+//	{prefix}:lease:<name>, {prefix}:periodic:<name>, {prefix}:periodics
+//	                  named leases (holder, expiry, epoch) and periodic records
 //
 // A queue's keys share {prefix:queue} (the base; "%", "{" and "}" of the
 // name escaped as %25, %7B, %7D), so a script on one queue touches one

@@ -23,8 +23,9 @@ func TestOpenRefuses(t *testing.T) {
 		url, want string
 	}{
 		{"redis://127.0.0.1:1/0?tabel=jobs", `unknown URL parameter "tabel"`},
-		{"rediss://127.0.0.1:1/0?prefix=a%7Bb", "without { or }"},
-		{"redis://127.0.0.1:1/0?prefix=", "without { or }"},
+		{"rediss://127.0.0.1:1/0?prefix=a%7Bb", "letters, digits"},
+		{"redis://127.0.0.1:1/0?prefix=", "letters, digits"},
+		{"redis://127.0.0.1:1/0?prefix=a:b", "letters, digits"},
 		{"redis://127.0.0.1:1/0?prefix=a;b", `parameter "prefix" contains a ";"`},
 		{"redis://127.0.0.1:1/x", "invalid database number"},
 	}
@@ -104,8 +105,8 @@ func TestQueueNamesWithBraces(t *testing.T) {
 	}
 }
 
-// TestCapabilities checks what the store answers it has: the core and
-// Waiter; the abilities not built yet are reported missing, not faked.
+// TestCapabilities checks what the store answers it has: the core,
+// Waiter and Scheduler; the abilities not built yet are reported missing, not faked.
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -116,10 +117,10 @@ func TestCapabilities(t *testing.T) {
 	}
 	defer q.Close()
 	c := queue.CapabilitiesOf(q)
-	if c.Waiter == nil {
-		t.Error("CapabilitiesOf has no Waiter")
+	if c.Waiter == nil || c.Scheduler == nil {
+		t.Errorf("CapabilitiesOf has Waiter %v, Scheduler %v; want both", c.Waiter != nil, c.Scheduler != nil)
 	}
-	for _, name := range []string{"Inspector", "Controller", "Workflows", "Scheduler", "Reporter"} {
+	for _, name := range []string{"Inspector", "Controller", "Workflows", "Reporter"} {
 		if err := c.Require(name); !errors.Is(err, queue.ErrUnsupported) {
 			t.Errorf("Require(%s) = %v, want ErrUnsupported until redisqueue has it", name, err)
 		}

@@ -37,16 +37,31 @@ type Option func(*Queue) error
 
 // WithPrefix sets the prefix of every key the Queue reads and writes
 // (default DefaultPrefix), so that several applications, or tests, share
-// one Redis without seeing each other's jobs. It may not be empty or hold
-// "{" or "}", which would change the keys' hash tags.
+// one Redis without seeing each other's jobs. It is 1 to 64 ASCII letters,
+// digits, "_", "." or "-": no ":" or braces, so that the keys of two
+// prefixes never meet and every key's hash tag is what docs/drivers.md
+// says.
 func WithPrefix(p string) Option {
 	return func(q *Queue) error {
-		if p == "" || strings.ContainsAny(p, "{}") || len(p) > 128 {
-			return fmt.Errorf("redisqueue: prefix %q must be 1 to 128 bytes without { or }: %w", p, queue.ErrConfig)
+		if !validPrefix(p) {
+			return fmt.Errorf("redisqueue: prefix %q must be 1 to 64 letters, digits, _, . or -: %w", p, queue.ErrConfig)
 		}
 		q.prefix = p
 		return nil
 	}
+}
+
+func validPrefix(p string) bool {
+	if p == "" || len(p) > 64 {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // WithLogger sets where the Queue logs what it does not return (a lost
