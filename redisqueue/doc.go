@@ -14,8 +14,8 @@
 //
 // The core contract (queue.Queue): Push and PushMany (one script, all or
 // nothing), Reserve and ReserveUnstarted under leases with tokens,
-// Complete with the start marks and every outcome and its pushes, Ack,
-// Nack, Fail, Extend and ExtendMany, the dead letters, Len and Purge;
+// Complete with the start marks and every outcome and its pushes,
+// ExtendMany, the dead letters, Len and Purge;
 // the Waiter ability, woken by pub/sub; and the Scheduler ability: named
 // leases with epochs (leader election, queue.Limiter's limits) and
 // periodic ticks claimed once, fenced by a lease's epoch. It does not yet

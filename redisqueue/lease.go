@@ -309,47 +309,6 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	return lostStarts, errs, nil
 }
 
-// completeOne records one outcome through Complete.
-func (q *Queue) completeOne(ctx context.Context, c queue.Completion) error {
-	_, errs, err := q.Complete(ctx, nil, []queue.Completion{c})
-	if err != nil {
-		return err
-	}
-	return errs[0]
-}
-
-// Ack marks the job under l as done: it is deleted, and its unique key
-// freed. It returns an error matching queue.ErrLeaseLost if l is not the
-// job's current lease.
-func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
-	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeDone})
-}
-
-// Nack releases the job under l for another attempt at retryAt (now if
-// zero or past), with reason as its LastError; its AvailableAt becomes
-// that time.
-func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
-	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeRetried, At: retryAt, Reason: reason})
-}
-
-// Fail moves the job under l to the dead letters with reason as its
-// LastError, freeing its unique key.
-func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
-	return q.completeOne(ctx, queue.Completion{Lease: l, Outcome: queue.OutcomeFailed, Reason: reason})
-}
-
-// Extend sets lease l's expiry to now plus d (see queue.Queue).
-func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
-	lost, err := q.ExtendMany(ctx, []queue.Lease{l}, d)
-	if err != nil {
-		return err
-	}
-	if len(lost) > 0 {
-		return lostErr("extending the lease of job " + l.JobID)
-	}
-	return nil
-}
-
 // ExtendMany sets the expiry of every current lease of leases to now plus
 // d in one script and returns the others (see queue.Queue).
 func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
