@@ -62,6 +62,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisqueue: parsing the URL: %w (%w)", err, queue.ErrConfig)
 	}
+	// The queue's calls honour their contexts' deadlines and
+	// cancellation, not only the client's read and write timeouts.
+	o.ContextTimeoutEnabled = true
 	rdb := redis.NewClient(o)
 	q, err := New(rdb, opts...)
 	if err != nil {

@@ -1,0 +1,104 @@
+package redisqueue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue"
+)
+
+// privateRedis starts a redis-server of the test's own, keeping nothing on
+// disk, on a free port picked at random in 20000-29999. It returns the
+// address and a restart that kills the server (SIGKILL, a crash) and
+// starts it again on the same port, empty.
+func privateRedis(t *testing.T) (addr string, restart func()) {
+	t.Helper()
+	testutil.NeedPrograms(t, "the Redis restart test", "redis-server")
+	var port int
+	for range 50 {
+		p := 20000 + rand.IntN(10000)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			l.Close()
+			port = p
+			break
+		}
+	}
+	if port == 0 {
+		t.Fatal("no free port in 20000-29999")
+	}
+	addr = fmt.Sprintf("127.0.0.1:%d", port)
+	dir := t.TempDir()
+	var cmd *exec.Cmd
+	start := func() {
+		cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--save", "", "--appendonly", "no", "--dir", dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting redis-server: %v", err)
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		defer rdb.Close()
+		testutil.Eventually(t, 10*time.Second, func() bool { return rdb.Ping(t.Context()).Err() == nil },
+			"redis-server on %s did not answer", addr)
+	}
+	stop := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	start()
+	t.Cleanup(stop)
+	return addr, func() { stop(); start() }
+}
+
+// TestWorkerRidesOutRestart kills the Redis server under a running
+// Worker and starts it again: the Worker keeps running (a lost connection
+// is no configuration error, and goleak finds no goroutine left behind by
+// the broken subscription), and a job pushed after the restart runs.
+func TestWorkerRidesOutRestart(t *testing.T) {
+	t.Parallel()
+	addr, restart := privateRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	q := newQueue(t, rdb, "restart")
+	ran := make(chan int, 4)
+	w := queue.NewWorker(q).Poll(200 * time.Millisecond).Slog(slog.New(slog.DiscardHandler))
+	queue.Handle(w, func(ctx context.Context, p ping) error { ran <- p.N; return nil })
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	await := func(n int) {
+		t.Helper()
+		select {
+		case got := <-ran:
+			if got != n {
+				t.Fatalf("ran job %d, want %d", got, n)
+			}
+		case err := <-done:
+			t.Fatalf("Worker.Run returned %v before job %d ran", err, n)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("job %d did not run within 20s", n)
+		}
+	}
+	if err := queue.Dispatch(t.Context(), q, ping{1}); err != nil {
+		t.Fatal(err)
+	}
+	await(1)
+	restart()
+	testutil.Eventually(t, 10*time.Second, func() bool { return queue.Dispatch(t.Context(), q, ping{2}) == nil },
+		"no push succeeded after the restart")
+	await(2)
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("Worker.Run: %v", err)
+	}
+}
