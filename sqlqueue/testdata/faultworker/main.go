@@ -10,6 +10,24 @@
 // the process (status 3) as soon as its start is recorded, as a handler
 // that calls os.Exit or crashes the process would.
 //
+// A Hold job (the stall tests, stall_test.go) acts in a loop for
+// FAULT_SLEEP: before each action it asks queue.Holding whether its lease
+// (and its concurrency slot) still holds, and if so makes a write fenced by
+// its lease token (an Extend of its own lease), recording "W id checked
+// wrote ok|err" (the Unix nanoseconds of the check and of the write's
+// return, then its outcome); once Holding reports the lease or slot lost it
+// records "C id unixnano cause" and returns. With FAULT_SLOT set (a
+// duration), jobs run under a Concurrency limit of 1 per job name, with
+// that expiry. FAULT_QUEUES (comma-separated) names the queues it works.
+//
+// With FAULT_MODE=leader it runs no worker but a queue.Leader of the lease
+// "stall" with TTL FAULT_LEASE: once elected it records "L epoch unixnano",
+// then acts in a loop until its term ends: before each action it asks
+// queue.Leading whether the term lasts, and if so makes a write fenced by
+// the term's epoch (a periodic tick claim), recording "W epoch checked
+// wrote ok|unclaimed|err" as a Hold job does; once the term is over it records
+// "C epoch unixnano cause".
+//
 // The suite builds it without -race: it exercises the database and the
 // processes, not the Go code.
 package main
@@ -22,6 +40,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -38,6 +57,9 @@ type Work struct{ N int }
 
 // Poison is a job whose handler ends the process.
 type Poison struct{}
+
+// Hold is a job that acts under its lease until it is lost.
+type Hold struct{}
 
 func main() {
 	if err := run(); err != nil {
@@ -91,6 +113,9 @@ func run() error {
 		_, err := f.WriteString(fmt.Sprintf(format, args...) + "\n") // one write: whole or not at all
 		return err
 	}
+	if os.Getenv("FAULT_MODE") == "leader" {
+		return lead(ctx, q, lease, record)
+	}
 	w := queue.NewWorker(q).
 		Slog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))).
 		Concurrency(conc).Poll(poll).Lease(lease).ShutdownTimeout(5 * time.Second)
@@ -110,5 +135,102 @@ func run() error {
 		os.Exit(3)
 		return nil
 	})
+	hold := func(ctx context.Context, _ Hold) error {
+		j, _ := queue.JobFromContext(ctx)
+		if err := record("S %s %d %d", j.ID, time.Now().UnixNano(), j.Attempts); err != nil {
+			return err
+		}
+		end := time.Now().Add(sleep)
+		for time.Now().Before(end) {
+			if err := queue.Holding(ctx); err != nil {
+				_ = record("C %s %d %q", j.ID, time.Now().UnixNano(), err.Error())
+				return err
+			}
+			checked := time.Now().UnixNano()
+			outcome := "ok"
+			if err := q.Extend(context.WithoutCancel(ctx), j.Lease(), lease); err != nil {
+				outcome = strconv.Quote(err.Error())
+			}
+			if err := record("W %s %d %d %s", j.ID, checked, time.Now().UnixNano(), outcome); err != nil {
+				return err
+			}
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+		return record("E %s %d", j.ID, time.Now().UnixNano())
+	}
+	if qs := os.Getenv("FAULT_QUEUES"); qs != "" {
+		w.Queues(strings.Split(qs, ",")...)
+	}
+	if s := os.Getenv("FAULT_SLOT"); s != "" {
+		expiry, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("FAULT_SLOT: %w", err)
+		}
+		lim, err := queue.NewLimiter(q, nil)
+		if err != nil {
+			return err
+		}
+		mw, err := lim.Concurrency(queue.KeyByName, 1, expiry, 50*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		w.Use(mw)
+	}
+	queue.Handle(w, hold)
 	return w.Run(ctx)
+}
+
+// lead campaigns for the lease "stall" until ctx ends, acting while elected.
+func lead(ctx context.Context, q *sqlqueue.Queue, ttl time.Duration, record func(string, ...any) error) error {
+	const periodic = "stall"
+	if _, err := q.RegisterPeriodic(ctx, queue.PeriodicInfo{Name: periodic, Schedule: "@every 1s"}); err != nil {
+		return err
+	}
+	act := func(ctx context.Context) {
+		epoch, _ := queue.LeaderEpoch(ctx)
+		if record("L %d %d", epoch, time.Now().UnixNano()) != nil {
+			return
+		}
+		for {
+			if err := queue.Leading(ctx); err != nil {
+				_ = record("C %d %d %q", epoch, time.Now().UnixNano(), err.Error())
+				return
+			}
+			checked := time.Now()
+			j, err := queue.NewJob(Work{}, queue.OnQueue("ticks"))
+			if err != nil {
+				return
+			}
+			tick := queue.PeriodicInfo{Name: periodic, Schedule: "@every 1s", LastTick: checked, NextTick: checked.Add(time.Second), LastJobID: j.ID}
+			outcome := "ok"
+			if claimed, err := q.ClaimTick(ctx, tick, j); err != nil {
+				outcome = strconv.Quote(err.Error())
+			} else if !claimed {
+				outcome = "unclaimed"
+			}
+			if record("W %d %d %d %s", epoch, checked.UnixNano(), time.Now().UnixNano(), outcome) != nil {
+				return
+			}
+			t := time.NewTimer(20 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+	l, err := queue.NewLeader(q, periodic, queue.LeaderTTL(ttl), queue.LeaderRenew(ttl/5),
+		queue.LeaderLogger(slog.New(slog.DiscardHandler)), queue.OnElected(act))
+	if err != nil {
+		return err
+	}
+	if err := l.Run(ctx); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
 }
