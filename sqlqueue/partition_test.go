@@ -118,11 +118,13 @@ var stallModes = []stallMode{
 
 // stallWorker runs a worker as process proc on q whose handlers run for
 // run unless their context ends, recording their spans; it returns a
-// function that stops it.
-func stallWorker(t *testing.T, q queue.Queue, proc string, m stallMode, run time.Duration, rec *spans) func() {
+// function that stops it. With once, the worker stops reserving as its
+// first handler starts (and lets it run as long as it will): once cut off,
+// A must not take the job back from B when the store returns.
+func stallWorker(t *testing.T, q queue.Queue, proc string, m stallMode, run time.Duration, rec *spans, once bool) func() {
 	t.Helper()
 	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Concurrency(1).Poll(20 * time.Millisecond).
-		Lease(m.lease).ShutdownTimeout(time.Second)
+		Lease(m.lease).ShutdownTimeout(time.Minute)
 	if m.slot > 0 {
 		// Each process has a queue of its own; the jobs of both share the
 		// slot (one key per job name).
@@ -140,6 +142,9 @@ func stallWorker(t *testing.T, q queue.Queue, proc string, m stallMode, run time
 	queue.Handle(w, func(ctx context.Context, _ stallHold) error {
 		j, _ := queue.JobFromContext(ctx)
 		sp := rec.begin(proc, j.ID)
+		if once {
+			w.Stop()
+		}
 		t := time.NewTimer(run)
 		defer t.Stop()
 		select {
@@ -181,7 +186,7 @@ func stallCase(t *testing.T, m stallMode, qA, qB queue.Queue, cut, restore func(
 		}
 	}
 	var rec spans
-	stopA := stallWorker(t, qA, "A", m, 30*time.Second, &rec)
+	stopA := stallWorker(t, qA, "A", m, 30*time.Second, &rec, true)
 	if !testutil.WaitFor(10*time.Second, func() bool { return len(rec.of("A")) > 0 }) {
 		t.Fatal("A did not start a job")
 	}
@@ -193,7 +198,7 @@ func stallCase(t *testing.T, m stallMode, qA, qB queue.Queue, cut, restore func(
 			restore()
 		}
 	}()
-	stopB := stallWorker(t, qB, "B", m, 100*time.Millisecond, &rec)
+	stopB := stallWorker(t, qB, "B", m, 100*time.Millisecond, &rec, false)
 	// A's handler must end by what A last stored (at most the hold from
 	// now) minus the margin; the bound adds a second for a loaded machine.
 	bound := m.hold + time.Second
