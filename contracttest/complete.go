@@ -33,7 +33,7 @@ func completeOne(ctx context.Context, q queue.Queue, c queue.Completion) error {
 		return err
 	}
 	if len(errs) != 1 {
-		return fmt.Errorf("Complete answered %d outcomes for 1", len(errs))
+		return fmt.Errorf("contracttest: Queue.Complete answered %d outcomes for 1", len(errs))
 	}
 	return errs[0]
 }
