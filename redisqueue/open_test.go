@@ -126,3 +126,42 @@ func TestCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestLostJobHash checks that a job whose hash disappeared (deleted by
+// hand, or evicted by a maxmemory policy) is dropped from its sets by the
+// next reservation instead of coming back half made, and the jobs beside
+// it are reserved as usual.
+func TestLostJobHash(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	var ids []string
+	for range 3 {
+		j := queue.Job{ID: queue.NewID(), Queue: "lost", Name: "x"}
+		if err := q.Push(t.Context(), j); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	if err := rdb.Del(t.Context(), "{"+p+":lost}:j:"+ids[1]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := q.Reserve(t.Context(), []string{"lost"}, 10, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jobs {
+		if j.ID == "" || j.Name != "x" {
+			t.Errorf("Reserve returned a half-made job %+v", j)
+		}
+		got = append(got, j.ID)
+	}
+	if len(got) != 2 || got[0] != ids[0] || got[1] != ids[2] {
+		t.Fatalf("Reserve = %v, want %v without the lost %s", got, []string{ids[0], ids[2]}, ids[1])
+	}
+	if n, err := q.Len(t.Context(), "lost"); err != nil || n != 2 {
+		t.Fatalf("Len = %d, %v; want 2 (the lost job's member gone)", n, err)
+	}
+}

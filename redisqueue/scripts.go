@@ -74,7 +74,7 @@ end
 local function leased(B, id, tok, now)
   local jk = B..':j:'..id
   local v = redis.call('HMGET', jk, 'st', 'tk', 'ex')
-  if v[1] ~= 'x' or v[2] ~= tok or tonumber(v[3]) <= now then return nil end
+  if v[1] ~= 'x' or v[2] ~= tok or (tonumber(v[3]) or 0) <= now then return nil end
   return jk
 end
 -- push_one stores one job whose fields start at ARGV[i] (see pushArgs)
@@ -178,18 +178,24 @@ local B = KEYS[1]
 local now = now_ms()
 local n, lease, inc, lim = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local due = redis.call('ZRANGEBYSCORE', B..':sched', '-inf', int(now), 'LIMIT', 0, lim)
+-- A member whose job hash is gone (deleted by hand, or evicted under a
+-- maxmemory policy that evicts) is dropped rather than revived half made.
 for _, id in ipairs(due) do
   local jk = B..':j:'..id
   redis.call('ZREM', B..':sched', id)
-  enqueue(B, id, jk, tonumber(redis.call('HGET', jk, 'av')), now)
+  local av = tonumber(redis.call('HGET', jk, 'av'))
+  if av then enqueue(B, id, jk, av, now) end
 end
 local gone = redis.call('ZRANGEBYSCORE', B..':run', '-inf', int(now), 'LIMIT', 0, lim)
 for _, id in ipairs(gone) do
   local jk = B..':j:'..id
   redis.call('ZREM', B..':run', id)
-  redis.call('HDEL', jk, 'tk', 'ex')
-  redis.call('HSET', jk, 'rc', 1)
-  enqueue(B, id, jk, tonumber(redis.call('HGET', jk, 'av')), now)
+  local av = tonumber(redis.call('HGET', jk, 'av'))
+  if av then
+    redis.call('HDEL', jk, 'tk', 'ex')
+    redis.call('HSET', jk, 'rc', 1)
+    enqueue(B, id, jk, av, now)
+  end
 end
 if ARGV[7] == 'peek' then
   return redis.call('ZRANGE', B..':ready', 0, n - 1, 'WITHSCORES')
@@ -201,11 +207,13 @@ for i, m in ipairs(ms) do
   local id = string.sub(m, 33)
   local jk = B..':j:'..id
   redis.call('ZREM', B..':ready', m)
-  redis.call('HSET', jk, 'st', 'x', 'tk', ARGV[3] .. i .. ARGV[4], 'ex', exp)
-  if inc > 0 then redis.call('HINCRBY', jk, 'a', inc) end
-  redis.call('ZADD', B..':run', exp, id)
-  out[#out+1] = redis.call('HMGET', jk, unpack(JF))
-  redis.call('HDEL', jk, 'rc')
+  if redis.call('EXISTS', jk) == 1 then
+    redis.call('HSET', jk, 'st', 'x', 'tk', ARGV[3] .. i .. ARGV[4], 'ex', exp)
+    if inc > 0 then redis.call('HINCRBY', jk, 'a', inc) end
+    redis.call('ZADD', B..':run', exp, id)
+    out[#out+1] = redis.call('HMGET', jk, unpack(JF))
+    redis.call('HDEL', jk, 'rc')
+  end
 end
 return out
 `)
