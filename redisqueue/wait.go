@@ -42,7 +42,10 @@ func (w *waker) subscribe(ctx context.Context) error {
 	if w.ps != nil {
 		return nil
 	}
-	ps := w.q.rdb.Subscribe(ctx, w.q.wake)
+	// The subscription outlives the Wait that opened it: its context is
+	// ctx's values without ctx's end; the confirmation is awaited under
+	// ctx itself.
+	ps := w.q.rdb.Subscribe(context.WithoutCancel(ctx), w.q.wake)
 	if _, err := ps.Receive(ctx); err != nil {
 		ps.Close()
 		return err
@@ -83,6 +86,9 @@ func (w *waker) add(queues []string) *waiter {
 		w.waiters = map[*waiter]struct{}{}
 	}
 	w.waiters[wt] = struct{}{}
+	if w.closed {
+		wt.ch <- struct{}{} // closed while this Wait subscribed
+	}
 	w.mu.Unlock()
 	return wt
 }
@@ -93,12 +99,19 @@ func (w *waker) remove(wt *waiter) {
 	w.mu.Unlock()
 }
 
-// close ends the subscription and waits for its goroutine.
+// close ends the subscription, waits for its goroutine and wakes the
+// Waits in progress (a spurious wake-up; their next Wait fails).
 func (w *waker) close() {
 	w.mu.Lock()
 	w.closed = true
 	ps, done := w.ps, w.done
 	w.ps = nil
+	for wt := range w.waiters {
+		select {
+		case wt.ch <- struct{}{}:
+		default:
+		}
+	}
 	w.mu.Unlock()
 	if ps != nil {
 		ps.Close()

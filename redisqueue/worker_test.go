@@ -9,6 +9,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/redisqueue"
 )
 
 type ping struct{ N int }
@@ -52,4 +53,28 @@ func TestWorkerWokenWithoutPolling(t *testing.T) {
 		n, err := q.Len(t.Context(), "")
 		return err == nil && n == 0
 	}, "jobs left after both ran")
+}
+
+// TestCloseEndsWait checks that Close wakes a Wait in progress, so a
+// Worker's fetcher never outlives its queue by the Wait's max.
+func TestCloseEndsWait(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	q, err := redisqueue.New(rdb, redisqueue.WithPrefix(prefix(t, rdb)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.Wait(t.Context(), []string{"w"}, time.Hour) }()
+	// Close once the Wait is subscribed: a push made then would wake it.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		n, err := rdb.PubSubNumSub(t.Context(), "{"+q.Prefix()+"}:wake").Result()
+		return err == nil && n["{"+q.Prefix()+"}:wake"] == 1
+	}, "the Wait did not subscribe")
+	q.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait still blocked 10s after Close")
+	}
 }
