@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -98,5 +99,31 @@ func TestHoldingReadsTheClock(t *testing.T) {
 	fresh.stop(context.Canceled)
 	if fresh.extend(time.Now().Add(3 * time.Hour)) {
 		t.Fatal("an ended hold extended")
+	}
+}
+
+// A held job whose deadline passed while it waited for a handler (a
+// prefetched job whose lease could not be renewed) is not started: another
+// process may be given it at any moment.
+func TestExecutorDoesNotStartAJobPastItsDeadline(t *testing.T) {
+	t.Parallel()
+	sq := &stubQueue{t: t}
+	c := newCompleter(sq) // not started: outcomes are recorded at once
+	c.leases.margin = 500 * time.Millisecond
+	ran := false
+	e := &executor{
+		handlers:    map[string]Handler{"greet": func(context.Context, Job) error { ran = true; return nil }},
+		maxAttempts: func(*Job) int { return 3 }, backoff: Fixed(time.Minute), base: context.Background(),
+		leases: c.leases, completer: c, abandoned: newAbandoned(1), observe: noObserve, log: slog.New(slog.DiscardHandler),
+	}
+	j := job("a")
+	j.LeaseExpiresAt = time.Now().Add(400 * time.Millisecond) // within the margin
+	c.leases.add(j, time.Minute)
+	e.execute(j, nil)
+	if ran {
+		t.Fatal("the handler ran under a lease past its deadline")
+	}
+	if c.leases.len() != 0 {
+		t.Fatal("the job's lease is still held")
 	}
 }
