@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -42,7 +43,7 @@ func TestAckManyAwkwardIDs(t *testing.T) {
 				}
 				// StartAck counts the first four (one statement or
 				// transaction with the acks of the others), AckMany acks them.
-				lostS, lostA, err := q.StartAck(ctx, leases[:4], leases[4:])
+				lostS, lostA, err := testutil.StartAck(ctx, q, leases[:4], leases[4:])
 				if err != nil || len(lostS)+len(lostA) != 0 {
 					t.Fatalf("StartAck = lost %v and %v, %v; want none lost", lostS, lostA, err)
 				}
@@ -51,7 +52,7 @@ func TestAckManyAwkwardIDs(t *testing.T) {
 						t.Fatalf("GetJob(%q) after Reserve and StartAck = %d attempts, %v; want 2", l.JobID, info.Attempts, err)
 					}
 				}
-				lost, err := q.AckMany(ctx, leases[:4])
+				lost, err := testutil.AckMany(ctx, q, leases[:4])
 				if err != nil || len(lost) != 0 {
 					t.Fatalf("AckMany = lost %v, %v; want none lost", lost, err)
 				}

@@ -189,13 +189,10 @@ func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int
 	return b, err
 }
 
-// FinishMember records the outcome o of the member under l in batch
+// completeMember records the outcome o of the member under l in batch
 // batchID, in one write transaction with the member's ack, dead-lettering
-// or cancel (see queue.Batcher).
-func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
-	if err := q.use(ctx); err != nil {
-		return err
-	}
+// or cancel (Complete's part for batch members).
+func (q *Queue) completeMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
 	var pushed []queue.Job
 	var cancel bool
 	err := q.batchTx(ctx, func(st statements, _ int64) error {
@@ -223,7 +220,6 @@ func (q *Queue) FinishMember(ctx context.Context, l queue.Lease, batchID string,
 	if len(pushed) > 0 {
 		q.wakeFor(pushed, allStored(pushed))
 	}
-	q.flushMetricsIfDue(ctx)
 	return nil
 }
 
@@ -246,7 +242,7 @@ func (q *Queue) cancelRest(ctx context.Context, id string) ([]queue.Job, error) 
 	return pushed, err
 }
 
-// finishMember is FinishMember's transaction; it returns the callback jobs
+// finishMember is completeMember's transaction; it returns the callback jobs
 // it pushed and whether it marked the batch cancelled (a failure without
 // AllowFailures), whose pending members are then the caller's to cancel.
 // It takes its locks in the order every batch transaction does (member

@@ -35,7 +35,10 @@ func TestMaintainPrunesBatches(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("Reserve = %d, %v", len(jobs), err)
 		}
-		if err := q.FinishMember(ctx, jobs[0].Lease(), finished, queue.OutcomeDone, ""); err != nil {
+		if _, errs, err := q.Complete(ctx, nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone, Batch: finished}}); err != nil || errs[0] != nil {
+			if err == nil {
+				err = errs[0]
+			}
 			t.Fatal(err)
 		}
 		s.backdate(t, db, 2*time.Hour) // past the hour of retention

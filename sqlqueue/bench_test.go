@@ -183,7 +183,7 @@ func BenchmarkAckManyCounts(b *testing.B) {
 						srv0, srvOK := serverThreadCPU(b, db, d)
 						cpu0 := processCPU(b)
 						b.StartTimer()
-						if lost, err := q.AckMany(b.Context(), leases); err != nil || len(lost) != 0 {
+						if lost, err := testutil.AckMany(b.Context(), q, leases); err != nil || len(lost) != 0 {
 							b.Fatalf("AckMany = %v, %v", lost, err)
 						}
 						b.StopTimer()

@@ -13,17 +13,17 @@ import (
 // outcomes of outs (see queue.Queue.Complete), in three parts:
 //
 //   - the start marks and the plain acks (done, nothing pushed, no batch)
-//     in one statement or one short transaction per chunk of leases, as
-//     StartAck did; its failure fails the call as a whole;
+//     in one statement or one short transaction per chunk of leases
+//     (changeLeases); its failure fails the call as a whole;
 //   - every other outcome but a batch member's (retries, dead letters,
 //     snoozes, cancels, chain steps with their pushes) in one write
 //     transaction, one lease-guarded statement each; should that
 //     transaction fail, each of them is tried again in a transaction of
 //     its own, so that one refused outcome (its reason text, say) costs
 //     the others nothing;
-//   - each batch member's outcome in a transaction of its own, as
-//     FinishMember, since batch transactions take their locks in an order
-//     of their own.
+//   - each batch member's outcome in a transaction of its own
+//     (completeMember), since batch transactions take their locks in an
+//     order of their own.
 //
 // Buffered run metrics are written with it when due.
 func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
@@ -71,7 +71,7 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	}
 	for _, i := range members {
 		o := outs[i]
-		errs[i] = q.FinishMember(ctx, o.Lease, o.Batch, o.Outcome, o.Reason)
+		errs[i] = q.completeMember(ctx, o.Lease, o.Batch, o.Outcome, o.Reason)
 	}
 	q.flushMetricsIfDue(ctx)
 	return lostStarts, errs, nil
@@ -194,4 +194,27 @@ func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completi
 		return nil, nil
 	}
 	return q.pushMany(ctx, st, true, o.Push)
+}
+
+// errLeaseGone ends a transaction of Complete whose lease was not
+// current, rolling it back.
+var errLeaseGone = errors.New("lease not current")
+
+// finishQuery is the lease-guarded statement (see execLeased) that ends
+// the job under a lease with outcome o at now, and its arguments before
+// the lease's: OutcomeDone deletes it (or keeps it as done under
+// WithRetention), OutcomeFailed dead-letters it with reason, recorded in
+// its attempt history as a retry records it, and OutcomeCancelled cancels it. Any
+// other outcome gives false.
+func (q *Queue) finishQuery(o queue.Outcome, reason string, now int64) (query, []any, bool) {
+	switch o {
+	case queue.OutcomeDone:
+		stmt, args := q.ackQuery(now)
+		return stmt, args, true
+	case queue.OutcomeFailed:
+		return qDeadLeased, []any{now, historyError(reason), reason, now, now}, true
+	case queue.OutcomeCancelled:
+		return qCancelLeased, []any{queue.ErrCancelled.Error(), now, now}, true
+	}
+	return 0, nil, false
 }

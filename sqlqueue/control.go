@@ -102,26 +102,6 @@ func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Le
 	return out, nil
 }
 
-// Snooze puts the job under l back until at and gives its attempt back
-// (see queue.Snoozer). ErrLeaseLost if l is not current.
-func (q *Queue) Snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
-	now := time.Now()
-	if at.Before(now) {
-		at = now
-	}
-	inc := 0
-	if counted {
-		inc = 1
-	}
-	t, nowUS := micros(at), micros(now)
-	err := q.guarded(ctx, "snoozing", l, nowUS, qSnoozeLeased, inc, t, t, nowUS)
-	if err != nil {
-		return err
-	}
-	q.wake.at(at)
-	return nil
-}
-
 // leaseRow is the meta row of the named lease (see AcquireLease).
 func leaseRow(name string) string { return "lease:" + name }
 

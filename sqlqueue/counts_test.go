@@ -49,10 +49,10 @@ func TestCountsDoNotSerialiseWriters(t *testing.T) {
 		if err != nil || len(jobs) != 2 {
 			t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
 		}
-		if err := q.Ack(wctx, jobs[0].Lease()); err != nil {
+		if err := testutil.Ack(wctx, q, jobs[0].Lease()); err != nil {
 			t.Fatalf("Ack beside the open transaction: %v", err)
 		}
-		if err := q.Fail(wctx, jobs[1].Lease(), "boom"); err != nil {
+		if err := testutil.Fail(wctx, q, jobs[1].Lease(), "boom"); err != nil {
 			t.Fatalf("Fail beside the open transaction: %v", err)
 		}
 		if err := tx.Commit(); err != nil {
@@ -108,20 +108,20 @@ func TestCountsOfBatchAcks(t *testing.T) {
 					t.Fatalf("ReserveUnstarted = %d jobs, %v", len(pre), err)
 				}
 				stale := queue.Lease{JobID: held[3].ID, Token: held[3].LeaseToken + "x"}
-				if _, _, err := q.StartAck(ctx, []queue.Lease{pre[0].Lease(), pre[1].Lease()}, []queue.Lease{held[0].Lease(), held[1].Lease(), stale}); err != nil {
+				if _, _, err := testutil.StartAck(ctx, q, []queue.Lease{pre[0].Lease(), pre[1].Lease()}, []queue.Lease{held[0].Lease(), held[1].Lease(), stale}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := q.AckMany(ctx, []queue.Lease{held[2].Lease(), pre[0].Lease()}); err != nil {
+				if _, err := testutil.AckMany(ctx, q, []queue.Lease{held[2].Lease(), pre[0].Lease()}); err != nil {
 					t.Fatal(err)
 				}
 				// Two leases naming each other's current tokens finish
 				// nothing (the by-token statements roll back and the exact
 				// ones run) and count nothing.
 				swapped := []queue.Lease{{JobID: held[5].ID, Token: pre[1].LeaseToken}, {JobID: pre[1].ID, Token: held[5].LeaseToken}}
-				if lost, err := q.AckMany(ctx, swapped); err != nil || len(lost) != 2 {
+				if lost, err := testutil.AckMany(ctx, q, swapped); err != nil || len(lost) != 2 {
 					t.Fatalf("AckMany of swapped tokens = %d lost, %v; want 2 lost", len(lost), err)
 				}
-				if lost, err := q.AckMany(ctx, []queue.Lease{held[5].Lease(), pre[1].Lease()}); err != nil || len(lost) != 0 {
+				if lost, err := testutil.AckMany(ctx, q, []queue.Lease{held[5].Lease(), pre[1].Lease()}); err != nil || len(lost) != 0 {
 					t.Fatalf("AckMany after swapped tokens = %d lost, %v; want none lost", len(lost), err)
 				}
 				// Statements the triggers count, on whichever connections.
@@ -130,10 +130,10 @@ func TestCountsOfBatchAcks(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if err := q.Ack(ctx, held[3].Lease()); err != nil {
+				if err := testutil.Ack(ctx, q, held[3].Lease()); err != nil {
 					t.Fatal(err)
 				}
-				if err := q.Fail(ctx, held[4].Lease(), "boom"); err != nil {
+				if err := testutil.Fail(ctx, q, held[4].Lease(), "boom"); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := q.Purge(ctx, "c"); err != nil {
@@ -206,11 +206,11 @@ func TestCountsAcrossTheLastMigration(t *testing.T) {
 		if err != nil || len(held) != 10 {
 			t.Fatalf("Reserve = %d jobs, %v", len(held), err)
 		}
-		if lost, err := q.AckMany(ctx, []queue.Lease{held[0].Lease(), held[1].Lease(), held[2].Lease(), held[3].Lease()}); err != nil || len(lost) != 0 {
+		if lost, err := testutil.AckMany(ctx, q, []queue.Lease{held[0].Lease(), held[1].Lease(), held[2].Lease(), held[3].Lease()}); err != nil || len(lost) != 0 {
 			t.Fatalf("AckMany = %v, %v", lost, err)
 		}
 		for _, j := range held[4:7] {
-			if err := q.Fail(ctx, j.Lease(), "boom"); err != nil {
+			if err := testutil.Fail(ctx, q, j.Lease(), "boom"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -249,7 +249,7 @@ func TestCountsAcrossTheLastMigration(t *testing.T) {
 			t.Fatalf("Reserve = %d jobs, %v", len(more), err)
 		}
 		for _, j := range more[:3] {
-			if err := q.Nack(ctx, j.Lease(), hour(1), "later"); err != nil {
+			if err := testutil.Nack(ctx, q, j.Lease(), hour(1), "later"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -257,10 +257,10 @@ func TestCountsAcrossTheLastMigration(t *testing.T) {
 		for _, j := range more[3:20] {
 			acks = append(acks, j.Lease())
 		}
-		if lost, err := q.AckMany(ctx, acks); err != nil || len(lost) != 0 {
+		if lost, err := testutil.AckMany(ctx, q, acks); err != nil || len(lost) != 0 {
 			t.Fatalf("AckMany = %v, %v", lost, err)
 		}
-		if err := q.Fail(ctx, more[20].Lease(), "boom"); err != nil {
+		if err := testutil.Fail(ctx, q, more[20].Lease(), "boom"); err != nil {
 			t.Fatal(err)
 		}
 		if err := q.RetryDead(ctx, "rb-5"); err != nil {
@@ -341,17 +341,25 @@ func TestCountsOfEveryChange(t *testing.T) {
 			}
 			return err
 		})
-		step("an ack", func() error { return q.Ack(ctx, held[0].Lease()) })
-		step("a batch ack", func() error { _, err := q.AckMany(ctx, []queue.Lease{held[1].Lease(), held[2].Lease()}); return err })
-		step("a nack to later", func() error { return q.Nack(ctx, held[3].Lease(), in(3*time.Hour), "later") })
-		step("a nack to now", func() error { return q.Nack(ctx, held[4].Lease(), time.Time{}, "again") })
-		step("a snooze", func() error { return q.Snooze(ctx, held[5].Lease(), in(90*time.Minute), false) })
-		step("an extension", func() error { return q.Extend(ctx, held[6].Lease(), time.Hour) })
-		step("a fail", func() error { return q.Fail(ctx, held[7].Lease(), "boom") })
-		step("a chained ack", func() error {
-			return q.AckPush(ctx, held[8].Lease(), []queue.Job{{ID: "next", Queue: "ce-b", Name: "n", AvailableAt: in(4 * time.Hour)}})
+		step("an ack", func() error { return testutil.Ack(ctx, q, held[0].Lease()) })
+		step("a batch ack", func() error {
+			_, err := testutil.AckMany(ctx, q, []queue.Lease{held[1].Lease(), held[2].Lease()})
+			return err
 		})
-		step("a chained fail", func() error { return q.FailPush(ctx, held[9].Lease(), "boom", nil) })
+		step("a nack to later", func() error { return testutil.Nack(ctx, q, held[3].Lease(), in(3*time.Hour), "later") })
+		step("a nack to now", func() error { return testutil.Nack(ctx, q, held[4].Lease(), time.Time{}, "again") })
+		step("a snooze", func() error {
+			return testutil.Complete(ctx, q, queue.Completion{Lease: held[5].Lease(), Outcome: queue.OutcomeSnoozed, At: in(90 * time.Minute)})
+		})
+		step("an extension", func() error { return testutil.Extend(ctx, q, held[6].Lease(), time.Hour) })
+		step("a fail", func() error { return testutil.Fail(ctx, q, held[7].Lease(), "boom") })
+		step("a chained ack", func() error {
+			return testutil.Complete(ctx, q, queue.Completion{Lease: held[8].Lease(), Outcome: queue.OutcomeDone,
+				Push: []queue.Job{{ID: "next", Queue: "ce-b", Name: "n", AvailableAt: in(4 * time.Hour)}}})
+		})
+		step("a chained fail", func() error {
+			return testutil.Complete(ctx, q, queue.Completion{Lease: held[9].Lease(), Outcome: queue.OutcomeFailed, Reason: "boom"})
+		})
 		step("a cancel of a waiting job", func() error { _, err := q.Cancel(ctx, "a11"); return err })
 		step("a cancel of a scheduled job", func() error { _, err := q.Cancel(ctx, "s11"); return err })
 		step("a retry of a dead letter", func() error { return q.RetryDead(ctx, held[7].ID) })
@@ -370,7 +378,7 @@ func TestCountsOfEveryChange(t *testing.T) {
 			t.Fatalf("Reserve = %d jobs, %v", len(more), err)
 		}
 		for _, j := range more {
-			if err := q.Fail(ctx, j.Lease(), "boom"); err != nil {
+			if err := testutil.Fail(ctx, q, j.Lease(), "boom"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -20,7 +20,6 @@ var mysqlWrites = queryTemplates{
 	qCancelLeased: "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + mysqlLeased,
 	qSnoozeLeased: "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL, lease_expires_at = 0," +
 		" run_at = ?, available_at = ?, updated_at = ? WHERE " + mysqlLeased,
-	qExtendLeased: "UPDATE {jobs} SET lease_expires_at = ?, updated_at = GREATEST(updated_at + 1, ?) WHERE " + mysqlLeased,
 
 	// Many jobs under their leases (finishLeases): by primary key and
 	// (id, token) pairs (the IDs, the pairs, now), their affected-row

@@ -27,7 +27,6 @@ RETURNING ` + pgClaimCols,
 	qCancelLeased: "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + pgLeased,
 	qSnoozeLeased: "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL, lease_expires_at = 0," +
 		" run_at = ?, available_at = ?, updated_at = ? WHERE " + pgLeased,
-	qExtendLeased: "UPDATE {jobs} SET lease_expires_at = ?, updated_at = GREATEST(updated_at + 1, ?) WHERE " + pgLeased,
 
 	// Many jobs under their leases (finishLeases): the leases are two
 	// text arrays (IDs, tokens), then now.

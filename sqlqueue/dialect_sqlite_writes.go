@@ -23,7 +23,6 @@ var sqliteWrites = queryTemplates{
 	qCancelLeased: "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + sqliteLeased,
 	qSnoozeLeased: "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL, lease_expires_at = 0," +
 		" run_at = ?, available_at = ?, updated_at = ? WHERE " + sqliteLeased,
-	qExtendLeased: "UPDATE {jobs} SET lease_expires_at = ?, updated_at = MAX(updated_at + 1, ?) WHERE " + sqliteLeased,
 
 	// Many jobs under their leases (finishLeases): by token (the tokens
 	// as a JSON array, then now), and matching each (id, token) pair

@@ -19,15 +19,12 @@
 // A Queue is safe for concurrent use, and any number of processes may share
 // one database: leases, unique keys, pauses, the worker registry, metrics
 // and the maintenance leader all live in the database. Besides queue.Queue
-// it implements queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
-// queue.Starter, queue.StartAcker,
-// queue.Inspector, queue.OldestReadyReader, queue.Pauser,
-// queue.WorkerRegistry, queue.RunObserver
-// and queue.Waiter.
+// it implements queue.Inspector, queue.Controller, queue.Scheduler,
+// queue.Reporter, queue.LeaseDefaulter and queue.Waiter.
 //
 // # Waking workers
 //
-// Wait (queue.Waiter) is an in-process wake-up: a push, a Nack, RetryDead
+// Wait (queue.Waiter) is an in-process wake-up: a push, a retry, RetryDead
 // or Resume through a Queue value wakes the Workers of the same value at
 // once (or when the job's time comes, for a job pushed or retried for
 // later). Pushes from other processes, and pushes in a caller's
@@ -76,10 +73,10 @@
 // passes the rows ahead of it in claim order that are still running. Reserve orders by priority
 // (descending), then run_at, then insertion (an autoincrement seq column);
 // the claim index is (queue, priority DESC, run_at, seq) over pending rows,
-// with lease_expires_at after them on SQLite. Each reserved job gets its own lease token; Ack, Nack, Fail
-// and Extend update or delete by primary key guarded by the token, the
-// pending state and an unexpired lease, and return queue.ErrLeaseLost when
-// no row matched.
+// with lease_expires_at after them on SQLite. Each reserved job gets its own lease token; Complete and
+// ExtendMany change or delete by primary key guarded by the token, the
+// pending state and an unexpired lease, and report queue.ErrLeaseLost for
+// a lease no row matched.
 //
 // Unique keys are enforced by the database, not by read-then-write: a
 // unique index on (queue, unique_key) over pending rows. Pushing the ID of
@@ -219,7 +216,8 @@
 // # Tuning
 //
 // Reserve many jobs per call (the Worker does) and let the Worker batch
-// acks through AckMany: both are one statement (one short transaction on
+// outcomes through Complete: a claim and a batch of acks are each one
+// statement (one short transaction on
 // MySQL) whatever the batch size. DispatchMany goes through PushMany: one
 // multi-row INSERT ... ON CONFLICT DO NOTHING (ON DUPLICATE KEY on MySQL)
 // per chunk of up to 2,000 jobs or 4 MiB of payload, within each

@@ -3,6 +3,7 @@ package sqlqueue_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,7 +41,8 @@ func Example() {
 
 	jobs, _ := q.Reserve(ctx, nil, 10, time.Minute)
 	fmt.Println(jobs[0].Name, string(jobs[0].Payload), "attempt", jobs[0].Attempts)
-	fmt.Println("ack:", q.Ack(ctx, jobs[0].Lease()))
+	_, errs, err := q.Complete(ctx, nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone}})
+	fmt.Println("ack:", errors.Join(err, errs[0]))
 	// Output:
 	// pending: 1
 	// SendWelcome {"UserID":42} attempt 1

@@ -3,7 +3,6 @@ package sqlqueue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,14 +27,6 @@ func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease tim
 // queue.Starter): the claim leaves attempts as stored, and Start counts it.
 func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
 	return q.reserve(ctx, queues, max, lease, 0)
-}
-
-// Start counts one attempt for the job under each lease that is current, in
-// one statement per chunk of leases (one short transaction on
-// MySQL/MariaDB), and returns the leases that were not current. Its error
-// means no attempt is known to be counted.
-func (q *Queue) Start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	return q.leaseBatch(ctx, "starting", leaseChange{leases: leases, op: leaseStart})
 }
 
 // reserve is Reserve, adding inc to each claimed job's attempts.
@@ -117,28 +108,6 @@ func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string,
 	return got, nil
 }
 
-// guarded runs stmt, a lease-guarded change of one job, with args, on the
-// job under l (see execLeased), and turns "no row" into ErrLeaseLost.
-func (q *Queue) guarded(ctx context.Context, what string, l queue.Lease, now int64, stmt query, args ...any) error {
-	if err := q.use(ctx); err != nil {
-		return err
-	}
-	n, err := q.execLeased(ctx, stmts(q.db), stmt, l, now, args...)
-	return q.leaseHeld(ctx, what, l, n, err)
-}
-
-// leaseHeld wraps the error of a lease-guarded statement that changed n
-// rows, and turns "no row" into ErrLeaseLost.
-func (q *Queue) leaseHeld(ctx context.Context, what string, l queue.Lease, n int64, err error) error {
-	if err != nil {
-		return q.wrap(ctx, err, "%s job %s", what, l.JobID)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlqueue: %s job %s: %w", what, l.JobID, queue.ErrLeaseLost)
-	}
-	return nil
-}
-
 // ackQuery is the lease-guarded statement that acks one job at now, and
 // its arguments: it deletes the job, or keeps it as done when
 // WithRetention keeps finished jobs (the token stays on the done row so a
@@ -150,60 +119,12 @@ func (q *Queue) ackQuery(now int64) (query, []any) {
 	return qAckDelete, nil
 }
 
-// Ack finishes the job under l: it is deleted, or kept as done when
-// WithRetention keeps finished jobs. A lease that is not the job's
-// current, unexpired one returns ErrLeaseLost. Buffered run metrics are
-// written with it when due.
-func (q *Queue) Ack(ctx context.Context, l queue.Lease) error {
-	now := micros(time.Now())
-	stmt, args := q.ackQuery(now)
-	if err := q.guarded(ctx, "acking", l, now, stmt, args...); err != nil {
-		return err
-	}
-	q.flushMetricsIfDue(ctx)
-	return nil
-}
-
-// AckMany acks every lease it can in one statement (one short transaction
-// on MySQL/MariaDB) and returns the leases that were no longer current. Its
-// error means nothing is known to be acked. Buffered run metrics are
-// written with it when due.
-func (q *Queue) AckMany(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
-	lost, err := q.changeLeases(ctx, "acking", q.ackChange(leases))
-	if err != nil {
-		return nil, err
-	}
-	q.countAcked(len(leases) - len(lost))
-	q.flushMetricsIfDue(ctx)
-	return lost[0], nil
-}
-
 // ExtendMany moves the expiry of every lease it can to now plus d, in one
 // statement per chunk of leases (one short transaction on MySQL/MariaDB),
 // and returns the leases that were no longer current. Its error means no
 // lease is known to be extended.
 func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
 	return q.leaseBatch(ctx, "extending the leases of", leaseChange{leases: leases, op: leaseExtend, extend: d})
-}
-
-// StartAck counts one attempt for the job under each current lease of
-// starts (as Start) and acks the job under each current lease of acks (as
-// AckMany) in one transaction per chunk of leases (queue.StartAcker): one
-// commit where Start and AckMany took two. It returns the leases of each
-// list that were not current; its error means nothing is known to be
-// counted or acked. Buffered run metrics are written with it when due.
-func (q *Queue) StartAck(ctx context.Context, starts, acks []queue.Lease) (lostStarts, lostAcks []queue.Lease, err error) {
-	lost, err := q.changeLeases(ctx, "starting and acking",
-		leaseChange{leases: starts, op: leaseStart},
-		q.ackChange(acks))
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(acks) > 0 {
-		q.countAcked(len(acks) - len(lost[1]))
-		q.flushMetricsIfDue(ctx)
-	}
-	return lost[0], lost[1], nil
 }
 
 // ackChange is the ack of the jobs under leases: deleted, or kept as done
@@ -393,48 +314,6 @@ func scanLeases(ctx context.Context, st statements, set map[queue.Lease]bool, qu
 func scanFinished(ctx context.Context, st statements, query string, args []any) (map[queue.Lease]bool, error) {
 	done := map[queue.Lease]bool{}
 	return done, scanLeases(ctx, st, done, query, args...)
-}
-
-// Nack releases the job under l for another attempt at retryAt (now if
-// zero), recording reason. ErrLeaseLost if l is not current.
-func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
-	now := time.Now()
-	if retryAt.IsZero() {
-		retryAt = now
-	}
-	at, nowUS := micros(retryAt), micros(now)
-	err := q.guarded(ctx, "releasing", l, nowUS, qRetryLeased, nowUS, historyError(reason), at, at, reason, nowUS)
-	if err != nil {
-		return err
-	}
-	q.wake.at(retryAt)
-	q.flushMetricsIfDue(ctx)
-	return nil
-}
-
-// Fail moves the job under l to the dead letters with reason.
-// ErrLeaseLost if l is not current.
-func (q *Queue) Fail(ctx context.Context, l queue.Lease, reason string) error {
-	now := micros(time.Now())
-	err := q.guarded(ctx, "dead-lettering", l, now, qDeadLeased, now, historyError(reason), reason, now, now)
-	if err != nil {
-		return err
-	}
-	q.flushMetricsIfDue(ctx)
-	return nil
-}
-
-// Extend moves the expiry of lease l to now plus d. ErrLeaseLost if l is
-// not current (expired leases cannot be revived).
-func (q *Queue) Extend(ctx context.Context, l queue.Lease, d time.Duration) error {
-	now := time.Now()
-	// updated_at always changes, so MySQL's affected-rows count (changed
-	// rows, not matched rows) is 1 whenever the lease held.
-	if err := q.use(ctx); err != nil {
-		return err
-	}
-	n, err := q.execLeased(ctx, stmts(q.db), qExtendLeased, l, micros(now), micros(now.Add(d)), micros(now))
-	return q.leaseHeld(ctx, "extending the lease of", l, n, err)
 }
 
 // pgArray is the PostgreSQL text-array literal of ss, every element

@@ -111,7 +111,7 @@ func TestPostgresVacuumsAfterAcks(t *testing.T) {
 		for i, j := range got {
 			leases[i] = j.Lease()
 		}
-		if lost, err := q.AckMany(ctx, leases); err != nil || len(lost) > 0 {
+		if lost, err := testutil.AckMany(ctx, q, leases); err != nil || len(lost) > 0 {
 			t.Fatalf("AckMany lost %d, %v", len(lost), err)
 		}
 	}

@@ -145,7 +145,7 @@ func TestUpgradeFromV1(t *testing.T) {
 		if err := q.Push(ctx, queue.Job{Queue: "mail", Name: "Send", UniqueKey: "welcome:42"}); !errors.Is(err, queue.ErrDuplicate) {
 			t.Errorf("Push of a held unique key after the upgrade = %v, want ErrDuplicate", err)
 		}
-		if err := q.Ack(ctx, j.Lease()); err != nil {
+		if err := testutil.Ack(ctx, q, j.Lease()); err != nil {
 			t.Fatalf("Ack after the upgrade: %v", err)
 		}
 		if dead, err := q.DeadLetters(ctx, "mail", 10); err != nil || len(dead) != 1 || dead[0].ID != "v1-dead" || dead[0].LastError != "boom" {

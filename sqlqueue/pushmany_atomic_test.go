@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -112,7 +113,7 @@ func TestPushManyRevivalTimeoutStoresNothing(t *testing.T) {
 			if err != nil || len(got) != 1 {
 				t.Fatalf("Reserve = %v, %v", got, err)
 			}
-			if err := q.Fail(ctx, got[0].Lease(), "boom"); err != nil {
+			if err := testutil.Fail(ctx, q, got[0].Lease(), "boom"); err != nil {
 				t.Fatal(err)
 			}
 

@@ -195,16 +195,13 @@ const (
 	// now); qDeadLeased dead-letters it likewise (now, the history's
 	// error, reason, now, now); qCancelLeased cancels it (error, now,
 	// now); qSnoozeLeased puts it back giving its attempt back (snoozes
-	// to add, run at, run at, now); qExtendLeased moves its lease expiry
-	// (expiry, now), always changing updated_at (MySQL counts changed
-	// rows).
+	// to add, run at, run at, now).
 	qAckDelete
 	qAckDone
 	qRetryLeased
 	qDeadLeased
 	qCancelLeased
 	qSnoozeLeased
-	qExtendLeased
 
 	// The lease-guarded changes of many jobs (finishLeases), each taking
 	// its arguments, then the leases as its dialect takes them, then now:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -207,7 +208,7 @@ func TestAckDeletes(t *testing.T) {
 		if err != nil || len(jobs) != 5 {
 			t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
 		}
-		if err := q.Ack(ctx, jobs[0].Lease()); err != nil {
+		if err := testutil.Ack(ctx, q, jobs[0].Lease()); err != nil {
 			t.Fatalf("Ack: %v", err)
 		}
 		if _, err := q.GetJob(ctx, jobs[0].ID); !errors.Is(err, queue.ErrNotFound) {
@@ -216,7 +217,7 @@ func TestAckDeletes(t *testing.T) {
 		stale := jobs[0].Lease()
 		wrong := queue.Lease{JobID: jobs[1].ID, Token: "not-the-token"}
 		leases := []queue.Lease{jobs[1].Lease(), stale, jobs[2].Lease(), wrong, jobs[3].Lease()}
-		lost, err := q.AckMany(ctx, leases)
+		lost, err := testutil.AckMany(ctx, q, leases)
 		if err != nil {
 			t.Fatalf("AckMany: %v", err)
 		}
@@ -226,7 +227,7 @@ func TestAckDeletes(t *testing.T) {
 		if n, err := q.Len(ctx, "a"); err != nil || n != 1 {
 			t.Fatalf("Len = %d, %v; want 1 (only the unacked job)", n, err)
 		}
-		if err := q.Ack(ctx, jobs[1].Lease()); !errors.Is(err, queue.ErrLeaseLost) {
+		if err := testutil.Ack(ctx, q, jobs[1].Lease()); !errors.Is(err, queue.ErrLeaseLost) {
 			t.Fatalf("second Ack = %v, want ErrLeaseLost", err)
 		}
 	})
@@ -250,10 +251,10 @@ func TestMaintain(t *testing.T) {
 		if err != nil || len(jobs) != 2 {
 			t.Fatalf("Reserve = %d, %v", len(jobs), err)
 		}
-		if err := q.Ack(ctx, jobs[0].Lease()); err != nil {
+		if err := testutil.Ack(ctx, q, jobs[0].Lease()); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Fail(ctx, jobs[1].Lease(), "boom"); err != nil {
+		if err := testutil.Fail(ctx, q, jobs[1].Lease(), "boom"); err != nil {
 			t.Fatal(err)
 		}
 		if info, err := q.GetJob(ctx, jobs[0].ID); err != nil || info.State != queue.StateDone {
@@ -324,13 +325,13 @@ func TestMaintainPrunesEveryQueue(t *testing.T) {
 					leases[i] = j.Lease()
 				}
 				if how == "ack" {
-					if lost, err := q.AckMany(ctx, leases); err != nil || len(lost) > 0 {
+					if lost, err := testutil.AckMany(ctx, q, leases); err != nil || len(lost) > 0 {
 						t.Fatalf("AckMany = %v, %v", lost, err)
 					}
 					continue
 				}
 				for _, l := range leases {
-					if err := q.Fail(ctx, l, "boom"); err != nil {
+					if err := testutil.Fail(ctx, q, l, "boom"); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -380,7 +381,7 @@ func TestMetricsAcrossHandles(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatal(err)
 		}
-		if _, err := q.AckMany(ctx, []queue.Lease{jobs[0].Lease()}); err != nil {
+		if _, err := testutil.AckMany(ctx, q, []queue.Lease{jobs[0].Lease()}); err != nil {
 			t.Fatal(err)
 		}
 		q.ObserveRun(queue.RunRecord{Queue: "mx", Start: start, Runtime: 5 * time.Millisecond, Outcome: queue.OutcomeRetried})
@@ -456,10 +457,10 @@ func TestRepushCreatedAt(t *testing.T) {
 		if err != nil || len(jobs) != 2 {
 			t.Fatalf("Reserve = %d, %v", len(jobs), err)
 		}
-		if err := q.Fail(ctx, jobs[0].Lease(), "x"); err != nil {
+		if err := testutil.Fail(ctx, q, jobs[0].Lease(), "x"); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Ack(ctx, jobs[1].Lease()); err != nil {
+		if err := testutil.Ack(ctx, q, jobs[1].Lease()); err != nil {
 			t.Fatal(err)
 		}
 		before := time.Now()

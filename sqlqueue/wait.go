@@ -102,8 +102,8 @@ func (w *waker) fire() {
 // Wait implements queue.Waiter within one process: it returns nil at once
 // when one of queues (not paused) has a ready job, else when a job pushed
 // or released through this Queue value may have become ready (a Push or
-// PushMany, a Nack, RetryDead or Resume; a job pushed or
-// nacked for later wakes it when that time comes), or after max. A push
+// PushMany, a retry or snooze through Complete, RetryDead or Resume; a job
+// pushed or released for later wakes it when that time comes), or after max. A push
 // from another process, or through Tx (visible only at its commit), is
 // seen at the next call after max: keep the Worker's Poll as the bound on
 // that delay. ctx's error when ctx is done. A wake-up may be spurious.

@@ -54,12 +54,12 @@ func TestWaitInProcess(t *testing.T) {
 		})
 		j := reserve()
 		woken("a Nack for 200ms later", func() {
-			if err := q.Nack(ctx, j.Lease(), time.Now().Add(200*time.Millisecond), "again"); err != nil {
+			if err := testutil.Nack(ctx, q, j.Lease(), time.Now().Add(200*time.Millisecond), "again"); err != nil {
 				t.Fatal(err)
 			}
 		})
 		j = reserve()
-		if err := q.Fail(ctx, j.Lease(), "dead"); err != nil {
+		if err := testutil.Fail(ctx, q, j.Lease(), "dead"); err != nil {
 			t.Fatal(err)
 		}
 		woken("RetryDead", func() {
@@ -78,7 +78,7 @@ func TestWaitInProcess(t *testing.T) {
 			}
 		})
 		j = reserve()
-		if err := q.Ack(ctx, j.Lease()); err != nil {
+		if err := testutil.Ack(ctx, q, j.Lease()); err != nil {
 			t.Fatal(err)
 		}
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue/postgres"
 )
@@ -62,7 +63,7 @@ func TestPushManyCopy(t *testing.T) {
 	if err != nil || len(first) != 1 || first[0].ID != jobs[0].ID {
 		t.Fatalf("Reserve = %v, %v; want the priority job %s", first, err, jobs[0].ID)
 	}
-	if err := q.Fail(ctx, first[0].Lease(), "dead"); err != nil {
+	if err := testutil.Fail(ctx, q, first[0].Lease(), "dead"); err != nil {
 		t.Fatal(err)
 	}
 

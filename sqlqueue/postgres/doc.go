@@ -64,8 +64,8 @@
 // time up with a loose scan of the claim index (one probe per distinct
 // priority, at most 64, passing the running jobs), skipping paused
 // queues, and caches it per queue until a notification for the
-// queue, a Nack, RetryDead or Resume through this Queue, or five seconds.
-// What it cannot know (a retry that another process's Nack scheduled
+// queue, a retry, RetryDead or Resume through this Queue, or five seconds.
+// What it cannot know (a retry that another process scheduled
 // after the lookup, a queue resumed elsewhere, a running job whose lease
 // expires: the expiry is in no index, so that claims are HOT updates) is
 // found by the next lookup or by the safety poll: Wait always returns

@@ -335,7 +335,7 @@ func (l *listener) wakeLocked(queues []string, all bool) {
 
 // reschedule forgets every cached due time and makes every waiter look
 // its due time up again: this process made a job due earlier than the
-// cache may know (a Nack's retry time, RetryDead, Resume).
+// cache may know (a retry's time, RetryDead, Resume).
 func (l *listener) reschedule() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -164,10 +164,10 @@ func NewWithConfig(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts ...
 // LISTEN/NOTIFY, debounced (see Config.Debounce). Wait also returns when
 // the earliest pending job of queues becomes due: it looks that time up
 // with a cheap index probe per priority and caches it per queue until a
-// notification for the queue, a Nack, RetryDead or Resume through this
+// notification for the queue, a retry, RetryDead or Resume through this
 // Queue, or five seconds. So delayed jobs, this process's retries and
 // expired leases need no notification; a retry scheduled by another
-// process's Nack, or a queue resumed elsewhere, is found by the next
+// process, or a queue resumed elsewhere, is found by the next
 // lookup or by the safety poll max. While the LISTEN connection is down
 // (see Health) Wait still returns by max. After Close it returns ErrClosed.
 func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) error {
@@ -195,15 +195,6 @@ func (q *Queue) Health() error { return q.l.getHealth() }
 //		<-changed
 //	}
 func (q *Queue) HealthChanged() <-chan struct{} { return q.l.healthChanged() }
-
-// Nack is sqlqueue's Nack; a waiter of this Queue then wakes at retryAt.
-func (q *Queue) Nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
-	err := q.Queue.Nack(ctx, l, retryAt, reason)
-	if err == nil {
-		q.l.reschedule()
-	}
-	return err
-}
 
 // Complete is sqlqueue's Complete; a waiter of this Queue then wakes at
 // the time of each retry or snooze it recorded.

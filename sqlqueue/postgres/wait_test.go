@@ -134,7 +134,7 @@ func TestWaitReturnsAtOwnRetry(t *testing.T) {
 		t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
 	}
 	retryAt := time.Now().Add(300 * time.Millisecond)
-	if err := q.Nack(t.Context(), jobs[0].Lease(), retryAt, "try again"); err != nil {
+	if err := testutil.Nack(t.Context(), q, jobs[0].Lease(), retryAt, "try again"); err != nil {
 		t.Fatalf("Nack: %v", err)
 	}
 	// Wait may return early (a wake-up may be spurious); what it promises

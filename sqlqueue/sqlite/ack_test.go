@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue/sqlite"
 )
@@ -36,7 +37,7 @@ func TestAckManyPairs(t *testing.T) {
 	for i, j := range got {
 		swapped[i] = queue.Lease{JobID: j.ID, Token: got[(i+1)%len(got)].LeaseToken}
 	}
-	lost, err := q.AckMany(ctx, swapped)
+	lost, err := testutil.AckMany(ctx, q, swapped)
 	if err != nil || len(lost) != len(swapped) {
 		t.Fatalf("AckMany(swapped) = %d lost, %v; want all %d lost", len(lost), err, len(swapped))
 	}
@@ -47,7 +48,7 @@ func TestAckManyPairs(t *testing.T) {
 	for i, j := range got {
 		leases[i] = j.Lease()
 	}
-	lost, err = q.AckMany(ctx, leases)
+	lost, err = testutil.AckMany(ctx, q, leases)
 	if err != nil || len(lost) != 0 {
 		t.Fatalf("AckMany = lost %v, %v; want none lost", lost, err)
 	}
