@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -19,8 +20,11 @@ func init() {
 }
 
 // URLParams are the parameters of a redis:// URL that redisqueue reads
-// itself; the rest go to go-redis.
-var URLParams = []string{"prefix"}
+// itself; the rest go to go-redis. setup is the SQL drivers' "create the
+// tables at open": a Queue creates nothing at open either way (its keys
+// appear as jobs are pushed), so setup=false and setup=true open alike, and
+// a tool may add setup=false to any queue URL; it must be a boolean.
+var URLParams = []string{"prefix", "setup"}
 
 // redisParams are the parameters go-redis' ParseURL reads (v9.23.0).
 var redisParams = []string{
@@ -33,7 +37,8 @@ var redisParams = []string{
 
 // Open connects to the Redis server that rawURL names, in go-redis' URL
 // form (redis://[user:password@]host:port/db?pool_size=20, rediss:// for
-// TLS), with prefix=NAME for WithPrefix, and returns a Queue that owns
+// TLS), with prefix=NAME for WithPrefix (and setup=true|false, which
+// changes nothing: see URLParams), and returns a Queue that owns
 // its client: Close closes it. A parameter neither redisqueue nor go-redis
 // reads is refused, naming it. The server is pinged, so a wrong address
 // or password fails here.
@@ -55,6 +60,12 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 	if p, ok := params["prefix"]; ok {
 		opts = append([]Option{WithPrefix(p[len(p)-1])}, opts...)
 		params.Del("prefix")
+	}
+	if v, ok := params["setup"]; ok {
+		if _, err := strconv.ParseBool(v[len(v)-1]); err != nil {
+			return nil, fmt.Errorf("redisqueue: setup=%q is not a boolean: %w", v[len(v)-1], queue.ErrConfig)
+		}
+		params.Del("setup")
 	}
 	rest := *u
 	rest.RawQuery = params.Encode()

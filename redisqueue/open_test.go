@@ -28,6 +28,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"redis://127.0.0.1:1/0?prefix=a:b", "letters, digits"},
 		{"redis://127.0.0.1:1/0?prefix=a;b", `parameter "prefix" contains a ";"`},
 		{"redis://127.0.0.1:1/x", "invalid database number"},
+		{"redis://127.0.0.1:1/0?setup=no", "not a boolean"},
 	}
 	for _, tc := range tests {
 		q, err := queue.Open(t.Context(), tc.url)

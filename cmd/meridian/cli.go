@@ -104,7 +104,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // dsnForms names the accepted ways to write --dsn, for help and errors.
 const dsnForms = "sqlite://PATH or a path to a SQLite file, postgres://USER@HOST:PORT/DB, " +
-	"mysql://USER:PASS@HOST:PORT/DB or USER:PASS@tcp(HOST:PORT)/DB, memory://"
+	"mysql://USER:PASS@HOST:PORT/DB or USER:PASS@tcp(HOST:PORT)/DB, redis://HOST:PORT/DB?prefix=NAME, memory://"
 
 // queueURL turns what the user wrote as --dsn into a queue URL: URLs pass
 // as they are, a MySQL driver DSN (user@tcp(host:port)/db) becomes a

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/dashboard"
+	_ "github.com/meridianjobs/meridian/redisqueue"        // redis://, rediss://
 	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"    // mysql://
 	_ "github.com/meridianjobs/meridian/sqlqueue/postgres" // postgres://
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite"   // sqlite://
