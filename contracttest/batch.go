@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // batchItem is the member job of the batch checks.
@@ -42,9 +43,9 @@ func newBatch(t *testing.T, n int, allowFailures bool) queue.Batch {
 
 // callbacks reserves every callback job on queue "cb" and returns them by
 // batch and event.
-func callbacks(t *testing.T, q queue.Queue) map[string]map[queue.BatchEvent][]queue.Job {
+func callbacks(t *testing.T, q queue.Queue) map[string]map[driver.BatchEvent][]queue.Job {
 	t.Helper()
-	out := map[string]map[queue.BatchEvent][]queue.Job{}
+	out := map[string]map[driver.BatchEvent][]queue.Job{}
 	for {
 		jobs := reserve(t, q, []string{"cb"}, 100, longLease)
 		if len(jobs) == 0 {
@@ -53,9 +54,9 @@ func callbacks(t *testing.T, q queue.Queue) map[string]map[queue.BatchEvent][]qu
 		for _, j := range jobs {
 			id := j.Meta[queue.MetaBatchOf]
 			if out[id] == nil {
-				out[id] = map[queue.BatchEvent][]queue.Job{}
+				out[id] = map[driver.BatchEvent][]queue.Job{}
 			}
-			ev := queue.BatchEvent(j.Meta[queue.MetaBatchEvent])
+			ev := driver.BatchEvent(j.Meta[queue.MetaBatchEvent])
 			out[id][ev] = append(out[id][ev], j)
 		}
 	}
@@ -63,9 +64,9 @@ func callbacks(t *testing.T, q queue.Queue) map[string]map[queue.BatchEvent][]qu
 
 // wantCallbacks fails unless batch id's callbacks are exactly want, once
 // each.
-func wantCallbacks(t *testing.T, got map[string]map[queue.BatchEvent][]queue.Job, id string, want ...queue.BatchEvent) {
+func wantCallbacks(t *testing.T, got map[string]map[driver.BatchEvent][]queue.Job, id string, want ...driver.BatchEvent) {
 	t.Helper()
-	for _, ev := range []queue.BatchEvent{queue.BatchThen, queue.BatchCatch, queue.BatchFinally} {
+	for _, ev := range []driver.BatchEvent{driver.BatchThen, driver.BatchCatch, driver.BatchFinally} {
 		n, w := len(got[id][ev]), 0
 		if slices.Contains(want, ev) {
 			w = 1
@@ -77,7 +78,7 @@ func wantCallbacks(t *testing.T, got map[string]map[queue.BatchEvent][]queue.Job
 }
 
 // getBatch reads batch id and fails on error.
-func getBatch(t *testing.T, b queue.Workflows, id string) queue.BatchInfo {
+func getBatch(t *testing.T, b driver.Workflows, id string) driver.BatchInfo {
 	t.Helper()
 	info, err := b.GetBatch(t.Context(), id)
 	if err != nil {
@@ -88,7 +89,7 @@ func getBatch(t *testing.T, b queue.Workflows, id string) queue.BatchInfo {
 
 // wantBatch fails unless info's counters are total, pending, done, failed,
 // cancelled.
-func wantBatch(t *testing.T, what string, info queue.BatchInfo, total, pending, done, failed, cancelled int) {
+func wantBatch(t *testing.T, what string, info driver.BatchInfo, total, pending, done, failed, cancelled int) {
 	t.Helper()
 	got := []int{info.Total, info.Pending, info.Done, info.Failed, info.Cancelled}
 	if want := []int{total, pending, done, failed, cancelled}; !slices.Equal(got, want) {
@@ -112,12 +113,12 @@ func reserveMembers(t *testing.T, q queue.Queue, n int) map[string]queue.Job {
 
 // finishMember records outcome o of the member under l in batch through
 // Complete, and returns its answer.
-func finishMember(ctx context.Context, q queue.Queue, l queue.Lease, batch string, o queue.Outcome, reason string) error {
-	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: o, Reason: reason, Batch: batch})
+func finishMember(ctx context.Context, q queue.Queue, l driver.Lease, batch string, o driver.Outcome, reason string) error {
+	return completeOne(ctx, q, driver.Completion{Lease: l, Outcome: o, Reason: reason, Batch: batch})
 }
 
 // finish records outcome o of member j.
-func finish(t *testing.T, q queue.Queue, j queue.Job, o queue.Outcome, reason string) {
+func finish(t *testing.T, q queue.Queue, j queue.Job, o driver.Outcome, reason string) {
 	t.Helper()
 	if err := finishMember(t.Context(), q, j.Lease(), queue.BatchOf(&j), o, reason); err != nil {
 		t.Fatalf("Complete(%s) of member %s: %v", o, j.ID, err)
@@ -137,7 +138,7 @@ func (s *suite) twoHandles(t *testing.T, q queue.Queue) []queue.Queue {
 // finishAtOnce dispatches a batch of size members, reserves two and
 // records outcome o for both at the same instant, each through one of
 // handles. It returns the batch's ID and the two calls' errors.
-func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Queue, size int, o queue.Outcome) (string, []error) {
+func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Queue, size int, o driver.Outcome) (string, []error) {
 	t.Helper()
 	id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, size, false))
 	if err != nil {
@@ -161,12 +162,12 @@ func finishAtOnce(t *testing.T, q queue.Queue, handles []queue.Queue, size int, 
 	return id, errs
 }
 
-// testBatches checks batches (queue.Batch, queue.Workflows): progress kept in
+// testBatches checks batches (queue.Batch, driver.Workflows): progress kept in
 // the store, then / catch / finally exactly once, allowFailures, adding to
 // and cancelling a batch, atomic dispatch in a transaction, and members
 // finishing at once on several processes.
 func (s *suite) testBatches(t *testing.T) {
-	checkAs(s, t, "ThenFinallyOnce", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "ThenFinallyOnce", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		bt := newBatch(t, 3, false)
 		id, err := queue.DispatchBatch(t.Context(), q, bt)
 		if err != nil {
@@ -185,7 +186,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		i := 0
 		for _, j := range m {
-			finish(t, q, j, queue.OutcomeDone, "")
+			finish(t, q, j, driver.OutcomeDone, "")
 			if i++; i < 3 {
 				if cb := callbacks(t, q); len(cb) != 0 {
 					t.Fatalf("after %d of 3 members, callbacks %v were pushed", i, cb)
@@ -198,19 +199,19 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("after every member succeeded the batch is %+v, want finished, then due, no catch", info)
 		}
 		cb := callbacks(t, q)
-		wantCallbacks(t, cb, id, queue.BatchThen, queue.BatchFinally)
-		if got := cb[id][queue.BatchThen]; len(got) == 1 && got[0].ID != bt.Then.ID {
+		wantCallbacks(t, cb, id, driver.BatchThen, driver.BatchFinally)
+		if got := cb[id][driver.BatchThen]; len(got) == 1 && got[0].ID != bt.Then.ID {
 			t.Errorf("the then job is %s, want the batch's %s", got[0].ID, bt.Then.ID)
 		}
 		for _, j := range m {
-			if err := finishMember(t.Context(), q, j.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
+			if err := finishMember(t.Context(), q, j.Lease(), id, driver.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
 				t.Errorf("Complete of a member finished already: %v, want ErrLeaseLost", err)
 			}
 		}
 		wantBatch(t, "after finishing members again", getBatch(t, b, id), 3, 0, 3, 0, 0)
 		wantLen(t, q, "bm", 0)
 	})
-	checkAs(s, t, "FailureCancels", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "FailureCancels", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 4, false))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
@@ -224,19 +225,19 @@ func (s *suite) testBatches(t *testing.T) {
 				second = j
 			}
 		}
-		finish(t, q, first, queue.OutcomeFailed, "boom")
+		finish(t, q, first, driver.OutcomeFailed, "boom")
 		info := getBatch(t, b, id)
 		wantBatch(t, "after the first failure", info, 4, 0, 0, 1, 3)
 		if info.CancelledAt.IsZero() || !info.Finished() || info.CatchAt.IsZero() || !info.ThenAt.IsZero() {
 			t.Errorf("after the first failure the batch is %+v, want cancelled, finished, catch due, no then", info)
 		}
 		cb := callbacks(t, q)
-		wantCallbacks(t, cb, id, queue.BatchCatch, queue.BatchFinally)
-		if c := cb[id][queue.BatchCatch]; len(c) == 1 && (c[0].Meta[queue.MetaBatchFailed] != first.ID || c[0].Meta[queue.MetaBatchError] != "boom") {
+		wantCallbacks(t, cb, id, driver.BatchCatch, driver.BatchFinally)
+		if c := cb[id][driver.BatchCatch]; len(c) == 1 && (c[0].Meta[queue.MetaBatchFailed] != first.ID || c[0].Meta[queue.MetaBatchError] != "boom") {
 			t.Errorf("the catch job's meta %v, want the failed member %s and its error", c[0].Meta, first.ID)
 		}
 		wantLen(t, q, "bm", 0) // the waiting members were cancelled
-		if err := finishMember(t.Context(), q, second.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
+		if err := finishMember(t.Context(), q, second.Lease(), id, driver.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
 			t.Errorf("Complete of a running member of a cancelled batch: %v, want ErrLeaseLost", err)
 		}
 		if dead := deadLetters(t, q, "bm", 10); len(dead) != 1 || dead[0].ID != first.ID {
@@ -254,7 +255,7 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Errorf("AddToBatch to a cancelled batch: %v, want ErrBatchClosed", err)
 		}
 	})
-	checkAs(s, t, "AllowFailures", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "AllowFailures", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 3, true))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
@@ -263,43 +264,43 @@ func (s *suite) testBatches(t *testing.T) {
 		for _, j := range reserveMembers(t, q, 3) {
 			ms = append(ms, j)
 		}
-		finish(t, q, ms[0], queue.OutcomeFailed, "first")
-		finish(t, q, ms[1], queue.OutcomeFailed, "second")
+		finish(t, q, ms[0], driver.OutcomeFailed, "first")
+		finish(t, q, ms[1], driver.OutcomeFailed, "second")
 		info := getBatch(t, b, id)
 		wantBatch(t, "after two failures", info, 3, 1, 0, 2, 0)
 		if !info.CancelledAt.IsZero() || info.Finished() {
 			t.Errorf("with AllowFailures two failures left the batch %+v, want it running", info)
 		}
 		cb := callbacks(t, q)
-		wantCallbacks(t, cb, id, queue.BatchCatch)
-		if c := cb[id][queue.BatchCatch]; len(c) == 1 && c[0].Meta[queue.MetaBatchFailed] != ms[0].ID {
+		wantCallbacks(t, cb, id, driver.BatchCatch)
+		if c := cb[id][driver.BatchCatch]; len(c) == 1 && c[0].Meta[queue.MetaBatchFailed] != ms[0].ID {
 			t.Errorf("the catch job names member %s, want the first failure %s", c[0].Meta[queue.MetaBatchFailed], ms[0].ID)
 		}
-		finish(t, q, ms[2], queue.OutcomeDone, "")
+		finish(t, q, ms[2], driver.OutcomeDone, "")
 		wantBatch(t, "after the last member", getBatch(t, b, id), 3, 0, 1, 2, 0)
-		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
+		wantCallbacks(t, callbacks(t, q), id, driver.BatchFinally)
 		// A failed member retried and done completes the batch: then
 		// comes once; finally and catch came already.
 		if err := q.RetryDead(t.Context(), ms[0].ID); err != nil {
 			t.Fatalf("RetryDead: %v", err)
 		}
 		r := reserveOne(t, q, "bm", ms[0].ID, longLease)
-		finish(t, q, r, queue.OutcomeDone, "")
+		finish(t, q, r, driver.OutcomeDone, "")
 		wantBatch(t, "after a retried member succeeded", getBatch(t, b, id), 3, 0, 2, 1, 0)
 		wantCallbacks(t, callbacks(t, q), id)
 		if err := q.RetryDead(t.Context(), ms[1].ID); err != nil {
 			t.Fatalf("RetryDead: %v", err)
 		}
 		r = reserveOne(t, q, "bm", ms[1].ID, longLease)
-		finish(t, q, r, queue.OutcomeDone, "")
+		finish(t, q, r, driver.OutcomeDone, "")
 		info = getBatch(t, b, id)
 		wantBatch(t, "after every retried member succeeded", info, 3, 0, 3, 0, 0)
 		if info.ThenAt.IsZero() {
 			t.Errorf("every member succeeded in the end but then is not due: %+v", info)
 		}
-		wantCallbacks(t, callbacks(t, q), id, queue.BatchThen)
+		wantCallbacks(t, callbacks(t, q), id, driver.BatchThen)
 	})
-	checkAs(s, t, "AddAndCancel", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "AddAndCancel", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 2, false))
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
@@ -321,7 +322,7 @@ func (s *suite) testBatches(t *testing.T) {
 				running = j
 			}
 		}
-		finish(t, q, done, queue.OutcomeDone, "")
+		finish(t, q, done, driver.OutcomeDone, "")
 		info, err := b.CancelBatch(t.Context(), id)
 		if err != nil {
 			t.Fatalf("CancelBatch: %v", err)
@@ -330,9 +331,9 @@ func (s *suite) testBatches(t *testing.T) {
 		if info.CancelledAt.IsZero() || !info.Finished() {
 			t.Errorf("after the cancel the batch is %+v, want cancelled and finished", info)
 		}
-		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
+		wantCallbacks(t, callbacks(t, q), id, driver.BatchFinally)
 		wantLen(t, q, "bm", 0)
-		if err := finishMember(t.Context(), q, running.Lease(), id, queue.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
+		if err := finishMember(t.Context(), q, running.Lease(), id, driver.OutcomeDone, ""); !errors.Is(err, queue.ErrLeaseLost) {
 			t.Errorf("Complete of a member running when its batch was cancelled: %v, want ErrLeaseLost", err)
 		}
 		again, err := b.CancelBatch(t.Context(), id)
@@ -343,33 +344,33 @@ func (s *suite) testBatches(t *testing.T) {
 		if _, err := b.CancelBatch(t.Context(), "no such batch"); !errors.Is(err, queue.ErrNotFound) {
 			t.Errorf("CancelBatch of an unknown batch: %v, want ErrNotFound", err)
 		}
-		first, err := b.BatchMembers(t.Context(), id, queue.MemberFilter{Limit: 3})
+		first, err := b.BatchMembers(t.Context(), id, driver.MemberFilter{Limit: 3})
 		if err != nil || len(first.Members) != 3 || first.Next == "" {
 			t.Fatalf("BatchMembers(limit 3) = %+v, %v; want 3 members and a next page", first, err)
 		}
-		rest, err := b.BatchMembers(t.Context(), id, queue.MemberFilter{Limit: 3, After: first.Next})
+		rest, err := b.BatchMembers(t.Context(), id, driver.MemberFilter{Limit: 3, After: first.Next})
 		if err != nil || len(rest.Members) != 1 || rest.Next != "" {
 			t.Fatalf("BatchMembers(after %s) = %+v, %v; want the last member", first.Next, rest, err)
 		}
 		members := append(first.Members, rest.Members...)
-		if dn, err := b.BatchMembers(t.Context(), id, queue.MemberFilter{State: queue.MemberDone}); err != nil || len(dn.Members) != 1 || dn.Members[0].JobID != done.ID {
+		if dn, err := b.BatchMembers(t.Context(), id, driver.MemberFilter{State: driver.MemberDone}); err != nil || len(dn.Members) != 1 || dn.Members[0].JobID != done.ID {
 			t.Errorf("BatchMembers(state done) = %+v, %v; want member %s alone", dn, err, done.ID)
 		}
-		if _, err := b.BatchMembers(t.Context(), "no such batch", queue.MemberFilter{}); !errors.Is(err, queue.ErrNotFound) {
+		if _, err := b.BatchMembers(t.Context(), "no such batch", driver.MemberFilter{}); !errors.Is(err, queue.ErrNotFound) {
 			t.Errorf("BatchMembers of an unknown batch: %v, want ErrNotFound", err)
 		}
-		states := map[queue.BatchMemberState]int{}
+		states := map[driver.BatchMemberState]int{}
 		for _, mb := range members {
 			states[mb.State]++
-			if mb.JobID == done.ID && mb.State != queue.MemberDone {
+			if mb.JobID == done.ID && mb.State != driver.MemberDone {
 				t.Errorf("member %s is %s, want done", mb.JobID, mb.State)
 			}
 		}
-		if states[queue.MemberDone] != 1 || states[queue.MemberCancelled] != 3 {
+		if states[driver.MemberDone] != 1 || states[driver.MemberCancelled] != 3 {
 			t.Errorf("member states %v, want 1 done and 3 cancelled", states)
 		}
 	})
-	checkAs(s, t, "CancelJobCounts", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "CancelJobCounts", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		// A member cancelled on its own (the dashboard's cancel button)
 		// counts as cancelled: the batch still finishes.
 		if controller(q) == nil {
@@ -384,15 +385,15 @@ func (s *suite) testBatches(t *testing.T) {
 			t.Fatalf("CancelJob of a member: %v", err)
 		}
 		wantBatch(t, "after cancelling a member", getBatch(t, b, id), 2, 1, 0, 0, 1)
-		finish(t, q, reserveOne(t, q, "bm", bt.Jobs[1].ID, longLease), queue.OutcomeDone, "")
+		finish(t, q, reserveOne(t, q, "bm", bt.Jobs[1].ID, longLease), driver.OutcomeDone, "")
 		info := getBatch(t, b, id)
 		wantBatch(t, "after the other member", info, 2, 0, 1, 0, 1)
 		if !info.Finished() || !info.ThenAt.IsZero() {
 			t.Errorf("the batch is %+v, want finished without then", info)
 		}
-		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
+		wantCallbacks(t, callbacks(t, q), id, driver.BatchFinally)
 	})
-	checkAs(s, t, "PurgeAndBulkCancelCount", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "PurgeAndBulkCancelCount", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		// Members removed by a bulk cancel or by Purge count as cancelled
 		// in their batch, whose Finally then comes: otherwise the batch
 		// would wait for them forever.
@@ -403,7 +404,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		cancelled := 0
 		if ba := controller(q); ba != nil {
-			n, err := ba.ActOn(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "bm"}, queue.BulkCancel, 1)
+			n, err := ba.ActOn(t.Context(), driver.JobFilter{State: queue.StateReady, Queue: "bm"}, driver.BulkCancel, 1)
 			if err != nil || n != 1 {
 				t.Fatalf("ActOn(cancel, limit 1) = %d, %v; want 1, nil", n, err)
 			}
@@ -419,9 +420,9 @@ func (s *suite) testBatches(t *testing.T) {
 		if !info.Finished() || !info.ThenAt.IsZero() {
 			t.Errorf("the batch is %+v, want finished without then", info)
 		}
-		wantCallbacks(t, callbacks(t, q), id, queue.BatchFinally)
+		wantCallbacks(t, callbacks(t, q), id, driver.BatchFinally)
 	})
-	checkAs(s, t, "List", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "List", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		var want []string
 		for range 5 {
 			id, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 1, false))
@@ -432,7 +433,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		var got []string
 		for after := ""; ; {
-			page, err := b.ListBatches(t.Context(), queue.BatchFilter{Limit: 2, After: after})
+			page, err := b.ListBatches(t.Context(), driver.BatchFilter{Limit: 2, After: after})
 			if err != nil {
 				t.Fatalf("ListBatches: %v", err)
 			}
@@ -450,11 +451,11 @@ func (s *suite) testBatches(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("ListBatches pages = %v, want %v (newest first)", got, want)
 		}
-		if _, err := b.ListBatches(t.Context(), queue.BatchFilter{Limit: queue.MaxBatchPage + 1}); !errors.Is(err, queue.ErrBatch) {
+		if _, err := b.ListBatches(t.Context(), driver.BatchFilter{Limit: driver.MaxBatchPage + 1}); !errors.Is(err, queue.ErrBatch) {
 			t.Errorf("ListBatches over the page cap: %v, want ErrBatch", err)
 		}
 	})
-	checkAs(s, t, "Invalid", func(t *testing.T, q queue.Queue, _ queue.Workflows) {
+	checkAs(s, t, "Invalid", func(t *testing.T, q queue.Queue, _ driver.Workflows) {
 		bt := newBatch(t, 2, false)
 		bt.Jobs[1].UniqueKey = "k"
 		if _, err := queue.DispatchBatch(t.Context(), q, bt); !errors.Is(err, queue.ErrBatch) {
@@ -466,7 +467,7 @@ func (s *suite) testBatches(t *testing.T) {
 		wantLen(t, q, "", 0)
 	})
 	if s.h.Tx != nil {
-		checkAs(s, t, "AtomicInTx", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+		checkAs(s, t, "AtomicInTx", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 			p, _, rollback := s.h.Tx(t, q)
 			id, err := queue.DispatchBatch(t.Context(), p, newBatch(t, 3, false))
 			if err != nil {
@@ -491,21 +492,21 @@ func (s *suite) testBatches(t *testing.T) {
 			wantLen(t, q, "bm", 3)
 		})
 	}
-	checkAs(s, t, "ConcurrentFinish", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "ConcurrentFinish", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		// Two members of each batch finish at the same instant through two
 		// handles (two processes on a shared store): then and finally are
 		// pushed once per batch, never twice, never not at all.
 		hs := s.twoHandles(t, q)
 		for range 20 {
-			id, errs := finishAtOnce(t, q, hs, 2, queue.OutcomeDone)
+			id, errs := finishAtOnce(t, q, hs, 2, driver.OutcomeDone)
 			if err := errors.Join(errs...); err != nil {
 				t.Fatalf("Complete at once: %v", err)
 			}
 			wantBatch(t, fmt.Sprintf("batch %s", id), getBatch(t, b, id), 2, 0, 2, 0, 0)
-			wantCallbacks(t, callbacks(t, q), id, queue.BatchThen, queue.BatchFinally)
+			wantCallbacks(t, callbacks(t, q), id, driver.BatchThen, driver.BatchFinally)
 		}
 	})
-	checkAs(s, t, "ConcurrentFailures", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "ConcurrentFailures", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		// Two running members of each batch of four are dead-lettered at
 		// the same instant through two handles, without AllowFailures. A
 		// failure cancels the members not yet finished: the other running
@@ -514,7 +515,7 @@ func (s *suite) testBatches(t *testing.T) {
 		// every member is counted once, and catch and finally come once.
 		hs := s.twoHandles(t, q)
 		for range 10 {
-			id, errs := finishAtOnce(t, q, hs, 4, queue.OutcomeFailed)
+			id, errs := finishAtOnce(t, q, hs, 4, driver.OutcomeFailed)
 			lost := 0
 			for _, err := range errs {
 				switch {
@@ -528,10 +529,10 @@ func (s *suite) testBatches(t *testing.T) {
 				t.Fatalf("both failures at once found their lease lost (%v): neither was recorded", errs)
 			}
 			wantBatch(t, fmt.Sprintf("batch %s", id), getBatch(t, b, id), 4, 0, 0, 2-lost, 2+lost)
-			wantCallbacks(t, callbacks(t, q), id, queue.BatchCatch, queue.BatchFinally)
+			wantCallbacks(t, callbacks(t, q), id, driver.BatchCatch, driver.BatchFinally)
 		}
 	})
-	checkAs(s, t, "Workers", func(t *testing.T, q queue.Queue, _ queue.Workflows) {
+	checkAs(s, t, "Workers", func(t *testing.T, q queue.Queue, _ driver.Workflows) {
 		// Three Workers (on three processes where the store is shared)
 		// run a batch; each member and each callback runs once. A store
 		// in one process (memory) gets the 1,000 members; the
@@ -539,7 +540,7 @@ func (s *suite) testBatches(t *testing.T) {
 		// runs their 1,000 on three real processes.
 		var mu sync.Mutex
 		ran := map[int]int{}
-		cbs := map[queue.BatchEvent]int{}
+		cbs := map[driver.BatchEvent]int{}
 		// Every handle is opened before any Worker starts, so the Workers
 		// stop (cleanups run last first) before a handle's cleanup.
 		for _, h := range s.processes(t, q, 3) {
@@ -553,7 +554,7 @@ func (s *suite) testBatches(t *testing.T) {
 			queue.Handle(w, func(ctx context.Context, _ batchDone) error {
 				j, _ := queue.JobFromContext(ctx)
 				mu.Lock()
-				cbs[queue.BatchEvent(j.Meta[queue.MetaBatchEvent])]++
+				cbs[driver.BatchEvent(j.Meta[queue.MetaBatchEvent])]++
 				mu.Unlock()
 				return nil
 			})
@@ -570,7 +571,7 @@ func (s *suite) testBatches(t *testing.T) {
 		eventually(t, "the then and finally callbacks to run", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
-			return cbs[queue.BatchThen] > 0 && cbs[queue.BatchFinally] > 0
+			return cbs[driver.BatchThen] > 0 && cbs[driver.BatchFinally] > 0
 		})
 		eventually(t, "the queues to drain", func() bool { return length(t, q, "") == 0 })
 		mu.Lock()
@@ -583,7 +584,7 @@ func (s *suite) testBatches(t *testing.T) {
 				t.Errorf("member %d ran %d times without any crash, want once", m, c)
 			}
 		}
-		if cbs[queue.BatchThen] != 1 || cbs[queue.BatchFinally] != 1 || cbs[queue.BatchCatch] != 0 {
+		if cbs[driver.BatchThen] != 1 || cbs[driver.BatchFinally] != 1 || cbs[driver.BatchCatch] != 0 {
 			t.Errorf("callbacks ran %v, want then and finally once each", cbs)
 		}
 		wantBatch(t, "after the workers", getBatch(t, workflows(q), id), n, 0, n, 0, 0)

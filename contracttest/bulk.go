@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // testBulkActor checks acting on every job a filter selects.
 func (s *suite) testBulkActor(t *testing.T) {
-	count := func(t *testing.T, b queue.Controller, f queue.JobFilter, limit int) queue.Count {
+	count := func(t *testing.T, b driver.Controller, f driver.JobFilter, limit int) driver.Count {
 		t.Helper()
 		c, err := b.CountJobs(t.Context(), f, limit)
 		if err != nil {
@@ -18,7 +19,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		}
 		return c
 	}
-	act := func(t *testing.T, b queue.Controller, f queue.JobFilter, a queue.BulkAction, limit, want int) {
+	act := func(t *testing.T, b driver.Controller, f driver.JobFilter, a driver.BulkAction, limit, want int) {
 		t.Helper()
 		n, err := b.ActOn(t.Context(), f, a, limit)
 		if err != nil || n != want {
@@ -37,25 +38,25 @@ func (s *suite) testBulkActor(t *testing.T) {
 		return j
 	}
 
-	checkAs(s, t, "CountAndAct", func(t *testing.T, q queue.Queue, b queue.Controller) {
+	checkAs(s, t, "CountAndAct", func(t *testing.T, q queue.Queue, b driver.Controller) {
 		for range 3 {
 			dead(t, q, "bk", "A", "")
 			dead(t, q, "bk", "B", `{"needle":1}`)
 		}
 		other := dead(t, q, "bk-other", "A", "")
-		deadBk := queue.JobFilter{State: queue.StateDead, Queue: "bk"}
+		deadBk := driver.JobFilter{State: queue.StateDead, Queue: "bk"}
 		counts := []struct {
-			f     queue.JobFilter
+			f     driver.JobFilter
 			limit int
-			want  queue.Count
+			want  driver.Count
 		}{
-			{deadBk, 100, queue.Count{N: 6}},
-			{deadBk, 6, queue.Count{N: 6}},
-			{deadBk, 4, queue.Count{N: 4, More: true}},
-			{queue.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, 100, queue.Count{N: 3}},
-			{queue.JobFilter{State: queue.StateDead, Search: "needle"}, 100, queue.Count{N: 3}},
-			{queue.JobFilter{State: queue.StateDead}, 100, queue.Count{N: 7}},
-			{queue.JobFilter{State: queue.StateReady, Queue: "bk"}, 100, queue.Count{}},
+			{deadBk, 100, driver.Count{N: 6}},
+			{deadBk, 6, driver.Count{N: 6}},
+			{deadBk, 4, driver.Count{N: 4, More: true}},
+			{driver.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, 100, driver.Count{N: 3}},
+			{driver.JobFilter{State: queue.StateDead, Search: "needle"}, 100, driver.Count{N: 3}},
+			{driver.JobFilter{State: queue.StateDead}, 100, driver.Count{N: 7}},
+			{driver.JobFilter{State: queue.StateReady, Queue: "bk"}, 100, driver.Count{}},
 		}
 		for _, c := range counts {
 			if got := count(t, b, c.f, c.limit); got != c.want {
@@ -64,8 +65,8 @@ func (s *suite) testBulkActor(t *testing.T) {
 		}
 
 		// Retry two of the three dead A jobs of bk: the limit holds.
-		act(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, queue.BulkRetry, 2, 2)
-		if got := count(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, 100); got.N != 1 {
+		act(t, b, driver.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, driver.BulkRetry, 2, 2)
+		if got := count(t, b, driver.JobFilter{State: queue.StateDead, Queue: "bk", Name: "A"}, 100); got.N != 1 {
 			t.Fatalf("dead A jobs of bk after retrying 2 of 3: %d, want 1", got.N)
 		}
 		retried := reserve(t, q, []string{"bk"}, 10, longLease)
@@ -80,8 +81,8 @@ func (s *suite) testBulkActor(t *testing.T) {
 		}
 
 		// Forget every payload match, then the rest of bk; bk-other stays.
-		act(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bk", Search: "needle"}, queue.BulkForget, 100, 3)
-		act(t, b, deadBk, queue.BulkForget, 100, 1)
+		act(t, b, driver.JobFilter{State: queue.StateDead, Queue: "bk", Search: "needle"}, driver.BulkForget, 100, 3)
+		act(t, b, deadBk, driver.BulkForget, 100, 1)
 		if got := count(t, b, deadBk, 100); got.N != 0 {
 			t.Fatalf("dead jobs of bk after forgetting all: %d, want 0", got.N)
 		}
@@ -90,14 +91,14 @@ func (s *suite) testBulkActor(t *testing.T) {
 		}
 
 		// Nothing left to act on is not an error.
-		act(t, b, deadBk, queue.BulkForget, 100, 0)
+		act(t, b, deadBk, driver.BulkForget, 100, 0)
 
 		// An action on a state it does not act on changes nothing.
 		for _, c := range []struct {
-			a  queue.BulkAction
-			st queue.JobState
-		}{{queue.BulkRetry, queue.StateReady}, {queue.BulkForget, queue.StateRunning}, {queue.BulkCancel, queue.StateDead}} {
-			n, err := b.ActOn(t.Context(), queue.JobFilter{State: c.st}, c.a, 100)
+			a  driver.BulkAction
+			st driver.JobState
+		}{{driver.BulkRetry, queue.StateReady}, {driver.BulkForget, queue.StateRunning}, {driver.BulkCancel, queue.StateDead}} {
+			n, err := b.ActOn(t.Context(), driver.JobFilter{State: c.st}, c.a, 100)
 			wantErr(t, "ActOn("+string(c.a)+" on "+string(c.st)+" jobs)", err, queue.ErrBulkState)
 			if n != 0 {
 				t.Errorf("ActOn(%s on %s jobs) changed %d jobs", c.a, c.st, n)
@@ -108,7 +109,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "Cancel", func(t *testing.T, q queue.Queue, b queue.Controller) {
+	checkAs(s, t, "Cancel", func(t *testing.T, q queue.Queue, b driver.Controller) {
 		if controller(q) == nil {
 			t.Skip(lacks(q, "Controller"))
 		}
@@ -119,14 +120,14 @@ func (s *suite) testBulkActor(t *testing.T) {
 			t.Fatalf("reserved %d, want 2", len(running))
 		}
 		hold(t, q, running...)
-		act(t, b, queue.JobFilter{State: queue.StateReady, Queue: "bkc"}, queue.BulkCancel, 100, 3)
-		act(t, b, queue.JobFilter{State: queue.StateRunning, Queue: "bkc"}, queue.BulkCancel, 1, 1)
-		for _, st := range []queue.JobState{queue.StateReady, queue.StateRunning} {
+		act(t, b, driver.JobFilter{State: queue.StateReady, Queue: "bkc"}, driver.BulkCancel, 100, 3)
+		act(t, b, driver.JobFilter{State: queue.StateRunning, Queue: "bkc"}, driver.BulkCancel, 1, 1)
+		for _, st := range []driver.JobState{queue.StateReady, queue.StateRunning} {
 			want := int64(0)
 			if st == queue.StateRunning {
 				want = 1
 			}
-			if got := count(t, b, queue.JobFilter{State: st, Queue: "bkc"}, 100); got.N != want {
+			if got := count(t, b, driver.JobFilter{State: st, Queue: "bkc"}, 100); got.N != want {
 				t.Errorf("%s jobs of bkc after the cancels: %d, want %d", st, got.N, want)
 			}
 		}
@@ -144,7 +145,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		reserveOne(t, q, "bkc-other", keep.ID, longLease)
 	})
 
-	checkAs(s, t, "RetrySkipsHeldUniqueKey", func(t *testing.T, q queue.Queue, b queue.Controller) {
+	checkAs(s, t, "RetrySkipsHeldUniqueKey", func(t *testing.T, q queue.Queue, b driver.Controller) {
 		j := newJob("bku")
 		j.UniqueKey = "held-" + j.ID
 		push(t, q, j)
@@ -154,7 +155,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 		holder := newJob("bku")
 		holder.UniqueKey = j.UniqueKey
 		push(t, q, holder)
-		act(t, b, queue.JobFilter{State: queue.StateDead, Queue: "bku"}, queue.BulkRetry, 100, 1)
+		act(t, b, driver.JobFilter{State: queue.StateDead, Queue: "bku"}, driver.BulkRetry, 100, 1)
 		got := deadLetters(t, q, "bku", 10)
 		if len(got) != 1 || got[0].ID != j.ID {
 			t.Fatalf("dead letters after the bulk retry = %v, want only %s (its key is held)", ids(got), j.ID)
@@ -167,7 +168,7 @@ func (s *suite) testAttemptHistory(t *testing.T) {
 	if s.h.Caps.NoAttemptHistory != "" {
 		t.Skip(s.h.Caps.NoAttemptHistory)
 	}
-	checkAs(s, t, "FailedAttempts", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "FailedAttempts", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		j := newJob("hist")
 		push(t, q, j)
 		begin := time.Now()
@@ -175,7 +176,7 @@ func (s *suite) testAttemptHistory(t *testing.T) {
 		for i, w := range []string{"worker-a", "worker-b", ""} {
 			ctx := t.Context()
 			if w != "" {
-				ctx = queue.WithWorker(ctx, w)
+				ctx = driver.WithWorker(ctx, w)
 			}
 			got, err := q.Reserve(ctx, []string{"hist"}, 1, longLease)
 			if err != nil || len(got) != 1 {
@@ -202,7 +203,7 @@ func (s *suite) testAttemptHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []queue.Attempt{{Attempt: 1, Error: "failure 1", Worker: "worker-a"}, {Attempt: 2, Error: "failure 2", Worker: "worker-b"}, {Attempt: 3, Error: "failure 3"}}
+		want := []driver.Attempt{{Attempt: 1, Error: "failure 1", Worker: "worker-a"}, {Attempt: 2, Error: "failure 2", Worker: "worker-b"}, {Attempt: 3, Error: "failure 3"}}
 		if len(info.History) != len(want) {
 			t.Fatalf("History = %+v, want %d attempts", info.History, len(want))
 		}
@@ -217,17 +218,17 @@ func (s *suite) testAttemptHistory(t *testing.T) {
 			prev = a.Started.Add(-s.tol)
 		}
 		// Listing does not carry the history.
-		page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateDead, Queue: "hist"})
+		page, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateDead, Queue: "hist"})
 		if err != nil || len(page.Jobs) != 1 || page.Jobs[0].History != nil {
 			t.Errorf("ListJobs(dead) = %d jobs, %v; want 1 without History", len(page.Jobs), err)
 		}
 	})
 
-	checkAs(s, t, "Bounded", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "Bounded", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		j := newJob("hist-many")
 		j.MaxAttempts = 100
 		push(t, q, j)
-		const n = queue.MaxHistory + 5
+		const n = driver.MaxHistory + 5
 		for i := range n {
 			got := reserve(t, q, []string{"hist-many"}, 1, longLease)
 			if len(got) != 1 {
@@ -241,9 +242,9 @@ func (s *suite) testAttemptHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(info.History) != queue.MaxHistory || info.History[0].Attempt != n-queue.MaxHistory+1 ||
+		if len(info.History) != driver.MaxHistory || info.History[0].Attempt != n-driver.MaxHistory+1 ||
 			info.History[len(info.History)-1].Error != fmt.Sprintf("failure %d", n) {
-			t.Fatalf("after %d failures History has %d attempts, first %+v; want the last %d", n, len(info.History), info.History[0], queue.MaxHistory)
+			t.Fatalf("after %d failures History has %d attempts, first %+v; want the last %d", n, len(info.History), info.History[0], driver.MaxHistory)
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // chainStep is the job of the chain checks: step N of chain C.
@@ -192,7 +193,7 @@ func (s *suite) testChains(t *testing.T) {
 		next := newJob("chainer")
 		stale := r.Lease()
 		stale.Token += "x"
-		if err := completeOne(ctx, q, queue.Completion{Lease: stale, Outcome: queue.OutcomeDone, Push: []queue.Job{next}}); !errors.Is(err, queue.ErrLeaseLost) {
+		if err := completeOne(ctx, q, driver.Completion{Lease: stale, Outcome: driver.OutcomeDone, Push: []queue.Job{next}}); !errors.Is(err, queue.ErrLeaseLost) {
 			t.Fatalf("Complete(done) with a push under a lease that is not current: %v, want ErrLeaseLost", err)
 		}
 		wantLen(t, q, "chainer", 1) // nothing pushed
@@ -201,7 +202,7 @@ func (s *suite) testChains(t *testing.T) {
 		push(t, q, held)
 		dup := newJob("chainer")
 		dup.UniqueKey = "held"
-		if err := completeOne(ctx, q, queue.Completion{Lease: r.Lease(), Outcome: queue.OutcomeDone, Push: []queue.Job{next, dup}}); err != nil {
+		if err := completeOne(ctx, q, driver.Completion{Lease: r.Lease(), Outcome: driver.OutcomeDone, Push: []queue.Job{next, dup}}); err != nil {
 			t.Fatalf("Complete(done) with pushes: %v", err)
 		}
 		if err := ackLease(ctx, q, r.Lease()); !errors.Is(err, queue.ErrLeaseLost) {
@@ -218,7 +219,7 @@ func (s *suite) testChains(t *testing.T) {
 			}
 		}
 		catch := newJob("chainer-catch")
-		if err := completeOne(ctx, q, queue.Completion{Lease: rn.Lease(), Outcome: queue.OutcomeFailed, Reason: "boom", Push: []queue.Job{catch}}); err != nil {
+		if err := completeOne(ctx, q, driver.Completion{Lease: rn.Lease(), Outcome: driver.OutcomeFailed, Reason: "boom", Push: []queue.Job{catch}}); err != nil {
 			t.Fatalf("Complete(failed) with a push: %v", err)
 		}
 		dead := deadLetters(t, q, "chainer", 10)
@@ -226,7 +227,7 @@ func (s *suite) testChains(t *testing.T) {
 			t.Fatalf("after Complete(failed) dead letters %v, want job %s with its reason", dead, next.ID)
 		}
 		reserveOne(t, q, "chainer-catch", catch.ID, longLease)
-		if err := completeOne(ctx, q, queue.Completion{Lease: rn.Lease(), Outcome: queue.OutcomeFailed, Reason: "again", Push: []queue.Job{newJob("chainer-catch")}}); !errors.Is(err, queue.ErrLeaseLost) {
+		if err := completeOne(ctx, q, driver.Completion{Lease: rn.Lease(), Outcome: driver.OutcomeFailed, Reason: "again", Push: []queue.Job{newJob("chainer-catch")}}); !errors.Is(err, queue.ErrLeaseLost) {
 			t.Fatalf("Complete(failed) of a dead letter: %v, want ErrLeaseLost", err)
 		}
 		wantLen(t, q, "chainer-catch", 1) // the catch job reserved above, nothing more

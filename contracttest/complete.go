@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // complete records outs through Queue.Complete and fails the test when the
 // call fails as a whole or answers the wrong number of outcomes.
-func complete(t *testing.T, q queue.Queue, starts []queue.Lease, outs ...queue.Completion) ([]queue.Lease, []error) {
+func complete(t *testing.T, q queue.Queue, starts []driver.Lease, outs ...driver.Completion) ([]driver.Lease, []error) {
 	t.Helper()
 	lost, errs, err := q.Complete(t.Context(), starts, outs)
 	if err != nil {
@@ -27,8 +28,8 @@ func complete(t *testing.T, q queue.Queue, starts []queue.Lease, outs ...queue.C
 
 // completeOne records c alone through Queue.Complete and returns its own
 // answer, or the call's error.
-func completeOne(ctx context.Context, q queue.Queue, c queue.Completion) error {
-	_, errs, err := q.Complete(ctx, nil, []queue.Completion{c})
+func completeOne(ctx context.Context, q queue.Queue, c driver.Completion) error {
+	_, errs, err := q.Complete(ctx, nil, []driver.Completion{c})
 	if err != nil {
 		return err
 	}
@@ -40,16 +41,16 @@ func completeOne(ctx context.Context, q queue.Queue, c queue.Completion) error {
 
 // ackMany acks the jobs under leases in one Complete call and returns the
 // leases that were not current.
-func ackMany(ctx context.Context, q queue.Queue, leases []queue.Lease) ([]queue.Lease, error) {
-	outs := make([]queue.Completion, len(leases))
+func ackMany(ctx context.Context, q queue.Queue, leases []driver.Lease) ([]driver.Lease, error) {
+	outs := make([]driver.Completion, len(leases))
 	for i, l := range leases {
-		outs[i] = queue.Completion{Lease: l, Outcome: queue.OutcomeDone}
+		outs[i] = driver.Completion{Lease: l, Outcome: driver.OutcomeDone}
 	}
 	_, errs, err := q.Complete(ctx, nil, outs)
 	if err != nil {
 		return nil, err
 	}
-	var lost []queue.Lease
+	var lost []driver.Lease
 	for i, e := range errs {
 		switch {
 		case errors.Is(e, queue.ErrLeaseLost):
@@ -62,24 +63,24 @@ func ackMany(ctx context.Context, q queue.Queue, leases []queue.Lease) ([]queue.
 }
 
 // ackLease records that the job under l is done.
-func ackLease(ctx context.Context, q queue.Queue, l queue.Lease) error {
-	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeDone})
+func ackLease(ctx context.Context, q queue.Queue, l driver.Lease) error {
+	return completeOne(ctx, q, driver.Completion{Lease: l, Outcome: driver.OutcomeDone})
 }
 
 // nackLease releases the job under l for another attempt at retryAt.
-func nackLease(ctx context.Context, q queue.Queue, l queue.Lease, retryAt time.Time, reason string) error {
-	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeRetried, At: retryAt, Reason: reason})
+func nackLease(ctx context.Context, q queue.Queue, l driver.Lease, retryAt time.Time, reason string) error {
+	return completeOne(ctx, q, driver.Completion{Lease: l, Outcome: driver.OutcomeRetried, At: retryAt, Reason: reason})
 }
 
 // failLease dead-letters the job under l.
-func failLease(ctx context.Context, q queue.Queue, l queue.Lease, reason string) error {
-	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeFailed, Reason: reason})
+func failLease(ctx context.Context, q queue.Queue, l driver.Lease, reason string) error {
+	return completeOne(ctx, q, driver.Completion{Lease: l, Outcome: driver.OutcomeFailed, Reason: reason})
 }
 
 // extendLease extends l alone through Queue.ExtendMany, answering
 // ErrLeaseLost when it was not current.
-func extendLease(ctx context.Context, q queue.Queue, l queue.Lease, d time.Duration) error {
-	lost, err := q.ExtendMany(ctx, []queue.Lease{l}, d)
+func extendLease(ctx context.Context, q queue.Queue, l driver.Lease, d time.Duration) error {
+	lost, err := q.ExtendMany(ctx, []driver.Lease{l}, d)
 	if err == nil && len(lost) > 0 {
 		err = fmt.Errorf("extending %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
@@ -109,7 +110,7 @@ func (s *suite) testComplete(t *testing.T) {
 		j := newJob("cdone")
 		push(t, q, j)
 		r := reserveOne(t, q, "cdone", j.ID, longLease)
-		if _, errs := complete(t, q, nil, queue.Completion{Lease: r.Lease(), Outcome: queue.OutcomeDone}); errs[0] != nil {
+		if _, errs := complete(t, q, nil, driver.Completion{Lease: r.Lease(), Outcome: driver.OutcomeDone}); errs[0] != nil {
 			t.Fatalf("Complete(done): %v", errs[0])
 		}
 		wantLen(t, q, "cdone", 0)
@@ -122,7 +123,7 @@ func (s *suite) testComplete(t *testing.T) {
 		push(t, q, j)
 		r := reserveOne(t, q, "cretry", j.ID, longLease)
 		at := time.Now().Add(300 * time.Millisecond)
-		if _, errs := complete(t, q, nil, queue.Completion{Lease: r.Lease(), Outcome: queue.OutcomeRetried, At: at, Reason: "try again"}); errs[0] != nil {
+		if _, errs := complete(t, q, nil, driver.Completion{Lease: r.Lease(), Outcome: driver.OutcomeRetried, At: at, Reason: "try again"}); errs[0] != nil {
 			t.Fatalf("Complete(retried): %v", errs[0])
 		}
 		wantLen(t, q, "cretry", 1)
@@ -136,7 +137,7 @@ func (s *suite) testComplete(t *testing.T) {
 		j := newJob("cfail")
 		push(t, q, j)
 		r := reserveOne(t, q, "cfail", j.ID, longLease)
-		if _, errs := complete(t, q, nil, queue.Completion{Lease: r.Lease(), Outcome: queue.OutcomeFailed, Reason: "broken"}); errs[0] != nil {
+		if _, errs := complete(t, q, nil, driver.Completion{Lease: r.Lease(), Outcome: driver.OutcomeFailed, Reason: "broken"}); errs[0] != nil {
 			t.Fatalf("Complete(failed): %v", errs[0])
 		}
 		dead := deadLetters(t, q, "cfail", 10)
@@ -151,7 +152,7 @@ func (s *suite) testComplete(t *testing.T) {
 		j.UniqueKey = "only-one"
 		push(t, q, j)
 		r := reserveOne(t, q, "ccancel", j.ID, longLease)
-		if _, errs := complete(t, q, nil, queue.Completion{Lease: r.Lease(), Outcome: queue.OutcomeCancelled}); errs[0] != nil {
+		if _, errs := complete(t, q, nil, driver.Completion{Lease: r.Lease(), Outcome: driver.OutcomeCancelled}); errs[0] != nil {
 			t.Fatalf("Complete(cancelled): %v", errs[0])
 		}
 		wantLen(t, q, "ccancel", 0)
@@ -175,7 +176,7 @@ func (s *suite) testComplete(t *testing.T) {
 		j := newJob("csnooze")
 		push(t, q, j)
 		r := reserveOne(t, q, "csnooze", j.ID, longLease)
-		if _, errs := complete(t, q, nil, queue.Completion{Lease: r.Lease(), Outcome: queue.OutcomeSnoozed, At: time.Now(), Counted: true}); errs[0] != nil {
+		if _, errs := complete(t, q, nil, driver.Completion{Lease: r.Lease(), Outcome: driver.OutcomeSnoozed, At: time.Now(), Counted: true}); errs[0] != nil {
 			t.Fatalf("Complete(snoozed): %v", errs[0])
 		}
 		again := awaitReserve(t, q, "csnooze", longLease)
@@ -193,8 +194,8 @@ func (s *suite) testComplete(t *testing.T) {
 		next, catch, dup := newJob("cpush-next"), newJob("cpush-next"), newJob("cpush-next")
 		dup.ID = js[1].ID // active (leased): skipped, not an error
 		_, errs := complete(t, q, nil,
-			queue.Completion{Lease: rs[0].Lease(), Outcome: queue.OutcomeDone, Push: []queue.Job{next, dup}},
-			queue.Completion{Lease: rs[1].Lease(), Outcome: queue.OutcomeFailed, Reason: "x", Push: []queue.Job{catch}})
+			driver.Completion{Lease: rs[0].Lease(), Outcome: driver.OutcomeDone, Push: []queue.Job{next, dup}},
+			driver.Completion{Lease: rs[1].Lease(), Outcome: driver.OutcomeFailed, Reason: "x", Push: []queue.Job{catch}})
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatalf("Complete with pushes: %v", errs)
 		}
@@ -204,7 +205,7 @@ func (s *suite) testComplete(t *testing.T) {
 		}
 		// A lost lease pushes nothing.
 		lone := newJob("cpush-lost")
-		_, errs = complete(t, q, nil, queue.Completion{Lease: rs[0].Lease(), Outcome: queue.OutcomeDone, Push: []queue.Job{lone}})
+		_, errs = complete(t, q, nil, driver.Completion{Lease: rs[0].Lease(), Outcome: driver.OutcomeDone, Push: []queue.Job{lone}})
 		wantErr(t, "Complete(done) with a stale lease", errs[0], queue.ErrLeaseLost)
 		expectNone(t, q, "cpush-lost")
 	})
@@ -222,20 +223,20 @@ func (s *suite) testComplete(t *testing.T) {
 			t.Fatalf("ReserveUnstarted = %v, %v; want one job", ids(got), err)
 		}
 		unstarted := got[0]
-		stale := queue.Lease{JobID: unstarted.ID, Token: unstarted.LeaseToken + "x"}
-		starts := []queue.Lease{unstarted.Lease(), stale}
-		wantLostStarts := []queue.Lease{stale}
+		stale := driver.Lease{JobID: unstarted.ID, Token: unstarted.LeaseToken + "x"}
+		starts := []driver.Lease{unstarted.Lease(), stale}
+		wantLostStarts := []driver.Lease{stale}
 		next := newJob("cmix-next")
-		staleOf := func(j queue.Job) queue.Lease { return queue.Lease{JobID: j.ID, Token: j.LeaseToken + "x"} }
-		outs := []queue.Completion{
-			{Lease: js[0].Lease(), Outcome: queue.OutcomeDone, Push: []queue.Job{next}},
-			{Lease: js[1].Lease(), Outcome: queue.OutcomeRetried, At: time.Now(), Reason: "r1"},
-			{Lease: js[2].Lease(), Outcome: queue.OutcomeFailed, Reason: "dead2"},
-			{Lease: js[3].Lease(), Outcome: queue.OutcomeSnoozed, At: time.Now()},
-			{Lease: js[4].Lease(), Outcome: queue.OutcomeCancelled},
-			{Lease: staleOf(js[5]), Outcome: queue.OutcomeDone},
-			{Lease: staleOf(js[6]), Outcome: queue.OutcomeRetried, At: time.Now(), Reason: "lost"},
-			{Lease: queue.Lease{JobID: queue.NewID(), Token: "t"}, Outcome: queue.OutcomeFailed, Reason: "unknown job"},
+		staleOf := func(j queue.Job) driver.Lease { return driver.Lease{JobID: j.ID, Token: j.LeaseToken + "x"} }
+		outs := []driver.Completion{
+			{Lease: js[0].Lease(), Outcome: driver.OutcomeDone, Push: []queue.Job{next}},
+			{Lease: js[1].Lease(), Outcome: driver.OutcomeRetried, At: time.Now(), Reason: "r1"},
+			{Lease: js[2].Lease(), Outcome: driver.OutcomeFailed, Reason: "dead2"},
+			{Lease: js[3].Lease(), Outcome: driver.OutcomeSnoozed, At: time.Now()},
+			{Lease: js[4].Lease(), Outcome: driver.OutcomeCancelled},
+			{Lease: staleOf(js[5]), Outcome: driver.OutcomeDone},
+			{Lease: staleOf(js[6]), Outcome: driver.OutcomeRetried, At: time.Now(), Reason: "lost"},
+			{Lease: driver.Lease{JobID: driver.NewID(), Token: "t"}, Outcome: driver.OutcomeFailed, Reason: "unknown job"},
 		}
 		lostStarts, errs := complete(t, q, starts, outs...)
 		wantLost(t, "Complete's starts", lostStarts, wantLostStarts)
@@ -274,16 +275,16 @@ func (s *suite) testComplete(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "BatchMember", func(t *testing.T, q queue.Queue, b queue.Workflows) {
+	checkAs(s, t, "BatchMember", func(t *testing.T, q queue.Queue, b driver.Workflows) {
 		rec := newBatch(t, 2, false)
 		id, err := queue.DispatchBatch(t.Context(), q, rec)
 		if err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
 		}
 		ms := reserveMembers(t, q, 2)
-		var outs []queue.Completion
+		var outs []driver.Completion
 		for _, m := range ms {
-			outs = append(outs, queue.Completion{Lease: m.Lease(), Outcome: queue.OutcomeDone, Batch: queue.BatchOf(&m)})
+			outs = append(outs, driver.Completion{Lease: m.Lease(), Outcome: driver.OutcomeDone, Batch: queue.BatchOf(&m)})
 		}
 		if _, errs := complete(t, q, nil, outs...); errs[0] != nil || errs[1] != nil {
 			t.Fatalf("Complete of the members: %v", errs)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Harness is what a driver's test gives Run: how to make queues, and what
@@ -39,8 +40,8 @@ type Harness struct {
 
 // Capabilities declares the parts of the contract a driver may lack or do
 // differently. The zero value claims everything: no check is skipped.
-// The optional abilities (queue.Inspector, queue.Controller, ...) need no
-// flag: Run finds them with queue.CapabilitiesOf and skips the checks of
+// The optional abilities (driver.Inspector, driver.Controller, ...) need no
+// flag: Run finds them with driver.CapabilitiesOf and skips the checks of
 // those a store lacks, saying what it lacks.
 type Capabilities struct {
 	// NoDoneRetention, when not empty, says why the driver deletes acked
@@ -155,7 +156,7 @@ var jobCounter atomic.Int64
 func newJob(queueName string) queue.Job {
 	n := jobCounter.Add(1)
 	return queue.Job{
-		ID:      queue.NewID(),
+		ID:      driver.NewID(),
 		Queue:   queueName,
 		Name:    "contract",
 		Payload: fmt.Appendf(nil, `{"n":%d}`, n),
@@ -363,15 +364,15 @@ func cancelled(t *testing.T) context.Context {
 // they hold (see hold).
 const holderID = "contracttest-holder"
 
-// hold reports, when q has a queue.Reporter, that one worker holds
+// hold reports, when q has a driver.Reporter, that one worker holds
 // exactly jobs (each in its queue, as Reserved), as a Worker reports the
 // jobs it holds with its heartbeat; with no jobs it reports none. A driver
 // may count and list running jobs from what the live workers report (see
-// queue.QueueCounts), so the checks that hold jobs through a bare Reserve
+// driver.QueueCounts), so the checks that hold jobs through a bare Reserve
 // and then count or list the running ones report them first.
 func hold(t *testing.T, q queue.Queue, jobs ...queue.Job) {
 	t.Helper()
-	wr := queue.CapabilitiesOf(q).Reporter
+	wr := driver.CapabilitiesOf(q).Reporter
 	if wr == nil {
 		return
 	}
@@ -382,7 +383,7 @@ func hold(t *testing.T, q queue.Queue, jobs ...queue.Job) {
 		}
 		held[j.QueueName()]++
 	}
-	if err := wr.Heartbeat(t.Context(), queue.WorkerInfo{ID: holderID, Host: "contracttest", Queues: slices.Sorted(maps.Keys(held)), Concurrency: 1, Reserved: held}); err != nil {
+	if err := wr.Heartbeat(t.Context(), driver.WorkerInfo{ID: holderID, Host: "contracttest", Queues: slices.Sorted(maps.Keys(held)), Concurrency: 1, Reserved: held}); err != nil {
 		t.Fatalf("Heartbeat reporting %d held jobs: %v", len(jobs), err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // testPush checks what Push stores: every field round-trips, empty IDs and
@@ -21,7 +22,7 @@ func (s *suite) testPush(t *testing.T) {
 		created := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 		avail := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 		in := queue.Job{
-			ID:          queue.NewID(),
+			ID:          driver.NewID(),
 			Queue:       "fields",
 			Name:        "SendWelcomeEmail",
 			Payload:     []byte(`{"user_id":42,"name":"Zoë"}`),
@@ -67,7 +68,7 @@ func (s *suite) testPush(t *testing.T) {
 	})
 
 	s.check(t, "EmptyFieldsRoundTrip", func(t *testing.T, q queue.Queue) {
-		in := queue.Job{ID: queue.NewID(), Queue: "bare", Name: "Bare"}
+		in := queue.Job{ID: driver.NewID(), Queue: "bare", Name: "Bare"}
 		push(t, q, in)
 		got := reserveOne(t, q, "bare", in.ID, longLease)
 		if got.Priority != 0 || got.MaxAttempts != 0 || got.Timeout != 0 || got.UniqueKey != "" ||
@@ -259,7 +260,7 @@ func (s *suite) testUnique(t *testing.T) {
 		if !errors.Is(err, queue.ErrDuplicate) {
 			t.Fatalf("Push of a duplicate (key %q, id %s) returned %v, want an error matching ErrDuplicate", j.UniqueKey, j.ID, err)
 		}
-		var de *queue.DuplicateError
+		var de *driver.DuplicateError
 		if errors.As(err, &de) && de.ExistingID != "" && de.ExistingID != holder {
 			t.Errorf("DuplicateError.ExistingID = %s, want %s", de.ExistingID, holder)
 		}

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
-// testCounter checks queue.Inspector: after a mixed workload the counts
+// testCounter checks driver.Inspector: after a mixed workload the counts
 // equal the true number of jobs in each state, as the Inspector lists
 // them.
 func (s *suite) testCounter(t *testing.T) {
-	checkAs(s, t, "MatchesJobs", func(t *testing.T, q queue.Queue, c queue.Inspector) {
+	checkAs(s, t, "MatchesJobs", func(t *testing.T, q queue.Queue, c driver.Inspector) {
 		in := c
 		const a, b, idle, d, e = "count-a", "count-b", "count-idle", "count-d", "count-e"
 		wantCounts(t, c, in) // empty store
@@ -55,7 +56,7 @@ func (s *suite) testCounter(t *testing.T) {
 		hold(t, q, got...)
 		wantCounts(t, c, in)
 		ack(t, q, got[0])
-		if _, errs := complete(t, q, nil, queue.Completion{Lease: got[1].Lease(), Outcome: queue.OutcomeDone}, queue.Completion{Lease: got[2].Lease(), Outcome: queue.OutcomeDone}); errs[0] != nil || errs[1] != nil {
+		if _, errs := complete(t, q, nil, driver.Completion{Lease: got[1].Lease(), Outcome: driver.OutcomeDone}, driver.Completion{Lease: got[2].Lease(), Outcome: driver.OutcomeDone}); errs[0] != nil || errs[1] != nil {
 			t.Fatalf("Complete of two acks: %v; want both recorded", errs)
 		}
 		nack(t, q, got[3], time.Now().Add(time.Hour), "later")
@@ -116,7 +117,7 @@ func (s *suite) testCounter(t *testing.T) {
 // testCounterPastCap is testCounter's check that counts do not stop at
 // the 10,000 up to which inspection counts rows.
 func (s *suite) testCounterPastCap(t *testing.T) {
-	checkAs(s, t, "PastTheCap", func(t *testing.T, q queue.Queue, c queue.Inspector) {
+	checkAs(s, t, "PastTheCap", func(t *testing.T, q queue.Queue, c driver.Inspector) {
 		bp := q
 		const name, n = "count-many", 10050
 		jobs := make([]queue.Job, n)
@@ -138,7 +139,7 @@ func (s *suite) testCounterPastCap(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Counts: %v", err)
 		}
-		want := []queue.QueueCounts{{Queue: name, Pending: n, Ready: queue.Count{N: n - 2}, Scheduled: queue.Count{N: 1}, Running: queue.Count{N: 1}}}
+		want := []driver.QueueCounts{{Queue: name, Pending: n, Ready: driver.Count{N: n - 2}, Scheduled: driver.Count{N: 1}, Running: driver.Count{N: 1}}}
 		if s.h.Caps.NoDoneRetention == "" {
 			want[0].Done = 1
 		}
@@ -153,7 +154,7 @@ func (s *suite) testCounterPastCap(t *testing.T) {
 // up to which inspection counts rows, hours ahead, beside jobs due in
 // minutes, ready ones, a running one and retries whose time has passed.
 func (s *suite) testCounterScheduled(t *testing.T) {
-	checkAs(s, t, "ManyAhead", func(t *testing.T, q queue.Queue, c queue.Inspector) {
+	checkAs(s, t, "ManyAhead", func(t *testing.T, q queue.Queue, c driver.Inspector) {
 		bp := q
 		const name, ahead, soon, ready = "count-ahead", 10050, 6, 20
 		now := time.Now()
@@ -193,8 +194,8 @@ func (s *suite) testCounterScheduled(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Counts: %v", err)
 		}
-		want := []queue.QueueCounts{{Queue: name, Pending: ahead + soon + ready,
-			Ready: queue.Count{N: ready - 1}, Scheduled: queue.Count{N: ahead + soon}, Running: queue.Count{N: 1}}}
+		want := []driver.QueueCounts{{Queue: name, Pending: ahead + soon + ready,
+			Ready: driver.Count{N: ready - 1}, Scheduled: driver.Count{N: ahead + soon}, Running: driver.Count{N: 1}}}
 		if time.Since(now) > 2*time.Minute {
 			t.Skipf("the check took %v: jobs due in 2 minutes may have come due", time.Since(now))
 		}
@@ -204,11 +205,11 @@ func (s *suite) testCounterScheduled(t *testing.T) {
 	})
 }
 
-// testDeadSince checks queue.Inspector: dead letters are counted
+// testDeadSince checks driver.Inspector: dead letters are counted
 // from the time they were dead-lettered, a retried one no longer counts.
 func (s *suite) testDeadSince(t *testing.T) {
-	checkAs(s, t, "ByFailureTime", func(t *testing.T, q queue.Queue, c queue.Inspector) {
-		count := func(since time.Time) queue.Count {
+	checkAs(s, t, "ByFailureTime", func(t *testing.T, q queue.Queue, c driver.Inspector) {
+		count := func(since time.Time) driver.Count {
 			t.Helper()
 			n, err := c.DeadSince(t.Context(), since)
 			if err != nil {
@@ -225,25 +226,25 @@ func (s *suite) testDeadSince(t *testing.T) {
 		killJob(t, q, "since-a", "new")
 		retried := killJob(t, q, "since-b", "new, retried")
 		pushN(t, q, "since-b", 2) // waiting jobs are not dead letters
-		if got := count(before); got != (queue.Count{N: 3}) {
+		if got := count(before); got != (driver.Count{N: 3}) {
 			t.Errorf("DeadSince(before every failure) = %+v, want 3", got)
 		}
-		if got := count(between); got != (queue.Count{N: 2}) {
+		if got := count(between); got != (driver.Count{N: 2}) {
 			t.Errorf("DeadSince(between the failures) = %+v, want 2", got)
 		}
 		if err := q.RetryDead(t.Context(), retried.ID); err != nil {
 			t.Fatalf("RetryDead: %v", err)
 		}
-		if got := count(between); got != (queue.Count{N: 1}) {
+		if got := count(between); got != (driver.Count{N: 1}) {
 			t.Errorf("DeadSince after a retry = %+v, want 1", got)
 		}
-		if got := count(time.Now().Add(time.Hour)); got != (queue.Count{}) {
+		if got := count(time.Now().Add(time.Hour)); got != (driver.Count{}) {
 			t.Errorf("DeadSince(an hour ahead) = %+v, want 0", got)
 		}
 	})
 	// Dead letters in several queues, some of each dead-lettered before
 	// the time asked about (drivers may count queue by queue).
-	checkAs(s, t, "SeveralQueues", func(t *testing.T, q queue.Queue, c queue.Inspector) {
+	checkAs(s, t, "SeveralQueues", func(t *testing.T, q queue.Queue, c driver.Inspector) {
 		older := map[string]int{"since-x": 3, "since-y": 1, "since-z": 0}
 		newer := map[string]int{"since-x": 1, "since-y": 0, "since-z": 2}
 		for name, n := range older {
@@ -269,7 +270,7 @@ func (s *suite) testDeadSince(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DeadSince: %v", err)
 			}
-			if got != (queue.Count{N: tc.want}) {
+			if got != (driver.Count{N: tc.want}) {
 				t.Errorf("DeadSince(%v) = %+v, want %d", tc.since, got, tc.want)
 			}
 		}
@@ -277,11 +278,11 @@ func (s *suite) testDeadSince(t *testing.T) {
 }
 
 // wantCounts compares c's counts with the jobs listed in each state.
-func wantCounts(t *testing.T, c queue.Inspector, in queue.Inspector) {
+func wantCounts(t *testing.T, c driver.Inspector, in driver.Inspector) {
 	t.Helper()
-	want := map[string]*queue.QueueCounts{}
-	for _, st := range queue.JobStates {
-		var f queue.JobFilter
+	want := map[string]*driver.QueueCounts{}
+	for _, st := range driver.JobStates {
+		var f driver.JobFilter
 		f.State, f.Limit = st, 500
 		for {
 			page, err := in.ListJobs(t.Context(), f)
@@ -291,7 +292,7 @@ func wantCounts(t *testing.T, c queue.Inspector, in queue.Inspector) {
 			for _, j := range page.Jobs {
 				w := want[j.QueueName()]
 				if w == nil {
-					w = &queue.QueueCounts{Queue: j.QueueName()}
+					w = &driver.QueueCounts{Queue: j.QueueName()}
 					want[j.QueueName()] = w
 				}
 				switch st {
@@ -315,7 +316,7 @@ func wantCounts(t *testing.T, c queue.Inspector, in queue.Inspector) {
 			f.After = page.Next
 		}
 	}
-	var wants []queue.QueueCounts
+	var wants []driver.QueueCounts
 	for _, name := range slices.Sorted(maps.Keys(want)) {
 		w := *want[name]
 		w.Pending = w.Ready.N + w.Scheduled.N + w.Running.N

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // killJob pushes a new job to queueName, reserves it and fails it with
@@ -80,7 +81,7 @@ func (s *suite) testDeadLetters(t *testing.T) {
 			t.Fatalf("retried dead letter: Attempts %d, payload %q; want 1 (reset), %q", r.Attempts, r.Payload, j.Payload)
 		}
 		wantErr(t, "RetryDead of a running job", q.RetryDead(t.Context(), j.ID), queue.ErrNotFound)
-		wantErr(t, "RetryDead of an unknown job", q.RetryDead(t.Context(), queue.NewID()), queue.ErrNotFound)
+		wantErr(t, "RetryDead of an unknown job", q.RetryDead(t.Context(), driver.NewID()), queue.ErrNotFound)
 		ack(t, q, r) // RetryDead of a running job changed nothing
 	})
 
@@ -98,7 +99,7 @@ func (s *suite) testDeadLetters(t *testing.T) {
 		wantErr(t, "RetryDead of a forgotten job", q.RetryDead(t.Context(), dead.ID), queue.ErrNotFound)
 		wantErr(t, "ForgetDead of a ready job", q.ForgetDead(t.Context(), ready.ID), queue.ErrNotFound)
 		wantErr(t, "RetryDead of a ready job", q.RetryDead(t.Context(), ready.ID), queue.ErrNotFound)
-		wantErr(t, "ForgetDead of an unknown job", q.ForgetDead(t.Context(), queue.NewID()), queue.ErrNotFound)
+		wantErr(t, "ForgetDead of an unknown job", q.ForgetDead(t.Context(), driver.NewID()), queue.ErrNotFound)
 		r := reserveOne(t, q, "fd", ready.ID, longLease) // untouched by the calls on it
 		if r.Attempts != 1 {
 			t.Fatalf("Attempts = %d, want 1", r.Attempts)

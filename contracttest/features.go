@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
-// testLeaser checks queue.Scheduler: one holder at a time, renewal, release,
+// testLeaser checks driver.Scheduler: one holder at a time, renewal, release,
 // and takeover after expiry, also across handles.
 func (s *suite) testLeaser(t *testing.T) {
-	acquire := func(t *testing.T, l queue.Scheduler, name, holder string, ttl time.Duration) bool {
+	acquire := func(t *testing.T, l driver.Scheduler, name, holder string, ttl time.Duration) bool {
 		t.Helper()
 		ok, err := l.AcquireLease(t.Context(), name, holder, ttl)
 		if err != nil {
@@ -23,7 +24,7 @@ func (s *suite) testLeaser(t *testing.T) {
 		}
 		return ok
 	}
-	checkAs(s, t, "OneHolder", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
+	checkAs(s, t, "OneHolder", func(t *testing.T, q queue.Queue, l driver.Scheduler) {
 		if !acquire(t, l, "lead", "a", longLease) {
 			t.Fatal("the first holder did not get a free lease")
 		}
@@ -49,7 +50,7 @@ func (s *suite) testLeaser(t *testing.T) {
 			t.Fatal("a released lease could not be taken")
 		}
 	})
-	checkAs(s, t, "Expiry", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
+	checkAs(s, t, "Expiry", func(t *testing.T, q queue.Queue, l driver.Scheduler) {
 		if !acquire(t, l, "lead", "a", shortLease) {
 			t.Fatal("the first holder did not get a free lease")
 		}
@@ -61,7 +62,7 @@ func (s *suite) testLeaser(t *testing.T) {
 			t.Fatal("the old holder renewed a lease another took")
 		}
 	})
-	epoch := func(t *testing.T, l queue.Scheduler, name, holder string, ttl time.Duration) (int64, bool) {
+	epoch := func(t *testing.T, l driver.Scheduler, name, holder string, ttl time.Duration) (int64, bool) {
 		t.Helper()
 		e, ok, err := l.AcquireLeaseEpoch(t.Context(), name, holder, ttl)
 		if err != nil {
@@ -72,7 +73,7 @@ func (s *suite) testLeaser(t *testing.T) {
 		}
 		return e, ok
 	}
-	checkAs(s, t, "EpochGrows", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
+	checkAs(s, t, "EpochGrows", func(t *testing.T, q queue.Queue, l driver.Scheduler) {
 		// The epoch stays while the holder renews and grows at each
 		// change of holder: taken after expiry, after release, by the
 		// same holder after its own lease expired.
@@ -111,18 +112,18 @@ func (s *suite) testLeaser(t *testing.T) {
 			t.Fatalf("a new lease's epoch is %d, want above 0", e)
 		}
 	})
-	checkAs(s, t, "StaleEpochRefused", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
+	checkAs(s, t, "StaleEpochRefused", func(t *testing.T, q queue.Queue, l driver.Scheduler) {
 		// A periodic tick claimed under a Fence is refused once the
 		// lease has a newer epoch, and nothing of it is stored.
 		ps := l
 		old, _ := epoch(t, l, "ticker", "a", shortLease)
 		tick := time.Now().Truncate(time.Second)
-		p := queue.PeriodicInfo{Name: "fenced", Schedule: "every 1s", LastTick: tick.Add(-time.Second), NextTick: tick}
+		p := driver.PeriodicInfo{Name: "fenced", Schedule: "every 1s", LastTick: tick.Add(-time.Second), NextTick: tick}
 		if _, err := ps.RegisterPeriodic(t.Context(), p); err != nil {
 			t.Fatal(err)
 		}
 		p.LastTick, p.NextTick = tick, tick.Add(time.Second)
-		current := queue.WithFence(t.Context(), queue.Fence{Lease: "ticker", Epoch: old})
+		current := driver.WithFence(t.Context(), driver.Fence{Lease: "ticker", Epoch: old})
 		if claimed, err := ps.ClaimTick(current, p, newJob("fenced")); err != nil || !claimed {
 			t.Fatalf("ClaimTick under the current epoch = %v, %v; want claimed", claimed, err)
 		}
@@ -151,14 +152,14 @@ func (s *suite) testLeaser(t *testing.T) {
 				t.Fatalf("a refused tick moved LastTick to %s, want %s", r.LastTick, tick)
 			}
 		}
-		fresh := queue.WithFence(t.Context(), queue.Fence{Lease: "ticker", Epoch: newer})
+		fresh := driver.WithFence(t.Context(), driver.Fence{Lease: "ticker", Epoch: newer})
 		if claimed, err := ps.ClaimTick(fresh, p, newJob("fenced")); err != nil || !claimed {
 			t.Fatalf("ClaimTick under the new epoch = %v, %v; want claimed", claimed, err)
 		}
 	})
 	if s.h.Peer != nil {
-		checkAs(s, t, "Peers", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
-			handles := []queue.Scheduler{l, scheduler(s.h.Peer(t, q)), scheduler(s.h.Peer(t, q))}
+		checkAs(s, t, "Peers", func(t *testing.T, q queue.Queue, l driver.Scheduler) {
+			handles := []driver.Scheduler{l, scheduler(s.h.Peer(t, q)), scheduler(s.h.Peer(t, q))}
 			var won atomic.Int32
 			var wg sync.WaitGroup
 			for i, h := range handles {
@@ -180,9 +181,9 @@ func (s *suite) testLeaser(t *testing.T) {
 	}
 }
 
-// testCanceller checks queue.Controller.
+// testCanceller checks driver.Controller.
 func (s *suite) testCanceller(t *testing.T) {
-	checkAs(s, t, "Waiting", func(t *testing.T, q queue.Queue, c queue.Controller) {
+	checkAs(s, t, "Waiting", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		ready := newJob("cancel")
 		ready.UniqueKey = "k"
 		scheduled := newJob("cancel")
@@ -191,7 +192,7 @@ func (s *suite) testCanceller(t *testing.T) {
 		push(t, q, scheduled)
 		for _, tc := range []struct {
 			j    queue.Job
-			want queue.JobState
+			want driver.JobState
 		}{{ready, queue.StateReady}, {scheduled, queue.StateScheduled}} {
 			was, err := c.Cancel(t.Context(), tc.j.ID)
 			if err != nil || was != tc.want {
@@ -217,13 +218,13 @@ func (s *suite) testCanceller(t *testing.T) {
 			if err != nil || ji.State != queue.StateCancelled {
 				t.Fatalf("GetJob of a cancelled job = %q, %v; want cancelled", ji.State, err)
 			}
-			page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateCancelled, Queue: "cancel"})
+			page, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateCancelled, Queue: "cancel"})
 			if err != nil || len(page.Jobs) != 2 {
 				t.Fatalf("ListJobs(cancelled) = %d jobs, %v; want 2", len(page.Jobs), err)
 			}
 		}
 	})
-	checkAs(s, t, "Retrying", func(t *testing.T, q queue.Queue, c queue.Controller) {
+	checkAs(s, t, "Retrying", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		j := newJob("cancel")
 		push(t, q, j)
 		r := reserveOne(t, q, "cancel", j.ID, longLease)
@@ -233,7 +234,7 @@ func (s *suite) testCanceller(t *testing.T) {
 		}
 		wantLen(t, q, "cancel", 0)
 	})
-	checkAs(s, t, "Running", func(t *testing.T, q queue.Queue, c queue.Controller) {
+	checkAs(s, t, "Running", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		j := newJob("cancel")
 		j.UniqueKey = "k"
 		push(t, q, j)
@@ -260,9 +261,9 @@ func (s *suite) testCanceller(t *testing.T) {
 		again.UniqueKey = "k"
 		push(t, q, again)
 	})
-	checkAs(s, t, "RunningInSeveralQueues", func(t *testing.T, q queue.Queue, c queue.Controller) {
+	checkAs(s, t, "RunningInSeveralQueues", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		before := time.Now().Add(-time.Second)
-		want := map[queue.Lease]bool{}
+		want := map[driver.Lease]bool{}
 		for _, name := range []string{"cancel-a", "cancel-b", "cancel-c"} {
 			j := newJob(name)
 			push(t, q, j)
@@ -279,7 +280,7 @@ func (s *suite) testCanceller(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CancelledSince: %v", err)
 		}
-		got := map[queue.Lease]bool{}
+		got := map[driver.Lease]bool{}
 		for _, l := range leases {
 			got[l] = true
 		}
@@ -290,7 +291,7 @@ func (s *suite) testCanceller(t *testing.T) {
 			t.Fatalf("CancelledSince(an hour ahead) = %v, %v; want none", leases, err)
 		}
 	})
-	checkAs(s, t, "DeadIsFinished", func(t *testing.T, q queue.Queue, c queue.Controller) {
+	checkAs(s, t, "DeadIsFinished", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		d := killJob(t, q, "cancel", "boom")
 		_, err := c.Cancel(t.Context(), d.ID)
 		wantErr(t, "Cancel of a dead letter", err, queue.ErrFinished)
@@ -299,11 +300,11 @@ func (s *suite) testCanceller(t *testing.T) {
 
 // snooze records outcome OutcomeSnoozed of the job under l through
 // Complete, and returns its answer.
-func snooze(ctx context.Context, q queue.Queue, l queue.Lease, at time.Time, counted bool) error {
-	return completeOne(ctx, q, queue.Completion{Lease: l, Outcome: queue.OutcomeSnoozed, At: at, Counted: counted})
+func snooze(ctx context.Context, q queue.Queue, l driver.Lease, at time.Time, counted bool) error {
+	return completeOne(ctx, q, driver.Completion{Lease: l, Outcome: driver.OutcomeSnoozed, At: at, Counted: counted})
 }
 
-// testSnoozer checks snoozes (queue.OutcomeSnoozed).
+// testSnoozer checks snoozes (driver.OutcomeSnoozed).
 func (s *suite) testSnoozer(t *testing.T) {
 	s.check(t, "GivesAttemptBack", func(t *testing.T, q queue.Queue) {
 		j := newJob("snooze")
@@ -402,30 +403,30 @@ func (s *suite) testUniqueModes(t *testing.T) {
 	})
 }
 
-// testPeriodicStore checks queue.Scheduler: a tick is claimed once,
+// testPeriodicStore checks driver.Scheduler: a tick is claimed once,
 // also by racing handles, and a claimed tick is never enqueued again, also
 // after its job finished.
 func (s *suite) testPeriodicStore(t *testing.T) {
-	checkAs(s, t, "ClaimOnce", func(t *testing.T, q queue.Queue, ps queue.Scheduler) {
+	checkAs(s, t, "ClaimOnce", func(t *testing.T, q queue.Queue, ps driver.Scheduler) {
 		base := time.Now().Truncate(time.Second)
-		last, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: base, NextTick: base.Add(time.Second)})
+		last, err := ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: base, NextTick: base.Add(time.Second)})
 		if err != nil || !last.Equal(base) {
 			t.Fatalf("RegisterPeriodic = %v, %v; want %v", last, err, base)
 		}
-		last, err = ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", Schedule: "every 2s", LastTick: base.Add(time.Hour)})
+		last, err = ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "p", Schedule: "every 2s", LastTick: base.Add(time.Hour)})
 		if err != nil || !last.Equal(base) {
 			t.Fatalf("RegisterPeriodic of a known name = %v, %v; want its mark %v kept", last, err, base)
 		}
 		tick := base.Add(time.Second)
 		j := newJob("per")
-		if ok, err := ps.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: tick, NextTick: tick.Add(time.Second)}, j); err != nil || !ok {
+		if ok, err := ps.ClaimTick(t.Context(), driver.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: tick, NextTick: tick.Add(time.Second)}, j); err != nil || !ok {
 			t.Fatalf("ClaimTick = %v, %v; want true", ok, err)
 		}
 		r := reserveOne(t, q, "per", j.ID, longLease)
 		ack(t, q, r)
 		for _, at := range []time.Time{tick, base} {
 			again := newJob("per")
-			if ok, err := ps.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: at}, again); err != nil || ok {
+			if ok, err := ps.ClaimTick(t.Context(), driver.PeriodicInfo{Name: "p", LastTick: at}, again); err != nil || ok {
 				t.Fatalf("ClaimTick of a claimed tick = %v, %v; want false", ok, err)
 			}
 		}
@@ -435,9 +436,9 @@ func (s *suite) testPeriodicStore(t *testing.T) {
 			t.Fatalf("Periodics = %+v, %v; want p at %v with job %s", list, err, tick, j.ID)
 		}
 	})
-	checkAs(s, t, "DuplicateJobStillClaims", func(t *testing.T, q queue.Queue, ps queue.Scheduler) {
+	checkAs(s, t, "DuplicateJobStillClaims", func(t *testing.T, q queue.Queue, ps driver.Scheduler) {
 		base := time.Now().Truncate(time.Second)
-		if _, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
+		if _, err := ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
 			t.Fatal(err)
 		}
 		holder := newJob("per")
@@ -445,25 +446,25 @@ func (s *suite) testPeriodicStore(t *testing.T) {
 		push(t, q, holder)
 		j := newJob("per")
 		j.UniqueKey = "k"
-		if ok, err := ps.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base.Add(time.Second)}, j); err != nil || !ok {
+		if ok, err := ps.ClaimTick(t.Context(), driver.PeriodicInfo{Name: "p", LastTick: base.Add(time.Second)}, j); err != nil || !ok {
 			t.Fatalf("ClaimTick with a duplicate job = %v, %v; want true", ok, err)
 		}
 		wantLen(t, q, "per", 1)
 	})
 	if s.h.Peer != nil {
-		checkAs(s, t, "Racing", func(t *testing.T, q queue.Queue, ps queue.Scheduler) {
+		checkAs(s, t, "Racing", func(t *testing.T, q queue.Queue, ps driver.Scheduler) {
 			base := time.Now().Truncate(time.Second)
-			if _, err := ps.RegisterPeriodic(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
+			if _, err := ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "p", LastTick: base}); err != nil {
 				t.Fatal(err)
 			}
-			handles := []queue.Scheduler{ps, scheduler(s.h.Peer(t, q)), scheduler(s.h.Peer(t, q))}
+			handles := []driver.Scheduler{ps, scheduler(s.h.Peer(t, q)), scheduler(s.h.Peer(t, q))}
 			const ticks = 5
 			var claimed atomic.Int32
 			var wg sync.WaitGroup
 			for _, h := range handles {
 				wg.Go(func() {
 					for i := 1; i <= ticks; i++ {
-						ok, err := h.ClaimTick(t.Context(), queue.PeriodicInfo{Name: "p", LastTick: base.Add(time.Duration(i) * time.Second)}, newJob("per"))
+						ok, err := h.ClaimTick(t.Context(), driver.PeriodicInfo{Name: "p", LastTick: base.Add(time.Duration(i) * time.Second)}, newJob("per"))
 						if err != nil {
 							t.Errorf("ClaimTick: %v", err)
 						}

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // FuzzPushReserve is the suite's fuzz target for one or more queues, each
 // named for its messages (a driver, a dialect): every input builds a job
 // from arbitrary field values and pushes it to each queue. A job that
-// queue.Validate refuses must be refused by Push with queue.ErrInvalid; any
+// driver.Validate refuses must be refused by Push with queue.ErrInvalid; any
 // other must be stored, reserved back with every field as pushed, and
 // acked, leaving the queue as it was. Call it from a driver's
 // FuzzPushReserve with queues opened once for the whole run; run it with
@@ -41,11 +42,11 @@ func FuzzPushReserve(f *testing.F, queues map[string]queue.Queue) {
 	names := slices.Sorted(maps.Keys(queues))
 	f.Fuzz(func(t *testing.T, qname, name string, payload []byte, unique, tag, key, val string, priority, maxAttempts int64) {
 		j := queue.Job{
-			ID: queue.NewID(), Queue: qname, Name: name, Payload: payload, UniqueKey: unique,
+			ID: driver.NewID(), Queue: qname, Name: name, Payload: payload, UniqueKey: unique,
 			Priority: int(priority), MaxAttempts: int(maxAttempts),
 			Tags: []string{tag}, Meta: map[string]string{key: val},
 		}
-		invalid := queue.Validate(j)
+		invalid := driver.Validate(j)
 		want := j
 		if want.Queue == "" {
 			want.Queue = queue.DefaultQueue

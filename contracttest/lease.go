@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // staleCalls makes every lease-guarded call with l and fails unless each
 // returns ErrLeaseLost.
-func staleCalls(t *testing.T, q queue.Queue, l queue.Lease, when string) {
+func staleCalls(t *testing.T, q queue.Queue, l driver.Lease, when string) {
 	t.Helper()
 	ctx := t.Context()
 	wantErr(t, "Extend "+when, extendLease(ctx, q, l, time.Hour), queue.ErrLeaseLost)
@@ -107,9 +108,9 @@ func (s *suite) testLease(t *testing.T) {
 		j := newJob("tok")
 		push(t, q, j)
 		r := reserveOne(t, q, "tok", j.ID, longLease)
-		staleCalls(t, q, queue.Lease{JobID: j.ID, Token: r.LeaseToken + "x"}, "with a wrong token")
-		staleCalls(t, q, queue.Lease{JobID: j.ID}, "with an empty token")
-		staleCalls(t, q, queue.Lease{JobID: queue.NewID(), Token: r.LeaseToken}, "for an unknown job")
+		staleCalls(t, q, driver.Lease{JobID: j.ID, Token: r.LeaseToken + "x"}, "with a wrong token")
+		staleCalls(t, q, driver.Lease{JobID: j.ID}, "with an empty token")
+		staleCalls(t, q, driver.Lease{JobID: driver.NewID(), Token: r.LeaseToken}, "for an unknown job")
 		ack(t, q, r)
 	})
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // limitedJob is the job of the limiter checks.
@@ -73,7 +74,7 @@ func (s *suite) testLimiters(t *testing.T) {
 // calls it in a group of its own, so the checks that run beside it load
 // the machine no more than it does itself.
 func (s *suite) testRateLimit(t *testing.T) {
-	checkAs(s, t, "RateAcrossProcesses", func(t *testing.T, q queue.Queue, _ queue.Scheduler) {
+	checkAs(s, t, "RateAcrossProcesses", func(t *testing.T, q queue.Queue, _ driver.Scheduler) {
 		// 50 per second across 3 processes: never more than 50 starts in
 		// a second, and the slots come back after their second: more than
 		// two seconds' worth start in ten. (How close a store comes to the
@@ -129,7 +130,7 @@ func (s *suite) testRateLimit(t *testing.T) {
 
 func (s *suite) testConcurrencyLimits(t *testing.T) {
 	concurrency := func(name string, key queue.KeyFunc, limit int) {
-		checkAs(s, t, name, func(t *testing.T, q queue.Queue, _ queue.Scheduler) {
+		checkAs(s, t, name, func(t *testing.T, q queue.Queue, _ driver.Scheduler) {
 			// Checked by the handlers themselves: each counts the handlers
 			// running at once, across 3 processes of 4 handlers each.
 			jobs := 20 * limit
@@ -178,7 +179,7 @@ func (s *suite) testConcurrencyLimits(t *testing.T) {
 }
 
 func (s *suite) testThrottle(t *testing.T) {
-	checkAs(s, t, "ThrottleErrors", func(t *testing.T, q queue.Queue, _ queue.Scheduler) {
+	checkAs(s, t, "ThrottleErrors", func(t *testing.T, q queue.Queue, _ driver.Scheduler) {
 		// Two failures within the window block the key for a second: a
 		// job of the key pushed after them starts no sooner.
 		const backoff = time.Second

@@ -11,9 +11,10 @@ import (
 	"testing"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
-// limitCase is one field beyond one of queue.Validate's limits.
+// limitCase is one field beyond one of driver.Validate's limits.
 type limitCase struct {
 	name  string
 	field string
@@ -21,10 +22,10 @@ type limitCase struct {
 }
 
 var (
-	overKey = strings.Repeat("k", queue.MaxKeyBytes+1)
+	overKey = strings.Repeat("k", driver.MaxKeyBytes+1)
 	// atKey is exactly MaxKeyBytes bytes, mostly two-byte characters, so a
 	// store counting characters and one counting bytes both meet it.
-	atKey = strings.Repeat("é", queue.MaxKeyBytes/2) + "k"
+	atKey = strings.Repeat("é", driver.MaxKeyBytes/2) + "k"
 )
 
 var limitCases = []limitCase{
@@ -40,14 +41,14 @@ var limitCases = []limitCase{
 	{"PriorityBelowInt32", "Priority", func(j *queue.Job) { j.Priority = math.MinInt32 - 1 }},
 	{"MaxAttemptsAboveInt32", "MaxAttempts", func(j *queue.Job) { j.MaxAttempts = math.MaxInt32 + 1 }},
 	{"MaxAttemptsNegative", "MaxAttempts", func(j *queue.Job) { j.MaxAttempts = -1 }},
-	{"TagsOver64KiB", "Tags", func(j *queue.Job) { j.Tags = []string{strings.Repeat("t", queue.MaxTagsBytes)} }},
+	{"TagsOver64KiB", "Tags", func(j *queue.Job) { j.Tags = []string{strings.Repeat("t", driver.MaxTagsBytes)} }},
 	{"TagInvalidUTF8", "Tags", func(j *queue.Job) { j.Tags = []string{"ok", "bad\xc3"} }},
-	{"MetaOver64KiB", "Meta", func(j *queue.Job) { j.Meta = map[string]string{"k": strings.Repeat("m", queue.MaxMetaBytes)} }},
+	{"MetaOver64KiB", "Meta", func(j *queue.Job) { j.Meta = map[string]string{"k": strings.Repeat("m", driver.MaxMetaBytes)} }},
 	{"MetaInvalidUTF8", "Meta", func(j *queue.Job) { j.Meta = map[string]string{"k": "bad\xff"} }},
 }
 
 // testLimits checks that every driver refuses the same jobs at push, with
-// a *queue.ValidationError naming the field, storing nothing; and that a
+// a *driver.ValidationError naming the field, storing nothing; and that a
 // job at every limit is stored and read back intact.
 func (s *suite) testLimits(t *testing.T) {
 	for _, c := range limitCases {
@@ -87,7 +88,7 @@ func (s *suite) testLimits(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "PushManyStoresNothing", func(t *testing.T, q queue.Queue, bp queue.BatchPusher) {
+	checkAs(s, t, "PushManyStoresNothing", func(t *testing.T, q queue.Queue, bp driver.BatchPusher) {
 		for _, n := range []int{3, 300} { // 300: past the PostgreSQL COPY threshold
 			jobs := make([]queue.Job, n)
 			for i := range jobs {
@@ -123,7 +124,7 @@ func (s *suite) testLimits(t *testing.T) {
 // atLimits returns a job whose every limited field is exactly at its limit.
 func atLimits() queue.Job {
 	j := newJob(atKey)
-	j.ID = strings.Repeat("i", queue.MaxKeyBytes-len(j.ID)) + j.ID
+	j.ID = strings.Repeat("i", driver.MaxKeyBytes-len(j.ID)) + j.ID
 	j.Name = atKey
 	j.UniqueKey = atKey
 	j.Priority = math.MaxInt32
@@ -132,25 +133,25 @@ func atLimits() queue.Job {
 	// to exactly the limit as JSON.
 	tags := []string{"nul\x00", "<&>", "日本 🙂"}
 	b, _ := json.Marshal(tags)
-	tags = append(tags, strings.Repeat("x", queue.MaxTagsBytes-len(b)-3)) // -3: ,""
+	tags = append(tags, strings.Repeat("x", driver.MaxTagsBytes-len(b)-3)) // -3: ,""
 	j.Tags = tags
 	meta := map[string]string{"nul": "a\x00b", "trace": "<&>日本", "pad": ""}
 	b, _ = json.Marshal(meta)
-	meta["pad"] = strings.Repeat("y", queue.MaxMetaBytes-len(b))
+	meta["pad"] = strings.Repeat("y", driver.MaxMetaBytes-len(b))
 	j.Meta = meta
 	return j
 }
 
-// wantInvalid fails unless err is a *queue.ValidationError for field at
+// wantInvalid fails unless err is a *driver.ValidationError for field at
 // index (-1 for Push) that matches queue.ErrInvalid.
 func wantInvalid(t *testing.T, what string, err error, field string, index int) {
 	t.Helper()
-	var ve *queue.ValidationError
+	var ve *driver.ValidationError
 	switch {
 	case err == nil:
-		t.Fatalf("%s of a job with a bad %s succeeded, want a *queue.ValidationError", what, field)
+		t.Fatalf("%s of a job with a bad %s succeeded, want a *driver.ValidationError", what, field)
 	case !errors.Is(err, queue.ErrInvalid) || !errors.As(err, &ve):
-		t.Fatalf("%s of a job with a bad %s: %v, want a *queue.ValidationError matching queue.ErrInvalid", what, field, err)
+		t.Fatalf("%s of a job with a bad %s: %v, want a *driver.ValidationError matching queue.ErrInvalid", what, field, err)
 	case ve.Field != field || ve.Index != index:
 		t.Fatalf("%s: error names field %q at index %d, want %q at %d (%v)", what, ve.Field, ve.Index, field, index, err)
 	}

@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // checkAs runs fn as a parallel subtest on a new queue that has the
-// ability I (one of the interfaces queue.CapabilitiesOf finds), and skips
+// ability I (one of the interfaces driver.CapabilitiesOf finds), and skips
 // it, saying what the driver lacks, when it has not.
 func checkAs[I any](s *suite, t *testing.T, name string, fn func(t *testing.T, q queue.Queue, x I)) {
 	t.Helper()
@@ -31,23 +32,23 @@ func checkAs[I any](s *suite, t *testing.T, name string, fn func(t *testing.T, q
 
 // lacks is the reason to skip a check of the ability named on q.
 func lacks(q queue.Queue, ability string) string {
-	if err := queue.CapabilitiesOf(q).Require(ability); err != nil {
+	if err := driver.CapabilitiesOf(q).Require(ability); err != nil {
 		return err.Error()
 	}
 	return "driver does not implement " + ability
 }
 
 // inspector returns q's Inspector, nil when it has none.
-func inspector(q queue.Queue) queue.Inspector { return queue.CapabilitiesOf(q).Inspector }
+func inspector(q queue.Queue) driver.Inspector { return driver.CapabilitiesOf(q).Inspector }
 
 // controller returns q's Controller, nil when it has none.
-func controller(q queue.Queue) queue.Controller { return queue.CapabilitiesOf(q).Controller }
+func controller(q queue.Queue) driver.Controller { return driver.CapabilitiesOf(q).Controller }
 
 // workflows returns q's Workflows, nil when it has none.
-func workflows(q queue.Queue) queue.Workflows { return queue.CapabilitiesOf(q).Workflows }
+func workflows(q queue.Queue) driver.Workflows { return driver.CapabilitiesOf(q).Workflows }
 
 // scheduler returns q's Scheduler, nil when it has none.
-func scheduler(q queue.Queue) queue.Scheduler { return queue.CapabilitiesOf(q).Scheduler }
+func scheduler(q queue.Queue) driver.Scheduler { return driver.CapabilitiesOf(q).Scheduler }
 
 // testPeer checks two handles on one store (Harness.Peer).
 func (s *suite) testPeer(t *testing.T) {
@@ -68,9 +69,9 @@ func (s *suite) testPeer(t *testing.T) {
 	})
 }
 
-// testBatchPusher checks queue.BatchPusher.
+// testBatchPusher checks driver.BatchPusher.
 func (s *suite) testBatchPusher(t *testing.T) {
-	checkAs(s, t, "Duplicates", func(t *testing.T, q queue.Queue, bp queue.BatchPusher) {
+	checkAs(s, t, "Duplicates", func(t *testing.T, q queue.Queue, bp driver.BatchPusher) {
 		held := newJob("bp")
 		held.UniqueKey = "held"
 		push(t, q, held)
@@ -107,7 +108,7 @@ func (s *suite) testBatchPusher(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "Large", func(t *testing.T, q queue.Queue, bp queue.BatchPusher) {
+	checkAs(s, t, "Large", func(t *testing.T, q queue.Queue, bp driver.BatchPusher) {
 		const n = 1500
 		jobs := make([]queue.Job, n)
 		for i := range jobs {
@@ -143,7 +144,7 @@ func (s *suite) testBatchPusher(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "EmptyAndCancelled", func(t *testing.T, q queue.Queue, bp queue.BatchPusher) {
+	checkAs(s, t, "EmptyAndCancelled", func(t *testing.T, q queue.Queue, bp driver.BatchPusher) {
 		stored, err := bp.PushMany(t.Context(), nil)
 		if err != nil || len(stored) != 0 {
 			t.Fatalf("PushMany(nil) = %v, %v; want no flags, nil", stored, err)
@@ -168,7 +169,7 @@ func countTrue(b []bool) int {
 // first. It returns them, a batch of leases for a batch call (the acked
 // job's, two current ones, the fourth job's with a wrong token and an
 // unknown job's), and the three of those the call must report lost.
-func staleBatch(t *testing.T, q queue.Queue, queueName string, lease time.Duration) (jobs []queue.Job, batch, stale []queue.Lease) {
+func staleBatch(t *testing.T, q queue.Queue, queueName string, lease time.Duration) (jobs []queue.Job, batch, stale []driver.Lease) {
 	t.Helper()
 	pushN(t, q, queueName, 4)
 	jobs = reserve(t, q, []string{queueName}, 4, lease)
@@ -176,33 +177,33 @@ func staleBatch(t *testing.T, q queue.Queue, queueName string, lease time.Durati
 		t.Fatalf("Reserve returned %d jobs, want 4", len(jobs))
 	}
 	ack(t, q, jobs[0])
-	wrong := queue.Lease{JobID: jobs[3].ID, Token: jobs[3].LeaseToken + "x"}
-	unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
-	batch = []queue.Lease{jobs[0].Lease(), jobs[1].Lease(), wrong, jobs[2].Lease(), unknown}
-	return jobs, batch, []queue.Lease{jobs[0].Lease(), wrong, unknown}
+	wrong := driver.Lease{JobID: jobs[3].ID, Token: jobs[3].LeaseToken + "x"}
+	unknown := driver.Lease{JobID: driver.NewID(), Token: "t"}
+	batch = []driver.Lease{jobs[0].Lease(), jobs[1].Lease(), wrong, jobs[2].Lease(), unknown}
+	return jobs, batch, []driver.Lease{jobs[0].Lease(), wrong, unknown}
 }
 
 // swappedBatch reserves three jobs of queueName and returns them and a
 // batch of leases: the first job's, then the second's and third's IDs
 // each with the other's current token. Only the first lease is current: a
 // token current for another job than the one its lease names is not.
-func swappedBatch(t *testing.T, q queue.Queue, queueName string) (jobs []queue.Job, batch []queue.Lease) {
+func swappedBatch(t *testing.T, q queue.Queue, queueName string) (jobs []queue.Job, batch []driver.Lease) {
 	t.Helper()
 	pushN(t, q, queueName, 3)
 	jobs = reserve(t, q, []string{queueName}, 3, longLease)
 	if len(jobs) != 3 {
 		t.Fatalf("Reserve returned %d jobs, want 3", len(jobs))
 	}
-	return jobs, []queue.Lease{jobs[0].Lease(),
+	return jobs, []driver.Lease{jobs[0].Lease(),
 		{JobID: jobs[1].ID, Token: jobs[2].LeaseToken},
 		{JobID: jobs[2].ID, Token: jobs[1].LeaseToken}}
 }
 
 // wantLost fails unless a batch call called what reported exactly the
 // leases want as lost, in any order.
-func wantLost(t *testing.T, what string, got, want []queue.Lease) {
+func wantLost(t *testing.T, what string, got, want []driver.Lease) {
 	t.Helper()
-	key := func(ls []queue.Lease) []string {
+	key := func(ls []driver.Lease) []string {
 		var out []string
 		for _, l := range ls {
 			out = append(out, l.JobID+"/"+l.Token)
@@ -253,7 +254,7 @@ func (s *suite) testBatchAcker(t *testing.T) {
 		j := newJob("bac")
 		push(t, q, j)
 		r := reserveOne(t, q, "bac", j.ID, longLease)
-		_, err := ackMany(cancelled(t), q, []queue.Lease{r.Lease()})
+		_, err := ackMany(cancelled(t), q, []driver.Lease{r.Lease()})
 		wantErr(t, "AckMany with a cancelled context", err, context.Canceled)
 		ack(t, q, r) // the lease is still current
 	})
@@ -290,7 +291,7 @@ func (s *suite) testBatchExtender(t *testing.T) {
 		j := newJob("bec")
 		push(t, q, j)
 		r := reserveOne(t, q, "bec", j.ID, longLease)
-		_, err := q.ExtendMany(cancelled(t), []queue.Lease{r.Lease()}, longLease)
+		_, err := q.ExtendMany(cancelled(t), []driver.Lease{r.Lease()}, longLease)
 		wantErr(t, "ExtendMany with a cancelled context", err, context.Canceled)
 		ack(t, q, r) // the lease is still current
 	})
@@ -298,7 +299,7 @@ func (s *suite) testBatchExtender(t *testing.T) {
 
 // waitAsync runs Wait in a goroutine and returns a channel that receives
 // its result.
-func waitAsync(ctx context.Context, w queue.Waiter, queues []string, max time.Duration) <-chan error {
+func waitAsync(ctx context.Context, w driver.Waiter, queues []string, max time.Duration) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- w.Wait(ctx, queues, max) }()
 	return done
@@ -316,11 +317,11 @@ func within(t *testing.T, ch <-chan error, d time.Duration, what string) error {
 	}
 }
 
-// testWaiter checks queue.Waiter.
+// testWaiter checks driver.Waiter.
 func (s *suite) testWaiter(t *testing.T) {
 	const long = time.Minute // a max Wait must not reach in these checks
 
-	checkAs(s, t, "PushWakes", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+	checkAs(s, t, "PushWakes", func(t *testing.T, q queue.Queue, w driver.Waiter) {
 		done := waitAsync(t.Context(), w, []string{"w-other", "w"}, long)
 		time.Sleep(100 * time.Millisecond) // let Wait block
 		push(t, q, newJob("w"))
@@ -329,7 +330,7 @@ func (s *suite) testWaiter(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "ReadyReturnsAtOnce", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+	checkAs(s, t, "ReadyReturnsAtOnce", func(t *testing.T, q queue.Queue, w driver.Waiter) {
 		push(t, q, newJob("w"))
 		done := waitAsync(t.Context(), w, []string{"w"}, long)
 		if err := within(t, done, patience, "with a job ready"); err != nil {
@@ -337,14 +338,14 @@ func (s *suite) testWaiter(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "ReturnsAfterMax", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+	checkAs(s, t, "ReturnsAfterMax", func(t *testing.T, q queue.Queue, w driver.Waiter) {
 		done := waitAsync(t.Context(), w, []string{"w"}, 200*time.Millisecond)
 		if err := within(t, done, patience, "on an empty queue"); err != nil {
 			t.Fatalf("Wait on an empty queue returned %v, want nil after max", err)
 		}
 	})
 
-	checkAs(s, t, "HonoursContext", func(t *testing.T, q queue.Queue, w queue.Waiter) {
+	checkAs(s, t, "HonoursContext", func(t *testing.T, q queue.Queue, w driver.Waiter) {
 		ctx, cancel := context.WithCancel(t.Context())
 		done := waitAsync(ctx, w, []string{"w"}, long)
 		time.Sleep(100 * time.Millisecond)
@@ -355,12 +356,12 @@ func (s *suite) testWaiter(t *testing.T) {
 	})
 }
 
-// testInspector checks queue.Inspector, and queue.Reporter with it.
+// testInspector checks driver.Inspector, and driver.Reporter with it.
 func (s *suite) testInspector(t *testing.T) {
 	// states makes one job in each state on queue "st" and returns their
 	// IDs by state.
-	states := func(t *testing.T, q queue.Queue) map[queue.JobState]string {
-		out := make(map[queue.JobState]string)
+	states := func(t *testing.T, q queue.Queue) map[driver.JobState]string {
+		out := make(map[driver.JobState]string)
 		done := newJob("st")
 		push(t, q, done)
 		ack(t, q, reserveOne(t, q, "st", done.ID, longLease))
@@ -388,9 +389,9 @@ func (s *suite) testInspector(t *testing.T) {
 		return out
 	}
 
-	checkAs(s, t, "GetJob", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "GetJob", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		byState := states(t, q)
-		for _, st := range queue.JobStates {
+		for _, st := range driver.JobStates {
 			id, ok := byState[st]
 			if !ok {
 				continue // a cancelled job, on a driver that cannot cancel
@@ -424,18 +425,18 @@ func (s *suite) testInspector(t *testing.T) {
 				}
 			}
 		}
-		_, err := in.GetJob(t.Context(), queue.NewID())
+		_, err := in.GetJob(t.Context(), driver.NewID())
 		wantErr(t, "GetJob of an unknown ID", err, queue.ErrNotFound)
 	})
 
-	checkAs(s, t, "ListJobsByState", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "ListJobsByState", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		byState := states(t, q)
 		push(t, q, newJob("st-other")) // filtered out by Queue
-		for _, st := range queue.JobStates {
+		for _, st := range driver.JobStates {
 			if _, ok := byState[st]; !ok || (st == queue.StateDone || st == queue.StateCancelled) && s.h.Caps.NoDoneRetention != "" {
 				continue
 			}
-			page, err := in.ListJobs(t.Context(), queue.JobFilter{State: st, Queue: "st"})
+			page, err := in.ListJobs(t.Context(), driver.JobFilter{State: st, Queue: "st"})
 			if err != nil {
 				t.Fatalf("ListJobs(%s): %v", st, err)
 			}
@@ -443,13 +444,13 @@ func (s *suite) testInspector(t *testing.T) {
 				t.Errorf("ListJobs(%s, queue st) = %+v, want the one %s job %s and no next page", st, page, st, byState[st])
 			}
 		}
-		page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady})
+		page, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady})
 		if err != nil || len(page.Jobs) != 2 {
 			t.Fatalf("ListJobs(ready, every queue) = %d jobs, %v; want 2, nil", len(page.Jobs), err)
 		}
 	})
 
-	checkAs(s, t, "ListJobsFilters", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "ListJobsFilters", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		mk := func(name string, tags []string, payload string) string {
 			j := newJob("flt")
 			j.Name, j.Tags, j.Payload = name, tags, []byte(payload)
@@ -460,16 +461,16 @@ func (s *suite) testInspector(t *testing.T) {
 		bob := mk("Beta", []string{"red"}, `{"user":"bob"}`)
 		bob2 := mk("Alpha", nil, `{"user":"bobby"}`)
 		cases := []struct {
-			f    queue.JobFilter
+			f    driver.JobFilter
 			want []string
 		}{
-			{queue.JobFilter{Name: "Alpha"}, []string{ann, bob2}},
-			{queue.JobFilter{Tag: "red"}, []string{ann, bob}},
-			{queue.JobFilter{Tag: "blue"}, []string{ann}},
-			{queue.JobFilter{Search: "bob"}, []string{bob, bob2}},
-			{queue.JobFilter{Name: "Alpha", Search: "bob"}, []string{bob2}},
-			{queue.JobFilter{Queue: "flt", Tag: "green"}, nil},
-			{queue.JobFilter{Queue: "elsewhere"}, nil},
+			{driver.JobFilter{Name: "Alpha"}, []string{ann, bob2}},
+			{driver.JobFilter{Tag: "red"}, []string{ann, bob}},
+			{driver.JobFilter{Tag: "blue"}, []string{ann}},
+			{driver.JobFilter{Search: "bob"}, []string{bob, bob2}},
+			{driver.JobFilter{Name: "Alpha", Search: "bob"}, []string{bob2}},
+			{driver.JobFilter{Queue: "flt", Tag: "green"}, nil},
+			{driver.JobFilter{Queue: "elsewhere"}, nil},
 		}
 		for _, c := range cases {
 			c.f.State = queue.StateReady
@@ -488,7 +489,7 @@ func (s *suite) testInspector(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "ListJobsSearchBounded", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "ListJobsSearchBounded", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		// 25 ready jobs; the 3rd and the 24th hold the needle. A search
 		// bounded to 10 jobs per call says where it stopped, so the
 		// caller can tell "none among these 10" from "none at all".
@@ -506,7 +507,7 @@ func (s *suite) testInspector(t *testing.T) {
 			scanned int
 			next    bool
 		}
-		f := queue.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle", Scan: 10, Limit: 5}
+		f := driver.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle", Scan: 10, Limit: 5}
 		steps := []want{
 			{[]string{ids[2]}, 10, true},  // jobs 1-10
 			{nil, 10, true},               // jobs 11-20: none among them
@@ -529,19 +530,19 @@ func (s *suite) testInspector(t *testing.T) {
 		}
 		// Unbounded by the caller, the driver's default covers 25 jobs: both
 		// matches on one page, nothing left to continue.
-		page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle"})
+		page, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle"})
 		if err != nil || len(page.Jobs) != 2 || page.Scanned != 0 || page.Next != "" {
 			t.Fatalf("search with the default bound = %d jobs, Scanned %d, Next %q, %v; want 2, 0, \"\", nil", len(page.Jobs), page.Scanned, page.Next, err)
 		}
 		// A page the search filled is not a bounded search: Scanned stays 0
 		// and Next is the usual cursor.
-		page, err = in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle", Limit: 1})
+		page, err = in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, Queue: "sb2", Search: "needle", Limit: 1})
 		if err != nil || len(page.Jobs) != 1 || page.Jobs[0].ID != ids[2] || page.Scanned != 0 || page.Next == "" {
 			t.Fatalf("search filling its page = %d jobs, Scanned %d, Next %q, %v; want job %s, 0, a cursor, nil", len(page.Jobs), page.Scanned, page.Next, err, ids[2])
 		}
 	})
 
-	checkAs(s, t, "ListJobsSearchContinues", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "ListJobsSearchContinues", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		// A bounded search over several queues and priorities, followed
 		// by its Next cursors, returns every match once, in list order:
 		// ready jobs in claim order, dead letters newest first. A page
@@ -565,7 +566,7 @@ func (s *suite) testInspector(t *testing.T) {
 			push(t, q, j)
 			fail(t, q, reserveOne(t, q, j.Queue, j.ID, longLease), "search test")
 		}
-		list := func(f queue.JobFilter) (ids, needles []string) {
+		list := func(f driver.JobFilter) (ids, needles []string) {
 			t.Helper()
 			for {
 				page, err := in.ListJobs(t.Context(), f)
@@ -584,16 +585,16 @@ func (s *suite) testInspector(t *testing.T) {
 				f.After = page.Next
 			}
 		}
-		_, ready = list(queue.JobFilter{State: queue.StateReady, Limit: 500})
-		_, dead = list(queue.JobFilter{State: queue.StateDead, Limit: 500})
+		_, ready = list(driver.JobFilter{State: queue.StateReady, Limit: 500})
+		_, dead = list(driver.JobFilter{State: queue.StateDead, Limit: 500})
 		if len(ready) != 6 || len(dead) != 3 {
 			t.Fatalf("listing: %d ready and %d dead needles, want 6 and 3", len(ready), len(dead))
 		}
 		for _, c := range []struct {
-			state queue.JobState
+			state driver.JobState
 			want  []string
 		}{{queue.StateReady, ready}, {queue.StateDead, dead}} {
-			f := queue.JobFilter{State: c.state, Search: "needle", Scan: scan, Limit: limit}
+			f := driver.JobFilter{State: c.state, Search: "needle", Scan: scan, Limit: limit}
 			var got []string
 			for call := 1; ; call++ {
 				if call > 100 {
@@ -627,19 +628,19 @@ func (s *suite) testInspector(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "ListJobsPaging", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "ListJobsPaging", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		const n = 57
 		pushed := make(map[string]bool)
 		for _, j := range pushN(t, q, "pg", n) {
 			pushed[j.ID] = true
 		}
 		pushN(t, q, "pg-other", 3)
-		first, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Queue: "pg"})
+		first, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, Queue: "pg"})
 		if err != nil || len(first.Jobs) != 50 || first.Next == "" {
 			t.Fatalf("ListJobs without a limit = %d jobs, next %q, %v; want the default page of 50 and a next page", len(first.Jobs), first.Next, err)
 		}
 		seen := make(map[string]bool)
-		f := queue.JobFilter{State: queue.StateReady, Queue: "pg", Limit: 8}
+		f := driver.JobFilter{State: queue.StateReady, Queue: "pg", Limit: 8}
 		for pages := 0; ; pages++ {
 			if pages > n {
 				t.Fatal("ListJobs paging does not end")
@@ -666,11 +667,11 @@ func (s *suite) testInspector(t *testing.T) {
 			t.Fatalf("paging covered %d jobs, want %d", len(seen), n)
 		}
 		// A cursor that no page gave is refused with ErrBadCursor.
-		_, err = in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, After: "\x00not a cursor'; --"})
+		_, err = in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, After: "\x00not a cursor'; --"})
 		wantErr(t, "ListJobs after a foreign cursor", err, queue.ErrBadCursor)
 	})
 
-	checkAs(s, t, "ListJobsOrder", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "ListJobsOrder", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		// Waiting jobs are listed in claim order, by keyset pages of 2:
 		// priority, then AvailableAt, then insertion.
 		now := time.Now().Truncate(time.Millisecond)
@@ -687,10 +688,10 @@ func (s *suite) testInspector(t *testing.T) {
 		soon := mk(0, time.Hour)
 		sooner := mk(0, 30*time.Minute)
 		urgentLater := mk(5, 2*time.Hour)
-		list := func(st queue.JobState, queueName string) []string {
+		list := func(st driver.JobState, queueName string) []string {
 			t.Helper()
 			var got []string
-			f := queue.JobFilter{State: st, Queue: queueName, Limit: 2}
+			f := driver.JobFilter{State: st, Queue: queueName, Limit: 2}
 			for range 10 {
 				page, err := in.ListJobs(t.Context(), f)
 				if err != nil {
@@ -736,17 +737,17 @@ func (s *suite) testInspector(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "QueueStats", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "QueueStats", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		states(t, q)
 		pushN(t, q, "st2", 2)
 		stats, err := in.QueueStats(t.Context())
 		if err != nil {
 			t.Fatalf("QueueStats: %v", err)
 		}
-		if !slices.IsSortedFunc(stats, func(a, b queue.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) }) {
+		if !slices.IsSortedFunc(stats, func(a, b driver.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) }) {
 			t.Errorf("QueueStats not sorted by queue name: %+v", stats)
 		}
-		byName := make(map[string]queue.QueueStats)
+		byName := make(map[string]driver.QueueStats)
 		for _, st := range stats {
 			byName[st.Queue] = st
 		}
@@ -762,16 +763,16 @@ func (s *suite) testInspector(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "Metrics", func(t *testing.T, q queue.Queue, in queue.Inspector) {
-		obs := queue.CapabilitiesOf(q).Reporter
+	checkAs(s, t, "Metrics", func(t *testing.T, q queue.Queue, in driver.Inspector) {
+		obs := driver.CapabilitiesOf(q).Reporter
 		if obs == nil {
 			t.Skip(lacks(q, "Reporter"))
 		}
 		now := time.Now()
-		runs := []queue.RunRecord{
-			{Queue: "met", Name: "contract", Start: now, Runtime: 10 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: queue.OutcomeDone, Attempts: 1},
-			{Queue: "met", Name: "contract", Start: now, Runtime: 30 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: queue.OutcomeDone, Attempts: 1},
-			{Queue: "met", Name: "contract", Start: now, Runtime: 20 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: queue.OutcomeRetried, Attempts: 2},
+		runs := []driver.RunRecord{
+			{Queue: "met", Name: "contract", Start: now, Runtime: 10 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: driver.OutcomeDone, Attempts: 1},
+			{Queue: "met", Name: "contract", Start: now, Runtime: 30 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: driver.OutcomeDone, Attempts: 1},
+			{Queue: "met", Name: "contract", Start: now, Runtime: 20 * time.Millisecond, Wait: 5 * time.Millisecond, Outcome: driver.OutcomeRetried, Attempts: 2},
 		}
 		for _, r := range runs {
 			obs.ObserveRun(r)
@@ -781,13 +782,13 @@ func (s *suite) testInspector(t *testing.T) {
 		push(t, q, j)
 		ack(t, q, reserveOne(t, q, "met", j.ID, longLease))
 
-		var sum queue.MetricPoint
+		var sum driver.MetricPoint
 		eventually(t, "metrics of three observed runs", func() bool {
 			points, err := in.Metrics(t.Context(), now.Add(-5*time.Minute))
 			if err != nil {
 				t.Fatalf("Metrics: %v", err)
 			}
-			sum = queue.MetricPoint{}
+			sum = driver.MetricPoint{}
 			for _, p := range points {
 				if p.Queue != "met" {
 					continue
@@ -822,19 +823,19 @@ func (s *suite) testInspector(t *testing.T) {
 		t.Errorf("QueueStats has no entry for queue met, which has metrics: %+v", stats)
 	})
 
-	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, in queue.Inspector) {
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		ctx := cancelled(t)
 		_, err := in.QueueStats(ctx)
 		wantErr(t, "QueueStats with a cancelled context", err, context.Canceled)
 		_, err = in.Metrics(ctx, time.Now().Add(-time.Hour))
 		wantErr(t, "Metrics with a cancelled context", err, context.Canceled)
-		_, err = in.ListJobs(ctx, queue.JobFilter{State: queue.StateReady})
+		_, err = in.ListJobs(ctx, driver.JobFilter{State: queue.StateReady})
 		wantErr(t, "ListJobs with a cancelled context", err, context.Canceled)
-		_, err = in.GetJob(ctx, queue.NewID())
+		_, err = in.GetJob(ctx, driver.NewID())
 		wantErr(t, "GetJob with a cancelled context", err, context.Canceled)
 	})
 
-	checkAs(s, t, "OldestReady", func(t *testing.T, q queue.Queue, r queue.Inspector) {
+	checkAs(s, t, "OldestReady", func(t *testing.T, q queue.Queue, r driver.Inspector) {
 		now := time.Now().Truncate(time.Millisecond)
 		at := func(queueName string, avail time.Time, prio int) queue.Job {
 			j := newJob(queueName)
@@ -863,9 +864,9 @@ func (s *suite) testInspector(t *testing.T) {
 	})
 }
 
-// testPauser checks queue.Controller.
+// testPauser checks driver.Controller.
 func (s *suite) testPauser(t *testing.T) {
-	checkAs(s, t, "PauseResume", func(t *testing.T, q queue.Queue, p queue.Controller) {
+	checkAs(s, t, "PauseResume", func(t *testing.T, q queue.Queue, p driver.Controller) {
 		a, b := newJob("pa"), newJob("pb")
 		push(t, q, a)
 		push(t, q, b)
@@ -911,7 +912,7 @@ func (s *suite) testPauser(t *testing.T) {
 		}
 	})
 
-	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, p queue.Controller) {
+	checkAs(s, t, "Cancelled", func(t *testing.T, q queue.Queue, p driver.Controller) {
 		ctx := cancelled(t)
 		wantErr(t, "Pause with a cancelled context", p.Pause(ctx, "pc"), context.Canceled)
 		wantErr(t, "Resume with a cancelled context", p.Resume(ctx, "pc"), context.Canceled)
@@ -927,9 +928,9 @@ func (s *suite) testPauser(t *testing.T) {
 // registry is a store's worker registry: written through its Reporter,
 // read through its Inspector.
 type registry interface {
-	Heartbeat(ctx context.Context, w queue.WorkerInfo) error
+	Heartbeat(ctx context.Context, w driver.WorkerInfo) error
 	Deregister(ctx context.Context, id string) error
-	Workers(ctx context.Context) ([]queue.WorkerInfo, error)
+	Workers(ctx context.Context) ([]driver.WorkerInfo, error)
 }
 
 // checkRegistry runs fn as a parallel subtest on a new queue whose
@@ -938,28 +939,28 @@ type registry interface {
 func (s *suite) checkRegistry(t *testing.T, name string, fn func(t *testing.T, q queue.Queue, wr registry)) {
 	t.Helper()
 	s.check(t, name, func(t *testing.T, q queue.Queue) {
-		caps := queue.CapabilitiesOf(q)
+		caps := driver.CapabilitiesOf(q)
 		for _, a := range []string{"Reporter", "Inspector"} {
 			if err := caps.Require(a); err != nil {
 				t.Skip(err)
 			}
 		}
 		fn(t, q, struct {
-			queue.Reporter
-			queue.Inspector
+			driver.Reporter
+			driver.Inspector
 		}{caps.Reporter, caps.Inspector})
 	})
 }
 
-// testWorkerRegistry checks the worker registry (queue.Reporter's
-// heartbeats, queue.Inspector's Workers).
+// testWorkerRegistry checks the worker registry (driver.Reporter's
+// heartbeats, driver.Inspector's Workers).
 func (s *suite) testWorkerRegistry(t *testing.T) {
 	s.checkRegistry(t, "HeartbeatListDeregister", func(t *testing.T, q queue.Queue, wr registry) {
 		started := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
-		w2 := queue.WorkerInfo{ID: "worker-2", Host: "host-b", PID: 202, Queues: []string{"b"}, Concurrency: 4, StartedAt: started}
-		w1 := queue.WorkerInfo{ID: "worker-1", Host: "host-a", PID: 101, Queues: []string{"critical", "default"}, Concurrency: 16, StartedAt: started}
+		w2 := driver.WorkerInfo{ID: "worker-2", Host: "host-b", PID: 202, Queues: []string{"b"}, Concurrency: 4, StartedAt: started}
+		w1 := driver.WorkerInfo{ID: "worker-1", Host: "host-a", PID: 101, Queues: []string{"critical", "default"}, Concurrency: 16, StartedAt: started}
 		before := time.Now()
-		for _, w := range []queue.WorkerInfo{w2, w1} {
+		for _, w := range []driver.WorkerInfo{w2, w1} {
 			if err := wr.Heartbeat(t.Context(), w); err != nil {
 				t.Fatalf("Heartbeat(%s): %v", w.ID, err)
 			}
@@ -1000,7 +1001,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 	s.checkRegistry(t, "HeldJobs", func(t *testing.T, q queue.Queue, wr registry) {
 		// The jobs a worker holds are listed as its last heartbeat gave
 		// them: each heartbeat replaces the last one's.
-		heldOf := func() queue.WorkerInfo {
+		heldOf := func() driver.WorkerInfo {
 			t.Helper()
 			got, err := wr.Workers(t.Context())
 			if err != nil || len(got) != 1 {
@@ -1008,7 +1009,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 			}
 			return got[0]
 		}
-		w := queue.WorkerInfo{ID: "holder", Host: "h", PID: 1, Queues: []string{"ha", "hb"}, Concurrency: 8,
+		w := driver.WorkerInfo{ID: "holder", Host: "h", PID: 1, Queues: []string{"ha", "hb"}, Concurrency: 8,
 			Running: map[string]int{"ha": 2, "hb": 1}, Reserved: map[string]int{"ha": 3}}
 		if err := wr.Heartbeat(t.Context(), w); err != nil {
 			t.Fatalf("Heartbeat: %v", err)
@@ -1044,19 +1045,19 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Counts: %v", err)
 				}
-				var g queue.QueueCounts // zero when the queue is left out
+				var g driver.QueueCounts // zero when the queue is left out
 				for _, qc := range counts {
 					if qc.Queue == name {
 						g = qc
 					}
 				}
 				running := int64(len(held))
-				if g.Pending != pending || g.Running != (queue.Count{N: running}) || g.Ready != (queue.Count{N: pending - running}) {
+				if g.Pending != pending || g.Running != (driver.Count{N: running}) || g.Ready != (driver.Count{N: pending - running}) {
 					t.Errorf("%s: Counts of %s = %+v; want %d pending, %d running, %d ready", step, name, g, pending, running, pending-running)
 				}
 			}
 			{
-				page, err := in.ListJobs(t.Context(), queue.JobFilter{State: queue.StateRunning, Queue: name})
+				page, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateRunning, Queue: name})
 				if err != nil {
 					t.Fatalf("ListJobs(running): %v", err)
 				}
@@ -1082,7 +1083,7 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 
 	s.checkRegistry(t, "Cancelled", func(t *testing.T, q queue.Queue, wr registry) {
 		ctx := cancelled(t)
-		wantErr(t, "Heartbeat with a cancelled context", wr.Heartbeat(ctx, queue.WorkerInfo{ID: "w"}), context.Canceled)
+		wantErr(t, "Heartbeat with a cancelled context", wr.Heartbeat(ctx, driver.WorkerInfo{ID: "w"}), context.Canceled)
 		wantErr(t, "Deregister with a cancelled context", wr.Deregister(ctx, "w"), context.Canceled)
 		_, err := wr.Workers(ctx)
 		wantErr(t, "Workers with a cancelled context", err, context.Canceled)

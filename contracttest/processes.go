@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // tickJob is the periodic job of the cross-process checks.
@@ -50,7 +51,7 @@ func (s *suite) testProcesses(t *testing.T) {
 	if s.h.Peer == nil {
 		t.Skip("Harness.Peer is nil: the driver is not shared by several processes")
 	}
-	checkAs(s, t, "PeriodicOncePerTick", func(t *testing.T, q queue.Queue, _ queue.Scheduler) {
+	checkAs(s, t, "PeriodicOncePerTick", func(t *testing.T, q queue.Queue, _ driver.Scheduler) {
 		// Two processes register the same periodic job every second; over
 		// ten consecutive ticks each is handled exactly once.
 		var mu sync.Mutex
@@ -109,7 +110,7 @@ func (s *suite) testProcesses(t *testing.T) {
 			}
 		}
 	})
-	checkAs(s, t, "LeaderFailover", func(t *testing.T, q queue.Queue, l queue.Scheduler) {
+	checkAs(s, t, "LeaderFailover", func(t *testing.T, q queue.Queue, l driver.Scheduler) {
 		// A holder that dies without releasing (a killed process) is
 		// replaced by a Leader on another process within TTL plus one
 		// renew interval.
@@ -139,7 +140,7 @@ func (s *suite) testProcesses(t *testing.T) {
 			t.Errorf("the dead holder was replaced after %s, want within TTL + renew (%s)", took, ttl+renew)
 		}
 	})
-	checkAs(s, t, "CancelRunningFromPeer", func(t *testing.T, q queue.Queue, _ queue.Controller) {
+	checkAs(s, t, "CancelRunningFromPeer", func(t *testing.T, q queue.Queue, _ driver.Controller) {
 		started := make(chan string, 1)
 		cause := make(chan error, 1)
 		w := queue.NewWorker(q).Slog(quiet).Queues("block")

@@ -6,21 +6,22 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // startLeases counts the attempts of the jobs under leases through
 // Complete's starts, and returns the leases that were not current.
-func startLeases(ctx context.Context, q queue.Queue, leases []queue.Lease) ([]queue.Lease, error) {
+func startLeases(ctx context.Context, q queue.Queue, leases []driver.Lease) ([]driver.Lease, error) {
 	lost, _, err := q.Complete(ctx, leases, nil)
 	return lost, err
 }
 
 // startAck counts starts and acks acks in one Complete call, and returns
 // the leases of each that were not current.
-func startAck(ctx context.Context, q queue.Queue, starts, acks []queue.Lease) (lostStarts, lostAcks []queue.Lease, err error) {
-	outs := make([]queue.Completion, len(acks))
+func startAck(ctx context.Context, q queue.Queue, starts, acks []driver.Lease) (lostStarts, lostAcks []driver.Lease, err error) {
+	outs := make([]driver.Completion, len(acks))
 	for i, l := range acks {
-		outs[i] = queue.Completion{Lease: l, Outcome: queue.OutcomeDone}
+		outs[i] = driver.Completion{Lease: l, Outcome: driver.OutcomeDone}
 	}
 	lostStarts, errs, err := q.Complete(ctx, starts, outs)
 	if err != nil {
@@ -60,11 +61,11 @@ func (s *suite) testStarter(t *testing.T) {
 			t.Fatalf("re-delivery reused lease token %q", got[0].LeaseToken)
 		}
 		// The dead holder's lease is stale: Start counts nothing.
-		lost, err := startLeases(t.Context(), q, []queue.Lease{got[0].Lease()})
+		lost, err := startLeases(t.Context(), q, []driver.Lease{got[0].Lease()})
 		if err != nil {
 			t.Fatalf("Start of a stale lease: %v", err)
 		}
-		wantLost(t, "Start", lost, []queue.Lease{got[0].Lease()})
+		wantLost(t, "Start", lost, []driver.Lease{got[0].Lease()})
 		// A Nack keeps the attempt the started delivery counted.
 		nack(t, q, again, time.Now(), "retry")
 		third := awaitReserve(t, q, "unst", longLease)
@@ -103,7 +104,7 @@ func (s *suite) testStarter(t *testing.T) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("ReserveUnstarted = %v, %v", ids(got), err)
 		}
-		if lost, err := startLeases(t.Context(), q, []queue.Lease{got[0].Lease()}); err != nil || len(lost) != 0 {
+		if lost, err := startLeases(t.Context(), q, []driver.Lease{got[0].Lease()}); err != nil || len(lost) != 0 {
 			t.Fatalf("Start = %v, %v; want nothing lost", lost, err)
 		}
 		nack(t, q, got[0], time.Now(), "retry")
@@ -154,14 +155,14 @@ func (s *suite) testStarter(t *testing.T) {
 		if err != nil || len(pre) != 2 {
 			t.Fatalf("ReserveUnstarted = %v, %v; want 2 jobs", ids(pre), err)
 		}
-		wrong := queue.Lease{JobID: pre[1].ID, Token: pre[1].LeaseToken + "x"}
-		unknown := queue.Lease{JobID: queue.NewID(), Token: "t"}
-		starts := []queue.Lease{pre[0].Lease(), wrong, pre[1].Lease(), unknown}
+		wrong := driver.Lease{JobID: pre[1].ID, Token: pre[1].LeaseToken + "x"}
+		unknown := driver.Lease{JobID: driver.NewID(), Token: "t"}
+		starts := []driver.Lease{pre[0].Lease(), wrong, pre[1].Lease(), unknown}
 		lostStarts, lostAcks, err := startAck(t.Context(), q, starts, acks)
 		if err != nil {
 			t.Fatalf("StartAck: %v", err)
 		}
-		wantLost(t, "StartAck's starts", lostStarts, []queue.Lease{wrong, unknown})
+		wantLost(t, "StartAck's starts", lostStarts, []driver.Lease{wrong, unknown})
 		wantLost(t, "StartAck's acks", lostAcks, staleAcks)
 		// The acked jobs are gone; jobs[3] (wrong token) is still leased.
 		expectNone(t, q, "sa")
@@ -182,7 +183,7 @@ func (s *suite) testStarter(t *testing.T) {
 		if ls, la, err := startAck(t.Context(), q, nil, nil); err != nil || len(ls)+len(la) != 0 {
 			t.Fatalf("StartAck(nil, nil) = %v, %v, %v; want none, nil", ls, la, err)
 		}
-		_, _, err = startAck(cancelled(t), q, []queue.Lease{unknown}, []queue.Lease{unknown})
+		_, _, err = startAck(cancelled(t), q, []driver.Lease{unknown}, []driver.Lease{unknown})
 		wantErr(t, "StartAck with a cancelled context", err, context.Canceled)
 	})
 
@@ -195,7 +196,7 @@ func (s *suite) testStarter(t *testing.T) {
 			t.Fatalf("ReserveUnstarted with a cancelled context returned %v", ids(got))
 		}
 		r := reserveOne(t, q, "stc", j.ID, longLease)
-		_, err = startLeases(cancelled(t), q, []queue.Lease{r.Lease()})
+		_, err = startLeases(cancelled(t), q, []driver.Lease{r.Lease()})
 		wantErr(t, "Start with a cancelled context", err, context.Canceled)
 		ack(t, q, r)
 	})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // The JSON API: the same reads as the pages, with stable snake_case field
@@ -26,26 +27,26 @@ type apiStats struct {
 	Processes int `json:"processes"`
 	// FailedPastWeek counts the jobs dead-lettered in the last seven
 	// days; absent when the driver cannot tell.
-	FailedPastWeek *queue.Count `json:"failed_past_7_days,omitempty"`
+	FailedPastWeek *driver.Count `json:"failed_past_7_days,omitempty"`
 	// Stale is set when the store did not answer and these figures are
 	// the last ones read, at At.
 	Stale bool `json:"stale,omitempty"`
 }
 
 type apiQueue struct {
-	Queue     string      `json:"queue"`
-	Paused    bool        `json:"paused"`
-	Pending   int64       `json:"pending"`
-	Ready     queue.Count `json:"ready"`
-	Scheduled queue.Count `json:"scheduled"`
-	Running   queue.Count `json:"running"`
-	Dead      queue.Count `json:"dead"`
-	Done      queue.Count `json:"done"`
-	Cancelled queue.Count `json:"cancelled"`
-	Pushed    int64       `json:"pushed"`
-	Retried   int64       `json:"retried"`
-	Processed int64       `json:"processed"`
-	Failed    int64       `json:"failed"`
+	Queue     string       `json:"queue"`
+	Paused    bool         `json:"paused"`
+	Pending   int64        `json:"pending"`
+	Ready     driver.Count `json:"ready"`
+	Scheduled driver.Count `json:"scheduled"`
+	Running   driver.Count `json:"running"`
+	Dead      driver.Count `json:"dead"`
+	Done      driver.Count `json:"done"`
+	Cancelled driver.Count `json:"cancelled"`
+	Pushed    int64        `json:"pushed"`
+	Retried   int64        `json:"retried"`
+	Processed int64        `json:"processed"`
+	Failed    int64        `json:"failed"`
 	// Throughput is per second, JobsPerMinute per minute.
 	Throughput    float64 `json:"throughput"`
 	JobsPerMinute float64 `json:"jobs_per_minute"`
@@ -103,10 +104,10 @@ func toAPIStats(sv StatsView) apiStats {
 // apiJob is a job in GET api/jobs and api/jobs/{id}. The lease token is
 // never shown.
 type apiJob struct {
-	ID    string         `json:"id"`
-	Queue string         `json:"queue"`
-	Name  string         `json:"name"`
-	State queue.JobState `json:"state"`
+	ID    string          `json:"id"`
+	Queue string          `json:"queue"`
+	Name  string          `json:"name"`
+	State driver.JobState `json:"state"`
 	// Payload is the payload itself when it is valid JSON; otherwise it is
 	// omitted and PayloadBase64 holds the bytes.
 	Payload       json.RawMessage   `json:"payload,omitempty"`
@@ -169,8 +170,8 @@ func toAPIJob(j JobView) apiJob {
 
 // apiJobs is the body of GET api/jobs.
 type apiJobs struct {
-	State queue.JobState `json:"state"`
-	Jobs  []apiJob       `json:"jobs"`
+	State driver.JobState `json:"state"`
+	Jobs  []apiJob        `json:"jobs"`
 	// Next is the cursor of the following page (pass it as after=);
 	// NextPage the number of the following page in cookbook mode (page=).
 	Next     string `json:"next,omitempty"`
@@ -234,11 +235,11 @@ func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	st := queue.JobState(v.Get("state"))
+	st := driver.JobState(v.Get("state"))
 	if st == "failed" {
 		st = queue.StateDead
 	}
-	if !slices.Contains(queue.JobStates, st) {
+	if !slices.Contains(driver.JobStates, st) {
 		if v.Has("state") {
 			h.apiStatus(w, http.StatusBadRequest, "unknown state: use ready, scheduled, running, dead or done")
 			return

@@ -15,6 +15,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // decode parses an API body into a generic value.
@@ -81,9 +82,9 @@ func TestAPIFieldNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker reports its runs to the driver's metrics.
-	q.ObserveRun(queue.RunRecord{Queue: "emails", Start: time.Now(), Runtime: 20 * time.Millisecond, Outcome: queue.OutcomeDone})
+	q.ObserveRun(driver.RunRecord{Queue: "emails", Start: time.Now(), Runtime: 20 * time.Millisecond, Outcome: driver.OutcomeDone})
 	now := time.Now()
-	if err := q.Heartbeat(ctx, queue.WorkerInfo{ID: "w-1", Host: "box", PID: 9, Queues: []string{"emails"}, Concurrency: 4, StartedAt: now, LastSeen: now}); err != nil {
+	if err := q.Heartbeat(ctx, driver.WorkerInfo{ID: "w-1", Host: "box", PID: 9, Queues: []string{"emails"}, Concurrency: 4, StartedAt: now, LastSeen: now}); err != nil {
 		t.Fatal(err)
 	}
 	s := serve(t, dashboard.ForQueue(q))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // The Batches page, a batch's page and api/batches.
@@ -18,16 +19,16 @@ import (
 // Batches page, a batch's page with its members, cancel and retry of its
 // failed members, and api/batches. The handler offers them when the Source
 // is a BatchSource and its Abilities().Batches is set. ForQueue's Source is
-// one; its batches work when its driver has queue.Workflows.
+// one; its batches work when its driver has driver.Workflows.
 type BatchSource interface {
 	// ListBatches pages through the batches, newest first.
-	ListBatches(ctx context.Context, f queue.BatchFilter) (queue.BatchPage, error)
+	ListBatches(ctx context.Context, f driver.BatchFilter) (driver.BatchPage, error)
 	// GetBatch reads one batch, or fails with an error wrapping ErrNotFound.
-	GetBatch(ctx context.Context, id string) (queue.BatchInfo, error)
+	GetBatch(ctx context.Context, id string) (driver.BatchInfo, error)
 	// BatchMembers pages through a batch's members.
-	BatchMembers(ctx context.Context, id string, f queue.MemberFilter) (queue.MemberPage, error)
+	BatchMembers(ctx context.Context, id string, f driver.MemberFilter) (driver.MemberPage, error)
 	// CancelBatch cancels a batch and its members not yet finished.
-	CancelBatch(ctx context.Context, id string) (queue.BatchInfo, error)
+	CancelBatch(ctx context.Context, id string) (driver.BatchInfo, error)
 	// RetryFailedMembers moves up to limit of the batch's dead-lettered
 	// members back to ready and reports how many it moved and whether
 	// more failed members remain.
@@ -36,7 +37,7 @@ type BatchSource interface {
 
 // batcher returns the driver's Workflows, or an error wrapping
 // queue.ErrUnsupported.
-func (qi *QueueInspector) batcher(doing string) (queue.Workflows, error) {
+func (qi *QueueInspector) batcher(doing string) (driver.Workflows, error) {
 	if qi.wf == nil {
 		return nil, fmt.Errorf("dashboard: %s: %w", doing, queue.ErrUnsupported)
 	}
@@ -44,37 +45,37 @@ func (qi *QueueInspector) batcher(doing string) (queue.Workflows, error) {
 }
 
 // ListBatches lists the driver's batches (see BatchSource).
-func (qi *QueueInspector) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.BatchPage, error) {
+func (qi *QueueInspector) ListBatches(ctx context.Context, f driver.BatchFilter) (driver.BatchPage, error) {
 	b, err := qi.batcher("listing batches")
 	if err != nil {
-		return queue.BatchPage{}, err
+		return driver.BatchPage{}, err
 	}
 	return b.ListBatches(ctx, f)
 }
 
 // GetBatch reads one of the driver's batches (see BatchSource).
-func (qi *QueueInspector) GetBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
+func (qi *QueueInspector) GetBatch(ctx context.Context, id string) (driver.BatchInfo, error) {
 	b, err := qi.batcher("reading a batch")
 	if err != nil {
-		return queue.BatchInfo{}, err
+		return driver.BatchInfo{}, err
 	}
 	return b.GetBatch(ctx, id)
 }
 
 // BatchMembers lists a batch's members (see BatchSource).
-func (qi *QueueInspector) BatchMembers(ctx context.Context, id string, f queue.MemberFilter) (queue.MemberPage, error) {
+func (qi *QueueInspector) BatchMembers(ctx context.Context, id string, f driver.MemberFilter) (driver.MemberPage, error) {
 	b, err := qi.batcher("listing a batch's members")
 	if err != nil {
-		return queue.MemberPage{}, err
+		return driver.MemberPage{}, err
 	}
 	return b.BatchMembers(ctx, id, f)
 }
 
 // CancelBatch cancels a batch (see BatchSource).
-func (qi *QueueInspector) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
+func (qi *QueueInspector) CancelBatch(ctx context.Context, id string) (driver.BatchInfo, error) {
 	b, err := qi.batcher("cancelling a batch")
 	if err != nil {
-		return queue.BatchInfo{}, err
+		return driver.BatchInfo{}, err
 	}
 	return b.CancelBatch(ctx, id)
 }
@@ -88,7 +89,7 @@ func (qi *QueueInspector) RetryFailedMembers(ctx context.Context, id string, lim
 		return 0, false, err
 	}
 	n := 0
-	f := queue.MemberFilter{State: queue.MemberFailed, Limit: min(limit, queue.MaxBatchPage)}
+	f := driver.MemberFilter{State: driver.MemberFailed, Limit: min(limit, driver.MaxBatchPage)}
 	for {
 		page, err := b.BatchMembers(ctx, id, f)
 		if err != nil {
@@ -133,7 +134,7 @@ type batchBar struct {
 	FailedX, CancelledX float64
 }
 
-func barOf(b queue.BatchInfo) batchBar {
+func barOf(b driver.BatchInfo) batchBar {
 	if b.Total == 0 {
 		return batchBar{}
 	}
@@ -146,13 +147,13 @@ func barOf(b queue.BatchInfo) batchBar {
 
 // batchRow is one batch on the Batches page or at the head of its own.
 type batchRow struct {
-	queue.BatchInfo
+	driver.BatchInfo
 	URL    string
 	Bar    batchBar
 	Status string // running, finished, cancelled
 }
 
-func (h *handler) batchRow(r *http.Request, b queue.BatchInfo) batchRow {
+func (h *handler) batchRow(r *http.Request, b driver.BatchInfo) batchRow {
 	st := "running"
 	switch {
 	case !b.CancelledAt.IsZero():
@@ -176,7 +177,7 @@ func (h *handler) batchesPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ref := readPageRef(r.URL.Query())
-	page, err := bs.ListBatches(r.Context(), queue.BatchFilter{Limit: PageSize, After: ref.After})
+	page, err := bs.ListBatches(r.Context(), driver.BatchFilter{Limit: PageSize, After: ref.After})
 	if err != nil {
 		h.failErr(w, r, "Listing the batches", err)
 		return
@@ -191,13 +192,13 @@ func (h *handler) batchesPage(w http.ResponseWriter, r *http.Request) {
 
 // memberRow is one member on a batch's page.
 type memberRow struct {
-	queue.BatchMember
+	driver.BatchMember
 	URL string // the job's page, "" without job detail
 }
 
 type batchData struct {
 	Batch   batchRow
-	State   queue.BatchMemberState // the members tab shown, "" for all
+	State   driver.BatchMemberState // the members tab shown, "" for all
 	Tabs    []memberTab
 	Members []memberRow
 	pager
@@ -226,15 +227,15 @@ func (h *handler) batchPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	state := queue.BatchMemberState(q.Get("state"))
+	state := driver.BatchMemberState(q.Get("state"))
 	switch state {
-	case "", queue.MemberPending, queue.MemberDone, queue.MemberFailed, queue.MemberCancelled:
+	case "", driver.MemberPending, driver.MemberDone, driver.MemberFailed, driver.MemberCancelled:
 	default:
 		h.fail(w, r, http.StatusBadRequest, "Unknown member state.", nil)
 		return
 	}
 	ref := readPageRef(q)
-	page, err := bs.BatchMembers(r.Context(), id, queue.MemberFilter{State: state, After: ref.After, Limit: PageSize})
+	page, err := bs.BatchMembers(r.Context(), id, driver.MemberFilter{State: state, After: ref.After, Limit: PageSize})
 	if err != nil {
 		h.failErr(w, r, "Listing the batch's members", err)
 		return
@@ -242,9 +243,9 @@ func (h *handler) batchPage(w http.ResponseWriter, r *http.Request) {
 	self := url.PathEscape(id)
 	d := batchData{Batch: h.batchRow(r, b), State: state}
 	for _, t := range []struct {
-		s queue.BatchMemberState
+		s driver.BatchMemberState
 		n int
-	}{{"", b.Total}, {queue.MemberPending, b.Pending}, {queue.MemberDone, b.Done}, {queue.MemberFailed, b.Failed}, {queue.MemberCancelled, b.Cancelled}} {
+	}{{"", b.Total}, {driver.MemberPending, b.Pending}, {driver.MemberDone, b.Done}, {driver.MemberFailed, b.Failed}, {driver.MemberCancelled, b.Cancelled}} {
 		u, label := self, "all"
 		if t.s != "" {
 			u, label = self+"?"+url.Values{"state": {string(t.s)}}.Encode(), string(t.s)
@@ -288,7 +289,7 @@ func (h *handler) cancelBatch(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	before, err := bs.GetBatch(r.Context(), id)
 	if err == nil {
-		var after queue.BatchInfo
+		var after driver.BatchInfo
 		after, err = bs.CancelBatch(r.Context(), id)
 		if err == nil {
 			back(w, r, "batches/"+url.PathEscape(id), "cancelled", after.Cancelled-before.Cancelled, false)
@@ -339,7 +340,7 @@ type apiBatch struct {
 	FinishedAt    time.Time `json:"finished_at,omitzero"`
 }
 
-func apiBatchOf(b queue.BatchInfo) apiBatch {
+func apiBatchOf(b driver.BatchInfo) apiBatch {
 	return apiBatch{ID: b.ID, Name: b.Name, AllowFailures: b.AllowFailures, Total: b.Total, Pending: b.Pending,
 		Done: b.Done, Failed: b.Failed, Cancelled: b.Cancelled, Progress: b.Progress(), CreatedAt: utc(b.CreatedAt),
 		CancelledAt: utc(b.CancelledAt), ThenAt: utc(b.ThenAt), CatchAt: utc(b.CatchAt), FinishedAt: utc(b.FinishedAt)}
@@ -368,7 +369,7 @@ func (h *handler) apiBatchList(w http.ResponseWriter, r *http.Request) {
 		h.apiError(w, r, queue.ErrUnsupported)
 		return
 	}
-	page, err := bs.ListBatches(r.Context(), queue.BatchFilter{Limit: PageSize, After: clip(r.URL.Query().Get("after"))})
+	page, err := bs.ListBatches(r.Context(), driver.BatchFilter{Limit: PageSize, After: clip(r.URL.Query().Get("after"))})
 	if err != nil {
 		h.apiError(w, r, err)
 		return
@@ -395,9 +396,9 @@ func (h *handler) apiBatchOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := queue.MemberFilter{State: queue.BatchMemberState(q.Get("state")), After: clip(q.Get("after")), Limit: PageSize}
+	f := driver.MemberFilter{State: driver.BatchMemberState(q.Get("state")), After: clip(q.Get("after")), Limit: PageSize}
 	switch f.State {
-	case "", queue.MemberPending, queue.MemberDone, queue.MemberFailed, queue.MemberCancelled:
+	case "", driver.MemberPending, driver.MemberDone, driver.MemberFailed, driver.MemberCancelled:
 	default:
 		h.apiStatus(w, http.StatusBadRequest, "state must be pending, done, failed or cancelled")
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 type importRow struct{ N int }
@@ -57,10 +58,10 @@ func TestBatchesPages(t *testing.T) {
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("Reserve = %d, %v", len(jobs), err)
 	}
-	if err := testutil.Complete(ctx, q, queue.Completion{Lease: jobs[0].Lease(), Outcome: queue.OutcomeFailed, Reason: "bad row", Batch: big}); err != nil {
+	if err := testutil.Complete(ctx, q, driver.Completion{Lease: jobs[0].Lease(), Outcome: driver.OutcomeFailed, Reason: "bad row", Batch: big}); err != nil {
 		t.Fatal(err)
 	}
-	if err := testutil.Complete(ctx, q, queue.Completion{Lease: jobs[1].Lease(), Outcome: queue.OutcomeDone, Batch: big}); err != nil {
+	if err := testutil.Complete(ctx, q, driver.Completion{Lease: jobs[1].Lease(), Outcome: driver.OutcomeDone, Batch: big}); err != nil {
 		t.Fatal(err)
 	}
 	small := dispatchRows(t, q, "small import", 2, false)

@@ -11,6 +11,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // BenchmarkPages measures the pages over a memqueue holding many ready and
@@ -22,7 +23,7 @@ func BenchmarkPages(b *testing.B) {
 	const n = 100_000
 	jobs := make([]queue.Job, n)
 	for i := range jobs {
-		jobs[i] = queue.Job{ID: queue.NewID(), Queue: []string{"emails", "reports"}[i%2], Name: "Job", Payload: []byte(`{"n":1}`)}
+		jobs[i] = queue.Job{ID: driver.NewID(), Queue: []string{"emails", "reports"}[i%2], Name: "Job", Payload: []byte(`{"n":1}`)}
 	}
 	if _, err := queue.PushMany(ctx, q, jobs); err != nil {
 		b.Fatal(err)

@@ -9,21 +9,22 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // BulkSource is a Source that acts on every job a list's filter selects
 // in set-based statements, a chunk at a time, and counts them for the
 // confirmation. ForQueue's Source is one when its driver has a
-// queue.Controller. The "all matching" buttons use it when present, and
+// driver.Controller. The "all matching" buttons use it when present, and
 // otherwise act on the first 500 listed jobs one call each.
 type BulkSource interface {
 	// CountMatching counts the jobs q selects (its State and filters;
 	// its cursor and page are ignored), exact up to limit. It fails with
 	// an error wrapping queue.ErrUnsupported when the Source cannot.
-	CountMatching(ctx context.Context, q ListQuery, limit int) (queue.Count, error)
+	CountMatching(ctx context.Context, q ListQuery, limit int) (driver.Count, error)
 	// ActOnMatching applies a to at most limit jobs q selects and
-	// reports how many it changed (see queue.Controller.ActOn).
-	ActOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction, limit int) (int, error)
+	// reports how many it changed (see driver.Controller.ActOn).
+	ActOnMatching(ctx context.Context, q ListQuery, a driver.BulkAction, limit int) (int, error)
 }
 
 // bulkLimit is how many jobs one "all matching" click changes through a
@@ -31,22 +32,22 @@ type BulkSource interface {
 const bulkLimit = 10000
 
 // filter is the driver's filter for the jobs q selects.
-func (q ListQuery) filter() queue.JobFilter {
-	return queue.JobFilter{State: q.State, Queue: q.Queue, Name: q.Name, Tag: q.Tag, Search: q.Search}
+func (q ListQuery) filter() driver.JobFilter {
+	return driver.JobFilter{State: q.State, Queue: q.Queue, Name: q.Name, Tag: q.Tag, Search: q.Search}
 }
 
-// CountMatching counts through the driver's queue.Controller.
-func (qi *QueueInspector) CountMatching(ctx context.Context, q ListQuery, limit int) (queue.Count, error) {
+// CountMatching counts through the driver's driver.Controller.
+func (qi *QueueInspector) CountMatching(ctx context.Context, q ListQuery, limit int) (driver.Count, error) {
 	b := qi.ctl
 	if b == nil {
-		return queue.Count{}, fmt.Errorf("dashboard: counting matching jobs: %w", queue.ErrUnsupported)
+		return driver.Count{}, fmt.Errorf("dashboard: counting matching jobs: %w", queue.ErrUnsupported)
 	}
 	return b.CountJobs(ctx, q.filter(), limit)
 }
 
-// ActOnMatching acts through the driver's queue.Controller and drops the
+// ActOnMatching acts through the driver's driver.Controller and drops the
 // shared reads.
-func (qi *QueueInspector) ActOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction, limit int) (int, error) {
+func (qi *QueueInspector) ActOnMatching(ctx context.Context, q ListQuery, a driver.BulkAction, limit int) (int, error) {
 	b := qi.ctl
 	if b == nil {
 		return 0, fmt.Errorf("dashboard: bulk %s: %w", a, queue.ErrUnsupported)
@@ -58,7 +59,7 @@ func (qi *QueueInspector) ActOnMatching(ctx context.Context, q ListQuery, a queu
 // actOnMatching runs a on the jobs q selects through a BulkSource. ok is
 // false when the Source has none, and the caller falls back to one call
 // per listed job.
-func (h *handler) actOnMatching(ctx context.Context, q ListQuery, a queue.BulkAction) (n int, more, ok bool, err error) {
+func (h *handler) actOnMatching(ctx context.Context, q ListQuery, a driver.BulkAction) (n int, more, ok bool, err error) {
 	b, has := h.src.(BulkSource)
 	if !has {
 		return 0, false, false, nil
@@ -85,7 +86,7 @@ func (h *handler) actOnMatching(ctx context.Context, q ListQuery, a queue.BulkAc
 // confirmData is the model of the confirmation page of an "all matching"
 // action.
 type confirmData struct {
-	Action queue.BulkAction
+	Action driver.BulkAction
 	Query  ListQuery
 	Label  string // the state as the pages name it
 	// Count is how many jobs match ("2,590"), "" when the Source cannot
@@ -105,17 +106,17 @@ type confirmData struct {
 // asks for the click that does it.
 func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	a := queue.BulkAction(v.Get("do"))
+	a := driver.BulkAction(v.Get("do"))
 	st := queue.StateDead
-	if a == queue.BulkCancel {
-		st = queue.JobState(v.Get("state"))
+	if a == driver.BulkCancel {
+		st = driver.JobState(v.Get("state"))
 	}
 	if !a.Valid(st) {
 		h.fail(w, r, http.StatusBadRequest, "Only failed jobs can be retried or forgotten in bulk, and only ready, scheduled and running jobs cancelled.", nil)
 		return
 	}
 	c := h.src.Abilities()
-	if !c.Browse || a == queue.BulkCancel && !c.Cancel {
+	if !c.Browse || a == driver.BulkCancel && !c.Cancel {
 		h.fail(w, r, http.StatusNotFound, "Acting on every matching job needs a queue driver.", nil)
 		return
 	}
@@ -126,9 +127,9 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
 	q, _ := readQuery(r, st)
 	q.After, q.Page = "", 0
 	base := relBase(r)
-	d := confirmData{Action: a, Query: q, Label: stateLabel(st), Danger: a != queue.BulkRetry, Limit: display.Int(maxBulk)}
+	d := confirmData{Action: a, Query: q, Label: stateLabel(st), Danger: a != driver.BulkRetry, Limit: display.Int(maxBulk)}
 	filters := q.values()
-	if a == queue.BulkCancel {
+	if a == driver.BulkCancel {
 		d.Post, d.Do = base+"jobs/bulk", "cancel-matching"
 		filters.Set("state", string(st))
 		d.Return = "jobs" + encodeQuery(filters)
@@ -148,7 +149,7 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
 			d.Count, d.More, d.Limit = display.Int(n.N), n.More, display.Int(bulkLimit)
 		}
 	}
-	title := map[queue.BulkAction]string{queue.BulkRetry: "Retry", queue.BulkForget: "Forget", queue.BulkCancel: "Cancel"}[a] +
+	title := map[driver.BulkAction]string{driver.BulkRetry: "Retry", driver.BulkForget: "Forget", driver.BulkCancel: "Cancel"}[a] +
 		" every matching " + d.Label + " job?"
 	nav := "jobs"
 	if st == queue.StateDead {
@@ -160,10 +161,10 @@ func (h *handler) confirm(w http.ResponseWriter, r *http.Request) {
 }
 
 // confirmURL is the confirmation page of action a on the jobs q selects.
-func confirmURL(base string, a queue.BulkAction, q ListQuery) string {
+func confirmURL(base string, a driver.BulkAction, q ListQuery) string {
 	v := q.values()
 	v.Set("do", string(a))
-	if a == queue.BulkCancel {
+	if a == driver.BulkCancel {
 		v.Set("state", string(q.State))
 	}
 	return base + "confirm?" + v.Encode()

@@ -11,6 +11,7 @@ import (
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // bulkCountingQueue is a memqueue that counts the one-job and the bulk calls
@@ -30,21 +31,21 @@ func (c *bulkCountingQueue) ForgetDead(ctx context.Context, id string) error {
 	return c.Queue.ForgetDead(ctx, id)
 }
 
-func (c *bulkCountingQueue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
+func (c *bulkCountingQueue) Cancel(ctx context.Context, id string) (driver.JobState, error) {
 	c.single.Add(1)
 	return c.Queue.Cancel(ctx, id)
 }
 
-func (c *bulkCountingQueue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction, limit int) (int, error) {
+func (c *bulkCountingQueue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int) (int, error) {
 	c.bulk.Add(1)
 	return c.Queue.ActOn(ctx, f, a, limit)
 }
 
-// noBulk hides the driver's queue.Controller: the dashboard falls back to
+// noBulk hides the driver's driver.Controller: the dashboard falls back to
 // one call per listed job.
 type noBulk struct {
 	queue.Queue
-	queue.Inspector
+	driver.Inspector
 }
 
 func TestBulkMatchingActions(t *testing.T) {
@@ -55,7 +56,7 @@ func TestBulkMatchingActions(t *testing.T) {
 		preview  string // what the confirmation says
 		wantBulk bool
 	}{
-		{"set-based through queue.Controller", func(m *memqueue.Queue) (queue.Queue, func() (int64, int64)) {
+		{"set-based through driver.Controller", func(m *memqueue.Queue) (queue.Queue, func() (int64, int64)) {
 			c := &bulkCountingQueue{Queue: m}
 			return c, func() (int64, int64) { return c.single.Load(), c.bulk.Load() }
 		}, "4 failed job(s) match", true},
@@ -156,11 +157,11 @@ type slowBulk struct {
 	done int
 }
 
-func (s slowBulk) CountMatching(context.Context, dashboard.ListQuery, int) (queue.Count, error) {
-	return queue.Count{N: 10000, More: true}, nil
+func (s slowBulk) CountMatching(context.Context, dashboard.ListQuery, int) (driver.Count, error) {
+	return driver.Count{N: 10000, More: true}, nil
 }
 
-func (s slowBulk) ActOnMatching(ctx context.Context, _ dashboard.ListQuery, _ queue.BulkAction, _ int) (int, error) {
+func (s slowBulk) ActOnMatching(ctx context.Context, _ dashboard.ListQuery, _ driver.BulkAction, _ int) (int, error) {
 	<-ctx.Done()
 	return s.done, ctx.Err()
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/internal/display"
-	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Charts are drawn on the server as SVG: a fixed grid of one column per
@@ -119,7 +119,7 @@ type minuteAgg struct {
 
 // bucket sums points (of queueName, or of every queue when it is "") into
 // chartMinutes minutes ending with the minute of now.
-func bucket(points []queue.MetricPoint, queueName string, now time.Time) (start time.Time, mins [chartMinutes]minuteAgg) {
+func bucket(points []driver.MetricPoint, queueName string, now time.Time) (start time.Time, mins [chartMinutes]minuteAgg) {
 	end := now.UTC().Truncate(time.Minute)
 	start = end.Add(-(chartMinutes - 1) * time.Minute)
 	for _, p := range points {
@@ -141,7 +141,7 @@ func bucket(points []queue.MetricPoint, queueName string, now time.Time) (start 
 
 // throughputChart draws processed (and failed) attempts per minute as
 // stacked bars.
-func throughputChart(points []queue.MetricPoint, queueName string, now time.Time) *chart {
+func throughputChart(points []driver.MetricPoint, queueName string, now time.Time) *chart {
 	start, mins := bucket(points, queueName, now)
 	vs := make([]int64, len(mins))
 	var hi int64
@@ -194,7 +194,7 @@ func throughputChart(points []queue.MetricPoint, queueName string, now time.Time
 }
 
 // runtimeChart draws the average and maximum runtime per minute as lines.
-func runtimeChart(points []queue.MetricPoint, queueName string, now time.Time) *chart {
+func runtimeChart(points []driver.MetricPoint, queueName string, now time.Time) *chart {
 	start, mins := bucket(points, queueName, now)
 	vs := make([]int64, len(mins))
 	var hi time.Duration

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestScaleTop(t *testing.T) {
@@ -44,9 +44,9 @@ func TestScaleTop(t *testing.T) {
 // minutes keep a readable height.
 func TestThroughputChartBurst(t *testing.T) {
 	now := time.Date(2026, 1, 2, 10, 30, 0, 0, time.UTC)
-	var pts []queue.MetricPoint
+	var pts []driver.MetricPoint
 	for i := range 60 {
-		p := queue.MetricPoint{Queue: "q", Minute: now.Add(-time.Duration(i) * time.Minute).Truncate(time.Minute), Processed: 100}
+		p := driver.MetricPoint{Queue: "q", Minute: now.Add(-time.Duration(i) * time.Minute).Truncate(time.Minute), Processed: 100}
 		if i == 10 {
 			p.Processed = 48000
 			p.Failed = 2000

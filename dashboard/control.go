@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Cancelling jobs and the periodic jobs page.
 
 // cancellable reports whether jobs in state s can still be cancelled: they
 // have not finished.
-func cancellable(s queue.JobState) bool {
+func cancellable(s driver.JobState) bool {
 	switch s {
 	case queue.StateReady, queue.StateScheduled, queue.StateRunning:
 		return true
@@ -44,7 +45,7 @@ func (h *handler) cancelOne(w http.ResponseWriter, r *http.Request) {
 // finished or went away meanwhile are skipped, not errors.
 func (h *handler) cancelBulk(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	st := queue.JobState(r.PostFormValue("state"))
+	st := driver.JobState(r.PostFormValue("state"))
 	if !cancellable(st) {
 		h.fail(w, r, http.StatusBadRequest, "Only ready, scheduled and running jobs can be cancelled.", nil)
 		return
@@ -63,7 +64,7 @@ func (h *handler) cancelBulk(w http.ResponseWriter, r *http.Request) {
 			State: st, Queue: clip(r.PostFormValue("queue")), Name: clip(r.PostFormValue("name")),
 			Tag: clip(r.PostFormValue("tag")), Search: clip(r.PostFormValue("q")), Limit: maxBulk,
 		}
-		if n, more, ok, err := h.actOnMatching(ctx, q, queue.BulkCancel); ok {
+		if n, more, ok, err := h.actOnMatching(ctx, q, driver.BulkCancel); ok {
 			if err != nil {
 				h.failErr(w, r, "The bulk cancel (after "+strconv.Itoa(n)+" jobs)", err)
 				return
@@ -117,9 +118,9 @@ func (h *handler) cancelBulk(w http.ResponseWriter, r *http.Request) {
 
 // periodicRow is one periodic job on the periodic page.
 type periodicRow struct {
-	queue.PeriodicInfo
-	JobURL   string         // the last tick's job page, "" without one
-	JobState queue.JobState // the last tick's job state, "" when unknown or gone
+	driver.PeriodicInfo
+	JobURL   string          // the last tick's job page, "" without one
+	JobState driver.JobState // the last tick's job state, "" when unknown or gone
 }
 
 type periodicData struct {

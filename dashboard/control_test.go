@@ -15,6 +15,7 @@ import (
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 type cancelMe struct{ N int }
@@ -40,7 +41,7 @@ func TestCancelFromTheDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := serve(t, dashboard.ForQueue(q))
-	state := func(id string) queue.JobState {
+	state := func(id string) driver.JobState {
 		info, err := q.GetJob(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +139,7 @@ func TestPeriodicPage(t *testing.T) {
 	}
 	tick := time.Now().Add(-time.Minute).Truncate(time.Second)
 	for _, name := range []string{"nightly", "hourly"} {
-		if _, err := q.RegisterPeriodic(ctx, queue.PeriodicInfo{Name: name, Schedule: "every 1h", NextTick: tick}); err != nil {
+		if _, err := q.RegisterPeriodic(ctx, driver.PeriodicInfo{Name: name, Schedule: "every 1h", NextTick: tick}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,7 +147,7 @@ func TestPeriodicPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := q.ClaimTick(ctx, queue.PeriodicInfo{Name: "nightly", Schedule: "every 1h", LastTick: tick, NextTick: tick.Add(time.Hour), LastJobID: j.ID}, j); !ok || err != nil {
+	if ok, err := q.ClaimTick(ctx, driver.PeriodicInfo{Name: "nightly", Schedule: "every 1h", LastTick: tick, NextTick: tick.Add(time.Hour), LastJobID: j.ID}, j); !ok || err != nil {
 		t.Fatalf("ClaimTick = %v, %v", ok, err)
 	}
 	p := s.page("periodic")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // QueueInspector is the Source of a queue driver: every figure and list
@@ -16,7 +17,7 @@ import (
 // It is also an Inspector (the cookbook's interface, for a Sampler or a
 // program's own reads).
 //
-// The driver's abilities (queue.CapabilitiesOf) decide what the dashboard
+// The driver's abilities (driver.CapabilitiesOf) decide what the dashboard
 // offers: its Inspector gives the overview figures, charts, job lists,
 // search, job detail and the workers page; its Controller gives pause and
 // resume, cancel and the "all matching" actions; its Scheduler the
@@ -34,13 +35,13 @@ import (
 // methods, which take no context, use context.Background().
 type QueueInspector struct {
 	q     queue.Queue
-	insp  queue.Inspector  // nil when the driver cannot inspect
-	ctl   queue.Controller // nil when it cannot pause, cancel or act in bulk
-	sched queue.Scheduler  // nil when it keeps no periodic jobs
-	wf    queue.Workflows  // nil when it keeps no batches
+	insp  driver.Inspector  // nil when the driver cannot inspect
+	ctl   driver.Controller // nil when it cannot pause, cancel or act in bulk
+	sched driver.Scheduler  // nil when it keeps no periodic jobs
+	wf    driver.Workflows  // nil when it keeps no batches
 
 	figures shared[StatsView]
-	points  shared[[]queue.MetricPoint]
+	points  shared[[]driver.MetricPoint]
 
 	lastMu sync.Mutex
 	last   StatsView // the last figures read, served marked stale when a read fails
@@ -52,7 +53,7 @@ func ForQueue(q queue.Queue) *QueueInspector {
 	if q == nil {
 		panic("dashboard: ForQueue given a nil queue")
 	}
-	caps := queue.CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows}
 }
 
@@ -99,8 +100,8 @@ const figuresMaxAge = 15 * time.Second
 
 // Metrics returns the driver's per-minute points since since, shared for
 // statsTTL: the dashboard always asks for about the same window.
-func (qi *QueueInspector) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
-	return qi.points.get(ctx, statsTTL, func(ctx context.Context) ([]queue.MetricPoint, error) {
+func (qi *QueueInspector) Metrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
+	return qi.points.get(ctx, statsTTL, func(ctx context.Context) ([]driver.MetricPoint, error) {
 		return qi.metrics(ctx, since)
 	})
 }
@@ -116,12 +117,12 @@ func (qi *QueueInspector) changed() {
 func (qi *QueueInspector) List(ctx context.Context, q ListQuery) (JobList, error) {
 	if qi.insp == nil {
 		return listByPage(q, func(page int) ([]JobView, error) {
-			return qi.pageAt(ctx, queue.JobFilter{Queue: q.Queue}, []queue.JobState{queue.StateDead}, page)
+			return qi.pageAt(ctx, driver.JobFilter{Queue: q.Queue}, []driver.JobState{queue.StateDead}, page)
 		}, func(name string, page int) ([]JobView, error) {
-			return qi.pageAt(ctx, queue.JobFilter{Queue: name}, []queue.JobState{queue.StateReady, queue.StateScheduled}, page)
+			return qi.pageAt(ctx, driver.JobFilter{Queue: name}, []driver.JobState{queue.StateReady, queue.StateScheduled}, page)
 		})
 	}
-	p, err := qi.listJobs(ctx, queue.JobFilter{
+	p, err := qi.listJobs(ctx, driver.JobFilter{
 		State: q.State, Queue: q.Queue, Name: q.Name, Tag: q.Tag, Search: q.Search,
 		After: q.After, Limit: q.Limit,
 	})
@@ -161,7 +162,7 @@ func (qi *QueueInspector) SetPaused(ctx context.Context, queueName string, pause
 }
 
 // CancelJob cancels the job id through driver.Controller.
-func (qi *QueueInspector) CancelJob(ctx context.Context, id string) (queue.JobState, error) {
+func (qi *QueueInspector) CancelJob(ctx context.Context, id string) (driver.JobState, error) {
 	defer qi.changed()
 	was, err := queue.CancelJob(ctx, qi.q, id)
 	if err != nil {
@@ -171,7 +172,7 @@ func (qi *QueueInspector) CancelJob(ctx context.Context, id string) (queue.JobSt
 }
 
 // Periodics lists the driver's periodic jobs through driver.Scheduler.
-func (qi *QueueInspector) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
+func (qi *QueueInspector) Periodics(ctx context.Context) ([]driver.PeriodicInfo, error) {
 	if qi.sched == nil {
 		return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", queue.ErrUnsupported)
 	}
@@ -183,7 +184,7 @@ func (qi *QueueInspector) Periodics(ctx context.Context) ([]queue.PeriodicInfo, 
 }
 
 // Workers lists the driver's worker registry.
-func (qi *QueueInspector) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
+func (qi *QueueInspector) Workers(ctx context.Context) ([]driver.WorkerInfo, error) {
 	return qi.workerList(ctx)
 }
 
@@ -207,7 +208,7 @@ func (qi *QueueInspector) stats(ctx context.Context) (StatsView, error) {
 		}
 		sv.Totals.Queue = "all"
 		sv.Totals.Pending = int64(n)
-		sv.Totals.Ready = queue.Count{N: int64(n)}
+		sv.Totals.Ready = driver.Count{N: int64(n)}
 		return sv, nil
 	}
 	qss, err := qi.insp.QueueStats(ctx)
@@ -267,18 +268,18 @@ func (qi *QueueInspector) addWaits(ctx context.Context, sv *StatsView) {
 // then scheduled ones. Pages past 200 return an error; the dashboard's own
 // pages use keyset cursors instead.
 func (qi *QueueInspector) Pending(queueName string, page int) ([]JobView, error) {
-	return qi.pageAt(context.Background(), queue.JobFilter{Queue: queueName}, []queue.JobState{queue.StateReady, queue.StateScheduled}, page)
+	return qi.pageAt(context.Background(), driver.JobFilter{Queue: queueName}, []driver.JobState{queue.StateReady, queue.StateScheduled}, page)
 }
 
 // Failed returns page (1-based) of the dead letters, most recent first as
 // the driver orders them. Pages past 200 return an error.
 func (qi *QueueInspector) Failed(page int) ([]JobView, error) {
-	return qi.pageAt(context.Background(), queue.JobFilter{}, []queue.JobState{queue.StateDead}, page)
+	return qi.pageAt(context.Background(), driver.JobFilter{}, []driver.JobState{queue.StateDead}, page)
 }
 
 // pageAt turns a page number into keyset walks over states in turn,
 // reading at most maxOffsetRows+PageSize rows.
-func (qi *QueueInspector) pageAt(ctx context.Context, f queue.JobFilter, states []queue.JobState, page int) ([]JobView, error) {
+func (qi *QueueInspector) pageAt(ctx context.Context, f driver.JobFilter, states []driver.JobState, page int) ([]JobView, error) {
 	page = max(page, 1)
 	skip := (page - 1) * PageSize
 	if skip > maxOffsetRows {
@@ -357,19 +358,19 @@ func (qi *QueueInspector) flush(ctx context.Context, queueName string) (int, err
 	return n, nil
 }
 
-// errNoInspect reports a page that needs queue.Inspector.
+// errNoInspect reports a page that needs driver.Inspector.
 var errNoInspect = fmt.Errorf("dashboard: this driver cannot be inspected: %w", queue.ErrUnsupported)
 
-func (qi *QueueInspector) listJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
+func (qi *QueueInspector) listJobs(ctx context.Context, f driver.JobFilter) (driver.JobPage, error) {
 	if qi.insp == nil {
 		if f.State != queue.StateDead || f.After != "" {
-			return queue.JobPage{}, errNoInspect
+			return driver.JobPage{}, errNoInspect
 		}
 		jobs, err := qi.q.DeadLetters(ctx, f.Queue, PageSize)
 		if err != nil {
-			return queue.JobPage{}, fmt.Errorf("dashboard: listing dead letters: %w", err)
+			return driver.JobPage{}, fmt.Errorf("dashboard: listing dead letters: %w", err)
 		}
-		var p queue.JobPage
+		var p driver.JobPage
 		for _, j := range jobs {
 			p.Jobs = append(p.Jobs, JobView{Job: j, State: queue.StateDead})
 		}
@@ -393,7 +394,7 @@ func (qi *QueueInspector) job(ctx context.Context, id string) (JobView, error) {
 	return j, nil
 }
 
-func (qi *QueueInspector) metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+func (qi *QueueInspector) metrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
 	if qi.insp == nil {
 		return nil, errNoInspect
 	}
@@ -420,7 +421,7 @@ func (qi *QueueInspector) setPaused(ctx context.Context, queueName string, pause
 	return nil
 }
 
-func (qi *QueueInspector) workerList(ctx context.Context) ([]queue.WorkerInfo, error) {
+func (qi *QueueInspector) workerList(ctx context.Context) ([]driver.WorkerInfo, error) {
 	if qi.insp == nil {
 		return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
 	}

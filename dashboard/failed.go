@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // ErrNotFound is returned for an id that names no failed job (or, in driver
@@ -76,7 +77,7 @@ func (m *MemoryFailedJobs) WithStats(stats *Stats) *MemoryFailedJobs {
 func (m *MemoryFailedJobs) Record(job queue.Job, queueName string, err error) {
 	fj := FailedJob{ID: job.ID, Queue: queueName, Job: job, FailedAt: time.Now()}
 	if fj.ID == "" {
-		fj.ID = queue.NewID()
+		fj.ID = driver.NewID()
 		fj.Job.ID = fj.ID
 	}
 	if err != nil {

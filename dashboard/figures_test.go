@@ -15,6 +15,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // TestWaitsAndUnservedQueues checks the figures beside the counts: the
@@ -35,7 +36,7 @@ func TestWaitsAndUnservedQueues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := q.Heartbeat(ctx, queue.WorkerInfo{ID: "w-1", Host: "box", PID: 9, Queues: []string{"emails"}, Concurrency: 4, StartedAt: now, LastSeen: now}); err != nil {
+	if err := q.Heartbeat(ctx, driver.WorkerInfo{ID: "w-1", Host: "box", PID: 9, Queues: []string{"emails"}, Concurrency: 4, StartedAt: now, LastSeen: now}); err != nil {
 		t.Fatal(err)
 	}
 	s := serve(t, dashboard.ForQueue(q))
@@ -122,7 +123,7 @@ type flaky struct {
 	fail atomic.Bool
 }
 
-func (f *flaky) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
+func (f *flaky) QueueStats(ctx context.Context) ([]driver.QueueStats, error) {
 	if f.fail.Load() {
 		return nil, errors.New("store timed out")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // cookbookSite wires the dashboard the way the cookbook does.
@@ -360,7 +361,7 @@ func TestSecurityHeadersAndNoInlineStyle(t *testing.T) {
 	t.Parallel()
 	q := memqueue.New()
 	deadJobs(t, q, "emails", 1, `{}`, "x")
-	q.ObserveRun(queue.RunRecord{Queue: "emails", Start: time.Now(), Runtime: 30 * time.Millisecond, Outcome: queue.OutcomeDone})
+	q.ObserveRun(driver.RunRecord{Queue: "emails", Start: time.Now(), Runtime: 30 * time.Millisecond, Outcome: driver.OutcomeDone})
 	s := serve(t, dashboard.ForQueue(q))
 	for _, p := range []string{"", "failed", "queue/emails"} {
 		r := s.page(p)
@@ -390,9 +391,9 @@ func TestChartsAreServerRenderedSVG(t *testing.T) {
 	q := memqueue.New()
 	now := time.Now()
 	for i := range 5 {
-		q.ObserveRun(queue.RunRecord{Queue: "emails", Start: now.Add(-time.Duration(i) * time.Minute), Runtime: time.Duration(i+1) * 10 * time.Millisecond, Outcome: queue.OutcomeDone})
+		q.ObserveRun(driver.RunRecord{Queue: "emails", Start: now.Add(-time.Duration(i) * time.Minute), Runtime: time.Duration(i+1) * 10 * time.Millisecond, Outcome: driver.OutcomeDone})
 	}
-	q.ObserveRun(queue.RunRecord{Queue: "emails", Start: now, Runtime: time.Millisecond, Outcome: queue.OutcomeFailed})
+	q.ObserveRun(driver.RunRecord{Queue: "emails", Start: now, Runtime: time.Millisecond, Outcome: driver.OutcomeFailed})
 	s := serve(t, dashboard.ForQueue(q))
 	r := s.page("")
 	svgs := findAll(r.Doc, byTag("svg"))
@@ -413,10 +414,10 @@ func TestChartsAreServerRenderedSVG(t *testing.T) {
 // count limit.
 type cappedQueue struct{ *memqueue.Queue }
 
-func (c cappedQueue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
+func (c cappedQueue) QueueStats(ctx context.Context) ([]driver.QueueStats, error) {
 	qs, err := c.Queue.QueueStats(ctx)
 	for i := range qs {
-		qs[i].Ready = queue.Count{N: 10000, More: true}
+		qs[i].Ready = driver.Count{N: 10000, More: true}
 	}
 	return qs, err
 }
@@ -568,7 +569,7 @@ func TestWorkersPage(t *testing.T) {
 	t.Parallel()
 	q := memqueue.New()
 	now := time.Now()
-	if err := q.Heartbeat(context.Background(), queue.WorkerInfo{ID: "w-1", Host: "box", PID: 42, Queues: []string{"a", "b"}, Concurrency: 8, StartedAt: now, LastSeen: now,
+	if err := q.Heartbeat(context.Background(), driver.WorkerInfo{ID: "w-1", Host: "box", PID: 42, Queues: []string{"a", "b"}, Concurrency: 8, StartedAt: now, LastSeen: now,
 		Running: map[string]int{"a": 2}, Reserved: map[string]int{"a": 1, "b": 1200}}); err != nil {
 		t.Fatal(err)
 	}
@@ -742,7 +743,7 @@ type countingQueue struct {
 	release chan struct{}
 }
 
-func (c *countingQueue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
+func (c *countingQueue) QueueStats(ctx context.Context) ([]driver.QueueStats, error) {
 	c.calls.Add(1)
 	<-c.release
 	return c.Queue.QueueStats(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // PageSize is how many rows a page of a list holds.
@@ -32,10 +33,10 @@ type Inspector interface {
 }
 
 // JobView is a job as the dashboard shows it: the job, its state and its
-// timestamps. It is queue.JobInfo under the cookbook's name. For a failed
+// timestamps. It is driver.JobInfo under the cookbook's name. For a failed
 // job State is queue.StateDead, LastError holds the error and FinishedAt
 // the time it failed.
-type JobView = queue.JobInfo
+type JobView = driver.JobInfo
 
 // StatsView is a snapshot of every queue's figures.
 type StatsView struct {
@@ -49,19 +50,19 @@ type StatsView struct {
 	// FailedPastWeek counts the dead letters dead-lettered in the last
 	// seven days (Horizon's "failed jobs past 7 days"); nil when the
 	// Source cannot tell.
-	FailedPastWeek *queue.Count
+	FailedPastWeek *driver.Count
 	// Stale is set when reading the figures failed or timed out and these
 	// are the last ones read, at At.
 	Stale bool
 }
 
-// QueueStats is one queue's figures. It embeds queue.QueueStats, which a
+// QueueStats is one queue's figures. It embeds driver.QueueStats, which a
 // driver fills in whole (driver mode: counts of jobs by state, capped, and
 // throughput, runtime and wait over the driver's window). In cookbook mode
 // the counters are totals since NewStats: Queue, Processed and Failed are
 // set, Ready equals Pending and the rest is zero.
 type QueueStats struct {
-	queue.QueueStats
+	driver.QueueStats
 	// Pending counts jobs waiting to run. Cookbook mode: pushed minus
 	// processed minus failed. Driver mode: ready plus scheduled (exact
 	// where the driver keeps counts, queue.Counter; else each exact up to
@@ -126,7 +127,7 @@ func (m *MemoryInspector) Figures(context.Context) (StatsView, error) { return m
 
 // Metrics returns the processed and failed counts by minute since since;
 // runtime and wait are not counted in process and are zero.
-func (m *MemoryInspector) Metrics(_ context.Context, since time.Time) ([]queue.MetricPoint, error) {
+func (m *MemoryInspector) Metrics(_ context.Context, since time.Time) ([]driver.MetricPoint, error) {
 	return m.stats.metrics(since), nil
 }
 
@@ -165,16 +166,16 @@ func (m *MemoryInspector) SetPaused(context.Context, string, bool) error {
 
 // Workers fails: in-process counters keep no worker registry.
 // CancelJob is unsupported: the in-process figures hold no jobs to cancel.
-func (m *MemoryInspector) CancelJob(_ context.Context, id string) (queue.JobState, error) {
+func (m *MemoryInspector) CancelJob(_ context.Context, id string) (driver.JobState, error) {
 	return "", fmt.Errorf("dashboard: cancelling job %s: %w", id, queue.ErrUnsupported)
 }
 
 // Periodics is unsupported: periodic jobs live in a queue driver.
-func (m *MemoryInspector) Periodics(context.Context) ([]queue.PeriodicInfo, error) {
+func (m *MemoryInspector) Periodics(context.Context) ([]driver.PeriodicInfo, error) {
 	return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", queue.ErrUnsupported)
 }
 
-func (m *MemoryInspector) Workers(context.Context) ([]queue.WorkerInfo, error) {
+func (m *MemoryInspector) Workers(context.Context) ([]driver.WorkerInfo, error) {
 	return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
 }
 
@@ -186,7 +187,7 @@ func (m *MemoryInspector) Stats() (StatsView, error) {
 	if mf, ok := m.failed.(*MemoryFailedJobs); ok {
 		// The failed list is what the store holds now.
 		n := int64(mf.Len())
-		sv.Totals.Dead = queue.Count{N: n}
+		sv.Totals.Dead = driver.Count{N: n}
 	}
 	return sv, nil
 }

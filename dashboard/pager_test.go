@@ -19,6 +19,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"  // mysql://
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite" // sqlite://
 )
@@ -303,12 +304,12 @@ func TestWorkersPages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			q := tc.open(t)
-			reg := q.(queue.Reporter)
+			reg := q.(driver.Reporter)
 			now := time.Now()
 			var want []string
 			for i := range dashboard.PageSize + 2 {
 				id := fmt.Sprintf("w-%03d", i)
-				w := queue.WorkerInfo{ID: id, Host: "box", PID: i, Queues: []string{"a"}, Concurrency: 2, StartedAt: now, LastSeen: now}
+				w := driver.WorkerInfo{ID: id, Host: "box", PID: i, Queues: []string{"a"}, Concurrency: 2, StartedAt: now, LastSeen: now}
 				if err := reg.Heartbeat(context.Background(), w); err != nil {
 					t.Fatal(err)
 				}

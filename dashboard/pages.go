@@ -16,6 +16,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // tabWait is how long a list page waits, once its rows are read, for the
@@ -105,7 +106,7 @@ type jobsData struct {
 }
 
 type stateTab struct {
-	State  queue.JobState
+	State  driver.JobState
 	Label  string
 	Count  string // "" when unknown (done jobs, or narrowed by filters)
 	URL    string
@@ -124,7 +125,7 @@ type jobRow struct {
 }
 
 // readQuery reads the list filters and the page position from the URL.
-func readQuery(r *http.Request, state queue.JobState) (ListQuery, pageRef) {
+func readQuery(r *http.Request, state driver.JobState) (ListQuery, pageRef) {
 	v := r.URL.Query()
 	q := ListQuery{
 		State: state,
@@ -172,7 +173,7 @@ func (q ListQuery) values() url.Values {
 }
 
 // stateLabel names a state as the pages show it: dead jobs are "failed".
-func stateLabel(s queue.JobState) string {
+func stateLabel(s driver.JobState) string {
 	if s == queue.StateDead {
 		return "failed"
 	}
@@ -180,7 +181,7 @@ func stateLabel(s queue.JobState) string {
 }
 
 // stateTitle is stateLabel with a capital letter.
-func stateTitle(s queue.JobState) string {
+func stateTitle(s driver.JobState) string {
 	l := stateLabel(s)
 	if l == "" {
 		return "Unknown"
@@ -198,7 +199,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		seeOther(w, relBase(r)+"jobs/"+url.PathEscape(id))
 		return
 	}
-	st := queue.JobState(r.URL.Query().Get("state"))
+	st := driver.JobState(r.URL.Query().Get("state"))
 	if st == "failed" {
 		// The pages call dead jobs failed; accept the word in URLs too.
 		st = queue.StateDead
@@ -206,7 +207,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	if st == "" {
 		st = queue.StateReady
 	}
-	if !slices.Contains(queue.JobStates, st) {
+	if !slices.Contains(driver.JobStates, st) {
 		h.fail(w, r, http.StatusBadRequest, "There is no job state "+strconv.Quote(clip(string(st)))+
 			": use ready, scheduled, running, failed, done or cancelled.", nil)
 		return
@@ -214,7 +215,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	h.list(w, r, st)
 }
 
-func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState) {
+func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobState) {
 	q, ref := readQuery(r, st)
 	c := h.src.Abilities()
 	base := relBase(r)
@@ -275,9 +276,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 	if c.Browse && canAct(r) {
 		switch {
 		case dead:
-			d.RetryAll, d.ForgetAll = confirmURL(base, queue.BulkRetry, q), confirmURL(base, queue.BulkForget, q)
+			d.RetryAll, d.ForgetAll = confirmURL(base, driver.BulkRetry, q), confirmURL(base, driver.BulkForget, q)
 		case d.Cancel:
-			d.CancelAll = confirmURL(base, queue.BulkCancel, q)
+			d.CancelAll = confirmURL(base, driver.BulkCancel, q)
 		}
 	}
 	filters := q.values()
@@ -317,7 +318,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 				}
 			}
 		}
-		for _, s := range queue.JobStates {
+		for _, s := range driver.JobStates {
 			v := q.values()
 			v.Set("state", string(s))
 			u := base + "jobs?" + v.Encode()
@@ -375,7 +376,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st queue.JobState
 
 // stateCount is a queue's count of jobs in state s, "" when the figures do
 // not count that state.
-func stateCount(qs QueueStats, s queue.JobState) string {
+func stateCount(qs QueueStats, s driver.JobState) string {
 	switch s {
 	case queue.StateReady:
 		return display.Count(qs.Ready)
@@ -421,7 +422,7 @@ type jobData struct {
 	// MaxDefault: the job sets no maximum, so MaxAttempt is the
 	// Worker's default, which a worker's MaxAttempts setting overrides.
 	MaxDefault bool
-	MaxHistory int    // queue.MaxHistory: a history this long may have lost older attempts
+	MaxHistory int    // driver.MaxHistory: a history this long may have lost older attempts
 	ListURL    string // the list the job is in
 	ListName   string
 }
@@ -460,7 +461,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		d.ListName = stateTitle(j.State) + " jobs of " + qn
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
-	d.MaxHistory = queue.MaxHistory
+	d.MaxHistory = driver.MaxHistory
 	d.MaxAttempt = display.Int(int64(queue.DefaultMaxAttempts))
 	d.MaxDefault = true
 	if j.MaxAttempts > 0 {
@@ -512,7 +513,7 @@ type queueData struct {
 }
 
 type stateLink struct {
-	State queue.JobState
+	State driver.JobState
 	Label string
 	Count string
 	URL   string
@@ -560,8 +561,8 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 	if c.ByState {
 		s := d.Stats
 		for _, sl := range []struct {
-			st queue.JobState
-			n  queue.Count
+			st driver.JobState
+			n  driver.Count
 		}{{queue.StateReady, s.Ready}, {queue.StateScheduled, s.Scheduled}, {queue.StateRunning, s.Running}, {queue.StateDead, s.Dead}} {
 			u := base + "jobs?" + url.Values{"state": {string(sl.st)}, "queue": {name}}.Encode()
 			if sl.st == queue.StateDead {
@@ -599,7 +600,7 @@ type workersData struct {
 }
 
 type workerRow struct {
-	queue.WorkerInfo
+	driver.WorkerInfo
 	Stale     bool
 	QueueURLs []namedLink
 	// RunningN and ReservedN are the worker's held jobs summed over its
@@ -610,7 +611,7 @@ type workerRow struct {
 
 // heldBy sums a worker's held jobs and says them per queue, sorted:
 // "emails: 2 running, 5 reserved; reports: 1 running".
-func heldBy(wi queue.WorkerInfo) (running, reserved int, by string) {
+func heldBy(wi driver.WorkerInfo) (running, reserved int, by string) {
 	names := slices.Sorted(maps.Keys(wi.Running))
 	for name := range wi.Reserved {
 		if _, ok := wi.Running[name]; !ok {
@@ -651,7 +652,7 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	}
 	// The registry lists workers sorted by ID, all at once; the page shows
 	// PageSize of them from a keyset cursor (the last ID shown).
-	slices.SortFunc(ws, func(a, b queue.WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(ws, func(a, b driver.WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
 	d := workersData{Total: len(ws)}
 	for _, wi := range ws {
 		d.Concurrency += wi.Concurrency
@@ -662,7 +663,7 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ref := readPageRef(r.URL.Query())
-	from, _ := slices.BinarySearchFunc(ws, ref.After, func(wi queue.WorkerInfo, id string) int {
+	from, _ := slices.BinarySearchFunc(ws, ref.After, func(wi driver.WorkerInfo, id string) int {
 		if strings.Compare(wi.ID, id) <= 0 {
 			return -1
 		}
@@ -778,9 +779,9 @@ func (h *handler) bulk(w http.ResponseWriter, r *http.Request) {
 			State: queue.StateDead, Queue: clip(r.PostFormValue("queue")), Name: clip(r.PostFormValue("name")),
 			Tag: clip(r.PostFormValue("tag")), Search: clip(r.PostFormValue("q")), Limit: maxBulk,
 		}
-		a := queue.BulkRetry
+		a := driver.BulkRetry
 		if action == "forget" {
-			a = queue.BulkForget
+			a = driver.BulkForget
 		}
 		if n, more, ok, err := h.actOnMatching(ctx, q, a); ok {
 			if err != nil {

@@ -78,7 +78,7 @@ func fmtWait(t time.Time) string {
 	return fmtDuration(max(time.Since(t), 0).Round(time.Second))
 }
 
-// shortID abbreviates a long ID for a table cell. IDs from queue.NewID
+// shortID abbreviates a long ID for a table cell. IDs from driver.NewID
 // begin with a timestamp, so jobs pushed in the same millisecond share
 // their first 12 digits: the abbreviation keeps the head and the random
 // tail.

@@ -18,6 +18,7 @@ import (
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	_ "github.com/meridianjobs/meridian/sqlqueue/postgres" // postgres://
 )
 
@@ -33,7 +34,7 @@ func openPostgres(t *testing.T) (a, b queue.Queue) {
 		t.Fatal(err)
 	}
 	v := u.Query()
-	v.Set("table", "dash_replicas_"+queue.NewID()[20:])
+	v.Set("table", "dash_replicas_"+driver.NewID()[20:])
 	u.RawQuery = v.Encode()
 	open := func() queue.Queue {
 		q, err := queue.Open(context.Background(), u.String())
@@ -166,7 +167,7 @@ func BenchmarkPagesPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	v := u.Query()
-	v.Set("table", "dash_bench_"+queue.NewID()[20:])
+	v.Set("table", "dash_bench_"+driver.NewID()[20:])
 	u.RawQuery = v.Encode()
 	q, err := queue.Open(ctx, u.String())
 	if err != nil {
@@ -184,7 +185,7 @@ func BenchmarkPagesPostgres(b *testing.B) {
 	for done := 0; done < n; done += chunk {
 		jobs := make([]queue.Job, min(chunk, n-done))
 		for i := range jobs {
-			jobs[i] = queue.Job{ID: queue.NewID(), Queue: []string{"emails", "reports", "default"}[(done+i)%3], Name: "Job",
+			jobs[i] = queue.Job{ID: driver.NewID(), Queue: []string{"emails", "reports", "default"}[(done+i)%3], Name: "Job",
 				Payload: fmt.Appendf(nil, `{"n":%d,"user":"u%d@example.com"}`, done+i, done+i), Tags: []string{"bench"}}
 		}
 		if _, err := queue.PushMany(ctx, q, jobs); err != nil {
@@ -208,20 +209,20 @@ func BenchmarkPagesPostgres(b *testing.B) {
 	}
 	// The driver's inspection calls on their own, to tell the pages' cost
 	// from the driver's.
-	insp := q.(queue.Inspector)
+	insp := q.(driver.Inspector)
 	for name, call := range map[string]func() error{
 		"QueueStats": func() error { _, err := insp.QueueStats(ctx); return err },
 		"Metrics":    func() error { _, err := insp.Metrics(ctx, time.Now().Add(-time.Hour)); return err },
 		"ListJobs/ready": func() error {
-			_, err := insp.ListJobs(ctx, queue.JobFilter{State: queue.StateReady})
+			_, err := insp.ListJobs(ctx, driver.JobFilter{State: queue.StateReady})
 			return err
 		},
 		"ListJobs/ready/queue": func() error {
-			_, err := insp.ListJobs(ctx, queue.JobFilter{State: queue.StateReady, Queue: "reports"})
+			_, err := insp.ListJobs(ctx, driver.JobFilter{State: queue.StateReady, Queue: "reports"})
 			return err
 		},
 		"ListJobs/dead": func() error {
-			_, err := insp.ListJobs(ctx, queue.JobFilter{State: queue.StateDead})
+			_, err := insp.ListJobs(ctx, driver.JobFilter{State: queue.StateDead})
 			return err
 		},
 	} {

@@ -25,6 +25,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/scale"
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // scaleRowsEnv sets the size of TestScale's store; under CI=true it runs
@@ -315,7 +316,7 @@ func ms(d time.Duration) string {
 func scaleTotalsMatch(t *testing.T, q queue.Queue, db *sql.DB, dialect, table string) {
 	t.Helper()
 	ctx := context.Background()
-	stats, err := q.(queue.Inspector).QueueStats(ctx)
+	stats, err := q.(driver.Inspector).QueueStats(ctx)
 	if err != nil {
 		t.Fatalf("QueueStats: %v", err)
 	}

@@ -14,12 +14,13 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // inspectQueue is a queue that lists its jobs.
 type inspectQueue interface {
 	queue.Queue
-	queue.Inspector
+	driver.Inspector
 }
 
 // scanBound is a queue whose payload searches examine at most scan jobs
@@ -30,7 +31,7 @@ type scanBound struct {
 	scan int
 }
 
-func (s scanBound) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
+func (s scanBound) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPage, error) {
 	f.Scan = s.scan
 	return s.inspectQueue.ListJobs(ctx, f)
 }
@@ -163,10 +164,10 @@ func TestJobPageHistory(t *testing.T) {
 	if err := q.Push(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
-	page, _ := q.ListJobs(context.Background(), queue.JobFilter{State: queue.StateReady, Queue: "mail"})
+	page, _ := q.ListJobs(context.Background(), driver.JobFilter{State: queue.StateReady, Queue: "mail"})
 	id := page.Jobs[0].ID
 	for i, w := range []string{"worker-a", "worker-b"} {
-		got, err := q.Reserve(queue.WithWorker(context.Background(), w), []string{"mail"}, 1, time.Minute)
+		got, err := q.Reserve(driver.WithWorker(context.Background(), w), []string{"mail"}, 1, time.Minute)
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}

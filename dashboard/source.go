@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Source is what the dashboard reads and acts through: every page and every
@@ -27,7 +28,7 @@ type Source interface {
 	Figures(ctx context.Context) (StatsView, error)
 	// Metrics returns the per-minute points since since, oldest first
 	// (Abilities().Charts).
-	Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error)
+	Metrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error)
 	// List returns one page of the jobs q selects. A lease token on a
 	// returned job is blanked by the dashboard before it shows the job.
 	List(ctx context.Context, q ListQuery) (JobList, error)
@@ -44,15 +45,15 @@ type Source interface {
 	// SetPaused pauses or resumes queue (Abilities().Pause).
 	SetPaused(ctx context.Context, queue string, paused bool) error
 	// Workers lists the worker processes (Abilities().Workers).
-	Workers(ctx context.Context) ([]queue.WorkerInfo, error)
+	Workers(ctx context.Context) ([]driver.WorkerInfo, error)
 	// CancelJob cancels the job id if it has not finished, and returns
 	// the state it was in (Abilities().Cancel). It fails with an error
 	// wrapping ErrNotFound for an unknown id and queue.ErrFinished for a
 	// job that already finished.
-	CancelJob(ctx context.Context, id string) (queue.JobState, error)
+	CancelJob(ctx context.Context, id string) (driver.JobState, error)
 	// Periodics lists the periodic jobs with their last and next ticks
 	// (Abilities().Periodic).
-	Periodics(ctx context.Context) ([]queue.PeriodicInfo, error)
+	Periodics(ctx context.Context) ([]driver.PeriodicInfo, error)
 }
 
 // Abilities are the parts of the dashboard a Source supports.
@@ -82,7 +83,7 @@ type Abilities struct {
 
 // ListQuery selects a page of a job list.
 type ListQuery struct {
-	State  queue.JobState
+	State  driver.JobState
 	Queue  string
 	Name   string // with Abilities().Browse
 	Tag    string // with Abilities().Browse
@@ -99,7 +100,7 @@ type JobList struct {
 	NextPage int    // the number of the next page, 0 on the last (without Browse)
 	// Scanned is set when a payload search stopped at its row bound
 	// before it filled the page: how many jobs it examined. Next then
-	// continues the search after them (queue.JobPage.Scanned).
+	// continues the search after them (driver.JobPage.Scanned).
 	Scanned int
 }
 
@@ -135,7 +136,7 @@ func (c inspectorSource) Figures(context.Context) (StatsView, error) {
 	return sv, nil
 }
 
-func (c inspectorSource) Metrics(context.Context, time.Time) ([]queue.MetricPoint, error) {
+func (c inspectorSource) Metrics(context.Context, time.Time) ([]driver.MetricPoint, error) {
 	return nil, fmt.Errorf("dashboard: reading metrics: %w", queue.ErrUnsupported)
 }
 
@@ -181,14 +182,14 @@ func (c inspectorSource) SetPaused(context.Context, string, bool) error {
 	return fmt.Errorf("dashboard: pausing queues: %w", queue.ErrUnsupported)
 }
 
-func (c inspectorSource) CancelJob(_ context.Context, id string) (queue.JobState, error) {
+func (c inspectorSource) CancelJob(_ context.Context, id string) (driver.JobState, error) {
 	return "", fmt.Errorf("dashboard: cancelling job %s: %w", id, queue.ErrUnsupported)
 }
 
-func (c inspectorSource) Periodics(context.Context) ([]queue.PeriodicInfo, error) {
+func (c inspectorSource) Periodics(context.Context) ([]driver.PeriodicInfo, error) {
 	return nil, fmt.Errorf("dashboard: listing periodic jobs: %w", queue.ErrUnsupported)
 }
 
-func (c inspectorSource) Workers(context.Context) ([]queue.WorkerInfo, error) {
+func (c inspectorSource) Workers(context.Context) ([]driver.WorkerInfo, error) {
 	return nil, fmt.Errorf("dashboard: listing workers: %w", queue.ErrUnsupported)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // recordingSource wraps a Source and records, for each method called,
@@ -39,7 +40,7 @@ func (r *recordingSource) Figures(ctx context.Context) (dashboard.StatsView, err
 	return r.Source.Figures(ctx)
 }
 
-func (r *recordingSource) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+func (r *recordingSource) Metrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
 	r.note("Metrics", ctx)
 	return r.Source.Metrics(ctx, since)
 }
@@ -74,7 +75,7 @@ func (r *recordingSource) SetPaused(ctx context.Context, q string, paused bool) 
 	return r.Source.SetPaused(ctx, q, paused)
 }
 
-func (r *recordingSource) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
+func (r *recordingSource) Workers(ctx context.Context) ([]driver.WorkerInfo, error) {
 	r.note("Workers", ctx)
 	return r.Source.Workers(ctx)
 }

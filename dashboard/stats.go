@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Stats is a set of per-queue counters that the application feeds from its
@@ -136,7 +136,7 @@ func (s *Stats) view() StatsView {
 		qs.Processed = c.processed
 		qs.Failed = c.failed
 		qs.JobsPerMinute = float64(lastMinute)
-		qs.Ready = queue.Count{N: qs.Pending}
+		qs.Ready = driver.Count{N: qs.Pending}
 		sv.Queues = append(sv.Queues, qs)
 	}
 	slices.SortFunc(sv.Queues, func(a, b QueueStats) int { return cmp.Compare(a.Queue, b.Queue) })
@@ -146,7 +146,7 @@ func (s *Stats) view() StatsView {
 
 // metrics returns the per-minute counts since since, oldest first. Runtime
 // and wait are unknown in cookbook mode and left zero.
-func (s *Stats) metrics(since time.Time) []queue.MetricPoint {
+func (s *Stats) metrics(since time.Time) []driver.MetricPoint {
 	if s == nil {
 		return nil
 	}
@@ -154,7 +154,7 @@ func (s *Stats) metrics(since time.Time) []queue.MetricPoint {
 	defer s.mu.Unlock()
 	nowMin := s.now().Unix() / 60
 	from := since.Unix() / 60
-	var pts []queue.MetricPoint
+	var pts []driver.MetricPoint
 	for name, c := range s.queues {
 		for _, sl := range c.minutes {
 			if sl.stamp == 0 || sl.stamp < from || sl.stamp > nowMin || sl.stamp <= nowMin-60 {
@@ -163,7 +163,7 @@ func (s *Stats) metrics(since time.Time) []queue.MetricPoint {
 			if sl.processed == 0 && sl.failed == 0 {
 				continue
 			}
-			pts = append(pts, queue.MetricPoint{
+			pts = append(pts, driver.MetricPoint{
 				Queue:     name,
 				Minute:    time.Unix(sl.stamp*60, 0).UTC(),
 				Processed: sl.processed,
@@ -171,7 +171,7 @@ func (s *Stats) metrics(since time.Time) []queue.MetricPoint {
 			})
 		}
 	}
-	slices.SortFunc(pts, func(a, b queue.MetricPoint) int {
+	slices.SortFunc(pts, func(a, b driver.MetricPoint) int {
 		if c := a.Minute.Compare(b.Minute); c != 0 {
 			return c
 		}
@@ -220,6 +220,6 @@ func totals(qs []QueueStats) QueueStats {
 	return t
 }
 
-func addCount(a, b queue.Count) queue.Count {
-	return queue.Count{N: a.N + b.N, More: a.More || b.More, Estimate: a.Estimate || b.Estimate}
+func addCount(a, b driver.Count) driver.Count {
+	return driver.Count{N: a.N + b.N, More: a.More || b.More, Estimate: a.Estimate || b.Estimate}
 }

@@ -12,15 +12,16 @@ import (
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // slowSearchQueue fails every payload search, as a search stopped by its
 // statement timeout does.
 type slowSearchQueue struct{ *memqueue.Queue }
 
-func (s slowSearchQueue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
+func (s slowSearchQueue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPage, error) {
 	if f.Search != "" {
-		return queue.JobPage{}, errors.New("pq: canceling statement due to statement timeout")
+		return driver.JobPage{}, errors.New("pq: canceling statement due to statement timeout")
 	}
 	return s.Queue.ListJobs(ctx, f)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxFinishedBatches is how many finished batches a Queue keeps: when one
@@ -19,28 +20,28 @@ const maxFinishedBatches = 1000
 // batch is one batch's record, counters and members (see driver.Workflows).
 // Batches are kept until maxFinishedBatches newer ones have finished.
 type batch struct {
-	rec     queue.BatchRecord
-	info    queue.BatchInfo // Pending is derived when read
-	pos     int             // index in Queue.batchList
-	members map[string]queue.BatchMemberState
+	rec     driver.BatchRecord
+	info    driver.BatchInfo // Pending is derived when read
+	pos     int              // index in Queue.batchList
+	members map[string]driver.BatchMemberState
 }
 
 // infoLocked returns b's info with Pending filled in.
-func (b *batch) infoLocked() queue.BatchInfo {
+func (b *batch) infoLocked() driver.BatchInfo {
 	in := b.info
 	in.Pending = in.Total - in.Done - in.Failed - in.Cancelled
 	return in
 }
 
-var _ queue.Workflows = (*Queue)(nil)
+var _ driver.Workflows = (*Queue)(nil)
 
 // PushBatch stores rec and pushes its members in one critical section
-// (see queue.BatchDispatcher).
-func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queue.Job) (int, error) {
+// (see driver.BatchDispatcher).
+func (q *Queue) PushBatch(ctx context.Context, rec driver.BatchRecord, jobs []queue.Job) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("memqueue: pushing batch %s: %w", rec.ID, err)
 	}
-	if err := queue.ValidateBatch(jobs); err != nil {
+	if err := driver.ValidateBatch(jobs); err != nil {
 		return 0, err
 	}
 	q.mu.Lock()
@@ -49,8 +50,8 @@ func (q *Queue) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []que
 		return 0, fmt.Errorf("memqueue: pushing batch %s: %w", rec.ID, queue.ErrDuplicate)
 	}
 	now := q.now()
-	b := &batch{rec: rec, pos: len(q.batchList), members: make(map[string]queue.BatchMemberState, len(jobs)),
-		info: queue.BatchInfo{ID: rec.ID, Name: rec.Name, AllowFailures: rec.AllowFailures, CreatedAt: now}}
+	b := &batch{rec: rec, pos: len(q.batchList), members: make(map[string]driver.BatchMemberState, len(jobs)),
+		info: driver.BatchInfo{ID: rec.ID, Name: rec.Name, AllowFailures: rec.AllowFailures, CreatedAt: now}}
 	if q.batches == nil {
 		q.batches = make(map[string]*batch)
 	}
@@ -64,7 +65,7 @@ func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (in
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("memqueue: adding to batch %s: %w", id, err)
 	}
-	if err := queue.ValidateBatch(jobs); err != nil {
+	if err := driver.ValidateBatch(jobs); err != nil {
 		return 0, err
 	}
 	q.mu.Lock()
@@ -89,7 +90,7 @@ func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int 
 		if _, ok := b.members[j.ID]; !ok {
 			b.info.Total++
 		}
-		b.members[j.ID] = queue.MemberPending
+		b.members[j.ID] = driver.MemberPending
 		n++
 	}
 	return n
@@ -97,7 +98,7 @@ func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int 
 
 // finishMember records the outcome of the member under l in its batch
 // (Complete of an outcome with a Batch) in one critical section.
-func (q *Queue) finishMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
+func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string, o driver.Outcome, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, err)
 	}
@@ -109,11 +110,11 @@ func (q *Queue) finishMember(ctx context.Context, l queue.Lease, batchID string,
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
 	switch o {
-	case queue.OutcomeDone:
+	case driver.OutcomeDone:
 		q.finishLocked(e, now)
-	case queue.OutcomeFailed:
+	case driver.OutcomeFailed:
 		q.failLocked(e, reason, now)
-	case queue.OutcomeCancelled:
+	case driver.OutcomeCancelled:
 		q.cancelLocked(e, now)
 	default:
 		return fmt.Errorf("memqueue: finishing batch member %s: outcome %s does not finish a job", l.JobID, o)
@@ -126,14 +127,14 @@ func (q *Queue) finishMember(ctx context.Context, l queue.Lease, batchID string,
 	if !ok {
 		return nil
 	}
-	to, ok := queue.MemberTransition(from, o)
+	to, ok := driver.MemberTransition(from, o)
 	if !ok {
 		return nil
 	}
 	b.members[l.JobID] = to
 	b.count(from, -1)
 	b.count(to, 1)
-	if to == queue.MemberFailed && !b.rec.AllowFailures {
+	if to == driver.MemberFailed && !b.rec.AllowFailures {
 		q.cancelMembersLocked(b, now)
 	}
 	q.fireLocked(b, now, l.JobID, reason)
@@ -144,22 +145,22 @@ func (q *Queue) finishMember(ctx context.Context, l queue.Lease, batchID string,
 // in its batch if it is a pending member of one.
 func (q *Queue) memberCancelledLocked(e *entry, now time.Time) {
 	b := q.batches[e.job.Meta[queue.MetaBatch]]
-	if b == nil || b.members[e.job.ID] != queue.MemberPending {
+	if b == nil || b.members[e.job.ID] != driver.MemberPending {
 		return
 	}
-	b.members[e.job.ID] = queue.MemberCancelled
+	b.members[e.job.ID] = driver.MemberCancelled
 	b.info.Cancelled++
 	q.fireLocked(b, now, "", "")
 }
 
 // count adds d to the counter of members in state s.
-func (b *batch) count(s queue.BatchMemberState, d int) {
+func (b *batch) count(s driver.BatchMemberState, d int) {
 	switch s {
-	case queue.MemberDone:
+	case driver.MemberDone:
 		b.info.Done += d
-	case queue.MemberFailed:
+	case driver.MemberFailed:
 		b.info.Failed += d
-	case queue.MemberCancelled:
+	case driver.MemberCancelled:
 		b.info.Cancelled += d
 	}
 }
@@ -171,26 +172,26 @@ func (q *Queue) cancelMembersLocked(b *batch, now time.Time) {
 	}
 	b.info.CancelledAt = now
 	for id, s := range b.members {
-		if s != queue.MemberPending {
+		if s != driver.MemberPending {
 			continue
 		}
 		if e := q.jobs[id]; e != nil {
 			q.cancelLocked(e, now)
 		}
-		b.members[id] = queue.MemberCancelled
+		b.members[id] = driver.MemberCancelled
 		b.info.Cancelled++
 	}
 }
 
 // fireLocked pushes the callbacks b's counters make due, each once.
 func (q *Queue) fireLocked(b *batch, now time.Time, failedID, reason string) {
-	for _, ev := range queue.BatchDue(b.infoLocked()) {
+	for _, ev := range driver.BatchDue(b.infoLocked()) {
 		switch ev {
-		case queue.BatchThen:
+		case driver.BatchThen:
 			b.info.ThenAt = now
-		case queue.BatchCatch:
+		case driver.BatchCatch:
 			b.info.CatchAt = now
-		case queue.BatchFinally:
+		case driver.BatchFinally:
 			b.info.FinishedAt = now
 			q.retireBatchLocked(b)
 		}
@@ -231,15 +232,15 @@ func (q *Queue) retireBatchLocked(b *batch) {
 }
 
 // CancelBatch cancels batch id (see driver.Workflows).
-func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
+func (q *Queue) CancelBatch(ctx context.Context, id string) (driver.BatchInfo, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.BatchInfo{}, fmt.Errorf("memqueue: cancelling batch %s: %w", id, err)
+		return driver.BatchInfo{}, fmt.Errorf("memqueue: cancelling batch %s: %w", id, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.batches[id]
 	if b == nil {
-		return queue.BatchInfo{}, fmt.Errorf("memqueue: cancelling batch %s: %w", id, queue.ErrNotFound)
+		return driver.BatchInfo{}, fmt.Errorf("memqueue: cancelling batch %s: %w", id, queue.ErrNotFound)
 	}
 	now := q.now()
 	q.cancelMembersLocked(b, now)
@@ -248,27 +249,27 @@ func (q *Queue) CancelBatch(ctx context.Context, id string) (queue.BatchInfo, er
 }
 
 // GetBatch reads batch id (see driver.Workflows).
-func (q *Queue) GetBatch(ctx context.Context, id string) (queue.BatchInfo, error) {
+func (q *Queue) GetBatch(ctx context.Context, id string) (driver.BatchInfo, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.BatchInfo{}, fmt.Errorf("memqueue: reading batch %s: %w", id, err)
+		return driver.BatchInfo{}, fmt.Errorf("memqueue: reading batch %s: %w", id, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.batches[id]
 	if b == nil {
-		return queue.BatchInfo{}, fmt.Errorf("memqueue: reading batch %s: %w", id, queue.ErrNotFound)
+		return driver.BatchInfo{}, fmt.Errorf("memqueue: reading batch %s: %w", id, queue.ErrNotFound)
 	}
 	return b.infoLocked(), nil
 }
 
 // ListBatches pages through the batches, newest first (see driver.Workflows).
-func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.BatchPage, error) {
+func (q *Queue) ListBatches(ctx context.Context, f driver.BatchFilter) (driver.BatchPage, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.BatchPage{}, fmt.Errorf("memqueue: listing batches: %w", err)
+		return driver.BatchPage{}, fmt.Errorf("memqueue: listing batches: %w", err)
 	}
-	limit, err := queue.BatchLimit(f.Limit)
+	limit, err := driver.BatchLimit(f.Limit)
 	if err != nil {
-		return queue.BatchPage{}, err
+		return driver.BatchPage{}, err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -276,11 +277,11 @@ func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.Bat
 	if f.After != "" {
 		b := q.batches[f.After]
 		if b == nil {
-			return queue.BatchPage{}, nil
+			return driver.BatchPage{}, nil
 		}
 		i = b.pos - 1
 	}
-	var page queue.BatchPage
+	var page driver.BatchPage
 	for ; i >= 0 && len(page.Batches) < limit; i-- {
 		if b := q.batchList[i]; b != nil {
 			page.Batches = append(page.Batches, b.infoLocked())
@@ -294,28 +295,28 @@ func (q *Queue) ListBatches(ctx context.Context, f queue.BatchFilter) (queue.Bat
 
 // BatchMembers pages through batch id's members in job ID order (see
 // driver.Workflows).
-func (q *Queue) BatchMembers(ctx context.Context, id string, f queue.MemberFilter) (queue.MemberPage, error) {
+func (q *Queue) BatchMembers(ctx context.Context, id string, f driver.MemberFilter) (driver.MemberPage, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, err)
+		return driver.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, err)
 	}
-	limit, err := queue.BatchLimit(f.Limit)
+	limit, err := driver.BatchLimit(f.Limit)
 	if err != nil {
-		return queue.MemberPage{}, err
+		return driver.MemberPage{}, err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	b := q.batches[id]
 	if b == nil {
-		return queue.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, queue.ErrNotFound)
+		return driver.MemberPage{}, fmt.Errorf("memqueue: listing members of batch %s: %w", id, queue.ErrNotFound)
 	}
-	var out []queue.BatchMember
+	var out []driver.BatchMember
 	for jid, s := range b.members {
 		if jid > f.After && (f.State == "" || s == f.State) {
-			out = append(out, queue.BatchMember{JobID: jid, State: s})
+			out = append(out, driver.BatchMember{JobID: jid, State: s})
 		}
 	}
-	slices.SortFunc(out, func(a, b queue.BatchMember) int { return strings.Compare(a.JobID, b.JobID) })
-	page := queue.MemberPage{Members: out}
+	slices.SortFunc(out, func(a, b driver.BatchMember) int { return strings.Compare(a.JobID, b.JobID) })
+	page := driver.MemberPage{Members: out}
 	if len(out) > limit {
 		page.Members = out[:limit]
 		page.Next = out[limit-1].JobID

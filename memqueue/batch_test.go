@@ -8,6 +8,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // importRow is a batch member's payload.
@@ -49,7 +50,7 @@ func TestFinishedBatchesForgotten(t *testing.T) {
 				t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
 			}
 		}
-		if err := testutil.Complete(ctx, q, queue.Completion{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone, Batch: ids[i]}); err != nil {
+		if err := testutil.Complete(ctx, q, driver.Completion{Lease: jobs[0].Lease(), Outcome: driver.OutcomeDone, Batch: ids[i]}); err != nil {
 			t.Fatalf("Complete of a member: %v", err)
 		}
 	}
@@ -64,7 +65,7 @@ func TestFinishedBatchesForgotten(t *testing.T) {
 	}
 	seen := 0
 	for after := ""; ; {
-		page, err := q.ListBatches(ctx, queue.BatchFilter{Limit: 100, After: after})
+		page, err := q.ListBatches(ctx, driver.BatchFilter{Limit: 100, After: after})
 		if err != nil {
 			t.Fatalf("ListBatches: %v", err)
 		}

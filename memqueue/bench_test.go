@@ -10,6 +10,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 var benchPayload = []byte(`{"user_id":42}`)
@@ -22,7 +23,7 @@ func BenchmarkPushReserveAck(b *testing.B) {
 	qs := []string{queue.DefaultQueue}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := q.Push(ctx, queue.Job{ID: queue.NewID(), Name: "bench", Payload: benchPayload}); err != nil {
+		if err := q.Push(ctx, queue.Job{ID: driver.NewID(), Name: "bench", Payload: benchPayload}); err != nil {
 			b.Fatal(err)
 		}
 		jobs, err := q.Reserve(ctx, qs, 1, time.Minute)
@@ -45,12 +46,12 @@ func BenchmarkBatch(b *testing.B) {
 	q := memqueue.New()
 	qs := []string{queue.DefaultQueue}
 	jobs := make([]queue.Job, batch)
-	outs := make([]queue.Completion, batch)
+	outs := make([]driver.Completion, batch)
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
 		for i := range jobs {
-			jobs[i] = queue.Job{ID: queue.NewID(), Name: "bench", Payload: benchPayload}
+			jobs[i] = queue.Job{ID: driver.NewID(), Name: "bench", Payload: benchPayload}
 		}
 		if _, err := q.PushMany(ctx, jobs); err != nil {
 			b.Fatal(err)
@@ -60,7 +61,7 @@ func BenchmarkBatch(b *testing.B) {
 			b.Fatal(len(got), err)
 		}
 		for i, j := range got {
-			outs[i] = queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone}
+			outs[i] = driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone}
 		}
 		if _, errs, err := q.Complete(ctx, nil, outs); err != nil || errors.Join(errs...) != nil {
 			b.Fatal(errs, err)
@@ -76,13 +77,13 @@ func BenchmarkPushDeep(b *testing.B) {
 	ctx := context.Background()
 	q := memqueue.New()
 	for i := range 1_000_000 {
-		_ = q.Push(ctx, queue.Job{ID: queue.NewID(), Priority: i % 5, Payload: benchPayload})
+		_ = q.Push(ctx, queue.Job{ID: driver.NewID(), Priority: i % 5, Payload: benchPayload})
 	}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
 		i++
-		if err := q.Push(ctx, queue.Job{ID: queue.NewID(), Priority: i % 5, Payload: benchPayload}); err != nil {
+		if err := q.Push(ctx, queue.Job{ID: driver.NewID(), Priority: i % 5, Payload: benchPayload}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -97,7 +98,7 @@ func BenchmarkParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := q.Push(ctx, queue.Job{ID: queue.NewID(), Payload: benchPayload}); err != nil {
+			if err := q.Push(ctx, queue.Job{ID: driver.NewID(), Payload: benchPayload}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -126,12 +127,12 @@ func BenchmarkBurnDown(b *testing.B) {
 	qs := []string{queue.DefaultQueue}
 	jobs := make([]queue.Job, b.N)
 	for i := range jobs {
-		jobs[i] = queue.Job{ID: queue.NewID(), Name: "bench", Payload: benchPayload}
+		jobs[i] = queue.Job{ID: driver.NewID(), Name: "bench", Payload: benchPayload}
 	}
 	if _, err := q.PushMany(ctx, jobs); err != nil {
 		b.Fatal(err)
 	}
-	outs := make([]queue.Completion, 0, batch)
+	outs := make([]driver.Completion, 0, batch)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
@@ -141,7 +142,7 @@ func BenchmarkBurnDown(b *testing.B) {
 		}
 		outs = outs[:0]
 		for _, j := range got {
-			outs = append(outs, queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone})
+			outs = append(outs, driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone})
 		}
 		if _, errs, err := q.Complete(ctx, nil, outs); err != nil || errors.Join(errs...) != nil {
 			b.Fatal(errs, err)
@@ -168,7 +169,7 @@ func BenchmarkHeldPerQueuedJob(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		for i := range jobs {
-			jobs[i] = queue.Job{ID: queue.NewID(), Name: "meridian_bench", Payload: payload}
+			jobs[i] = queue.Job{ID: driver.NewID(), Name: "meridian_bench", Payload: payload}
 		}
 		if _, err := q.PushMany(ctx, jobs); err != nil {
 			b.Fatal(err)

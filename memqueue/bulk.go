@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // ActOn applies a to at most limit jobs matching f (see driver.Controller),
 // a page of ListJobs at a time. In memory there is no statement to save:
 // each job is changed by the call that changes one, under the lock.
-func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction, limit int) (int, error) {
-	if err := queue.CheckBulk(a, f.State, limit); err != nil {
+func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int) (int, error) {
+	if err := driver.CheckBulk(a, f.State, limit); err != nil {
 		return 0, err
 	}
 	f.After, f.Scan = "", 0
@@ -25,11 +26,11 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 		}
 		for _, j := range page.Jobs {
 			switch a {
-			case queue.BulkRetry:
+			case driver.BulkRetry:
 				err = q.RetryDead(ctx, j.ID)
-			case queue.BulkForget:
+			case driver.BulkForget:
 				err = q.ForgetDead(ctx, j.ID)
-			case queue.BulkCancel:
+			case driver.BulkCancel:
 				_, err = q.Cancel(ctx, j.ID)
 			}
 			switch {
@@ -50,9 +51,9 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 
 // CountJobs counts the jobs matching f, exact up to limit (see
 // driver.Controller). A search examines every job.
-func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (queue.Count, error) {
+func (q *Queue) CountJobs(ctx context.Context, f driver.JobFilter, limit int) (driver.Count, error) {
 	if limit < 1 {
-		return queue.Count{}, fmt.Errorf("memqueue: counting jobs with limit %d: %w", limit, queue.ErrBulkState)
+		return driver.Count{}, fmt.Errorf("memqueue: counting jobs with limit %d: %w", limit, queue.ErrBulkState)
 	}
 	f.After, f.Scan = "", 0
 	var n int64
@@ -60,14 +61,14 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 		f.Limit = maxPageSize
 		page, err := q.ListJobs(ctx, f)
 		if err != nil {
-			return queue.Count{}, err
+			return driver.Count{}, err
 		}
 		n += int64(len(page.Jobs))
 		if n > int64(limit) {
-			return queue.Count{N: int64(limit), More: true}, nil
+			return driver.Count{N: int64(limit), More: true}, nil
 		}
 		if page.Next == "" {
-			return queue.Count{N: n}, nil
+			return driver.Count{N: n}, nil
 		}
 		f.After = page.Next
 	}

@@ -5,11 +5,12 @@ import (
 	"fmt"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // ackPush acks the job under l and pushes jobs in one critical section
 // (Complete of OutcomeDone with a Push). Jobs that are duplicates are skipped.
-func (q *Queue) ackPush(ctx context.Context, l queue.Lease, jobs []queue.Job) error {
+func (q *Queue) ackPush(ctx context.Context, l driver.Lease, jobs []queue.Job) error {
 	return q.finishPush(ctx, "acking", l, jobs, func(e *entry) {
 		q.finishLocked(e, q.now())
 	})
@@ -17,17 +18,17 @@ func (q *Queue) ackPush(ctx context.Context, l queue.Lease, jobs []queue.Job) er
 
 // failPush dead-letters the job under l with reason and pushes jobs in one
 // critical section (Complete of OutcomeFailed with a Push).
-func (q *Queue) failPush(ctx context.Context, l queue.Lease, reason string, jobs []queue.Job) error {
+func (q *Queue) failPush(ctx context.Context, l driver.Lease, reason string, jobs []queue.Job) error {
 	return q.finishPush(ctx, "failing", l, jobs, func(e *entry) {
 		q.failLocked(e, reason, q.now())
 	})
 }
 
-func (q *Queue) finishPush(ctx context.Context, doing string, l queue.Lease, jobs []queue.Job, finish func(e *entry)) error {
+func (q *Queue) finishPush(ctx context.Context, doing string, l driver.Lease, jobs []queue.Job, finish func(e *entry)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: %s job %s: %w", doing, l.JobID, err)
 	}
-	if err := queue.ValidateBatch(jobs); err != nil {
+	if err := driver.ValidateBatch(jobs); err != nil {
 		return err
 	}
 	q.mu.Lock()

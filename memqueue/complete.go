@@ -5,16 +5,17 @@ import (
 	"fmt"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Complete counts the attempts of the jobs under starts and records each
 // outcome of outs (see queue.Queue.Complete). It fails as a whole only
 // for ctx; each outcome is recorded in a critical section of its own.
-func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("memqueue: completing %d jobs: %w", len(starts)+len(outs), err)
 	}
-	var lost []queue.Lease
+	var lost []driver.Lease
 	if len(starts) > 0 {
 		var err error
 		if lost, err = q.start(ctx, starts); err != nil {
@@ -29,10 +30,10 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 }
 
 // complete records the one outcome o.
-func (q *Queue) complete(ctx context.Context, o queue.Completion) error {
+func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 	l := o.Lease
 	switch o.Outcome {
-	case queue.OutcomeDone:
+	case driver.OutcomeDone:
 		switch {
 		case o.Batch != "":
 			return q.finishMember(ctx, l, o.Batch, o.Outcome, "")
@@ -40,7 +41,7 @@ func (q *Queue) complete(ctx context.Context, o queue.Completion) error {
 			return q.ackPush(ctx, l, o.Push)
 		}
 		return q.ack(ctx, l)
-	case queue.OutcomeFailed:
+	case driver.OutcomeFailed:
 		switch {
 		case o.Batch != "":
 			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason)
@@ -48,21 +49,21 @@ func (q *Queue) complete(ctx context.Context, o queue.Completion) error {
 			return q.failPush(ctx, l, o.Reason, o.Push)
 		}
 		return q.fail(ctx, l, o.Reason)
-	case queue.OutcomeCancelled:
+	case driver.OutcomeCancelled:
 		if o.Batch != "" {
 			return q.finishMember(ctx, l, o.Batch, o.Outcome, "")
 		}
 		return q.cancelLeased(ctx, l)
-	case queue.OutcomeRetried:
+	case driver.OutcomeRetried:
 		return q.nack(ctx, l, o.At, o.Reason)
-	case queue.OutcomeSnoozed:
+	case driver.OutcomeSnoozed:
 		return q.snooze(ctx, l, o.At, o.Counted)
 	}
 	return fmt.Errorf("memqueue: completing job %s: unknown outcome %d", l.JobID, o.Outcome)
 }
 
 // cancelLeased cancels the job under l, as its handler asked.
-func (q *Queue) cancelLeased(ctx context.Context, l queue.Lease) error {
+func (q *Queue) cancelLeased(ctx context.Context, l driver.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: cancelling job %s: %w", l.JobID, err)
 	}

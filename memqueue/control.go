@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxCancelLog bounds the cancels of running jobs kept for CancelledSince.
@@ -15,7 +16,7 @@ const maxCancelLog = 4096
 
 // cancelRecord is one cancel of a running job.
 type cancelRecord struct {
-	lease queue.Lease
+	lease driver.Lease
 	at    time.Time
 }
 
@@ -71,9 +72,9 @@ func (q *Queue) ReleaseLease(ctx context.Context, name, holder string) error {
 }
 
 // fencedLocked returns an error matching queue.ErrFenced when ctx carries a
-// Fence (queue.WithFence) whose epoch is no longer its lease's.
+// Fence (driver.WithFence) whose epoch is no longer its lease's.
 func (q *Queue) fencedLocked(ctx context.Context) error {
-	f, ok := queue.FenceFrom(ctx)
+	f, ok := driver.FenceFrom(ctx)
 	if !ok || q.leases[f.Lease].epoch == f.Epoch {
 		return nil
 	}
@@ -84,7 +85,7 @@ func (q *Queue) fencedLocked(ctx context.Context) error {
 // is kept among the retained finished jobs (WithRetention), as an acked one
 // is. A batch member counts as cancelled in its batch, which pushes the
 // callbacks that this makes due.
-func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
+func (q *Queue) Cancel(ctx context.Context, id string) (driver.JobState, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, err)
 	}
@@ -105,7 +106,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 
 // cancelLocked cancels e if it is active and reports where it was; ok is
 // false (and nothing changes) when it had finished.
-func (q *Queue) cancelLocked(e *entry, now time.Time) (was queue.JobState, ok bool) {
+func (q *Queue) cancelLocked(e *entry, now time.Time) (was driver.JobState, ok bool) {
 	nq := e.nq
 	nq.promote(now.UnixNano(), now)
 	was = e.state
@@ -130,13 +131,13 @@ func (q *Queue) cancelLocked(e *entry, now time.Time) (was queue.JobState, ok bo
 
 // CancelledSince returns the leases of running jobs cancelled at or after
 // since (see driver.Controller).
-func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Lease, error) {
+func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]driver.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: listing cancelled jobs: %w", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var out []queue.Lease
+	var out []driver.Lease
 	for _, c := range q.cancels {
 		if !c.at.Before(since) {
 			out = append(out, c.lease)
@@ -147,7 +148,7 @@ func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]queue.Le
 
 // snooze puts the job under l back until at without counting its attempt
 // (Complete of OutcomeSnoozed).
-func (q *Queue) snooze(ctx context.Context, l queue.Lease, at time.Time, counted bool) error {
+func (q *Queue) snooze(ctx context.Context, l driver.Lease, at time.Time, counted bool) error {
 	return q.release(ctx, "snoozing", l, at, func(e *entry) {
 		e.job.Attempts = max(e.job.Attempts-1, 0)
 		if counted {
@@ -157,11 +158,11 @@ func (q *Queue) snooze(ctx context.Context, l queue.Lease, at time.Time, counted
 }
 
 // periodicMark is the record of one periodic job.
-type periodicMark = queue.PeriodicInfo
+type periodicMark = driver.PeriodicInfo
 
 // RegisterPeriodic creates or refreshes the record of a periodic job (see
 // driver.Scheduler).
-func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (time.Time, error) {
+func (q *Queue) RegisterPeriodic(ctx context.Context, p driver.PeriodicInfo) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, fmt.Errorf("memqueue: registering periodic job %s: %w", p.Name, err)
 	}
@@ -178,11 +179,11 @@ func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (tim
 
 // ClaimTick records a periodic job's tick and pushes its job, both or
 // neither (see driver.Scheduler).
-func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job) (bool, error) {
+func (q *Queue) ClaimTick(ctx context.Context, p driver.PeriodicInfo, j queue.Job) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("memqueue: claiming a tick of periodic job %s: %w", p.Name, err)
 	}
-	if err := queue.Validate(j); err != nil {
+	if err := driver.Validate(j); err != nil {
 		return false, err
 	}
 	q.mu.Lock()
@@ -205,16 +206,16 @@ func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job
 }
 
 // Periodics lists the records of periodic jobs, sorted by name.
-func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
+func (q *Queue) Periodics(ctx context.Context) ([]driver.PeriodicInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: listing periodic jobs: %w", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]queue.PeriodicInfo, 0, len(q.periodics))
+	out := make([]driver.PeriodicInfo, 0, len(q.periodics))
 	for _, m := range q.periodics {
 		out = append(out, *m)
 	}
-	slices.SortFunc(out, func(a, b queue.PeriodicInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b driver.PeriodicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

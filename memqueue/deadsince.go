@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // DeadSince counts the dead letters of every queue dead-lettered at or
 // after since (driver.Inspector). The count is exact.
-func (q *Queue) DeadSince(ctx context.Context, since time.Time) (queue.Count, error) {
+func (q *Queue) DeadSince(ctx context.Context, since time.Time) (driver.Count, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.Count{}, fmt.Errorf("memqueue: counting recent dead letters: %w", err)
+		return driver.Count{}, fmt.Errorf("memqueue: counting recent dead letters: %w", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -24,7 +24,7 @@ func (q *Queue) DeadSince(ctx context.Context, since time.Time) (queue.Count, er
 			}
 		}
 	}
-	return queue.Count{N: n}, nil
+	return driver.Count{N: n}, nil
 }
 
-var _ queue.Inspector = (*Queue)(nil)
+var _ driver.Inspector = (*Queue)(nil)

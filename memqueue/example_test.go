@@ -8,6 +8,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func ExampleNew() {
@@ -31,10 +32,10 @@ func ExampleQueue_Reserve() {
 	_ = q.Push(ctx, queue.Job{Name: "Urgent", Priority: 10})
 
 	jobs, _ := q.Reserve(ctx, []string{queue.DefaultQueue}, 10, 30*time.Second)
-	var done []queue.Completion
+	var done []driver.Completion
 	for _, j := range jobs {
 		fmt.Println(j.Name, "attempt", j.Attempts)
-		done = append(done, queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone})
+		done = append(done, driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone})
 	}
 	_, _, _ = q.Complete(ctx, nil, done)         // every outcome in one call
 	_, errs, _ := q.Complete(ctx, nil, done[:1]) // already acked

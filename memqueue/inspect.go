@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Page sizes of ListJobs.
@@ -23,12 +24,12 @@ const metricsWindow = time.Hour
 // metricBucket is one minute of one queue's metrics in a ring of 60.
 type metricBucket struct {
 	minute int64 // Unix minute the bucket holds; 0 when unused
-	point  queue.MetricPoint
+	point  driver.MetricPoint
 }
 
 // ObserveRun records r in its queue's per-minute metrics, which are kept
 // for the last hour. It never blocks on I/O.
-func (q *Queue) ObserveRun(r queue.RunRecord) {
+func (q *Queue) ObserveRun(r driver.RunRecord) {
 	name := r.Queue
 	if name == "" {
 		name = queue.DefaultQueue
@@ -49,10 +50,10 @@ func (q *Queue) ObserveRun(r queue.RunRecord) {
 		return // the slot holds a newer minute
 	}
 	if b.minute != minute {
-		*b = metricBucket{minute: minute, point: queue.MetricPoint{Queue: name, Minute: time.Unix(minute*60, 0).UTC()}}
+		*b = metricBucket{minute: minute, point: driver.MetricPoint{Queue: name, Minute: time.Unix(minute*60, 0).UTC()}}
 	}
 	p := &b.point
-	if r.Outcome == queue.OutcomeDone {
+	if r.Outcome == driver.OutcomeDone {
 		p.Processed++
 	} else {
 		p.Failed++
@@ -64,7 +65,7 @@ func (q *Queue) ObserveRun(r queue.RunRecord) {
 
 // liveBuckets calls fn for each of nq's buckets within the window ending at
 // nowMinute and starting no earlier than sinceMinute.
-func (nq *namedQueue) liveBuckets(nowMinute, sinceMinute int64, fn func(p queue.MetricPoint)) {
+func (nq *namedQueue) liveBuckets(nowMinute, sinceMinute int64, fn func(p driver.MetricPoint)) {
 	for _, b := range nq.metrics {
 		if b.minute == 0 || b.minute <= nowMinute-60 || b.minute < sinceMinute || b.minute > nowMinute {
 			continue
@@ -76,7 +77,7 @@ func (nq *namedQueue) liveBuckets(nowMinute, sinceMinute int64, fn func(p queue.
 // QueueStats returns one entry per queue that has jobs (dead letters
 // included), is paused or has metrics in the last hour, sorted by name.
 // Counts are exact.
-func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
+func (q *Queue) QueueStats(ctx context.Context) ([]driver.QueueStats, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reading queue stats: %w", err)
 	}
@@ -84,22 +85,22 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 	defer q.mu.Unlock()
 	now := q.now()
 	nowMinute := now.Unix() / 60
-	var out []queue.QueueStats
+	var out []driver.QueueStats
 	for _, nq := range q.queues {
 		nq.promote(now.UnixNano(), now)
-		s := queue.QueueStats{
+		s := driver.QueueStats{
 			Queue:     nq.name,
 			Paused:    nq.paused,
-			Ready:     queue.Count{N: int64(nq.ready.len())},
-			Scheduled: queue.Count{N: int64(nq.scheduled.len())},
-			Running:   queue.Count{N: int64(nq.running.len())},
-			Dead:      queue.Count{N: int64(len(nq.dead))},
+			Ready:     driver.Count{N: int64(nq.ready.len())},
+			Scheduled: driver.Count{N: int64(nq.scheduled.len())},
+			Running:   driver.Count{N: int64(nq.running.len())},
+			Dead:      driver.Count{N: int64(len(nq.dead))},
 			Window:    metricsWindow,
 		}
 		var runtime, wait time.Duration
 		var recent int64
-		recentFrom := now.Add(-queue.RateWindow).Truncate(time.Minute)
-		nq.liveBuckets(nowMinute, 0, func(p queue.MetricPoint) {
+		recentFrom := now.Add(-driver.RateWindow).Truncate(time.Minute)
+		nq.liveBuckets(nowMinute, 0, func(p driver.MetricPoint) {
 			if !p.Minute.Before(recentFrom) {
 				recent += p.Processed
 			}
@@ -113,20 +114,20 @@ func (q *Queue) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
 			s.AvgRuntime = runtime / time.Duration(runs)
 			s.AvgWait = wait / time.Duration(runs)
 		}
-		s.JobsPerMinute = queue.PerMinute(recent, now)
+		s.JobsPerMinute = driver.PerMinute(recent, now)
 		if s.Ready.N+s.Scheduled.N+s.Running.N+s.Dead.N == 0 && !s.Paused && s.Processed+s.Failed == 0 {
 			continue
 		}
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b queue.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) })
+	slices.SortFunc(out, func(a, b driver.QueueStats) int { return cmp.Compare(a.Queue, b.Queue) })
 	return out, nil
 }
 
 // Metrics returns the per-minute points of every queue from since's minute
 // to now (at most the last hour), oldest first and by queue name within a
 // minute. Minutes without runs have no point.
-func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reading metrics: %w", err)
 	}
@@ -134,11 +135,11 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoi
 	defer q.mu.Unlock()
 	nowMinute := q.now().Unix() / 60
 	sinceMinute := since.Unix() / 60
-	var out []queue.MetricPoint
+	var out []driver.MetricPoint
 	for _, nq := range q.queues {
-		nq.liveBuckets(nowMinute, sinceMinute, func(p queue.MetricPoint) { out = append(out, p) })
+		nq.liveBuckets(nowMinute, sinceMinute, func(p driver.MetricPoint) { out = append(out, p) })
 	}
-	slices.SortFunc(out, func(a, b queue.MetricPoint) int {
+	slices.SortFunc(out, func(a, b driver.MetricPoint) int {
 		if c := a.Minute.Compare(b.Minute); c != 0 {
 			return c
 		}
@@ -153,22 +154,22 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoi
 // jobs by the time they finished, newest first. Done jobs are the last WithRetention acked ones. Limit defaults to
 // 50 and is capped at 500. A search examines every candidate unless
 // f.Scan bounds it. The cursor is opaque; a malformed one is an error.
-func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage, error) {
+func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPage, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: %w", err)
+		return driver.JobPage{}, fmt.Errorf("memqueue: listing jobs: %w", err)
 	}
 	var after *listKey
 	if f.After != "" {
 		k, err := parseListKey(f.After)
 		if err != nil {
-			return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
+			return driver.JobPage{}, fmt.Errorf("memqueue: listing jobs after %q: %w", f.After, queue.ErrBadCursor)
 		}
 		after = &k
 	}
 	switch f.State {
 	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone, queue.StateCancelled:
 	default:
-		return queue.JobPage{}, fmt.Errorf("memqueue: listing jobs: unknown state %q", f.State)
+		return driver.JobPage{}, fmt.Errorf("memqueue: listing jobs: unknown state %q", f.State)
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -216,7 +217,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		}
 	}
 	slices.SortFunc(match, func(a, b *entry) int { return listKeyOf(a).compare(listKeyOf(b)) })
-	var page queue.JobPage
+	var page driver.JobPage
 	if len(search) > 0 {
 		// The search examines the candidates in order, up to f.Scan of
 		// them, and stops early once it has one match past the page.
@@ -241,29 +242,29 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		match = match[:limit]
 		page.Next = listKeyOf(match[limit-1]).String()
 	}
-	page.Jobs = make([]queue.JobInfo, len(match))
+	page.Jobs = make([]driver.JobInfo, len(match))
 	for i, e := range match {
 		page.Jobs[i] = e.info()
 	}
 	return page, nil
 }
 
-func (e *entry) info() queue.JobInfo {
-	return queue.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt(),
+func (e *entry) info() driver.JobInfo {
+	return driver.JobInfo{Job: e.job, State: e.state, UpdatedAt: e.updatedAt, FinishedAt: e.finishedAt(),
 		StartedAt: e.startedAt, Worker: e.worker}
 }
 
 // GetJob returns the job id in whatever state it is (a done job only while
 // it is retained), or an error matching queue.ErrNotFound.
-func (q *Queue) GetJob(ctx context.Context, id string) (queue.JobInfo, error) {
+func (q *Queue) GetJob(ctx context.Context, id string) (driver.JobInfo, error) {
 	if err := ctx.Err(); err != nil {
-		return queue.JobInfo{}, fmt.Errorf("memqueue: getting job %s: %w", id, err)
+		return driver.JobInfo{}, fmt.Errorf("memqueue: getting job %s: %w", id, err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e := q.jobs[id]
 	if e == nil {
-		return queue.JobInfo{}, fmt.Errorf("memqueue: getting job %s: %w", id, queue.ErrNotFound)
+		return driver.JobInfo{}, fmt.Errorf("memqueue: getting job %s: %w", id, queue.ErrNotFound)
 	}
 	now := q.now()
 	e.nq.promote(now.UnixNano(), now)
@@ -321,7 +322,7 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 // not refreshed for a minute are dropped. The running counts and lists do
 // not use the reports: the Queue holds every lease itself, so they are
 // exact whoever reserved the jobs.
-func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
+func (q *Queue) Heartbeat(ctx context.Context, w driver.WorkerInfo) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: recording heartbeat of worker %s: %w", w.ID, err)
 	}
@@ -362,14 +363,14 @@ func (q *Queue) Deregister(ctx context.Context, id string) error {
 }
 
 // Workers lists the entries seen in the last minute, sorted by ID.
-func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
+func (q *Queue) Workers(ctx context.Context) ([]driver.WorkerInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: listing workers: %w", err)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	cutoff := q.now().Add(-workerTTL)
-	var out []queue.WorkerInfo
+	var out []driver.WorkerInfo
 	for id, w := range q.workers {
 		if w.LastSeen.Before(cutoff) {
 			delete(q.workers, id)
@@ -379,7 +380,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 		w.Running, w.Reserved = heldCopy(w.Running), heldCopy(w.Reserved)
 		out = append(out, w)
 	}
-	slices.SortFunc(out, func(a, b queue.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b driver.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
@@ -388,7 +389,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 // scheduled, running and dead are the lengths of the queue's own
 // structures, done and cancelled are counted over the ring of retained
 // finished jobs (at most the retention, 1,000 by default).
-func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
+func (q *Queue) Counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reading job counts: %w", err)
 	}
@@ -415,14 +416,14 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 		}
 		f[i]++
 	}
-	var out []queue.QueueCounts
+	var out []driver.QueueCounts
 	for _, nq := range q.queues {
 		nq.promote(now.UnixNano(), now)
-		c := queue.QueueCounts{
+		c := driver.QueueCounts{
 			Queue:     nq.name,
-			Ready:     queue.Count{N: int64(nq.ready.len())},
-			Scheduled: queue.Count{N: int64(nq.scheduled.len())},
-			Running:   queue.Count{N: int64(nq.running.len())},
+			Ready:     driver.Count{N: int64(nq.ready.len())},
+			Scheduled: driver.Count{N: int64(nq.scheduled.len())},
+			Running:   driver.Count{N: int64(nq.running.len())},
 			Dead:      int64(len(nq.dead)),
 		}
 		c.Pending = c.Ready.N + c.Scheduled.N + c.Running.N
@@ -434,8 +435,8 @@ func (q *Queue) Counts(ctx context.Context) ([]queue.QueueCounts, error) {
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b queue.QueueCounts) int { return cmp.Compare(a.Queue, b.Queue) })
+	slices.SortFunc(out, func(a, b driver.QueueCounts) int { return cmp.Compare(a.Queue, b.Queue) })
 	return out, nil
 }
 
-var _ queue.Inspector = (*Queue)(nil)
+var _ driver.Inspector = (*Queue)(nil)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // DefaultRetention is how many acked jobs a Queue keeps, by default, for
@@ -67,7 +68,7 @@ type Queue struct {
 	done      []*entry // ring of retained acked jobs
 	doneNext  int
 
-	workers map[string]queue.WorkerInfo
+	workers map[string]driver.WorkerInfo
 
 	leases    map[string]lease         // named leases (Leaser)
 	cancels   []cancelRecord           // cancels of running jobs, oldest first
@@ -87,17 +88,17 @@ type Queue struct {
 // pointer).
 type entry struct {
 	job       queue.Job
-	state     queue.JobState // "" once deleted or replaced
-	seq       uint64         // insertion order
-	avail     int64          // job.AvailableAt in Unix nanoseconds
-	at        int64          // time-heap key: AvailableAt (scheduled) or lease expiry (running)
-	idx       int            // index in the heap that holds it
-	deathSeq  uint64         // order of dead-lettering
+	state     driver.JobState // "" once deleted or replaced
+	seq       uint64          // insertion order
+	avail     int64           // job.AvailableAt in Unix nanoseconds
+	at        int64           // time-heap key: AvailableAt (scheduled) or lease expiry (running)
+	idx       int             // index in the heap that holds it
+	deathSeq  uint64          // order of dead-lettering
 	nq        *namedQueue
 	updatedAt time.Time // also the finish time of a finished job (finishedAt)
 	startedAt time.Time // of the latest attempt
 	worker    string    // that reserved the latest attempt
-	history   *[]queue.Attempt
+	history   *[]driver.Attempt
 }
 
 // finishedAt returns when e finished: its last update while it is done,
@@ -112,7 +113,7 @@ func (e *entry) finishedAt() time.Time {
 }
 
 // attempts returns a copy of e's failed attempts, oldest first.
-func (e *entry) attempts() []queue.Attempt {
+func (e *entry) attempts() []driver.Attempt {
 	if e.history == nil {
 		return nil
 	}
@@ -120,16 +121,16 @@ func (e *entry) attempts() []queue.Attempt {
 }
 
 // failedAttempt records the attempt under way as failed with reason, at
-// now, keeping the last queue.MaxHistory.
+// now, keeping the last driver.MaxHistory.
 func (e *entry) failedAttempt(reason string, now time.Time) {
 	if e.history == nil {
-		e.history = new([]queue.Attempt)
+		e.history = new([]driver.Attempt)
 	}
 	h := *e.history
-	if len(h) == queue.MaxHistory {
+	if len(h) == driver.MaxHistory {
 		h = append(h[:0], h[1:]...)
 	}
-	*e.history = append(h, queue.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
+	*e.history = append(h, driver.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
 		Runtime: now.Sub(e.startedAt), Error: reason, Worker: e.worker})
 }
 
@@ -150,13 +151,13 @@ type namedQueue struct {
 
 // A memory queue has every ability of a store.
 var (
-	_ queue.Queue      = (*Queue)(nil)
-	_ queue.Inspector  = (*Queue)(nil)
-	_ queue.Controller = (*Queue)(nil)
-	_ queue.Workflows  = (*Queue)(nil)
-	_ queue.Scheduler  = (*Queue)(nil)
-	_ queue.Reporter   = (*Queue)(nil)
-	_ queue.Waiter     = (*Queue)(nil)
+	_ queue.Queue       = (*Queue)(nil)
+	_ driver.Inspector  = (*Queue)(nil)
+	_ driver.Controller = (*Queue)(nil)
+	_ driver.Workflows  = (*Queue)(nil)
+	_ driver.Scheduler  = (*Queue)(nil)
+	_ driver.Reporter   = (*Queue)(nil)
+	_ driver.Waiter     = (*Queue)(nil)
 )
 
 // Close releases nothing and returns nil: a memory queue holds no
@@ -173,7 +174,7 @@ func New(opts ...Option) *Queue {
 		queues:    make(map[string]*namedQueue),
 		leased:    make(map[string]*entry),
 		retention: DefaultRetention,
-		workers:   make(map[string]queue.WorkerInfo),
+		workers:   make(map[string]driver.WorkerInfo),
 		leases:    make(map[string]lease),
 		periodics: make(map[string]*periodicMark),
 	}
@@ -271,11 +272,11 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: pushing job: %w", err)
 	}
-	if err := queue.Validate(j); err != nil {
+	if err := driver.Validate(j); err != nil {
 		return err
 	}
 	if j.ID == "" {
-		j.ID = queue.NewID()
+		j.ID = driver.NewID()
 	}
 	q.mu.Lock()
 	err := q.pushLocked(j, q.now())
@@ -286,14 +287,14 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	return nil
 }
 
-// pushLocked stores j. It returns a *queue.DuplicateError for a duplicate.
+// pushLocked stores j. It returns a *driver.DuplicateError for a duplicate.
 func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 	if j.ID == "" {
-		j.ID = queue.NewID()
+		j.ID = driver.NewID()
 	}
 	old := q.jobs[j.ID]
 	if old != nil && isActive(old.state) {
-		return &queue.DuplicateError{ExistingID: old.job.ID}
+		return &driver.DuplicateError{ExistingID: old.job.ID}
 	}
 	j.Queue = j.QueueName()
 	nq := q.namedQueueLocked(j.Queue)
@@ -308,9 +309,9 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 			// Debounce: the waiting holder gives way to j.
 			q.removeWaitingLocked(holder)
 		case holder != nil:
-			return &queue.DuplicateError{ExistingID: holder.job.ID, UniqueKey: k}
+			return &driver.DuplicateError{ExistingID: holder.job.ID, UniqueKey: k}
 		case nq.heldUntil[k] > nowN:
-			return &queue.DuplicateError{UniqueKey: k}
+			return &driver.DuplicateError{UniqueKey: k}
 		}
 	}
 	if old != nil {
@@ -381,7 +382,7 @@ func (q *Queue) enqueueLocked(e *entry, now int64) {
 	nq.signal()
 }
 
-func isActive(s queue.JobState) bool {
+func isActive(s driver.JobState) bool {
 	return s == queue.StateReady || s == queue.StateScheduled || s == queue.StateRunning
 }
 
@@ -392,7 +393,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: pushing %d jobs: %w", len(jobs), err)
 	}
-	if err := queue.ValidateBatch(jobs); err != nil {
+	if err := driver.ValidateBatch(jobs); err != nil {
 		return nil, err
 	}
 	stored := make([]bool, len(jobs))
@@ -427,11 +428,11 @@ func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, 
 // start counts one attempt for the job under each current lease, in one
 // critical section, and returns the leases that were not current. It fails
 // as a whole only for ctx.
-func (q *Queue) start(ctx context.Context, leases []queue.Lease) ([]queue.Lease, error) {
+func (q *Queue) start(ctx context.Context, leases []driver.Lease) ([]driver.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: starting %d jobs: %w", len(leases), err)
 	}
-	var lost []queue.Lease
+	var lost []driver.Lease
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
@@ -452,7 +453,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reserving jobs: %w", err)
 	}
-	worker := queue.WorkerOf(ctx)
+	worker := driver.WorkerOf(ctx)
 	if max < 1 {
 		return nil, nil
 	}
@@ -530,7 +531,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 // leasedLocked returns the running job under l, or nil if l is not its
 // current, unexpired lease. A lease that has expired is lost even before
 // the job is reserved again.
-func (q *Queue) leasedLocked(l queue.Lease, now int64) *entry {
+func (q *Queue) leasedLocked(l driver.Lease, now int64) *entry {
 	e := q.leased[l.Token]
 	if e == nil || e.job.ID != l.JobID {
 		return nil
@@ -550,7 +551,7 @@ func (q *Queue) leasedLocked(l queue.Lease, now int64) *entry {
 // ack marks the job under l as done. The job is kept for inspection among
 // the last WithRetention acked jobs, then deleted. It returns an error
 // matching queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) ack(ctx context.Context, l queue.Lease) error {
+func (q *Queue) ack(ctx context.Context, l driver.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: acking job %s: %w", l.JobID, err)
 	}
@@ -574,7 +575,7 @@ func (q *Queue) finishLocked(e *entry, now time.Time) {
 // retireLocked finishes e, already off its heaps, in state (done or
 // cancelled): it frees its key and keeps it in the ring of retained
 // finished jobs, or deletes it when none are retained.
-func (q *Queue) retireLocked(e *entry, state queue.JobState, now time.Time) {
+func (q *Queue) retireLocked(e *entry, state driver.JobState, now time.Time) {
 	q.releaseKeyLocked(e)
 	e.state = state
 	e.nq.unlease(e)
@@ -611,7 +612,7 @@ func (q *Queue) releaseKeyLocked(e *entry) {
 // retryAt is zero or past), recording reason as its LastError; the job's
 // AvailableAt becomes that time. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) nack(ctx context.Context, l queue.Lease, retryAt time.Time, reason string) error {
+func (q *Queue) nack(ctx context.Context, l driver.Lease, retryAt time.Time, reason string) error {
 	return q.release(ctx, "nacking", l, retryAt, func(e *entry) {
 		e.job.LastError = reason
 		e.failedAttempt(reason, q.now())
@@ -621,7 +622,7 @@ func (q *Queue) nack(ctx context.Context, l queue.Lease, retryAt time.Time, reas
 // release puts the job under l back as available at at (now if at is zero
 // or past), after edit has changed what else the release records; doing
 // names the operation in errors.
-func (q *Queue) release(ctx context.Context, doing string, l queue.Lease, at time.Time, edit func(e *entry)) error {
+func (q *Queue) release(ctx context.Context, doing string, l driver.Lease, at time.Time, edit func(e *entry)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: %s job %s: %w", doing, l.JobID, err)
 	}
@@ -649,7 +650,7 @@ func (q *Queue) release(ctx context.Context, doing string, l queue.Lease, at tim
 // fail moves the job under l to the dead letters with reason as its
 // LastError, freeing its unique key. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) fail(ctx context.Context, l queue.Lease, reason string) error {
+func (q *Queue) fail(ctx context.Context, l driver.Lease, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: failing job %s: %w", l.JobID, err)
 	}
@@ -682,11 +683,11 @@ func (q *Queue) failLocked(e *entry, reason string, now time.Time) {
 // ExtendMany extends every lease it can in one critical section and
 // returns the leases that were no longer current. It fails as a whole only
 // for ctx.
-func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
+func (q *Queue) ExtendMany(ctx context.Context, leases []driver.Lease, d time.Duration) ([]driver.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: extending %d leases: %w", len(leases), err)
 	}
-	var lost []queue.Lease
+	var lost []driver.Lease
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
@@ -760,7 +761,7 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 	if k := e.job.UniqueKey; k != "" {
 		if holder := nq.unique[k]; holder != nil {
 			return fmt.Errorf("memqueue: retrying dead letter %s: %w", id,
-				&queue.DuplicateError{ExistingID: holder.job.ID, UniqueKey: k})
+				&driver.DuplicateError{ExistingID: holder.job.ID, UniqueKey: k})
 		}
 		nq.unique[k] = e
 	}

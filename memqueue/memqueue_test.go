@@ -13,6 +13,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestContract(t *testing.T) {
@@ -79,7 +80,7 @@ func TestRetentionKeepsLastAcked(t *testing.T) {
 		}
 		acked = append(acked, j.ID)
 	}
-	page, err := q.ListJobs(t.Context(), queue.JobFilter{State: queue.StateDone})
+	page, err := q.ListJobs(t.Context(), driver.JobFilter{State: queue.StateDone})
 	if err != nil {
 		t.Fatalf("ListJobs: %v", err)
 	}
@@ -131,10 +132,10 @@ func TestMetricsKeepTheLastHour(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	q := memqueue.New(memqueue.WithClock(c.now))
-	q.ObserveRun(queue.RunRecord{Queue: "m", Start: c.now(), Runtime: time.Second, Outcome: queue.OutcomeDone})
+	q.ObserveRun(driver.RunRecord{Queue: "m", Start: c.now(), Runtime: time.Second, Outcome: driver.OutcomeDone})
 	c.advance(30 * time.Minute)
-	q.ObserveRun(queue.RunRecord{Queue: "m", Start: c.now(), Runtime: 3 * time.Second, Outcome: queue.OutcomeFailed})
-	q.ObserveRun(queue.RunRecord{Queue: "m", Start: c.now().Add(-2 * time.Hour), Outcome: queue.OutcomeDone}) // too old: dropped
+	q.ObserveRun(driver.RunRecord{Queue: "m", Start: c.now(), Runtime: 3 * time.Second, Outcome: driver.OutcomeFailed})
+	q.ObserveRun(driver.RunRecord{Queue: "m", Start: c.now().Add(-2 * time.Hour), Outcome: driver.OutcomeDone}) // too old: dropped
 
 	points, err := q.Metrics(t.Context(), c.now().Add(-time.Hour))
 	if err != nil || len(points) != 2 || points[0].Processed != 1 || points[1].Failed != 1 {
@@ -160,7 +161,7 @@ func TestWorkersExpire(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	q := memqueue.New(memqueue.WithClock(c.now))
-	if err := q.Heartbeat(t.Context(), queue.WorkerInfo{ID: "w"}); err != nil {
+	if err := q.Heartbeat(t.Context(), driver.WorkerInfo{ID: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	c.advance(59 * time.Second)

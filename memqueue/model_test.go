@@ -11,6 +11,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // modelJob is the reference model's view of one job.
@@ -21,7 +22,7 @@ type modelJob struct {
 	seq      int
 	running  bool
 	expires  time.Time
-	lease    queue.Lease
+	lease    driver.Lease
 }
 
 // TestOrderMatchesModel drives a queue with random pushes (more distinct

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 
@@ -52,12 +51,6 @@ type Batch struct {
 	AllowFailures bool
 }
 
-// ErrNoBatches reports a Pusher or Queue that cannot store batches.
-var ErrNoBatches = errors.New("queue: the store does not support batches")
-
-// MaxBatchName is the most bytes a Batch's Name may have.
-const MaxBatchName = 255
-
 // members returns the jobs of b to push as its members, each carrying
 // MetaBatch = id, checked: IDs filled in (in b too), no unique keys, no
 // chains, each valid.
@@ -74,7 +67,7 @@ func batchMembers(id string, jobs []Job) ([]Job, error) {
 	for i := range jobs {
 		j := &jobs[i]
 		if j.ID == "" {
-			j.ID = NewID()
+			j.ID = driver.NewID()
 		}
 		if j.Name == "" {
 			return nil, fmt.Errorf("%w: job %d has no name (build members with NewJob)", ErrBatch, i+1)
@@ -97,16 +90,16 @@ func batchMembers(id string, jobs []Job) ([]Job, error) {
 		m.Meta[MetaBatch] = id
 		out[i] = m
 	}
-	if err := ValidateBatch(out); err != nil {
+	if err := driver.ValidateBatch(out); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBatch, err)
 	}
 	return out, nil
 }
 
 // record returns the record that dispatching b stores under id.
-func (b Batch) record(id string) (BatchRecord, error) {
+func (b Batch) record(id string) (driver.BatchRecord, error) {
 	if len(b.Name) > MaxBatchName {
-		return BatchRecord{}, fmt.Errorf("%w: name of %d bytes, over %d", ErrBatch, len(b.Name), MaxBatchName)
+		return driver.BatchRecord{}, fmt.Errorf("%w: name of %d bytes, over %d", ErrBatch, len(b.Name), MaxBatchName)
 	}
 	for _, c := range []struct {
 		what string
@@ -116,20 +109,20 @@ func (b Batch) record(id string) (BatchRecord, error) {
 			continue
 		}
 		if c.j.ID == "" {
-			c.j.ID = NewID()
+			c.j.ID = driver.NewID()
 		}
 		if c.j.Name == "" {
-			return BatchRecord{}, fmt.Errorf("%w: the %s job has no name (build it with NewJob)", ErrBatch, c.what)
+			return driver.BatchRecord{}, fmt.Errorf("%w: the %s job has no name (build it with NewJob)", ErrBatch, c.what)
 		}
-		if err := Validate(*c.j); err != nil {
-			return BatchRecord{}, fmt.Errorf("%w: the %s job: %w", ErrBatch, c.what, err)
+		if err := driver.Validate(*c.j); err != nil {
+			return driver.BatchRecord{}, fmt.Errorf("%w: the %s job: %w", ErrBatch, c.what, err)
 		}
 	}
 	cbs, err := driver.EncodeCallbacks(b.Then, b.Catch, b.Finally)
 	if err != nil {
-		return BatchRecord{}, err
+		return driver.BatchRecord{}, err
 	}
-	return BatchRecord{ID: id, Name: b.Name, AllowFailures: b.AllowFailures, Callbacks: cbs}, nil
+	return driver.BatchRecord{ID: id, Name: b.Name, AllowFailures: b.AllowFailures, Callbacks: cbs}, nil
 }
 
 // DispatchBatch stores b (see Batch) through p, which must be a
@@ -138,11 +131,11 @@ func (b Batch) record(id string) (BatchRecord, error) {
 // returns the batch's new ID. The record and every member are stored in
 // one step, or nothing is. Members without an ID get one, in b as well.
 func DispatchBatch(ctx context.Context, p Pusher, b Batch) (string, error) {
-	bd, ok := p.(BatchDispatcher)
+	bd, ok := p.(driver.BatchDispatcher)
 	if !ok {
 		return "", fmt.Errorf("%w (%T is no queue.BatchDispatcher)", ErrNoBatches, p)
 	}
-	id := NewID()
+	id := driver.NewID()
 	rec, err := b.record(id)
 	if err != nil {
 		return "", err
@@ -162,7 +155,7 @@ func DispatchBatch(ctx context.Context, p Pusher, b Batch) (string, error) {
 // matching ErrBatchClosed when the batch has finished or was cancelled.
 // Members without an ID get one, in jobs as well.
 func AddToBatch(ctx context.Context, q Queue, id string, jobs ...Job) (int, error) {
-	b := CapabilitiesOf(q).Workflows
+	b := driver.CapabilitiesOf(q).Workflows
 	if b == nil {
 		return 0, fmt.Errorf("%w (%T has no Workflows)", ErrNoBatches, q)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 type (
@@ -19,23 +20,23 @@ type (
 func TestMemberTransition(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		from queue.BatchMemberState
-		o    queue.Outcome
-		to   queue.BatchMemberState
+		from driver.BatchMemberState
+		o    driver.Outcome
+		to   driver.BatchMemberState
 		ok   bool
 	}{
-		{queue.MemberPending, queue.OutcomeDone, queue.MemberDone, true},
-		{queue.MemberPending, queue.OutcomeFailed, queue.MemberFailed, true},
-		{queue.MemberPending, queue.OutcomeCancelled, queue.MemberCancelled, true},
-		{queue.MemberFailed, queue.OutcomeDone, queue.MemberDone, true}, // retried from the dead letters
-		{queue.MemberFailed, queue.OutcomeFailed, queue.MemberFailed, false},
-		{queue.MemberDone, queue.OutcomeDone, queue.MemberDone, false},
-		{queue.MemberCancelled, queue.OutcomeDone, queue.MemberCancelled, false},
-		{queue.MemberPending, queue.OutcomeRetried, queue.MemberPending, false},
-		{queue.MemberPending, queue.OutcomeSnoozed, queue.MemberPending, false},
+		{driver.MemberPending, driver.OutcomeDone, driver.MemberDone, true},
+		{driver.MemberPending, driver.OutcomeFailed, driver.MemberFailed, true},
+		{driver.MemberPending, driver.OutcomeCancelled, driver.MemberCancelled, true},
+		{driver.MemberFailed, driver.OutcomeDone, driver.MemberDone, true}, // retried from the dead letters
+		{driver.MemberFailed, driver.OutcomeFailed, driver.MemberFailed, false},
+		{driver.MemberDone, driver.OutcomeDone, driver.MemberDone, false},
+		{driver.MemberCancelled, driver.OutcomeDone, driver.MemberCancelled, false},
+		{driver.MemberPending, driver.OutcomeRetried, driver.MemberPending, false},
+		{driver.MemberPending, driver.OutcomeSnoozed, driver.MemberPending, false},
 	}
 	for _, tc := range tests {
-		to, ok := queue.MemberTransition(tc.from, tc.o)
+		to, ok := driver.MemberTransition(tc.from, tc.o)
 		if to != tc.to || ok != tc.ok {
 			t.Errorf("MemberTransition(%s, %s) = %s, %v; want %s, %v", tc.from, tc.o, to, ok, tc.to, tc.ok)
 		}
@@ -44,7 +45,7 @@ func TestMemberTransition(t *testing.T) {
 
 func TestBatchDue(t *testing.T) {
 	t.Parallel()
-	type b = queue.BatchInfo
+	type b = driver.BatchInfo
 	var when = b{}.CreatedAt.AddDate(2026, 0, 0)
 	tests := []struct {
 		name string
@@ -63,7 +64,7 @@ func TestBatchDue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var got []string
-		for _, ev := range queue.BatchDue(tc.info) {
+		for _, ev := range driver.BatchDue(tc.info) {
 			got = append(got, string(ev))
 		}
 		if strings.Join(got, " ") != tc.want {
@@ -116,7 +117,7 @@ func TestDispatchBatchInvalid(t *testing.T) {
 	if _, err := queue.AddToBatch(ctx, plainQueue{q}, "b", row(9)); !errors.Is(err, queue.ErrNoBatches) {
 		t.Errorf("AddToBatch on a queue without batches = %v, want ErrNoBatches", err)
 	}
-	if _, err := queue.BatchLimit(queue.MaxBatchPage + 1); !errors.Is(err, queue.ErrBatch) {
+	if _, err := driver.BatchLimit(driver.MaxBatchPage + 1); !errors.Is(err, queue.ErrBatch) {
 		t.Errorf("BatchLimit over the cap = %v, want ErrBatch", err)
 	}
 }

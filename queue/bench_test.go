@@ -10,6 +10,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 type noop struct{ N int }
@@ -131,20 +132,20 @@ func (q *fastQueue) ReserveUnstarted(_ context.Context, _ []string, max int, lea
 	return q.take(max, lease, 0), nil
 }
 
-func (q *fastQueue) ExtendMany(context.Context, []queue.Lease, time.Duration) ([]queue.Lease, error) {
+func (q *fastQueue) ExtendMany(context.Context, []driver.Lease, time.Duration) ([]driver.Lease, error) {
 	return nil, nil
 }
 func (q *fastQueue) PushMany(_ context.Context, jobs []queue.Job) ([]bool, error) {
 	return make([]bool, len(jobs)), nil
 }
-func (q *fastQueue) Complete(_ context.Context, _ []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+func (q *fastQueue) Complete(_ context.Context, _ []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	return nil, make([]error, len(outs)), nil
 }
-func (q *fastQueue) Push(context.Context, queue.Job) error                      { return nil }
-func (q *fastQueue) Ack(context.Context, queue.Lease) error                     { return nil }
-func (q *fastQueue) Nack(context.Context, queue.Lease, time.Time, string) error { return nil }
-func (q *fastQueue) Fail(context.Context, queue.Lease, string) error            { return nil }
-func (q *fastQueue) Extend(context.Context, queue.Lease, time.Duration) error   { return nil }
+func (q *fastQueue) Push(context.Context, queue.Job) error                       { return nil }
+func (q *fastQueue) Ack(context.Context, driver.Lease) error                     { return nil }
+func (q *fastQueue) Nack(context.Context, driver.Lease, time.Time, string) error { return nil }
+func (q *fastQueue) Fail(context.Context, driver.Lease, string) error            { return nil }
+func (q *fastQueue) Extend(context.Context, driver.Lease, time.Duration) error   { return nil }
 func (q *fastQueue) DeadLetters(context.Context, string, int) ([]queue.Job, error) {
 	return nil, nil
 }

@@ -1,6 +1,10 @@
 package queue
 
-import "time"
+import (
+	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
+)
 
 // cancelSkew is how far back each cancel poll looks before the previous
 // one, so that a cancel stamped by a process whose clock is a little behind
@@ -13,7 +17,7 @@ const cancelSkew = 5 * time.Second
 // cancelled while running and cancels the handlers of those it holds
 // (prefetched ones are dropped before they start). It returns when done is
 // closed.
-func (r *run) watchCancels(c Controller, done <-chan struct{}) {
+func (r *run) watchCancels(c driver.Controller, done <-chan struct{}) {
 	t := time.NewTicker(r.w.cancelPoll)
 	defer t.Stop()
 	since := time.Now().Add(-cancelSkew)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Chain is a list of jobs that run one after another (Laravel's
@@ -35,22 +37,6 @@ type Chain struct {
 	// Catch, if set, is pushed once when a step is dead-lettered.
 	Catch *Job
 }
-
-// Meta keys of chains.
-const (
-	// MetaChain carries, on a chain step, the steps after it and the
-	// chain's catch job (JSON). The Worker reads it; users do not write it.
-	MetaChain = "meridian.chain"
-	// MetaChainFailed names, on a chain's catch job, the ID of the step
-	// that was dead-lettered.
-	MetaChainFailed = "meridian.chain_failed"
-	// MetaChainError holds, on a chain's catch job, the failed step's
-	// error text.
-	MetaChainError = "meridian.chain_error"
-)
-
-// ErrChain reports a chain that cannot be dispatched as given.
-var ErrChain = errors.New("queue: invalid chain")
 
 // chainStep is a step (or the catch job) as MetaChain carries it.
 type chainStep struct {
@@ -115,7 +101,7 @@ func (c Chain) First() (Job, error) {
 	seen := make(map[string]bool, len(c.Steps)+1)
 	check := func(what string, j *Job, first bool) error {
 		if j.ID == "" {
-			j.ID = NewID()
+			j.ID = driver.NewID()
 		}
 		if j.Name == "" {
 			return fmt.Errorf("%w: %s has no name (build steps with NewJob)", ErrChain, what)
@@ -152,7 +138,7 @@ func (c Chain) First() (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("%w: encoding the steps: %v", ErrChain, err)
 	}
-	if err := Validate(first); err != nil {
+	if err := driver.Validate(first); err != nil {
 		return Job{}, fmt.Errorf("%w: the first step carrying the rest of the chain: %w", ErrChain, err)
 	}
 	return first, nil
@@ -172,7 +158,7 @@ func DispatchChain(ctx context.Context, p Pusher, c Chain) (string, error) {
 	}
 	err = p.Push(ctx, first)
 	if errors.Is(err, ErrDuplicate) {
-		var de *DuplicateError
+		var de *driver.DuplicateError
 		if errors.As(err, &de) && de.ExistingID != "" {
 			return de.ExistingID, nil
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Step is a chain step of the worker tests.
@@ -106,7 +107,7 @@ func TestChainFirst(t *testing.T) {
 		return j
 	}
 	big := step()
-	big.Payload = []byte(`"` + strings.Repeat("x", queue.MaxMetaBytes) + `"`)
+	big.Payload = []byte(`"` + strings.Repeat("x", driver.MaxMetaBytes) + `"`)
 	dupID := step()
 	tests := []struct {
 		name  string

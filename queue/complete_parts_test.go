@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // completeByParts is Queue.Complete for a test stub that records outcomes
@@ -11,26 +13,26 @@ import (
 // FailPush, FinishMember), starts through Start, and plain acks through
 // AckMany, or starts and acks together through StartAck, where it has
 // them: so a stub's test reads which call each outcome became.
-func completeByParts(ctx context.Context, q any, starts []Lease, outs []Completion) ([]Lease, []error, error) {
+func completeByParts(ctx context.Context, q any, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	errs := make([]error, len(outs))
-	var acks []Lease
+	var acks []driver.Lease
 	var ackAt []int
 	for i, o := range outs {
-		if o.Outcome == OutcomeDone && o.Batch == "" && len(o.Push) == 0 {
+		if o.Outcome == driver.OutcomeDone && o.Batch == "" && len(o.Push) == 0 {
 			acks = append(acks, o.Lease)
 			ackAt = append(ackAt, i)
 		}
 	}
-	var lostStarts, lostAcks []Lease
+	var lostStarts, lostAcks []driver.Lease
 	acked := false
 	type startAcker interface {
-		StartAck(ctx context.Context, starts, acks []Lease) ([]Lease, []Lease, error)
+		StartAck(ctx context.Context, starts, acks []driver.Lease) ([]driver.Lease, []driver.Lease, error)
 	}
 	type starter interface {
-		Start(ctx context.Context, leases []Lease) ([]Lease, error)
+		Start(ctx context.Context, leases []driver.Lease) ([]driver.Lease, error)
 	}
 	type batchAcker interface {
-		AckMany(ctx context.Context, leases []Lease) ([]Lease, error)
+		AckMany(ctx context.Context, leases []driver.Lease) ([]driver.Lease, error)
 	}
 	if sa, ok := q.(startAcker); ok && len(starts) > 0 && len(acks) > 0 {
 		var err error
@@ -57,7 +59,7 @@ func completeByParts(ctx context.Context, q any, starts []Lease, outs []Completi
 		}
 	}
 	if acked {
-		lost := make(map[Lease]bool, len(lostAcks))
+		lost := make(map[driver.Lease]bool, len(lostAcks))
 		for _, l := range lostAcks {
 			lost[l] = true
 		}
@@ -68,7 +70,7 @@ func completeByParts(ctx context.Context, q any, starts []Lease, outs []Completi
 		}
 	}
 	for i, o := range outs {
-		if acked && o.Outcome == OutcomeDone && o.Batch == "" && len(o.Push) == 0 {
+		if acked && o.Outcome == driver.OutcomeDone && o.Batch == "" && len(o.Push) == 0 {
 			continue
 		}
 		errs[i] = completeOne(ctx, q, o)
@@ -77,21 +79,21 @@ func completeByParts(ctx context.Context, q any, starts []Lease, outs []Completi
 }
 
 // completeOne records o through the stub q's per-outcome call.
-func completeOne(ctx context.Context, q any, o Completion) error {
+func completeOne(ctx context.Context, q any, o driver.Completion) error {
 	type settler interface {
-		Ack(ctx context.Context, l Lease) error
-		Nack(ctx context.Context, l Lease, retryAt time.Time, reason string) error
-		Fail(ctx context.Context, l Lease, reason string) error
+		Ack(ctx context.Context, l driver.Lease) error
+		Nack(ctx context.Context, l driver.Lease, retryAt time.Time, reason string) error
+		Fail(ctx context.Context, l driver.Lease, reason string) error
 	}
 	type chainer interface {
-		AckPush(ctx context.Context, l Lease, jobs []Job) error
-		FailPush(ctx context.Context, l Lease, reason string, jobs []Job) error
+		AckPush(ctx context.Context, l driver.Lease, jobs []Job) error
+		FailPush(ctx context.Context, l driver.Lease, reason string, jobs []Job) error
 	}
 	type snoozer interface {
-		Snooze(ctx context.Context, l Lease, at time.Time, counted bool) error
+		Snooze(ctx context.Context, l driver.Lease, at time.Time, counted bool) error
 	}
 	type member interface {
-		FinishMember(ctx context.Context, l Lease, batch string, o Outcome, reason string) error
+		FinishMember(ctx context.Context, l driver.Lease, batch string, o driver.Outcome, reason string) error
 	}
 	s, ok := q.(settler)
 	if !ok {
@@ -102,17 +104,17 @@ func completeOne(ctx context.Context, q any, o Completion) error {
 	}
 	c, isChainer := q.(chainer)
 	switch o.Outcome {
-	case OutcomeDone:
+	case driver.OutcomeDone:
 		if isChainer && len(o.Push) > 0 {
 			return c.AckPush(ctx, o.Lease, o.Push)
 		}
 		return s.Ack(ctx, o.Lease)
-	case OutcomeFailed, OutcomeCancelled:
+	case driver.OutcomeFailed, driver.OutcomeCancelled:
 		if isChainer && len(o.Push) > 0 {
 			return c.FailPush(ctx, o.Lease, o.Reason, o.Push)
 		}
 		return s.Fail(ctx, o.Lease, o.Reason)
-	case OutcomeSnoozed:
+	case driver.OutcomeSnoozed:
 		if sn, ok := q.(snoozer); ok {
 			return sn.Snooze(ctx, o.Lease, o.At, o.Counted)
 		}
@@ -120,26 +122,26 @@ func completeOne(ctx context.Context, q any, o Completion) error {
 	return s.Nack(ctx, o.Lease, o.At, o.Reason)
 }
 
-func (s *stubQueue) Complete(ctx context.Context, starts []Lease, outs []Completion) ([]Lease, []error, error) {
+func (s *stubQueue) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	return completeByParts(ctx, s, starts, outs)
 }
 
-func (s stubAcker) Complete(ctx context.Context, starts []Lease, outs []Completion) ([]Lease, []error, error) {
+func (s stubAcker) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	return completeByParts(ctx, s, starts, outs)
 }
 
-func (s inspectingAcker) Complete(ctx context.Context, starts []Lease, outs []Completion) ([]Lease, []error, error) {
+func (s inspectingAcker) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	return completeByParts(ctx, s, starts, outs)
 }
 
-func (s *startingStub) Complete(ctx context.Context, starts []Lease, outs []Completion) ([]Lease, []error, error) {
+func (s *startingStub) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	return completeByParts(ctx, s, starts, outs)
 }
 
-func (s *stubStarter) Complete(ctx context.Context, starts []Lease, outs []Completion) ([]Lease, []error, error) {
+func (s *stubStarter) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	return completeByParts(ctx, s, starts, outs)
 }
 
-func (s *stubStartAcker) Complete(ctx context.Context, starts []Lease, outs []Completion) ([]Lease, []error, error) {
+func (s *stubStartAcker) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	return completeByParts(ctx, s, starts, outs)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/queue/internal/retry"
 )
 
@@ -27,7 +28,7 @@ const ackFlushers = 2
 // the observer, the driver's metrics and OnFailed.
 type completer struct {
 	q        Queue
-	runObs   Reporter // nil: the store keeps no metrics
+	runObs   driver.Reporter // nil: the store keeps no metrics
 	ctx      context.Context
 	leases   *heldLeases
 	halt     *halt
@@ -59,7 +60,7 @@ type ackItem struct {
 	mark  *startReq
 	// out is the outcome to record; cause is the handler's error behind
 	// it (for the observer, the logs and OnFailed).
-	out   Completion
+	out   driver.Completion
 	cause error
 	// plain: out.Reason is plainReason(cause) already (a store refused
 	// the full text).
@@ -126,7 +127,7 @@ func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
 // ack records that j's handler succeeded: j is acked, with the next step
 // of its chain pushed with it, and counted done in its batch.
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
-	out := Completion{Lease: j.Lease(), Outcome: OutcomeDone, Batch: j.Meta[MetaBatch]}
+	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone, Batch: j.Meta[MetaBatch]}
 	if _, ok := j.Meta[MetaChain]; ok && out.Batch == "" {
 		rest, _, err := chainOf(j)
 		if err == nil {
@@ -144,7 +145,7 @@ func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
 // with cause.
 func (c *completer) nack(j *Job, cause error, at time.Time, start time.Time, rt time.Duration) {
 	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause,
-		out: Completion{Lease: j.Lease(), Outcome: OutcomeRetried, At: at, Reason: reason(cause)}})
+		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeRetried, At: at, Reason: reason(cause)}})
 }
 
 // snooze puts j back at the time its handler's Snooze result asked for,
@@ -153,27 +154,27 @@ func (c *completer) snooze(j *Job, result error, start time.Time, rt time.Durati
 	var se *snoozeError
 	errors.As(result, &se)
 	c.submit(ackItem{j: j, start: start, rt: rt,
-		out: Completion{Lease: j.Lease(), Outcome: OutcomeSnoozed, At: time.Now().Add(se.d), Counted: se.counted}})
+		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeSnoozed, At: time.Now().Add(se.d), Counted: se.counted}})
 }
 
 // cancel ends j as cancelled at its handler's request (a Cancel result),
 // counted cancelled in its batch.
 func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duration) {
 	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause,
-		out: Completion{Lease: j.Lease(), Outcome: OutcomeCancelled, Batch: j.Meta[MetaBatch]}})
+		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeCancelled, Batch: j.Meta[MetaBatch]}})
 }
 
 // cancelled records that j ended as cancelled (in the store already).
 func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Duration) {
 	c.leases.remove(j.Lease())
 	c.log.Info("queue: job cancelled", "job", j.ID, "name", j.Name, "cause", cause)
-	c.finished(j, OutcomeCancelled, cause, start, rt)
+	c.finished(j, driver.OutcomeCancelled, cause, start, rt)
 }
 
 // fail dead-letters j, its handler having failed with cause for good: with
 // its chain's catch job pushed with it, and counted failed in its batch.
 func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
-	out := Completion{Lease: j.Lease(), Outcome: OutcomeFailed, Reason: reason(cause), Batch: j.Meta[MetaBatch]}
+	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeFailed, Reason: reason(cause), Batch: j.Meta[MetaBatch]}
 	if out.Batch == "" {
 		if rest, ok, err := chainOf(j); ok && err == nil && rest.Catch != nil {
 			out.Push = rest.caught(j, out.Reason)
@@ -197,19 +198,19 @@ func (c *completer) submit(it ackItem) {
 func (c *completer) recorded(it ackItem) {
 	j := it.j
 	switch it.out.Outcome {
-	case OutcomeDone:
-		c.finished(j, OutcomeDone, nil, it.start, it.rt)
-	case OutcomeRetried:
+	case driver.OutcomeDone:
+		c.finished(j, driver.OutcomeDone, nil, it.start, it.rt)
+	case driver.OutcomeRetried:
 		c.log.Debug("queue: job failed; retrying", "job", j.ID, "name", j.Name, "attempt", j.Attempts, "retry_at", it.out.At, "err", it.cause)
-		c.finished(j, OutcomeRetried, it.cause, it.start, it.rt)
-	case OutcomeSnoozed:
+		c.finished(j, driver.OutcomeRetried, it.cause, it.start, it.rt)
+	case driver.OutcomeSnoozed:
 		c.log.Debug("queue: job snoozed", "job", j.ID, "name", j.Name, "until", it.out.At, "counted", it.out.Counted)
-		c.finished(j, OutcomeSnoozed, nil, it.start, it.rt)
-	case OutcomeCancelled:
+		c.finished(j, driver.OutcomeSnoozed, nil, it.start, it.rt)
+	case driver.OutcomeCancelled:
 		c.cancelled(j, it.cause, it.start, it.rt)
-	case OutcomeFailed:
+	case driver.OutcomeFailed:
 		c.log.Warn("queue: job dead-lettered", "job", j.ID, "name", j.Name, "attempts", j.Attempts, "err", it.cause)
-		c.finished(j, OutcomeFailed, it.cause, it.start, it.rt)
+		c.finished(j, driver.OutcomeFailed, it.cause, it.start, it.rt)
 		if c.onFailed != nil {
 			dead := *j // the handler may still hold j if it was abandoned
 			dead.LastError = it.out.Reason
@@ -219,15 +220,15 @@ func (c *completer) recorded(it ackItem) {
 }
 
 // doing names what recording o does, for the logs.
-func doing(o Outcome) string {
+func doing(o driver.Outcome) string {
 	switch o {
-	case OutcomeRetried:
+	case driver.OutcomeRetried:
 		return "nacking"
-	case OutcomeFailed:
+	case driver.OutcomeFailed:
 		return "dead-lettering"
-	case OutcomeCancelled:
+	case driver.OutcomeCancelled:
 		return "cancelling"
-	case OutcomeSnoozed:
+	case driver.OutcomeSnoozed:
 		return "snoozing"
 	}
 	return "acking"
@@ -248,22 +249,22 @@ func (c *completer) unrecorded(it ackItem, err error) {
 
 // finished reports a recorded outcome to the observer and the driver's
 // metrics.
-func (c *completer) finished(j *Job, o Outcome, cause error, start time.Time, rt time.Duration) {
+func (c *completer) finished(j *Job, o driver.Outcome, cause error, start time.Time, rt time.Duration) {
 	kind := EventDone
 	switch o {
-	case OutcomeRetried:
+	case driver.OutcomeRetried:
 		kind = EventRetried
-	case OutcomeFailed:
+	case driver.OutcomeFailed:
 		kind = EventFailed
-	case OutcomeCancelled:
+	case driver.OutcomeCancelled:
 		kind = EventCancelled
-	case OutcomeSnoozed:
+	case driver.OutcomeSnoozed:
 		kind = EventSnoozed
 	}
 	c.observe(kind, j, cause, rt)
 	// The stores' per-minute metrics count attempts that succeeded or
 	// failed; a snooze gave its attempt back and a cancel is neither.
-	if c.runObs != nil && (o == OutcomeDone || o == OutcomeRetried || o == OutcomeFailed) {
+	if c.runObs != nil && (o == driver.OutcomeDone || o == driver.OutcomeRetried || o == driver.OutcomeFailed) {
 		avail := j.AvailableAt
 		if avail.IsZero() {
 			avail = j.CreatedAt
@@ -272,7 +273,7 @@ func (c *completer) finished(j *Job, o Outcome, cause error, start time.Time, rt
 		if !avail.IsZero() && start.After(avail) {
 			wait = start.Sub(avail)
 		}
-		c.runObs.ObserveRun(RunRecord{Queue: j.QueueName(), Name: j.Name, Start: start, Runtime: rt, Wait: wait, Outcome: o, Attempts: j.Attempts})
+		c.runObs.ObserveRun(driver.RunRecord{Queue: j.QueueName(), Name: j.Name, Start: start, Runtime: rt, Wait: wait, Outcome: o, Attempts: j.Attempts})
 	}
 }
 
@@ -386,12 +387,12 @@ func (c *completer) flush(b *ackBatch) {
 	marks, items := b.marks, b.acks
 	// The leases and outcomes go to the driver, which may keep them (the
 	// slices are not reused).
-	starts := make([]Lease, len(marks))
+	starts := make([]driver.Lease, len(marks))
 	for i, it := range marks {
 		starts[i] = it.mark.l
 	}
-	outs := make([]Completion, len(items))
-	leases := make([]Lease, len(items))
+	outs := make([]driver.Completion, len(items))
+	leases := make([]driver.Lease, len(items))
 	for i, it := range items {
 		outs[i], leases[i] = it.out, it.out.Lease
 	}
@@ -402,7 +403,7 @@ func (c *completer) flush(b *ackBatch) {
 	fails := streak{log: c.log, doing: "flushing outcomes", level: slog.LevelWarn}
 	lostStarts, errs, err := c.q.Complete(c.ctx, starts, outs)
 	if len(marks) > 0 {
-		gone := make(map[Lease]bool, len(lostStarts))
+		gone := make(map[driver.Lease]bool, len(lostStarts))
 		for _, l := range lostStarts {
 			gone[l] = true
 		}
@@ -447,7 +448,7 @@ func (c *completer) flush(b *ackBatch) {
 		switch e := errs[i]; {
 		case e == nil:
 			c.recorded(it)
-		case errors.Is(e, ErrLeaseLost) && unknown && it.out.Outcome == OutcomeDone && c.finishedInStore(it.j.ID):
+		case errors.Is(e, ErrLeaseLost) && unknown && it.out.Outcome == driver.OutcomeDone && c.finishedInStore(it.j.ID):
 			c.recorded(it) // acked by the call whose outcome was unknown
 		case !it.plain && it.cause != nil && it.out.Reason != "" && storeRejected(e):
 			c.log.Warn("queue: "+doing(it.out.Outcome)+" job with its error text failed; retrying with a plain text", "job", it.j.ID, "err", e)
@@ -469,7 +470,7 @@ func (c *completer) flush(b *ackBatch) {
 // Without an Inspector, or when the read fails, it reports false and the
 // ack counts as lost, as before.
 func (c *completer) finishedInStore(id string) bool {
-	in := CapabilitiesOf(c.q).Inspector
+	in := driver.CapabilitiesOf(c.q).Inspector
 	if in == nil {
 		return false
 	}

@@ -8,34 +8,36 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // inspectingAcker is a stubAcker that answers GetJob from states.
 type inspectingAcker struct {
 	stubAcker
-	states map[string]JobState // missing: ErrNotFound
+	states map[string]driver.JobState // missing: ErrNotFound
 }
 
-func (s inspectingAcker) QueueStats(context.Context) ([]QueueStats, error) { return nil, nil }
-func (s inspectingAcker) Metrics(context.Context, time.Time) ([]MetricPoint, error) {
+func (s inspectingAcker) QueueStats(context.Context) ([]driver.QueueStats, error) { return nil, nil }
+func (s inspectingAcker) Metrics(context.Context, time.Time) ([]driver.MetricPoint, error) {
 	return nil, nil
 }
-func (s inspectingAcker) ListJobs(context.Context, JobFilter) (JobPage, error) {
-	return JobPage{}, nil
+func (s inspectingAcker) ListJobs(context.Context, driver.JobFilter) (driver.JobPage, error) {
+	return driver.JobPage{}, nil
 }
-func (s inspectingAcker) Counts(context.Context) ([]QueueCounts, error) { return nil, nil }
-func (s inspectingAcker) DeadSince(context.Context, time.Time) (Count, error) {
-	return Count{}, nil
+func (s inspectingAcker) Counts(context.Context) ([]driver.QueueCounts, error) { return nil, nil }
+func (s inspectingAcker) DeadSince(context.Context, time.Time) (driver.Count, error) {
+	return driver.Count{}, nil
 }
 func (s inspectingAcker) OldestReady(context.Context) (map[string]time.Time, error) {
 	return nil, nil
 }
-func (s inspectingAcker) GetJob(_ context.Context, id string) (JobInfo, error) {
+func (s inspectingAcker) GetJob(_ context.Context, id string) (driver.JobInfo, error) {
 	st, ok := s.states[id]
 	if !ok {
-		return JobInfo{}, ErrNotFound
+		return driver.JobInfo{}, ErrNotFound
 	}
-	return JobInfo{Job: Job{ID: id}, State: st}, nil
+	return driver.JobInfo{Job: Job{ID: id}, State: st}, nil
 }
 
 // TestCompleterRechecksAcksOfAnUnknownOutcome checks that when an ack
@@ -46,7 +48,7 @@ func (s inspectingAcker) GetJob(_ context.Context, id string) (JobInfo, error) {
 // is believed as it is.
 func TestCompleterRechecksAcksOfAnUnknownOutcome(t *testing.T) {
 	t.Parallel()
-	states := map[string]JobState{"done": StateDone, "taken": StateRunning} // "gone": pruned
+	states := map[string]driver.JobState{"done": StateDone, "taken": StateRunning} // "gone": pruned
 	for _, tc := range []struct {
 		name     string
 		firstErr error
@@ -65,7 +67,7 @@ func TestCompleterRechecksAcksOfAnUnknownOutcome(t *testing.T) {
 				// reports it lost.
 				var mu sync.Mutex
 				flushed := map[string]bool{}
-				sq.ackMany = func(ls []Lease) ([]Lease, error) {
+				sq.ackMany = func(ls []driver.Lease) ([]driver.Lease, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					first := false

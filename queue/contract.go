@@ -2,125 +2,50 @@ package queue
 
 import "github.com/meridianjobs/meridian/queue/driver"
 
-// The driver contract lives in package driver; these names are kept here
-// while the rest of the module moves to it.
-
+// The names of the store contract (package queue/driver) that an
+// application uses: the queue it holds and the jobs it dispatches and
+// handles. The sentinel errors are in errors.go. Everything else a store
+// implements or exchanges is in package driver.
 type (
-	Attempt          = driver.Attempt
-	Capabilities     = driver.Capabilities
-	Controller       = driver.Controller
-	Workflows        = driver.Workflows
-	Scheduler        = driver.Scheduler
-	Reporter         = driver.Reporter
-	BatchDispatcher  = driver.BatchDispatcher
-	BatchEvent       = driver.BatchEvent
-	BatchFilter      = driver.BatchFilter
-	BatchInfo        = driver.BatchInfo
-	BatchMember      = driver.BatchMember
-	BatchMemberState = driver.BatchMemberState
-	BatchPage        = driver.BatchPage
-	BatchPusher      = driver.BatchPusher
-	BatchRecord      = driver.BatchRecord
-	BulkAction       = driver.BulkAction
-	Completion       = driver.Completion
-	Count            = driver.Count
-	DuplicateError   = driver.DuplicateError
-	Inspector        = driver.Inspector
-	Job              = driver.Job
-	JobFilter        = driver.JobFilter
-	JobInfo          = driver.JobInfo
-	JobPage          = driver.JobPage
-	JobState         = driver.JobState
-	Fence            = driver.Fence
-	Lease            = driver.Lease
-	LeaseDefaulter   = driver.LeaseDefaulter
-	MemberFilter     = driver.MemberFilter
-	MemberPage       = driver.MemberPage
-	MetricPoint      = driver.MetricPoint
-	Outcome          = driver.Outcome
-	PeriodicInfo     = driver.PeriodicInfo
-	Pusher           = driver.Pusher
-	Queue            = driver.Queue
-	QueueCounts      = driver.QueueCounts
-	QueueStats       = driver.QueueStats
-	RunRecord        = driver.RunRecord
-	ValidationError  = driver.ValidationError
-	Waiter           = driver.Waiter
-	WorkerInfo       = driver.WorkerInfo
+	Queue  = driver.Queue
+	Pusher = driver.Pusher
+	Job    = driver.Job
 )
 
+// Names a job's handler or an application reads: the default queue, the
+// Job.Meta keys of chains, batches and periodic jobs, and the states of a
+// job (CancelJob's answer).
 const (
-	BatchCatch        = driver.BatchCatch
-	BatchFinally      = driver.BatchFinally
-	BatchThen         = driver.BatchThen
-	BulkCancel        = driver.BulkCancel
-	BulkForget        = driver.BulkForget
-	BulkRetry         = driver.BulkRetry
-	DefaultQueue      = driver.DefaultQueue
-	MaxBatchPage      = driver.MaxBatchPage
-	MaxHistory        = driver.MaxHistory
-	MaxKeyBytes       = driver.MaxKeyBytes
-	MaxLeaseNameBytes = driver.MaxLeaseNameBytes
-	MaxMaxAttempts    = driver.MaxMaxAttempts
-	MaxMetaBytes      = driver.MaxMetaBytes
-	MaxPriority       = driver.MaxPriority
-	MaxTagsBytes      = driver.MaxTagsBytes
-	MemberCancelled   = driver.MemberCancelled
-	MemberDone        = driver.MemberDone
-	MemberFailed      = driver.MemberFailed
-	MemberPending     = driver.MemberPending
-	MetaBatch         = driver.MetaBatch
-	MetaBatchError    = driver.MetaBatchError
-	MetaBatchEvent    = driver.MetaBatchEvent
-	MetaBatchFailed   = driver.MetaBatchFailed
-	MetaBatchOf       = driver.MetaBatchOf
-	MinPriority       = driver.MinPriority
-	OutcomeCancelled  = driver.OutcomeCancelled
-	OutcomeDone       = driver.OutcomeDone
-	OutcomeFailed     = driver.OutcomeFailed
-	OutcomeRetried    = driver.OutcomeRetried
-	OutcomeSnoozed    = driver.OutcomeSnoozed
-	RateWindow        = driver.RateWindow
-	StateCancelled    = driver.StateCancelled
-	StateDead         = driver.StateDead
-	StateDone         = driver.StateDone
-	StateReady        = driver.StateReady
-	StateRunning      = driver.StateRunning
-	StateScheduled    = driver.StateScheduled
+	DefaultQueue = driver.DefaultQueue
+
+	// MetaChain carries, on a chain step, the steps after it and the
+	// chain's catch job (JSON). The Worker reads it; users do not write it.
+	MetaChain = "meridian.chain"
+	// MetaChainFailed names, on a chain's catch job, the ID of the step
+	// that was dead-lettered.
+	MetaChainFailed = "meridian.chain_failed"
+	// MetaChainError holds, on a chain's catch job, the failed step's
+	// error text.
+	MetaChainError = "meridian.chain_error"
+
+	// MetaPeriodic is the key under which a periodic job's ticks carry the
+	// periodic job's name.
+	MetaPeriodic = "meridian.periodic"
+	// MetaPeriodicTick is the key under which a periodic job's ticks carry
+	// the tick's time (RFC 3339, UTC): the time the tick was due, which the
+	// job's handler can use as "the period this run covers".
+	MetaPeriodicTick = "meridian.periodic_tick"
+
+	// The Meta keys of batches (see driver.MetaBatch).
+	MetaBatch       = driver.MetaBatch
+	MetaBatchOf     = driver.MetaBatchOf
+	MetaBatchEvent  = driver.MetaBatchEvent
+	MetaBatchFailed = driver.MetaBatchFailed
+	MetaBatchError  = driver.MetaBatchError
+	StateReady      = driver.StateReady
+	StateScheduled  = driver.StateScheduled
+	StateRunning    = driver.StateRunning
+	StateDone       = driver.StateDone
+	StateDead       = driver.StateDead
+	StateCancelled  = driver.StateCancelled
 )
-
-var (
-	ErrBadCursor   = driver.ErrBadCursor
-	ErrBatch       = driver.ErrBatch
-	ErrBatchClosed = driver.ErrBatchClosed
-	ErrBulkState   = driver.ErrBulkState
-	ErrCancelled   = driver.ErrCancelled
-	ErrConfig      = driver.ErrConfig
-	ErrDuplicate   = driver.ErrDuplicate
-	ErrFenced      = driver.ErrFenced
-	ErrFinished    = driver.ErrFinished
-	ErrInvalid     = driver.ErrInvalid
-	ErrLeaseLost   = driver.ErrLeaseLost
-	ErrNotFound    = driver.ErrNotFound
-	ErrUnsupported = driver.ErrUnsupported
-)
-
-// JobStates lists the states in display order.
-var JobStates = driver.JobStates
-
-var CapabilitiesOf = driver.CapabilitiesOf
-var BatchLimit = driver.BatchLimit
-var CheckBulk = driver.CheckBulk
-var EncodeCallbacks = driver.EncodeCallbacks
-var NewID = driver.NewID
-var NewToken = driver.NewToken
-var PerMinute = driver.PerMinute
-var Validate = driver.Validate
-var ValidateBatch = driver.ValidateBatch
-var ValidateLeaseName = driver.ValidateLeaseName
-var WithFence = driver.WithFence
-var FenceFrom = driver.FenceFrom
-var WithWorker = driver.WithWorker
-var WorkerOf = driver.WorkerOf
-var BatchDue = driver.BatchDue
-var MemberTransition = driver.MemberTransition

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // CancelJob cancels the job id on q (see driver.Controller.Cancel) and returns the
 // state it was in. It returns an error matching ErrUnsupported when q cannot
 // cancel jobs.
-func CancelJob(ctx context.Context, q Queue, id string) (JobState, error) {
-	caps := CapabilitiesOf(q)
+func CancelJob(ctx context.Context, q Queue, id string) (driver.JobState, error) {
+	caps := driver.CapabilitiesOf(q)
 	c := caps.Controller
 	if c == nil {
 		return "", fmt.Errorf("queue: cancelling job %s: %w", id, caps.Require("Controller"))

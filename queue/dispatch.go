@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Namer is implemented by job types that choose their own routing key
@@ -139,7 +141,7 @@ func NewJob[T any](v T, opts ...Option) (Job, error) {
 		// value's own type, as Handle names the handler for it.
 		name = nameOfValue(v)
 	}
-	j := Job{ID: NewID(), Name: name, Payload: payload}
+	j := Job{ID: driver.NewID(), Name: name, Payload: payload}
 	typeDefaults(v, &j)
 	for _, o := range opts {
 		o(&j)
@@ -165,7 +167,7 @@ func Enqueue[T any](ctx context.Context, p Pusher, v T, opts ...Option) (id stri
 	}
 	err = p.Push(ctx, j)
 	if errors.Is(err, ErrDuplicate) {
-		var de *DuplicateError
+		var de *driver.DuplicateError
 		if errors.As(err, &de) && de.ExistingID != "" {
 			return de.ExistingID, true, nil
 		}
@@ -220,10 +222,10 @@ func PushMany(ctx context.Context, p Pusher, jobs []Job) (int, error) {
 	}
 	for i := range jobs {
 		if jobs[i].ID == "" {
-			jobs[i].ID = NewID()
+			jobs[i].ID = driver.NewID()
 		}
 	}
-	if bp, ok := p.(BatchPusher); ok {
+	if bp, ok := p.(driver.BatchPusher); ok {
 		stored, err := bp.PushMany(ctx, jobs)
 		if err != nil {
 			return 0, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 type namedJob struct{ N int }
@@ -68,7 +69,7 @@ func TestNewIDUniqueAndOrdered(t *testing.T) {
 	seen := map[string]bool{}
 	prev := ""
 	for range 1000 {
-		id := queue.NewID()
+		id := driver.NewID()
 		if len(id) != 32 || seen[id] {
 			t.Fatalf("bad or repeated id %q", id)
 		}
@@ -95,7 +96,7 @@ func TestDispatchUniqueDuplicate(t *testing.T) {
 	if err != nil || !dup {
 		t.Fatalf("second Enqueue = %q, %v, %v; want a duplicate", id2, dup, err)
 	}
-	var de *queue.DuplicateError
+	var de *driver.DuplicateError
 	if err := q.Push(ctx, queue.Job{Name: "Greet", UniqueKey: "greet:1"}); !errors.Is(err, queue.ErrDuplicate) {
 		t.Fatalf("Push duplicate = %v, want ErrDuplicate", err)
 	} else if errors.As(err, &de) && de.ExistingID != "" && de.ExistingID != id {
@@ -202,7 +203,7 @@ func TestPerMinute(t *testing.T) {
 		{55, base.Add(150 * time.Second), 10.0}, // 5.5 minutes span
 	}
 	for _, tc := range tests {
-		if got := queue.PerMinute(tc.n, tc.now); got != tc.want {
+		if got := driver.PerMinute(tc.n, tc.now); got != tc.want {
 			t.Errorf("PerMinute(%d, %s) = %v, want %v", tc.n, tc.now.Format(time.TimeOnly), got, tc.want)
 		}
 	}

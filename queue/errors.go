@@ -2,6 +2,8 @@ package queue
 
 import (
 	"errors"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Sentinel errors. Drivers return them (possibly wrapped) so callers can test
@@ -30,6 +32,35 @@ var (
 	// ErrAttemptsExhausted marks a job dead-lettered because its attempts
 	// were used up, including by deliveries whose leases expired (crashes).
 	ErrAttemptsExhausted = errors.New("queue: attempts exhausted")
+
+	// ErrChain reports a chain that cannot be dispatched as given.
+	ErrChain = errors.New("queue: invalid chain")
+
+	// ErrNoBatches reports a Pusher or Queue that cannot store batches.
+	ErrNoBatches = errors.New("queue: the store does not support batches")
+
+	// ErrLimit reports limit middleware built with bad arguments.
+	ErrLimit = errors.New("queue: invalid limit")
+
+	// ErrLeadershipLost is the cause (context.Cause) of an OnElected
+	// context that ended because the term ended: the lease could not be
+	// renewed before its margin, or the store gave it to another holder.
+	ErrLeadershipLost = errors.New("queue: leadership lost")
+
+	// The sentinel errors of the store contract (see package driver).
+	ErrBadCursor   = driver.ErrBadCursor
+	ErrBatch       = driver.ErrBatch
+	ErrBatchClosed = driver.ErrBatchClosed
+	ErrBulkState   = driver.ErrBulkState
+	ErrCancelled   = driver.ErrCancelled
+	ErrConfig      = driver.ErrConfig
+	ErrDuplicate   = driver.ErrDuplicate
+	ErrFenced      = driver.ErrFenced
+	ErrFinished    = driver.ErrFinished
+	ErrInvalid     = driver.ErrInvalid
+	ErrLeaseLost   = driver.ErrLeaseLost
+	ErrNotFound    = driver.ErrNotFound
+	ErrUnsupported = driver.ErrUnsupported
 )
 
 // permanentError marks a handler error that must not be retried.

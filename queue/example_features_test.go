@@ -9,6 +9,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // ChargeCard sets its own defaults by methods: its own queue, three
@@ -131,7 +132,7 @@ func ExampleUniqueFor() {
 	// At most one digest per user per hour, even once the first has run.
 	_, dup1, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 5}, queue.UniqueFor("digest:5", time.Hour))
 	jobs, _ := q.Reserve(ctx, []string{queue.DefaultQueue}, 1, time.Minute)
-	_, _, _ = q.Complete(ctx, nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone}})
+	_, _, _ = q.Complete(ctx, nil, []driver.Completion{{Lease: jobs[0].Lease(), Outcome: driver.OutcomeDone}})
 	_, dup2, _ := queue.Enqueue(ctx, q, SendWelcomeEmail{UserID: 5}, queue.UniqueFor("digest:5", time.Hour))
 	fmt.Println(dup1, dup2)
 	// Output: false true

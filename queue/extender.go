@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxExtendBatch bounds one ExtendMany call.
@@ -26,7 +28,7 @@ const maxExtendBatch = 1000
 // a margin before another process can be given its job.
 type extender struct {
 	q         Queue
-	canceller Controller // nil: the store cannot cancel running jobs
+	canceller driver.Controller // nil: the store cannot cancel running jobs
 	lease     time.Duration
 	ctx       context.Context
 	held      *heldLeases // its margin is the run's
@@ -114,7 +116,7 @@ func (x *extender) learnCancels(ctx context.Context, now time.Time) {
 }
 
 // extendMany extends leases in one call.
-func (x *extender) extendMany(ctx context.Context, leases []Lease, now time.Time) {
+func (x *extender) extendMany(ctx context.Context, leases []driver.Lease, now time.Time) {
 	lost, err := x.q.ExtendMany(ctx, leases, x.lease)
 	if err != nil {
 		x.failed(err, "jobs", len(leases))
@@ -124,7 +126,7 @@ func (x *extender) extendMany(ctx context.Context, leases []Lease, now time.Time
 	if len(lost) > 0 {
 		x.learnCancels(ctx, now)
 	}
-	gone := make(map[Lease]bool, len(lost))
+	gone := make(map[driver.Lease]bool, len(lost))
 	for _, l := range lost {
 		gone[l] = true
 	}
@@ -138,7 +140,7 @@ func (x *extender) extendMany(ctx context.Context, leases []Lease, now time.Time
 }
 
 // extended records the outcome of extending l at now.
-func (x *extender) extended(l Lease, now time.Time, err error) {
+func (x *extender) extended(l driver.Lease, now time.Time, err error) {
 	if x.held.extended(l, now, x.lease, err) {
 		x.log.Warn("queue: lease lost while the job ran; cancelling its handler", "job", l.JobID)
 		return

@@ -13,10 +13,11 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // stateOf reads a job's state through the memory driver's Inspector.
-func stateOf(t *testing.T, q *memqueue.Queue, id string) queue.JobInfo {
+func stateOf(t *testing.T, q *memqueue.Queue, id string) driver.JobInfo {
 	t.Helper()
 	info, err := q.GetJob(context.Background(), id)
 	if err != nil {
@@ -396,12 +397,12 @@ func TestPeriodicValidation(t *testing.T) {
 			t.Errorf("Periodic(%s) = %v, want ErrConfig", tc.name, err)
 		}
 	}
-	for _, name := range []string{"", strings.Repeat("p", queue.MaxKeyBytes+1), "nul\x00", "bad\xff"} {
+	for _, name := range []string{"", strings.Repeat("p", driver.MaxKeyBytes+1), "nul\x00", "bad\xff"} {
 		if err := queue.Periodic(w, name, queue.Every(time.Minute), Greet{}); !errors.Is(err, queue.ErrConfig) {
 			t.Errorf("Periodic named %q = %v, want ErrConfig", name, err)
 		}
 	}
-	if err := queue.Periodic(w, strings.Repeat("p", queue.MaxKeyBytes), queue.Every(time.Minute), Greet{}); err != nil {
+	if err := queue.Periodic(w, strings.Repeat("p", driver.MaxKeyBytes), queue.Every(time.Minute), Greet{}); err != nil {
 		t.Errorf("a periodic name of exactly MaxKeyBytes: %v", err)
 	}
 	if err := queue.Periodic(w, "p", queue.Cron("*/5 * * * *"), Greet{}); err != nil {

@@ -2,15 +2,11 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
-)
 
-// ErrLeadershipLost is the cause (context.Cause) of an OnElected context
-// that ended because the term ended: the lease could not be renewed before
-// its margin, or the store gave it to another holder.
-var ErrLeadershipLost = errors.New("queue: leadership lost")
+	"github.com/meridianjobs/meridian/queue/driver"
+)
 
 // LeaderEpoch returns the epoch of the leader term that ctx (the context
 // OnElected gives, or one derived from it) belongs to. User code that
@@ -18,7 +14,7 @@ var ErrLeadershipLost = errors.New("queue: leadership lost")
 // those systems refuse a write with a lower epoch than one they have seen:
 // only the built-in leader writes are fenced by the store itself.
 func LeaderEpoch(ctx context.Context) (int64, bool) {
-	f, ok := FenceFrom(ctx)
+	f, ok := driver.FenceFrom(ctx)
 	return f.Epoch, ok
 }
 
@@ -49,15 +45,15 @@ type termKey struct{}
 type term struct {
 	context.Context
 	cancel context.CancelCauseFunc
-	fence  Fence
+	fence  driver.Fence
 
 	mu  sync.Mutex
 	end time.Time // the stored expiry minus the margin
 }
 
 // newTerm starts a term under parent that ends at end unless extended.
-func newTerm(parent context.Context, f Fence, end time.Time) *term {
-	ctx, cancel := context.WithCancelCause(WithFence(parent, f))
+func newTerm(parent context.Context, f driver.Fence, end time.Time) *term {
+	ctx, cancel := context.WithCancelCause(driver.WithFence(parent, f))
 	return &term{Context: ctx, cancel: cancel, fence: f, end: end}
 }
 

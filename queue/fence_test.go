@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // TestTermOverByTheClock: a term reports itself over as soon as the clock
@@ -14,7 +16,7 @@ import (
 func TestTermOverByTheClock(t *testing.T) {
 	t.Parallel()
 	end := time.Now().Add(20 * time.Millisecond)
-	tm := newTerm(t.Context(), Fence{Lease: "lead", Epoch: 7}, end)
+	tm := newTerm(t.Context(), driver.Fence{Lease: "lead", Epoch: 7}, end)
 	derived, cancel := context.WithCancel(tm)
 	defer cancel()
 	if err := Leading(derived); err != nil {
@@ -40,7 +42,7 @@ func TestTermOverByTheClock(t *testing.T) {
 // TestTermExtends: a renewal before the end moves it.
 func TestTermExtends(t *testing.T) {
 	t.Parallel()
-	tm := newTerm(t.Context(), Fence{Lease: "lead", Epoch: 1}, time.Now().Add(time.Hour))
+	tm := newTerm(t.Context(), driver.Fence{Lease: "lead", Epoch: 1}, time.Now().Add(time.Hour))
 	later := time.Now().Add(2 * time.Hour)
 	if !tm.extend(later) || !tm.endTime().Equal(later) || tm.Err() != nil {
 		t.Errorf("extend during the term: end %s, err %v", tm.endTime(), tm.Err())

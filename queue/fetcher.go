@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/queue/internal/retry"
 )
 
@@ -25,7 +26,7 @@ const prefetchHorizon = 50 * time.Millisecond
 // handlers, not reservations, are what the run waits for.
 type fetcher struct {
 	q           Queue
-	waiter      Waiter // nil: poll
+	waiter      driver.Waiter // nil: poll
 	queues      []string
 	lease       time.Duration
 	concurrency int

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // startingStub is a stubQueue that is a Starter and records the sizes of
@@ -41,7 +43,9 @@ func (s *startingStub) ReserveUnstarted(_ context.Context, _ []string, n int, _ 
 	return s.jobs(fmt.Sprint("u", len(s.unstarted), "-"), n), nil
 }
 
-func (s *startingStub) Start(context.Context, []Lease) ([]Lease, error) { return nil, nil }
+func (s *startingStub) Start(context.Context, []driver.Lease) ([]driver.Lease, error) {
+	return nil, nil
+}
 
 // TestFetcherPrefetchesOnlyForBusyHandlers checks that with a Starter the
 // fetcher reserves jobs beyond its idle handlers (uncounted, each to be

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"os"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // earlyBeat is the least time between two heartbeats: when the jobs the
@@ -20,8 +22,8 @@ const earlyBeat = time.Second
 // holds changed since its last report, which includes going idle; it
 // deregisters the worker when the run ends.
 type heartbeat struct {
-	reg   Reporter
-	info  WorkerInfo
+	reg   driver.Reporter
+	info  driver.WorkerInfo
 	every time.Duration
 	// held returns the jobs held by queue (WorkerInfo.Running and
 	// Reserved); nil reports none.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestHeldLeasesCountByQueue(t *testing.T) {
@@ -56,7 +57,7 @@ func TestHeartbeatReportsHeldJobsEarly(t *testing.T) {
 		sq := &stubQueue{t: t}
 		held := newHeldLeases()
 		const every = 10 * time.Second
-		h := &heartbeat{reg: sq, info: WorkerInfo{ID: "w1"}, every: every, held: held.counts,
+		h := &heartbeat{reg: sq, info: driver.WorkerInfo{ID: "w1"}, every: every, held: held.counts,
 			ctx: context.Background(), halt: &halt{stop: func() {}}, log: quietLog}
 		start := time.Now()
 		done := make(chan struct{})

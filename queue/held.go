@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // heldLeases is the set of leases one run holds: jobs reserved and not yet
@@ -43,7 +45,7 @@ type held struct {
 	job     *Job       // the job reserved under lease
 	count   *heldCount // its queue's, in heldLeases.byQueue
 	gone    bool       // no longer in heldLeases.m: uncounted
-	lease   Lease
+	lease   driver.Lease
 	expires time.Time // the stored expiry, as last stored
 	// deadline is expires minus the margin, in Unix nanoseconds: when the
 	// lease counts as lost unless renewed first. Written under the lock,
@@ -150,7 +152,7 @@ func (s *heldLeases) addAll(jobs []*Job, lease time.Duration) []held {
 // remove forgets lease l: its job's entry, if it is still that lease's. A
 // newer lease of the same job (the store leased it again to this process
 // while an older attempt ran) keeps its entry.
-func (s *heldLeases) remove(l Lease) {
+func (s *heldLeases) remove(l driver.Lease) {
 	s.mu.Lock()
 	s.removeLeaseLocked(l)
 	s.mu.Unlock()
@@ -166,7 +168,7 @@ func (s *heldLeases) removeJobs(items []ackItem) {
 	s.mu.Unlock()
 }
 
-func (s *heldLeases) removeLeaseLocked(l Lease) {
+func (s *heldLeases) removeLeaseLocked(l driver.Lease) {
 	if h := s.m[l.JobID]; h != nil && h.lease == l {
 		s.removeLocked(l.JobID)
 	}
@@ -251,7 +253,7 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 // cancelled records that the jobs under leases were cancelled in the
 // store: those this run holds lose their lease, and their running handlers
 // are cancelled with ErrCancelled. It reports how many it held.
-func (s *heldLeases) cancelled(leases []Lease) int {
+func (s *heldLeases) cancelled(leases []driver.Lease) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
@@ -284,17 +286,17 @@ func (s *heldLeases) isCancelled(id string) bool {
 
 // due returns the leases with less than half of their usable part (lease
 // minus the margin) left before their deadline at now.
-func (s *heldLeases) due(now time.Time, lease time.Duration) []Lease {
+func (s *heldLeases) due(now time.Time, lease time.Duration) []driver.Lease {
 	out, _ := s.dueBy(now, lease)
 	return out
 }
 
 // dueBy returns what due does and the earliest deadline among those
 // leases: the time by which a call extending them must have returned.
-func (s *heldLeases) dueBy(now time.Time, lease time.Duration) ([]Lease, time.Time) {
+func (s *heldLeases) dueBy(now time.Time, lease time.Duration) ([]driver.Lease, time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Lease
+	var out []driver.Lease
 	var first time.Time
 	half := (lease - s.margin) / 2
 	for _, h := range s.m {
@@ -364,7 +366,7 @@ func (s *heldLeases) lapseLocked(h *held) {
 // nothing, and so does any outcome for a job known cancelled (its handler
 // was cancelled with ErrCancelled). It reports whether the lease was found
 // lost.
-func (s *heldLeases) extended(l Lease, now time.Time, d time.Duration, err error) (lost bool) {
+func (s *heldLeases) extended(l driver.Lease, now time.Time, d time.Duration, err error) (lost bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.m[l.JobID]
@@ -388,7 +390,7 @@ func (s *heldLeases) extended(l Lease, now time.Time, d time.Duration, err error
 }
 
 // anyHold reports whether any of leases is still held and unexpired at now.
-func (s *heldLeases) anyHold(leases []Lease, now time.Time) bool {
+func (s *heldLeases) anyHold(leases []driver.Lease, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range leases {
@@ -401,10 +403,10 @@ func (s *heldLeases) anyHold(leases []Lease, now time.Time) bool {
 
 // releaseRunning removes the leases whose handlers still run, marking them
 // released, and returns them: shutdown gives those jobs back to the queue.
-func (s *heldLeases) releaseRunning() []Lease {
+func (s *heldLeases) releaseRunning() []driver.Lease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []Lease
+	var out []driver.Lease
 	for id, h := range s.m {
 		if h.running != nil && !h.lost {
 			h.released = true

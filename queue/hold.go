@@ -6,12 +6,6 @@ import (
 	"time"
 )
 
-// DefaultLeaseMargin is the least margin (see Worker.LeaseMargin): a lease
-// counts as lost, and its handler's context is cancelled, the larger of
-// this and a tenth of the lease before the lease's stored expiry, unless
-// renewed first; never more than half the lease.
-const DefaultLeaseMargin = 500 * time.Millisecond
-
 // leaseMargin returns the margin of a lease of length lease: set when
 // positive, else the default (the larger of DefaultLeaseMargin and a
 // tenth of the lease), capped at half the lease either way.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestLeaseMargin(t *testing.T) {
@@ -47,7 +49,7 @@ func TestHeldLeasesRemoveByToken(t *testing.T) {
 		t.Fatal("the older attempt's lease not reported lost")
 	}
 	s.remove(old.Lease())
-	if !s.anyHold([]Lease{renewed.Lease()}, time.Now()) || s.len() != 1 {
+	if !s.anyHold([]driver.Lease{renewed.Lease()}, time.Now()) || s.len() != 1 {
 		t.Fatal("removing the older attempt's lease dropped the newer attempt's entry")
 	}
 	s.remove(renewed.Lease())

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Hooks for instrumentation packages (metrics, tracing, alerts) that live
@@ -47,7 +49,7 @@ func (ip *InterceptedPusher) Unwrap() Pusher { return ip.p }
 // outcome callbacks, in reverse order.
 func (ip *InterceptedPusher) before(ctx context.Context, j *Job) (context.Context, []func(error)) {
 	if j.ID == "" {
-		j.ID = NewID()
+		j.ID = driver.NewID()
 	}
 	if j.Meta != nil {
 		j.Meta = maps.Clone(j.Meta)
@@ -88,7 +90,7 @@ func (ip *InterceptedPusher) PushMany(ctx context.Context, jobs []Job) ([]bool, 
 	for i := range jobs {
 		_, dones[i] = ip.before(ctx, &jobs[i])
 	}
-	bp, ok := ip.p.(BatchPusher)
+	bp, ok := ip.p.(driver.BatchPusher)
 	if !ok {
 		stored := make([]bool, len(jobs))
 		for i, j := range jobs {
@@ -121,7 +123,7 @@ func (ip *InterceptedPusher) PushMany(ctx context.Context, jobs []Job) ([]bool, 
 	return stored, err
 }
 
-var _ BatchPusher = (*InterceptedPusher)(nil)
+var _ driver.BatchPusher = (*InterceptedPusher)(nil)
 
 // Observers returns an Observer that passes every event to each of obs in
 // order, so that a Worker (which takes one Observer) can feed several.

@@ -6,14 +6,12 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
-// Default timings of a Leader.
-const (
-	DefaultLeaderTTL = 15 * time.Second
-	// The default margin (LeaderMargin) is a tenth of the TTL.
-	defaultMarginDiv = 10
-)
+// The default margin of a Leader (LeaderMargin) is a tenth of the TTL.
+const defaultMarginDiv = 10
 
 // Leader campaigns for one named lease and keeps it renewed while it holds
 // it: leader election over any driver that implements Leaser. Create it with
@@ -44,7 +42,7 @@ const (
 // refuse a lower epoch than one it has seen, or call Leading just before
 // each action (which narrows the window, but cannot close it).
 type Leader struct {
-	l      Scheduler
+	l      driver.Scheduler
 	name   string
 	holder string
 	ttl    time.Duration
@@ -57,7 +55,7 @@ type Leader struct {
 
 	mu      sync.Mutex
 	leading bool
-	fence   Fence
+	fence   driver.Fence
 	changed chan struct{}
 }
 
@@ -107,12 +105,12 @@ var errLeaderConfig = fmt.Errorf("%w: leader", ErrConfig)
 // ErrConfig for a name ValidateLeaseName refuses or timings that cannot
 // work (the renew interval plus the margin not shorter than the TTL).
 func NewLeader(q Queue, name string, opts ...LeaderOption) (*Leader, error) {
-	caps := CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	ls := caps.Scheduler
 	if ls == nil {
 		return nil, fmt.Errorf("queue: leader %q: %w", name, caps.Require("Scheduler"))
 	}
-	l := &Leader{l: ls, name: name, holder: NewID(), ttl: DefaultLeaderTTL, margin: -1, changed: make(chan struct{})}
+	l := &Leader{l: ls, name: name, holder: driver.NewID(), ttl: DefaultLeaderTTL, margin: -1, changed: make(chan struct{})}
 	for _, o := range opts {
 		o(l)
 	}
@@ -122,7 +120,7 @@ func NewLeader(q Queue, name string, opts ...LeaderOption) (*Leader, error) {
 	if l.margin < 0 {
 		l.margin = l.ttl / defaultMarginDiv
 	}
-	if err := ValidateLeaseName(name); err != nil {
+	if err := driver.ValidateLeaseName(name); err != nil {
 		return nil, err
 	}
 	if l.ttl <= 0 || l.renew <= 0 || l.renew+l.margin >= l.ttl {
@@ -150,7 +148,7 @@ func (l *Leader) IsLeader() bool {
 // Fence returns the Fence of the current term and true while this Leader
 // leads. Writes made under WithFence(ctx, f) are refused by the stores
 // that check fences once another term began.
-func (l *Leader) Fence() (Fence, bool) {
+func (l *Leader) Fence() (driver.Fence, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.fence, l.leading
@@ -195,7 +193,7 @@ func (l *Leader) Run(ctx context.Context) error {
 		cur.stop(cause)
 		elected.Wait()
 		cur = nil
-		if l.set(false, Fence{}) && l.onLost != nil {
+		if l.set(false, driver.Fence{}) && l.onLost != nil {
 			l.onLost()
 		}
 	}
@@ -259,7 +257,7 @@ func (l *Leader) Run(ctx context.Context) error {
 				// Elected, or re-elected under a new epoch after the
 				// lease was lost without this Leader seeing it.
 				endTerm(ErrLeadershipLost)
-				f := Fence{Lease: l.name, Epoch: a.epoch}
+				f := driver.Fence{Lease: l.name, Epoch: a.epoch}
 				cur = newTerm(ctx, f, termEnd)
 				end.Reset(time.Until(termEnd))
 				l.set(true, f)
@@ -273,7 +271,7 @@ func (l *Leader) Run(ctx context.Context) error {
 }
 
 // set records leadership and reports whether it changed.
-func (l *Leader) set(leading bool, f Fence) bool {
+func (l *Leader) set(leading bool, f driver.Fence) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.fence = f

@@ -11,6 +11,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // freezable is a memory queue whose lease calls can be frozen: a frozen
@@ -121,8 +122,8 @@ func TestLeaderEndsTermWhileStoreCallHangs(t *testing.T) {
 
 func TestLeaseNameValidation(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"", "lead ", "lead\x00", "\xff", string(make([]byte, queue.MaxLeaseNameBytes+1))} {
-		if err := queue.ValidateLeaseName(name); !errors.Is(err, queue.ErrConfig) {
+	for _, name := range []string{"", "lead ", "lead\x00", "\xff", string(make([]byte, driver.MaxLeaseNameBytes+1))} {
+		if err := driver.ValidateLeaseName(name); !errors.Is(err, queue.ErrConfig) {
 			t.Errorf("ValidateLeaseName(%q) = %v, want ErrConfig", name, err)
 		}
 		if _, err := queue.NewLeader(memqueue.New(), name); !errors.Is(err, queue.ErrConfig) {
@@ -130,7 +131,7 @@ func TestLeaseNameValidation(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"lead", " lead", "le ad", "élu"} {
-		if err := queue.ValidateLeaseName(name); err != nil {
+		if err := driver.ValidateLeaseName(name); err != nil {
 			t.Errorf("ValidateLeaseName(%q) = %v", name, err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // KeyFunc picks the key a limit counts a job under. An empty key means the
@@ -61,14 +62,14 @@ func KeyByName(j Job) string { return "name:" + j.Name }
 // table) and stay there, one per key and slot: keep the number of keys
 // bounded (hash unbounded ones into buckets).
 type Limiter struct {
-	l   Scheduler
+	l   driver.Scheduler
 	log *slog.Logger
 }
 
 // NewLimiter returns a Limiter over q. It returns an error matching
 // ErrUnsupported when q has no Scheduler.
 func NewLimiter(q Queue, log *slog.Logger) (*Limiter, error) {
-	caps := CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	l := caps.Scheduler
 	if l == nil {
 		return nil, fmt.Errorf("queue: limits: %w", caps.Require("Scheduler"))
@@ -78,9 +79,6 @@ func NewLimiter(q Queue, log *slog.Logger) (*Limiter, error) {
 	}
 	return &Limiter{l: l, log: log}, nil
 }
-
-// ErrLimit reports limit middleware built with bad arguments.
-var ErrLimit = errors.New("queue: invalid limit")
 
 // slotName is the lease name of slot i of the limit kind on key: bounded
 // in length whatever the key (MaxLeaseNameBytes).
@@ -92,7 +90,7 @@ func slotName(kind, key string, i int) string {
 // holderOf is the lease holder for one attempt of j: unique per attempt.
 func holderOf(j Job) string {
 	if j.LeaseToken == "" {
-		return j.ID + ":" + NewToken()
+		return j.ID + ":" + driver.NewToken()
 	}
 	return j.ID + ":" + j.LeaseToken
 }
@@ -358,7 +356,7 @@ func (l *Limiter) ThrottleErrors(key KeyFunc, k int, window, backoff time.Durati
 			block := slotName("tb", key, 0)
 			// A probe of a microsecond takes a free block lease and lets
 			// it lapse at once; a held one refuses it.
-			free, err := l.l.AcquireLease(ctx, block, "probe:"+NewToken(), time.Microsecond)
+			free, err := l.l.AcquireLease(ctx, block, "probe:"+driver.NewToken(), time.Microsecond)
 			if err != nil {
 				return fmt.Errorf("queue: error throttle %q: %w", key, err)
 			}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // stubQueue is a Queue whose settling and extending calls are recorded and
@@ -24,11 +25,11 @@ type stubQueue struct {
 	mu sync.Mutex
 
 	reserve   func(n int) ([]Job, error)
-	ackMany   func([]Lease) ([]Lease, error)
-	extend    func(Lease) error
-	nack      func(Lease, string) error
-	fail      func(Lease, string) error
-	acked     []Lease
+	ackMany   func([]driver.Lease) ([]driver.Lease, error)
+	extend    func(driver.Lease) error
+	nack      func(driver.Lease, string) error
+	fail      func(driver.Lease, string) error
+	acked     []driver.Lease
 	nacked    []string // reasons
 	failed    []string // reasons
 	extends   int
@@ -41,7 +42,7 @@ type stubQueue struct {
 // sentBeat is one heartbeat a stubQueue received, and when.
 type sentBeat struct {
 	at   time.Time
-	info WorkerInfo
+	info driver.WorkerInfo
 }
 
 func (s *stubQueue) Push(context.Context, Job) error { s.t.Error("unexpected Push"); return nil }
@@ -51,13 +52,13 @@ func (s *stubQueue) Reserve(_ context.Context, _ []string, n int, _ time.Duratio
 	}
 	return s.reserve(n)
 }
-func (s *stubQueue) Ack(_ context.Context, l Lease) error {
+func (s *stubQueue) Ack(_ context.Context, l driver.Lease) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.acked = append(s.acked, l)
 	return nil
 }
-func (s *stubQueue) Nack(_ context.Context, l Lease, _ time.Time, reason string) error {
+func (s *stubQueue) Nack(_ context.Context, l driver.Lease, _ time.Time, reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.nack != nil {
@@ -68,7 +69,7 @@ func (s *stubQueue) Nack(_ context.Context, l Lease, _ time.Time, reason string)
 	s.nacked = append(s.nacked, reason)
 	return nil
 }
-func (s *stubQueue) Fail(_ context.Context, l Lease, reason string) error {
+func (s *stubQueue) Fail(_ context.Context, l driver.Lease, reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail != nil {
@@ -79,7 +80,7 @@ func (s *stubQueue) Fail(_ context.Context, l Lease, reason string) error {
 	s.failed = append(s.failed, reason)
 	return nil
 }
-func (s *stubQueue) Extend(_ context.Context, l Lease, _ time.Duration) error {
+func (s *stubQueue) Extend(_ context.Context, l driver.Lease, _ time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.extends++
@@ -98,8 +99,8 @@ func (s *stubQueue) PushMany(context.Context, []Job) ([]bool, error) {
 
 // ExtendMany extends through Extend, one lease at a time, so that a test
 // reads each extension.
-func (s *stubQueue) ExtendMany(ctx context.Context, leases []Lease, d time.Duration) ([]Lease, error) {
-	var lost []Lease
+func (s *stubQueue) ExtendMany(ctx context.Context, leases []driver.Lease, d time.Duration) ([]driver.Lease, error) {
+	var lost []driver.Lease
 	for _, l := range leases {
 		switch err := s.Extend(ctx, l, d); {
 		case errors.Is(err, ErrLeaseLost):
@@ -110,7 +111,7 @@ func (s *stubQueue) ExtendMany(ctx context.Context, leases []Lease, d time.Durat
 	}
 	return lost, nil
 }
-func (s *stubQueue) ObserveRun(RunRecord)                                    {}
+func (s *stubQueue) ObserveRun(driver.RunRecord)                             {}
 func (s *stubQueue) DeadLetters(context.Context, string, int) ([]Job, error) { return nil, nil }
 func (s *stubQueue) RetryDead(context.Context, string) error                 { return nil }
 func (s *stubQueue) ForgetDead(context.Context, string) error                { return nil }
@@ -121,11 +122,11 @@ func (s *stubQueue) Purge(context.Context, string) (int, error)              { r
 // stubAcker adds AckMany to a stubQueue.
 type stubAcker struct{ *stubQueue }
 
-func (s stubAcker) AckMany(_ context.Context, leases []Lease) ([]Lease, error) {
+func (s stubAcker) AckMany(_ context.Context, leases []driver.Lease) ([]driver.Lease, error) {
 	return s.ackMany(leases)
 }
 
-func (s *stubQueue) Heartbeat(_ context.Context, w WorkerInfo) error {
+func (s *stubQueue) Heartbeat(_ context.Context, w driver.WorkerInfo) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.beats++
@@ -141,7 +142,7 @@ func (s *stubQueue) Deregister(context.Context, string) error {
 	s.deregs++
 	return nil
 }
-func (s *stubQueue) Workers(context.Context) ([]WorkerInfo, error) { return nil, nil }
+func (s *stubQueue) Workers(context.Context) ([]driver.WorkerInfo, error) { return nil, nil }
 
 // logBuffer is a logger whose lines the test reads.
 type logBuffer struct {
@@ -221,7 +222,7 @@ func TestHeldLeasesAddAll(t *testing.T) {
 	if lost, _, _ := s.stop(hd); !lost {
 		t.Fatal("b's lease not reported lost")
 	}
-	if !s.anyHold([]Lease{a.Lease()}, now) || !s.anyHold([]Lease{c.Lease()}, now) {
+	if !s.anyHold([]driver.Lease{a.Lease()}, now) || !s.anyHold([]driver.Lease{c.Lease()}, now) {
 		t.Fatal("b's lost lease changed a's or c's")
 	}
 	s.addAll(nil, time.Minute)
@@ -255,10 +256,10 @@ func TestHeldLeases(t *testing.T) {
 	if lost, _, released := s.stop(hd); !lost || released {
 		t.Fatalf("stop = lost %v released %v, want lost only", lost, released)
 	}
-	if s.anyHold([]Lease{b.Lease()}, now) {
+	if s.anyHold([]driver.Lease{b.Lease()}, now) {
 		t.Fatal("anyHold true for a lost lease")
 	}
-	if !s.anyHold([]Lease{a.Lease(), b.Lease()}, now) {
+	if !s.anyHold([]driver.Lease{a.Lease(), b.Lease()}, now) {
 		t.Fatal("anyHold false while a's lease holds")
 	}
 
@@ -325,8 +326,8 @@ func TestCompleterBatchesAcksAndRetriesAFailedFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sq := &stubQueue{t: t}
 		calls := 0
-		var got []Lease
-		sq.ackMany = func(ls []Lease) ([]Lease, error) {
+		var got []driver.Lease
+		sq.ackMany = func(ls []driver.Lease) ([]driver.Lease, error) {
 			calls++
 			if calls == 1 {
 				return nil, errors.New("connection reset")
@@ -362,7 +363,7 @@ func TestCompleterGivesUpAFlushWhenTheLeasesRunOut(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := &stubQueue{t: t}
-		sq.ackMany = func([]Lease) ([]Lease, error) { return nil, errors.New("connection reset") }
+		sq.ackMany = func([]driver.Lease) ([]driver.Lease, error) { return nil, errors.New("connection reset") }
 		c := newCompleter(stubAcker{sq})
 		c.start(1)
 		j := job("a")
@@ -383,7 +384,7 @@ func TestCompleterGivesUpAFlushWhenTheLeasesRunOut(t *testing.T) {
 func TestCompleterFallsBackToAPlainReason(t *testing.T) {
 	t.Parallel()
 	sq := &stubQueue{t: t}
-	reject := func(_ Lease, reason string) error {
+	reject := func(_ driver.Lease, reason string) error {
 		if strings.ContainsRune(reason, 'é') {
 			return errors.New("pq: invalid byte sequence for encoding")
 		}
@@ -403,7 +404,7 @@ func TestCompleterFallsBackToAPlainReason(t *testing.T) {
 
 	// A lost lease is not a storage problem: no second try.
 	tries := 0
-	sq.nack = func(Lease, string) error { tries++; return ErrLeaseLost }
+	sq.nack = func(driver.Lease, string) error { tries++; return ErrLeaseLost }
 	c.nack(j, errors.New("x"), time.Now(), time.Now(), 0)
 	if tries != 1 {
 		t.Errorf("Nack tried %d times on a lost lease, want 1", tries)
@@ -442,7 +443,7 @@ func TestExtenderExtendsDueLeasesAndCancelsLostOnes(t *testing.T) {
 	t.Parallel()
 	sq := &stubQueue{t: t}
 	lostID := "b"
-	sq.extend = func(l Lease) error {
+	sq.extend = func(l driver.Lease) error {
 		if l.JobID == lostID {
 			return ErrLeaseLost
 		}
@@ -474,7 +475,7 @@ func TestExtenderExtendsDueLeasesAndCancelsLostOnes(t *testing.T) {
 
 func TestExtenderStopsTheRunOnAConfigError(t *testing.T) {
 	t.Parallel()
-	sq := &stubQueue{t: t, extend: func(Lease) error { return fmt.Errorf("no such table: %w", ErrConfig) }}
+	sq := &stubQueue{t: t, extend: func(driver.Lease) error { return fmt.Errorf("no such table: %w", ErrConfig) }}
 	stopped := false
 	x := &extender{q: sq, lease: time.Minute, ctx: context.Background(), held: newHeldLeases(), halt: &halt{stop: func() { stopped = true }}, log: slog.New(slog.DiscardHandler)}
 	a := job("a")
@@ -498,7 +499,7 @@ func TestHeartbeatBeatsThenDeregisters(t *testing.T) {
 			}
 			return nil
 		}
-		h := &heartbeat{reg: sq, info: WorkerInfo{ID: "w1"}, every: time.Second, ctx: context.Background(), halt: &halt{stop: func() {}}, log: log}
+		h := &heartbeat{reg: sq, info: driver.WorkerInfo{ID: "w1"}, every: time.Second, ctx: context.Background(), halt: &halt{stop: func() {}}, log: log}
 		done := make(chan struct{})
 		finished := make(chan struct{})
 		go func() { h.run(done); close(finished) }()

@@ -142,7 +142,7 @@ type periodic struct {
 // NUL, the same on every driver) or an invalid schedule, and one matching ErrUnsupported when w's
 // queue cannot record ticks. Register periodic jobs before Run.
 func Periodic[T any](w *Worker, name string, s Schedule, v T, opts ...Option) error {
-	if err := CapabilitiesOf(w.q).Require("Scheduler"); err != nil {
+	if err := driver.CapabilitiesOf(w.q).Require("Scheduler"); err != nil {
 		return fmt.Errorf("queue: periodic job %q: %w", name, err)
 	}
 	if err := validateSchedule(s); err != nil {
@@ -151,7 +151,7 @@ func Periodic[T any](w *Worker, name string, s Schedule, v T, opts ...Option) er
 	if name == "" {
 		return fmt.Errorf("%w: periodic job: the name is empty", ErrConfig)
 	}
-	if ve := (*ValidationError)(nil); errors.As(driver.Validate(Job{Name: name}), &ve) {
+	if ve := (*driver.ValidationError)(nil); errors.As(driver.Validate(Job{Name: name}), &ve) {
 		return fmt.Errorf("%w: periodic job name must be %s, got %s", ErrConfig, ve.Limit, ve.Got)
 	}
 	if _, err := NewJob(v, opts...); err != nil {
@@ -199,12 +199,12 @@ func later(a, b time.Time) time.Time {
 
 // schedule runs p until ctx is done: it enqueues each tick as it falls
 // (and, with RunMissed, the latest missed tick once at start).
-func (p *periodic) schedule(ctx context.Context, store Scheduler, log func(msg string, args ...any)) {
+func (p *periodic) schedule(ctx context.Context, store driver.Scheduler, log func(msg string, args ...any)) {
 	now := time.Now()
 	var last time.Time
 	for {
 		var err error
-		last, err = store.RegisterPeriodic(ctx, PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: now, NextTick: p.sched.Next(now)})
+		last, err = store.RegisterPeriodic(ctx, driver.PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: now, NextTick: p.sched.Next(now)})
 		if err == nil {
 			break
 		}
@@ -229,7 +229,7 @@ func (p *periodic) schedule(ctx context.Context, store Scheduler, log func(msg s
 
 // tick claims the tick at t, retrying a failing store until the next tick
 // is due.
-func (p *periodic) tick(ctx context.Context, store Scheduler, t time.Time, log func(msg string, args ...any)) {
+func (p *periodic) tick(ctx context.Context, store driver.Scheduler, t time.Time, log func(msg string, args ...any)) {
 	j, err := p.build()
 	if err != nil {
 		log("queue: building a periodic job failed; tick skipped", "periodic", p.name, "tick", t, "err", err)
@@ -237,7 +237,7 @@ func (p *periodic) tick(ctx context.Context, store Scheduler, t time.Time, log f
 	}
 	j.Meta = withMeta(j.Meta, MetaPeriodic, p.name)
 	j.Meta[MetaPeriodicTick] = t.UTC().Format(time.RFC3339Nano)
-	info := PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: t, NextTick: p.sched.Next(t), LastJobID: j.ID}
+	info := driver.PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: t, NextTick: p.sched.Next(t), LastJobID: j.ID}
 	for {
 		_, err := store.ClaimTick(ctx, info, j)
 		if err == nil || ctx.Err() != nil {
@@ -249,15 +249,6 @@ func (p *periodic) tick(ctx context.Context, store Scheduler, t time.Time, log f
 		}
 	}
 }
-
-// MetaPeriodic is the Job.Meta key under which a periodic job's ticks carry
-// the periodic job's name.
-const MetaPeriodic = "meridian.periodic"
-
-// MetaPeriodicTick is the Job.Meta key under which a periodic job's ticks
-// carry the tick's time (RFC 3339, UTC): the time the tick was due, which
-// the job's handler can use as "the period this run covers".
-const MetaPeriodicTick = "meridian.periodic_tick"
 
 func withMeta(m map[string]string, k, v string) map[string]string {
 	if m == nil {

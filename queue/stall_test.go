@@ -10,6 +10,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // stuckQueue is a memory queue whose lease extensions hang, ignoring their
@@ -31,7 +32,7 @@ func (s *stuckQueue) stuck(ctx context.Context) {
 	<-s.release
 }
 
-func (s *stuckQueue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
+func (s *stuckQueue) ExtendMany(ctx context.Context, leases []driver.Lease, d time.Duration) ([]driver.Lease, error) {
 	s.stuck(ctx)
 	return s.Queue.ExtendMany(ctx, leases, d)
 }

@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"sync"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // starts records that prefetched jobs start (Queue.Complete) in batches, as
@@ -22,7 +24,7 @@ type starts struct {
 
 // startReq is one job's wait for its start to be written.
 type startReq struct {
-	l    Lease
+	l    driver.Lease
 	lost bool
 	err  error
 	done chan struct{} // buffered (1): receives one value once lost and err are set
@@ -32,7 +34,7 @@ type startReq struct {
 // start writes the start of the job under l and reports whether the lease
 // was lost (the job is someone else's, or expired) or the call failed; in
 // both cases no attempt is known to be counted.
-func (b *starts) start(l Lease) (lost bool, err error) {
+func (b *starts) start(l driver.Lease) (lost bool, err error) {
 	r := &startReq{l: l, done: make(chan struct{}, 1), lead: make(chan struct{})}
 	b.mu.Lock()
 	b.waiting = append(b.waiting, r)
@@ -63,12 +65,12 @@ func (b *starts) start(l Lease) (lost bool, err error) {
 
 // flush makes one Complete call for batch and answers every request in it.
 func (b *starts) flush(batch []*startReq) {
-	leases := make([]Lease, len(batch))
+	leases := make([]driver.Lease, len(batch))
 	for i, r := range batch {
 		leases[i] = r.l
 	}
 	lost, _, err := b.q.Complete(b.ctx, leases, nil)
-	gone := make(map[Lease]bool, len(lost))
+	gone := make(map[driver.Lease]bool, len(lost))
 	for _, l := range lost {
 		gone[l] = true
 	}

@@ -11,16 +11,18 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // stubStarter is a stubQueue that is a Starter.
 type stubStarter struct {
 	*stubQueue
-	mu         sync.Mutex
-	unstarted  []int     // n of each ReserveUnstarted call
-	counted    []int     // n of each Reserve call
-	starts     [][]Lease // each Start call's leases
-	start      func([]Lease) ([]Lease, error)
+	mu        sync.Mutex
+	unstarted []int       // n of each ReserveUnstarted call
+	counted   []int       // n of each Reserve call
+	starts    [][]driver. // each Start call's leases
+			Lease
+	start      func([]driver.Lease) ([]driver.Lease, error)
 	startGate  chan struct{} // when set, Start waits for it
 	startBegan chan struct{} // when set, Start signals on it first
 }
@@ -39,7 +41,7 @@ func (s *stubStarter) ReserveUnstarted(_ context.Context, _ []string, n int, _ t
 	return jobsN("u", n, 0), nil
 }
 
-func (s *stubStarter) Start(_ context.Context, leases []Lease) ([]Lease, error) {
+func (s *stubStarter) Start(_ context.Context, leases []driver.Lease) ([]driver.Lease, error) {
 	if s.startBegan != nil {
 		s.startBegan <- struct{}{}
 	}
@@ -129,14 +131,14 @@ func TestExecutorStartsAPrefetchedJobBeforeItsHandler(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		attempts int // stored
-		start    func([]Lease) ([]Lease, error)
+		start    func([]driver.Lease) ([]driver.Lease, error)
 		ran      bool
 		nacked   string
 		failed   string
 	}{
 		{name: "started", attempts: 1, ran: true},
-		{name: "lease lost", attempts: 1, start: func(ls []Lease) ([]Lease, error) { return ls, nil }},
-		{name: "start fails", attempts: 1, start: func([]Lease) ([]Lease, error) { return nil, errors.New("connection reset") }, nacked: "recording the start"},
+		{name: "lease lost", attempts: 1, start: func(ls []driver.Lease) ([]driver.Lease, error) { return ls, nil }},
+		{name: "start fails", attempts: 1, start: func([]driver.Lease) ([]driver.Lease, error) { return nil, errors.New("connection reset") }, nacked: "recording the start"},
 		{name: "no attempt left", attempts: 3, failed: "started 3 times and allows 3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,13 +181,13 @@ func TestStartsBatchesTheStartsThatWaitForACall(t *testing.T) {
 		var wg sync.WaitGroup
 		first := make(chan bool, 1)
 		wg.Go(func() {
-			lost, err := b.start(Lease{JobID: "a", Token: "t"})
+			lost, err := b.start(driver.Lease{JobID: "a", Token: "t"})
 			first <- !lost && err == nil
 		})
 		<-st.startBegan // the first call is under way
 		for _, id := range []string{"b", "c", "d"} {
 			wg.Go(func() {
-				if lost, err := b.start(Lease{JobID: id, Token: "t"}); lost || err != nil {
+				if lost, err := b.start(driver.Lease{JobID: id, Token: "t"}); lost || err != nil {
 					t.Errorf("start(%s) = %v, %v", id, lost, err)
 				}
 			})
@@ -209,17 +211,18 @@ func TestStartsBatchesTheStartsThatWaitForACall(t *testing.T) {
 // stubStartAcker is a stubStarter that is a StartAcker.
 type stubStartAcker struct {
 	*stubStarter
-	startAcks [][2][]Lease // each StartAck call's starts and acks
-	startAck  func(starts, acks []Lease) ([]Lease, []Lease, error)
+	startAcks [][2][]driver. // each StartAck call's starts and acks
+			Lease
+	startAck func(starts, acks []driver.Lease) ([]driver.Lease, []driver.Lease, error)
 }
 
-func (s *stubStartAcker) AckMany(_ context.Context, leases []Lease) ([]Lease, error) {
+func (s *stubStartAcker) AckMany(_ context.Context, leases []driver.Lease) ([]driver.Lease, error) {
 	return s.ackMany(leases)
 }
 
-func (s *stubStartAcker) StartAck(_ context.Context, starts, acks []Lease) ([]Lease, []Lease, error) {
+func (s *stubStartAcker) StartAck(_ context.Context, starts, acks []driver.Lease) ([]driver.Lease, []driver.Lease, error) {
 	s.mu.Lock()
-	s.startAcks = append(s.startAcks, [2][]Lease{starts, acks})
+	s.startAcks = append(s.startAcks, [2][]driver.Lease{starts, acks})
 	s.mu.Unlock()
 	if s.startAck != nil {
 		return s.startAck(starts, acks)
@@ -230,14 +233,14 @@ func (s *stubStartAcker) StartAck(_ context.Context, starts, acks []Lease) ([]Le
 func TestCompleterWritesStartMarksInItsAckFlush(t *testing.T) {
 	t.Parallel()
 	mark := func(id string) ackItem {
-		return ackItem{j: &Job{ID: id, LeaseToken: "t"}, mark: &startReq{l: Lease{JobID: id, Token: "t"}, done: make(chan struct{}, 1)}}
+		return ackItem{j: &Job{ID: id, LeaseToken: "t"}, mark: &startReq{l: driver.Lease{JobID: id, Token: "t"}, done: make(chan struct{}, 1)}}
 	}
-	lease := func(id string) Lease { return Lease{JobID: id, Token: "t"} }
+	lease := func(id string) driver.Lease { return driver.Lease{JobID: id, Token: "t"} }
 	boom := errors.New("connection reset")
 	for _, tc := range []struct {
 		name      string
 		acks      []string
-		startAck  func(starts, acks []Lease) ([]Lease, []Lease, error)
+		startAck  func(starts, acks []driver.Lease) ([]driver.Lease, []driver.Lease, error)
 		startAcks int // StartAck calls
 		starts    int // Start calls
 		ackManys  int // AckMany calls
@@ -246,16 +249,18 @@ func TestCompleterWritesStartMarksInItsAckFlush(t *testing.T) {
 	}{
 		{name: "one call", acks: []string{"a1", "a2"}, startAcks: 1},
 		{name: "lost start", acks: []string{"a1"}, startAcks: 1, lostMark: "m2",
-			startAck: func([]Lease, []Lease) ([]Lease, []Lease, error) { return []Lease{lease("m2")}, nil, nil }},
+			startAck: func([]driver.Lease, []driver.Lease) ([]driver.Lease, []driver.Lease, error) {
+				return []driver.Lease{lease("m2")}, nil, nil
+			}},
 		// A failed call's marks are not retried (they might have counted):
 		// they fail, and the acks are retried alone.
 		{name: "call fails", acks: []string{"a1"}, startAcks: 1, ackManys: 1, markErr: boom,
-			startAck: func([]Lease, []Lease) ([]Lease, []Lease, error) { return nil, nil, boom }},
+			startAck: func([]driver.Lease, []driver.Lease) ([]driver.Lease, []driver.Lease, error) { return nil, nil, boom }},
 		{name: "no acks", starts: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sq := &stubQueue{t: t}
-			sq.ackMany = func(ls []Lease) ([]Lease, error) { sq.acked = append(sq.acked, ls...); return nil, nil }
+			sq.ackMany = func(ls []driver.Lease) ([]driver.Lease, error) { sq.acked = append(sq.acked, ls...); return nil, nil }
 			sa := &stubStartAcker{stubStarter: &stubStarter{stubQueue: sq}, startAck: tc.startAck}
 			c := newCompleter(sa)
 			batch := []ackItem{mark("m1")}
@@ -304,7 +309,7 @@ func TestExecutorWaitsForItsMarkInTheAckFlush(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := &stubQueue{t: t}
-		sq.ackMany = func(ls []Lease) ([]Lease, error) {
+		sq.ackMany = func(ls []driver.Lease) ([]driver.Lease, error) {
 			sq.mu.Lock()
 			sq.acked = append(sq.acked, ls...)
 			sq.mu.Unlock()
@@ -352,8 +357,8 @@ func TestCompleterLingersOnlyForAcks(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sq := &stubQueue{t: t}
-		var calls [][]Lease
-		sq.ackMany = func(ls []Lease) ([]Lease, error) {
+		var calls [][]driver.Lease
+		sq.ackMany = func(ls []driver.Lease) ([]driver.Lease, error) {
 			sq.mu.Lock()
 			calls = append(calls, ls)
 			sq.mu.Unlock()

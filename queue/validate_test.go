@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("a", queue.MaxKeyBytes+1)
-	edge := strings.Repeat("é", queue.MaxKeyBytes/2) // 254 bytes
+	long := strings.Repeat("a", driver.MaxKeyBytes+1)
+	edge := strings.Repeat("é", driver.MaxKeyBytes/2) // 254 bytes
 	bigTags := make([]string, 0, 700)
 	for range 700 {
 		bigTags = append(bigTags, strings.Repeat("<", 16)) // 16*6+2 bytes each in JSON
@@ -41,18 +42,18 @@ func TestValidate(t *testing.T) {
 		{"tags over 64 KiB as JSON", queue.Job{Tags: bigTags}, "Tags"},
 		{"invalid UTF-8 meta value", queue.Job{Meta: map[string]string{"k": "\xff"}}, "Meta"},
 		{"invalid UTF-8 meta key", queue.Job{Meta: map[string]string{"\xff": "v"}}, "Meta"},
-		{"meta over 64 KiB", queue.Job{Meta: map[string]string{"k": strings.Repeat("x", queue.MaxMetaBytes)}}, "Meta"},
+		{"meta over 64 KiB", queue.Job{Meta: map[string]string{"k": strings.Repeat("x", driver.MaxMetaBytes)}}, "Meta"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := queue.Validate(tt.job)
+			err := driver.Validate(tt.job)
 			if tt.field == "" {
 				if err != nil {
 					t.Fatalf("Validate = %v, want nil", err)
 				}
 				return
 			}
-			var ve *queue.ValidationError
+			var ve *driver.ValidationError
 			if !errors.As(err, &ve) || !errors.Is(err, queue.ErrInvalid) {
 				t.Fatalf("Validate = %v, want a *ValidationError matching ErrInvalid", err)
 			}
@@ -69,15 +70,15 @@ func TestValidate(t *testing.T) {
 func TestValidateBatchNamesIndex(t *testing.T) {
 	t.Parallel()
 	jobs := []queue.Job{{ID: "a"}, {ID: "b"}, {ID: "c", Priority: 1 << 40}, {ID: strings.Repeat("d", 300)}}
-	err := queue.ValidateBatch(jobs)
-	var ve *queue.ValidationError
+	err := driver.ValidateBatch(jobs)
+	var ve *driver.ValidationError
 	if !errors.As(err, &ve) || ve.Index != 2 || ve.Field != "Priority" || ve.JobID != "c" {
 		t.Fatalf("ValidateBatch = %#v, want index 2, Priority, job c", err)
 	}
 	if !strings.Contains(err.Error(), "index 2") {
 		t.Errorf("message %q does not name the index", err)
 	}
-	if err := queue.ValidateBatch(jobs[:2]); err != nil {
+	if err := driver.ValidateBatch(jobs[:2]); err != nil {
 		t.Errorf("ValidateBatch of good jobs = %v", err)
 	}
 }
@@ -90,19 +91,19 @@ func TestValidateCountsJSONBytes(t *testing.T) {
 	for _, s := range samples {
 		b, _ := json.Marshal([]string{s})
 		// One tag: its JSON array is the limit exactly, then one byte over.
-		pad := strings.Repeat("x", queue.MaxTagsBytes-len(b))
-		if err := queue.Validate(queue.Job{Tags: []string{s + pad}}); err != nil {
-			t.Errorf("tag %q padded to exactly %d JSON bytes: %v", s, queue.MaxTagsBytes, err)
+		pad := strings.Repeat("x", driver.MaxTagsBytes-len(b))
+		if err := driver.Validate(queue.Job{Tags: []string{s + pad}}); err != nil {
+			t.Errorf("tag %q padded to exactly %d JSON bytes: %v", s, driver.MaxTagsBytes, err)
 		}
-		if err := queue.Validate(queue.Job{Tags: []string{s + pad + "x"}}); !errors.Is(err, queue.ErrInvalid) {
-			t.Errorf("tag %q padded to %d JSON bytes: %v, want ErrInvalid", s, queue.MaxTagsBytes+1, err)
+		if err := driver.Validate(queue.Job{Tags: []string{s + pad + "x"}}); !errors.Is(err, queue.ErrInvalid) {
+			t.Errorf("tag %q padded to %d JSON bytes: %v, want ErrInvalid", s, driver.MaxTagsBytes+1, err)
 		}
 		m, _ := json.Marshal(map[string]string{s: s, "k": "v"})
-		mpad := strings.Repeat("y", queue.MaxMetaBytes-len(m))
-		if err := queue.Validate(queue.Job{Meta: map[string]string{s: s, "k": "v" + mpad}}); err != nil {
-			t.Errorf("meta %q padded to exactly %d JSON bytes: %v", s, queue.MaxMetaBytes, err)
+		mpad := strings.Repeat("y", driver.MaxMetaBytes-len(m))
+		if err := driver.Validate(queue.Job{Meta: map[string]string{s: s, "k": "v" + mpad}}); err != nil {
+			t.Errorf("meta %q padded to exactly %d JSON bytes: %v", s, driver.MaxMetaBytes, err)
 		}
-		if err := queue.Validate(queue.Job{Meta: map[string]string{s: s, "k": "v" + mpad + "y"}}); !errors.Is(err, queue.ErrInvalid) {
+		if err := driver.Validate(queue.Job{Meta: map[string]string{s: s, "k": "v" + mpad + "y"}}); !errors.Is(err, queue.ErrInvalid) {
 			t.Errorf("meta %q padded one byte over: %v, want ErrInvalid", s, err)
 		}
 	}

@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
-// Worker defaults.
+// Defaults and limits of the Worker, Leader and Batch.
 const (
 	DefaultMaxAttempts     = 5                  // total attempts, the first included
 	DefaultMaxRetry        = DefaultMaxAttempts // the older name of DefaultMaxAttempts
@@ -24,6 +26,15 @@ const (
 	DefaultPrefetch        = 1000
 	DefaultMaxSnoozes      = 25 // snoozes per job before a snooze counts as an attempt
 	DefaultCancelPoll      = 500 * time.Millisecond
+	// DefaultLeaseMargin is the least margin (see Worker.LeaseMargin): a
+	// lease counts as lost, and its handler's context is cancelled, the
+	// larger of this and a tenth of the lease before the lease's stored
+	// expiry, unless renewed first; never more than half the lease.
+	DefaultLeaseMargin = 500 * time.Millisecond
+	// DefaultLeaderTTL is a Leader's lease length (LeaderTTL).
+	DefaultLeaderTTL = 15 * time.Second
+	// MaxBatchName is the most bytes a Batch's Name may have.
+	MaxBatchName = 255
 )
 
 // DefaultBackoff is the retry policy of a Worker with no Backoff or
@@ -332,7 +343,7 @@ func (w *Worker) leaseFor() time.Duration {
 	if w.lease > 0 {
 		return w.lease
 	}
-	if d := CapabilitiesOf(w.q).DefaultLease; d > 0 {
+	if d := driver.CapabilitiesOf(w.q).DefaultLease; d > 0 {
 		return d
 	}
 	return DefaultLease
@@ -401,7 +412,7 @@ var _ io.Writer = printfWriter(nil)
 type run struct {
 	w    *Worker
 	q    Queue
-	caps Capabilities // what the store can do beyond the core
+	caps driver.Capabilities // what the store can do beyond the core
 	log  *slog.Logger
 	id   string
 	halt *halt
@@ -430,7 +441,7 @@ func newRun(w *Worker) *run {
 		w:     w,
 		q:     w.q,
 		log:   w.log,
-		id:    NewID(),
+		id:    driver.NewID(),
 		halt:  &halt{},
 		held:  newHeldLeases(),
 		jobs:  make(chan *held, buf),
@@ -440,7 +451,7 @@ func newRun(w *Worker) *run {
 	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
 
-	r.caps = CapabilitiesOf(w.q)
+	r.caps = driver.CapabilitiesOf(w.q)
 	r.completer = &completer{q: w.q, runObs: r.caps.Reporter, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
 
 	handlers := make(map[string]Handler, len(w.handlers))
@@ -457,7 +468,7 @@ func newRun(w *Worker) *run {
 
 	r.fetcher = &fetcher{
 		q: w.q, queues: w.queues, lease: lease, concurrency: w.concurrency, poll: w.poll, log: w.log,
-		ctx: WithWorker(r.bgCtx, r.id), leases: r.held, halt: r.halt, out: r.jobs, freed: r.freed,
+		ctx: driver.WithWorker(r.bgCtx, r.id), leases: r.held, halt: r.halt, out: r.jobs, freed: r.freed,
 		pace: pacer{horizon: prefetchHorizon, max: w.prefetch},
 	}
 	r.fetcher.waiter = r.caps.Waiter
@@ -467,7 +478,7 @@ func newRun(w *Worker) *run {
 	if reg := r.caps.Reporter; reg != nil {
 		r.heartbeat = &heartbeat{
 			reg:   reg,
-			info:  WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: w.queues, Concurrency: w.concurrency, StartedAt: time.Now()},
+			info:  driver.WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: w.queues, Concurrency: w.concurrency, StartedAt: time.Now()},
 			every: w.heartbeat, held: r.held.counts, ctx: r.bgCtx, halt: r.halt, log: w.log,
 		}
 	}
@@ -569,8 +580,8 @@ func (r *run) releaseStuck() {
 	}
 	stuck := r.held.releaseRunning()
 	for _, l := range stuck {
-		out := Completion{Lease: l, Outcome: OutcomeRetried, At: time.Now(), Reason: reason(fmt.Errorf("%w: its handler ignored cancellation", errShutdown))}
-		_, errs, err := r.q.Complete(r.bgCtx, nil, []Completion{out})
+		out := driver.Completion{Lease: l, Outcome: driver.OutcomeRetried, At: time.Now(), Reason: reason(fmt.Errorf("%w: its handler ignored cancellation", errShutdown))}
+		_, errs, err := r.q.Complete(r.bgCtx, nil, []driver.Completion{out})
 		if err == nil && len(errs) == 1 {
 			err = errs[0]
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // The worker names itself to the driver when it reserves, so a driver
@@ -45,10 +46,10 @@ func TestWorkerNamesItselfWhenReserving(t *testing.T) {
 
 func TestWorkerOf(t *testing.T) {
 	ctx := context.Background()
-	if got := queue.WorkerOf(ctx); got != "" {
+	if got := driver.WorkerOf(ctx); got != "" {
 		t.Errorf("WorkerOf(no worker) = %q", got)
 	}
-	if got := queue.WorkerOf(queue.WithWorker(ctx, "w-1")); got != "w-1" {
+	if got := driver.WorkerOf(driver.WithWorker(ctx, "w-1")); got != "w-1" {
 		t.Errorf("WorkerOf(WithWorker(w-1)) = %q", got)
 	}
 }

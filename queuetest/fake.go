@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
-// Fake is a queue.Pusher (and queue.BatchPusher and
-// queue.BatchDispatcher) that records every job pushed to it instead of
+// Fake is a queue.Pusher (and driver.BatchPusher and
+// driver.BatchDispatcher) that records every job pushed to it instead of
 // storing it. Unique keys are honoured as a real
 // queue would: a second push with a key an earlier recorded job of the
 // same queue holds returns queue.ErrDuplicate and is not recorded. Safe for
@@ -23,7 +24,7 @@ import (
 type Fake struct {
 	mu      sync.Mutex
 	jobs    []queue.Job
-	batches []queue.BatchRecord
+	batches []driver.BatchRecord
 	err     error
 }
 
@@ -53,7 +54,7 @@ func (f *Fake) pushLocked(j queue.Job) error {
 		return f.err
 	}
 	if j.ID == "" {
-		j.ID = queue.NewID()
+		j.ID = driver.NewID()
 	}
 	if j.CreatedAt.IsZero() {
 		j.CreatedAt = time.Now()
@@ -62,7 +63,7 @@ func (f *Fake) pushLocked(j queue.Job) error {
 	if j.UniqueKey != "" {
 		for _, k := range f.jobs {
 			if k.Queue == j.Queue && k.UniqueKey == j.UniqueKey {
-				return &queue.DuplicateError{UniqueKey: j.UniqueKey, ExistingID: k.ID}
+				return &driver.DuplicateError{UniqueKey: j.UniqueKey, ExistingID: k.ID}
 			}
 		}
 	}
@@ -93,7 +94,7 @@ func (f *Fake) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
 // PushBatch records a batch (queue.DispatchBatch): its record, and its
 // members as PushMany records jobs, each carrying queue.MetaBatch. Its
 // callbacks are in the record (BatchRecord.Callback builds them).
-func (f *Fake) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queue.Job) (int, error) {
+func (f *Fake) PushBatch(ctx context.Context, rec driver.BatchRecord, jobs []queue.Job) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -113,7 +114,7 @@ func (f *Fake) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []queu
 }
 
 // Batches returns the recorded batches in dispatch order.
-func (f *Fake) Batches() []queue.BatchRecord {
+func (f *Fake) Batches() []driver.BatchRecord {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.batches)
@@ -133,7 +134,7 @@ func (f *Fake) Reset() {
 	f.jobs, f.batches = nil, nil
 }
 
-var _ queue.BatchPusher = (*Fake)(nil)
+var _ driver.BatchPusher = (*Fake)(nil)
 
 // Dispatched returns the values of type T recorded by f, in push order.
 // Jobs named for T whose payload does not decode into T are left out.

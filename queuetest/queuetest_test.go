@@ -11,6 +11,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/observetest"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/queuetest"
 )
 
@@ -143,18 +144,18 @@ func TestRequireInserted(t *testing.T) {
 		name string
 		open func(t *testing.T) interface {
 			queue.Queue
-			queue.Inspector
+			driver.Inspector
 		}
 	}{
 		{"memory", func(t *testing.T) interface {
 			queue.Queue
-			queue.Inspector
+			driver.Inspector
 		} {
 			return memqueue.New()
 		}},
 		{"postgres", func(t *testing.T) interface {
 			queue.Queue
-			queue.Inspector
+			driver.Inspector
 		} {
 			return observetest.Postgres(t, observetest.RandomTable(), true)
 		}},
@@ -260,7 +261,7 @@ func TestFakeRecordsBatches(t *testing.T) {
 	if len(recs) != 1 || recs[0].ID != id {
 		t.Fatalf("recorded batches %v, want %s", recs, id)
 	}
-	cb, err := recs[0].Callback(queue.BatchThen, "", "")
+	cb, err := recs[0].Callback(driver.BatchThen, "", "")
 	if err != nil || cb == nil || cb.Name != "Done" || cb.Meta[queue.MetaBatchOf] != id {
 		t.Errorf("the recorded then callback = %+v, %v", cb, err)
 	}

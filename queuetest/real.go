@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxScan bounds how many jobs RequireInserted reads per state.
@@ -12,16 +13,16 @@ const maxScan = 1000
 
 // RequireInserted finds a ready or scheduled job of type T in a real
 // queue through its inspection interface (memqueue and the SQL drivers
-// implement queue.Inspector) that satisfies match (nil: any) and every
+// implement driver.Inspector) that satisfies match (nil: any) and every
 // check, and returns it. It stops the test with t.Fatalf, listing the jobs
 // of type T it found, when there is none. It reads at most 1,000 jobs per
 // state.
-func RequireInserted[T any](t testing.TB, in queue.Inspector, match func(T) bool, checks ...Check) queue.JobInfo {
+func RequireInserted[T any](t testing.TB, in driver.Inspector, match func(T) bool, checks ...Check) driver.JobInfo {
 	t.Helper()
 	ctx := context.Background()
 	var seen []queue.Job
-	for _, st := range []queue.JobState{queue.StateReady, queue.StateScheduled} {
-		f := queue.JobFilter{State: st, Name: queue.NameOf[T](), Limit: 500}
+	for _, st := range []driver.JobState{queue.StateReady, queue.StateScheduled} {
+		f := driver.JobFilter{State: st, Name: queue.NameOf[T](), Limit: 500}
 		for read := 0; read < maxScan; {
 			page, err := in.ListJobs(ctx, f)
 			if err != nil {
@@ -41,7 +42,7 @@ func RequireInserted[T any](t testing.TB, in queue.Inspector, match func(T) bool
 		}
 	}
 	t.Fatalf("queuetest: no %s is ready or scheduled in the queue; of that type, %s", what(match, checks), describe(seen))
-	return queue.JobInfo{}
+	return driver.JobInfo{}
 }
 
 // Work runs the handler that w has registered for T on v, synchronously,

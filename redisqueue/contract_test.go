@@ -6,6 +6,7 @@ import (
 
 	"github.com/meridianjobs/meridian/contracttest"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/redisqueue"
 )
 
@@ -41,8 +42,8 @@ func TestContract(t *testing.T) {
 
 var _ interface {
 	queue.Queue
-	queue.Waiter
-	queue.Scheduler
+	driver.Waiter
+	driver.Scheduler
 } = (*redisqueue.Queue)(nil)
 
 // FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxDeadPage caps one DeadLetters call, as in the other drivers.
@@ -114,7 +115,7 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 		return nil
 	case 2:
 		holder, _ := out[1].(string)
-		return fmt.Errorf("redisqueue: %s: %w", doing, &queue.DuplicateError{ExistingID: holder})
+		return fmt.Errorf("redisqueue: %s: %w", doing, &driver.DuplicateError{ExistingID: holder})
 	}
 	return fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 }

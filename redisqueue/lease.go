@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // promoteLimit bounds how many due scheduled jobs, and how many jobs whose
@@ -98,7 +99,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 
 // reserveFrom runs reserveScript on one queue.
 func (q *Queue) reserveFrom(ctx context.Context, name string, n int, leaseMs int64, inc int) ([]queue.Job, error) {
-	head := queue.NewToken() + "."
+	head := driver.NewToken() + "."
 	out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, n, leaseMs, head, ":"+name, inc, promoteLimit, "").Slice()
 	if err != nil {
 		return nil, err
@@ -217,12 +218,12 @@ func lostErr(doing string) error {
 // outcome of outs (see queue.Queue.Complete), all in one script: every
 // outcome with its pushes, together or not at all. Completion.Batch is
 // ignored: this store keeps no batches (it is no queue.Batcher).
-func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	doing := fmt.Sprintf("completing %d jobs", len(starts)+len(outs))
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, nil, err
 	}
-	var lostStarts []queue.Lease
+	var lostStarts []driver.Lease
 	errs := make([]error, len(outs))
 	ks := newKeyset(q.ids, q.queues)
 	args := []any{q.wake, 0}
@@ -247,10 +248,10 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 			continue
 		}
 		push := o.Push
-		if o.Outcome != queue.OutcomeDone && o.Outcome != queue.OutcomeFailed {
+		if o.Outcome != driver.OutcomeDone && o.Outcome != driver.OutcomeFailed {
 			push = nil
 		}
-		if err := queue.ValidateBatch(push); err != nil {
+		if err := driver.ValidateBatch(push); err != nil {
 			errs[i] = err
 			continue
 		}
@@ -265,7 +266,7 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, len(push))
 		for _, p := range push {
 			if p.ID == "" {
-				p.ID = queue.NewID()
+				p.ID = driver.NewID()
 			}
 			var err error
 			if args, err = q.pushArgs(args, ks, &p); err != nil {
@@ -311,12 +312,12 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 
 // ExtendMany sets the expiry of every current lease of leases to now plus
 // d in one script and returns the others (see queue.Queue).
-func (q *Queue) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
+func (q *Queue) ExtendMany(ctx context.Context, leases []driver.Lease, d time.Duration) ([]driver.Lease, error) {
 	doing := fmt.Sprintf("extending %d leases", len(leases))
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, err
 	}
-	var lost []queue.Lease
+	var lost []driver.Lease
 	ks := newKeyset()
 	args := []any{d.Milliseconds()}
 	var sent []int

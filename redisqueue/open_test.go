@@ -11,6 +11,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/redisqueue"
 )
 
@@ -117,7 +118,7 @@ func TestCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	c := queue.CapabilitiesOf(q)
+	c := driver.CapabilitiesOf(q)
 	if c.Waiter == nil || c.Scheduler == nil {
 		t.Errorf("CapabilitiesOf has Waiter %v, Scheduler %v; want both", c.Waiter != nil, c.Scheduler != nil)
 	}
@@ -139,7 +140,7 @@ func TestLostJobHash(t *testing.T) {
 	q := newQueue(t, rdb, p)
 	var ids []string
 	for range 3 {
-		j := queue.Job{ID: queue.NewID(), Queue: "lost", Name: "x"}
+		j := queue.Job{ID: driver.NewID(), Queue: "lost", Name: "x"}
 		if err := q.Push(t.Context(), j); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxMillis bounds the times stored (about year 33,658 either side of
@@ -71,17 +72,17 @@ func (q *Queue) pushArgs(args []any, ks *keyset, j *queue.Job) ([]any, error) {
 
 // Push stores j under Push's contract (see queue.Pusher) in one script: a
 // duplicate ID or unique key stores nothing and returns a
-// *queue.DuplicateError; the ID of a dead letter moves it back to ready,
+// *driver.DuplicateError; the ID of a dead letter moves it back to ready,
 // into j's queue, with its attempts reset.
 func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if j.ID == "" {
-		j.ID = queue.NewID()
+		j.ID = driver.NewID()
 	}
 	doing := "pushing job " + j.ID
 	if err := ctxErr(ctx, doing); err != nil {
 		return err
 	}
-	if err := queue.Validate(j); err != nil {
+	if err := driver.Validate(j); err != nil {
 		return err
 	}
 	res, err := q.push(ctx, []queue.Job{j})
@@ -95,7 +96,7 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 }
 
 // PushMany stores jobs with Push's rules in one script, so all of them or
-// none (see queue.BatchPusher): stored[i] is false for a duplicate,
+// none (see driver.BatchPusher): stored[i] is false for a duplicate,
 // including a duplicate of an earlier job of the batch. A job without an
 // ID is given one.
 func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) {
@@ -103,7 +104,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, err
 	}
-	if err := queue.ValidateBatch(jobs); err != nil {
+	if err := driver.ValidateBatch(jobs); err != nil {
 		return nil, err
 	}
 	stored := make([]bool, len(jobs))
@@ -114,7 +115,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	copy(withIDs, jobs)
 	for i := range withIDs {
 		if withIDs[i].ID == "" {
-			withIDs[i].ID = queue.NewID()
+			withIDs[i].ID = driver.NewID()
 		}
 	}
 	res, err := q.push(ctx, withIDs)
@@ -128,7 +129,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 }
 
 // push runs pushScript on jobs (validated, with IDs) and returns a
-// *queue.DuplicateError or nil per job.
+// *driver.DuplicateError or nil per job.
 func (q *Queue) push(ctx context.Context, jobs []queue.Job) ([]error, error) {
 	ks := newKeyset(q.ids, q.queues)
 	args := make([]any, 0, 2+len(jobs)*pushFields)
@@ -153,9 +154,9 @@ func (q *Queue) push(ctx context.Context, jobs []queue.Job) ([]error, error) {
 		switch code {
 		case 1:
 		case 0:
-			res[i] = &queue.DuplicateError{ExistingID: holder}
+			res[i] = &driver.DuplicateError{ExistingID: holder}
 		default:
-			res[i] = &queue.DuplicateError{ExistingID: holder, UniqueKey: jobs[i].UniqueKey}
+			res[i] = &driver.DuplicateError{ExistingID: holder, UniqueKey: jobs[i].UniqueKey}
 		}
 	}
 	return res, nil

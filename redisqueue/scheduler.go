@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Named leases and periodic records live under the prefix's own tag:
@@ -81,14 +82,14 @@ func (q *Queue) periodicKey(name string) string { return "{" + q.prefix + "}:per
 func (q *Queue) periodicsKey() string           { return "{" + q.prefix + "}:periodics" }
 
 // AcquireLease takes the named lease for holder until now plus ttl by the
-// Redis server's clock, or renews it (see queue.Scheduler).
+// Redis server's clock, or renews it (see driver.Scheduler).
 func (q *Queue) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
 	_, held, err := q.AcquireLeaseEpoch(ctx, name, holder, ttl)
 	return held, err
 }
 
 // AcquireLeaseEpoch is AcquireLease that also returns the lease's epoch
-// (see queue.Scheduler).
+// (see driver.Scheduler).
 func (q *Queue) AcquireLeaseEpoch(ctx context.Context, name, holder string, ttl time.Duration) (int64, bool, error) {
 	doing := "acquiring lease " + name
 	if err := ctxErr(ctx, doing); err != nil {
@@ -108,7 +109,7 @@ func (q *Queue) AcquireLeaseEpoch(ctx context.Context, name, holder string, ttl 
 }
 
 // ReleaseLease gives up the named lease if holder holds it (see
-// queue.Scheduler).
+// driver.Scheduler).
 func (q *Queue) ReleaseLease(ctx context.Context, name, holder string) error {
 	doing := "releasing lease " + name
 	if err := ctxErr(ctx, doing); err != nil {
@@ -134,8 +135,8 @@ func timeOrZero(s string) time.Time {
 }
 
 // RegisterPeriodic creates the record p.Name or refreshes its schedule and
-// next tick, and returns its last tick (see queue.Scheduler).
-func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (time.Time, error) {
+// next tick, and returns its last tick (see driver.Scheduler).
+func (q *Queue) RegisterPeriodic(ctx context.Context, p driver.PeriodicInfo) (time.Time, error) {
 	doing := "registering periodic job " + p.Name
 	if err := ctxErr(ctx, doing); err != nil {
 		return time.Time{}, err
@@ -149,23 +150,23 @@ func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (tim
 }
 
 // ClaimTick records the tick p.LastTick and pushes j in one script, both
-// or neither (see queue.Scheduler). A Fence in ctx (queue.WithFence) is
+// or neither (see driver.Scheduler). A Fence in ctx (driver.WithFence) is
 // checked in the same script: a stale epoch claims nothing and returns
 // an error matching queue.ErrFenced.
-func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job) (bool, error) {
+func (q *Queue) ClaimTick(ctx context.Context, p driver.PeriodicInfo, j queue.Job) (bool, error) {
 	doing := "claiming a tick of periodic job " + p.Name
 	if err := ctxErr(ctx, doing); err != nil {
 		return false, err
 	}
 	if j.ID == "" {
-		j.ID = queue.NewID()
+		j.ID = driver.NewID()
 	}
-	if err := queue.Validate(j); err != nil {
+	if err := driver.Validate(j); err != nil {
 		return false, err
 	}
 	rec := q.periodicKey(p.Name)
 	fenceKey, epoch := rec, ""
-	if f, ok := queue.FenceFrom(ctx); ok {
+	if f, ok := driver.FenceFrom(ctx); ok {
 		fenceKey, epoch = q.leaseKey(f.Lease), strconv.FormatInt(f.Epoch, 10)
 	}
 	ks := newKeyset(q.ids, q.queues, rec, fenceKey)
@@ -190,7 +191,7 @@ func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job
 }
 
 // Periodics lists the periodic records, sorted by name.
-func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
+func (q *Queue) Periodics(ctx context.Context) ([]driver.PeriodicInfo, error) {
 	const doing = "listing periodic jobs"
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, err
@@ -210,11 +211,11 @@ func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
 			return nil, wrap(doing, err)
 		}
 	}
-	out := make([]queue.PeriodicInfo, 0, len(names))
+	out := make([]driver.PeriodicInfo, 0, len(names))
 	for i, c := range cmds {
 		v := c.Val()
 		s := func(k int) string { x, _ := v[k].(string); return x }
-		out = append(out, queue.PeriodicInfo{Name: names[i], Schedule: s(0), LastTick: timeOrZero(s(1)), NextTick: timeOrZero(s(2)), LastJobID: s(3)})
+		out = append(out, driver.PeriodicInfo{Name: names[i], Schedule: s(0), LastTick: timeOrZero(s(1)), NextTick: timeOrZero(s(2)), LastJobID: s(3)})
 	}
 	return out, nil
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 

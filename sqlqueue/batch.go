@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Batches (queue.Batcher) live in two tables: <table>_batches, one row per

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
@@ -35,7 +36,7 @@ func TestMaintainPrunesBatches(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("Reserve = %d, %v", len(jobs), err)
 		}
-		if _, errs, err := q.Complete(ctx, nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone, Batch: finished}}); err != nil || errs[0] != nil {
+		if _, errs, err := q.Complete(ctx, nil, []driver.Completion{{Lease: jobs[0].Lease(), Outcome: driver.OutcomeDone, Batch: finished}}); err != nil || errs[0] != nil {
 			if err == nil {
 				err = errs[0]
 			}
@@ -51,7 +52,7 @@ func TestMaintainPrunesBatches(t *testing.T) {
 		if info, err := q.GetBatch(ctx, running); err != nil || info.Pending != 1 {
 			t.Errorf("GetBatch of a running batch after pruning = %+v, %v; want it kept", info, err)
 		}
-		if ms, err := q.BatchMembers(ctx, running, queue.MemberFilter{}); err != nil || len(ms.Members) != 1 {
+		if ms, err := q.BatchMembers(ctx, running, driver.MemberFilter{}); err != nil || len(ms.Members) != 1 {
 			t.Errorf("members of a running batch after pruning = %+v, %v; want its member", ms, err)
 		}
 	})
@@ -98,11 +99,11 @@ func BenchmarkFinishMember(b *testing.B) {
 					}
 					j := held[0]
 					held = held[1:]
-					out := queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone}
+					out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone}
 					if member {
 						out.Batch = id
 					}
-					_, errs, err := q.Complete(ctx, nil, []queue.Completion{out})
+					_, errs, err := q.Complete(ctx, nil, []driver.Completion{out})
 					if err == nil {
 						err = errs[0]
 					}

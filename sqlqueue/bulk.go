@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // bulkChunk is how many jobs one statement of a bulk action changes: the

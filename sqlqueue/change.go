@@ -3,7 +3,7 @@ package sqlqueue
 import (
 	"context"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // The store counts its jobs itself: on every dialect triggers on the jobs

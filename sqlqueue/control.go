@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Cancel cancels the active job id (see queue.Canceller): one change to

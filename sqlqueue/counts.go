@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Counts returns each queue's jobs by state (queue.Counter), sorted by

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // DeadSince counts the dead letters of every queue dead-lettered at or

@@ -18,7 +18,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // listFlavor is what a dialect's lists need of it beyond the portable

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 

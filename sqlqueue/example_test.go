@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
@@ -41,7 +42,7 @@ func Example() {
 
 	jobs, _ := q.Reserve(ctx, nil, 10, time.Minute)
 	fmt.Println(jobs[0].Name, string(jobs[0].Payload), "attempt", jobs[0].Attempts)
-	_, errs, err := q.Complete(ctx, nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeDone}})
+	_, errs, err := q.Complete(ctx, nil, []driver.Completion{{Lease: jobs[0].Lease(), Outcome: driver.OutcomeDone}})
 	fmt.Println("ack:", errors.Join(err, errs[0]))
 	// Output:
 	// pending: 1

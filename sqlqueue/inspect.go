@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Bounds of the inspection queries.

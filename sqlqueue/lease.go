@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Reserve leases up to max ready jobs of queues (see queue.Queue). Paused

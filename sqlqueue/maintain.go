@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxPruneBatches bounds one maintenance pass per kind of row, so a pass

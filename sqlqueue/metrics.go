@@ -7,7 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // maxMetricKeys bounds the buffer of unflushed metrics (queues x minutes)

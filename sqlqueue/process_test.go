@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
@@ -208,13 +209,13 @@ func pushJobs(t *testing.T, q *sqlqueue.Queue, n int) []string {
 	if stored, err := queue.DispatchMany(t.Context(), q, vs); err != nil || stored != n {
 		t.Fatalf("DispatchMany = %d, %v; want %d", stored, err, n)
 	}
-	page, err := q.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Limit: 1})
+	page, err := q.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, Limit: 1})
 	if err != nil || len(page.Jobs) != 1 {
 		t.Fatalf("ListJobs: %v", err)
 	}
 	var ids []string
 	for after := ""; ; {
-		page, err := q.ListJobs(t.Context(), queue.JobFilter{State: queue.StateReady, Limit: 500, After: after})
+		page, err := q.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, Limit: 500, After: after})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // The states stored in the state column. A pending job is ready,

@@ -99,7 +99,7 @@ func (w *waker) fire() {
 	w.resetLocked()
 }
 
-// Wait implements queue.Waiter within one process: it returns nil at once
+// Wait implements driver.Waiter within one process: it returns nil at once
 // when one of queues (not paused) has a ready job, else when a job pushed
 // or released through this Queue value may have become ready (a Push or
 // PushMany, a retry or snooze through Complete, RetryDead or Resume; a job

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // The workflow jobs of testdata/worker (same type names, so the same job
@@ -142,7 +143,7 @@ func TestBatchAcrossProcesses(t *testing.T) {
 			t.Fatalf("DispatchBatch: %v", err)
 		}
 		fl := startFleet(t, b, s, 3, time.Minute, 0)
-		var info queue.BatchInfo
+		var info driver.BatchInfo
 		if !testutil.WaitFor(3*time.Minute, func() bool {
 			var err error
 			if info, err = q.GetBatch(t.Context(), id); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
@@ -175,7 +176,7 @@ func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	defer q.Close()
-	caps := queue.CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	insp := caps.Inspector
 	if insp == nil {
 		return caps.Require("Inspector")
@@ -214,19 +215,19 @@ func statsMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 // statsJSON is one queue in `meridian stats --json`. Counts are
 // {"n": N} or {"n": N, "more": true} when the driver stopped counting at N.
 type statsJSON struct {
-	Queue         string      `json:"queue"`
-	Paused        bool        `json:"paused"`
-	Ready         queue.Count `json:"ready"`
-	Scheduled     queue.Count `json:"scheduled"`
-	Running       queue.Count `json:"running"`
-	Dead          queue.Count `json:"dead"`
-	WindowSeconds float64     `json:"window_seconds"`
-	Processed     int64       `json:"processed"`
-	Failed        int64       `json:"failed"`
-	JobsPerMinute float64     `json:"jobs_per_minute"`
-	AvgRuntimeMS  float64     `json:"avg_runtime_ms"`
-	MaxRuntimeMS  float64     `json:"max_runtime_ms"`
-	AvgWaitMS     float64     `json:"avg_wait_ms"`
+	Queue         string       `json:"queue"`
+	Paused        bool         `json:"paused"`
+	Ready         driver.Count `json:"ready"`
+	Scheduled     driver.Count `json:"scheduled"`
+	Running       driver.Count `json:"running"`
+	Dead          driver.Count `json:"dead"`
+	WindowSeconds float64      `json:"window_seconds"`
+	Processed     int64        `json:"processed"`
+	Failed        int64        `json:"failed"`
+	JobsPerMinute float64      `json:"jobs_per_minute"`
+	AvgRuntimeMS  float64      `json:"avg_runtime_ms"`
+	MaxRuntimeMS  float64      `json:"max_runtime_ms"`
+	AvgWaitMS     float64      `json:"avg_wait_ms"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -273,7 +274,7 @@ func failedMain(ctx context.Context, args []string, out, errOut io.Writer) error
 		if *asJSON {
 			rows := make([]jobJSON, 0, len(jobs))
 			for _, j := range jobs {
-				rows = append(rows, newJobJSON(queue.JobInfo{Job: j, State: queue.StateDead}))
+				rows = append(rows, newJobJSON(driver.JobInfo{Job: j, State: queue.StateDead}))
 			}
 			return writeJSON(out, rows)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func init() {
@@ -44,11 +45,11 @@ type batchJSON struct {
 
 // memberJSON is one batch member in `meridian batches show --json`.
 type memberJSON struct {
-	JobID string                 `json:"job_id"`
-	State queue.BatchMemberState `json:"state"`
+	JobID string                  `json:"job_id"`
+	State driver.BatchMemberState `json:"state"`
 }
 
-func newBatchJSON(b queue.BatchInfo) batchJSON {
+func newBatchJSON(b driver.BatchInfo) batchJSON {
 	return batchJSON{ID: b.ID, Name: b.Name, AllowFailures: b.AllowFailures,
 		Total: b.Total, Pending: b.Pending, Done: b.Done, Failed: b.Failed, Cancelled: b.Cancelled,
 		CreatedAt: b.CreatedAt, CancelledAt: optTime(b.CancelledAt), ThenAt: optTime(b.ThenAt), CatchAt: optTime(b.CatchAt), FinishedAt: optTime(b.FinishedAt)}
@@ -56,7 +57,7 @@ func newBatchJSON(b queue.BatchInfo) batchJSON {
 
 func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs, dsn := newFlags("batches", "list [--limit N] [--json] | show ID [--member-state STATE] [--limit N] [--json] | cancel ID... | retry ID [--limit N]  [--dsn URL]", errOut)
-	limit := fs.Int("limit", 50, fmt.Sprintf("list and show: how many batches or members to list (at most %d); retry: how many failed members to retry", queue.MaxBatchPage))
+	limit := fs.Int("limit", 50, fmt.Sprintf("list and show: how many batches or members to list (at most %d); retry: how many failed members to retry", driver.MaxBatchPage))
 	memberState := fs.String("member-state", "", "show: only members in this state: pending, done, failed, cancelled")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseArgs(fs, args)
@@ -75,11 +76,11 @@ func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		fs.Usage()
 		return usagef("unknown action %q: list, show, cancel or retry", pos[0])
 	}
-	if *limit < 1 || (*limit > queue.MaxBatchPage && pos[0] != "retry") {
-		return usagef("--limit must be 1 to %d, not %d", queue.MaxBatchPage, *limit)
+	if *limit < 1 || (*limit > driver.MaxBatchPage && pos[0] != "retry") {
+		return usagef("--limit must be 1 to %d, not %d", driver.MaxBatchPage, *limit)
 	}
-	switch queue.BatchMemberState(*memberState) {
-	case "", queue.MemberPending, queue.MemberDone, queue.MemberFailed, queue.MemberCancelled:
+	switch driver.BatchMemberState(*memberState) {
+	case "", driver.MemberPending, driver.MemberDone, driver.MemberFailed, driver.MemberCancelled:
 	default:
 		return usagef("unknown --member-state %q: pending, done, failed or cancelled", *memberState)
 	}
@@ -88,7 +89,7 @@ func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return err
 	}
 	defer q.Close()
-	caps := queue.CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	b := caps.Workflows
 	if b == nil {
 		return caps.Require("Workflows")
@@ -127,7 +128,7 @@ func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		if err != nil {
 			return notFound(pos[1], err)
 		}
-		page, err := b.BatchMembers(ctx, pos[1], queue.MemberFilter{State: queue.BatchMemberState(*memberState), Limit: *limit})
+		page, err := b.BatchMembers(ctx, pos[1], driver.MemberFilter{State: driver.BatchMemberState(*memberState), Limit: *limit})
 		if err != nil {
 			return notFound(pos[1], err)
 		}
@@ -140,7 +141,7 @@ func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		}
 		return printBatch(out, info, page)
 	}
-	page, err := b.ListBatches(ctx, queue.BatchFilter{Limit: *limit})
+	page, err := b.ListBatches(ctx, driver.BatchFilter{Limit: *limit})
 	if err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func batchesMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 }
 
 // batchStatus is a batch's state in one word.
-func batchStatus(b queue.BatchInfo) string {
+func batchStatus(b driver.BatchInfo) string {
 	switch {
 	case !b.CancelledAt.IsZero() && b.Finished():
 		return "cancelled"
@@ -177,7 +178,7 @@ func batchStatus(b queue.BatchInfo) string {
 }
 
 // printBatch writes one batch's fields, one per line, then its members.
-func printBatch(out io.Writer, b queue.BatchInfo, members queue.MemberPage) error {
+func printBatch(out io.Writer, b driver.BatchInfo, members driver.MemberPage) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
 	row("id", b.ID)

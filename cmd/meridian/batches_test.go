@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // csvRow is a batch member's payload in these tests.
@@ -36,7 +37,7 @@ func TestBatchesCommand(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
 	}
-	_, errs, err := q.Complete(t.Context(), nil, []queue.Completion{{Lease: jobs[0].Lease(), Outcome: queue.OutcomeFailed, Reason: "bad line", Batch: id}})
+	_, errs, err := q.Complete(t.Context(), nil, []driver.Completion{{Lease: jobs[0].Lease(), Outcome: driver.OutcomeFailed, Reason: "bad line", Batch: id}})
 	if err == nil {
 		err = errs[0]
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // The commands that steer work already in the store: pause and resume a
@@ -51,7 +52,7 @@ func pauseMain(ctx context.Context, verb string, args []string, out, errOut io.W
 		return err
 	}
 	defer q.Close()
-	caps := queue.CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	p := caps.Controller
 	if p == nil {
 		return caps.Require("Controller")
@@ -97,12 +98,12 @@ func cancelJobs(ctx context.Context, q queue.Queue, ids []string, out io.Writer)
 
 // periodicJSON is one periodic job in `meridian periodic list --json`.
 type periodicJSON struct {
-	Name      string         `json:"name"`
-	Schedule  string         `json:"schedule"`
-	LastTick  *time.Time     `json:"last_tick,omitempty"`
-	NextTick  *time.Time     `json:"next_tick,omitempty"`
-	LastJobID string         `json:"last_job_id,omitempty"`
-	LastState queue.JobState `json:"last_job_state,omitempty"`
+	Name      string          `json:"name"`
+	Schedule  string          `json:"schedule"`
+	LastTick  *time.Time      `json:"last_tick,omitempty"`
+	NextTick  *time.Time      `json:"next_tick,omitempty"`
+	LastJobID string          `json:"last_job_id,omitempty"`
+	LastState driver.JobState `json:"last_job_state,omitempty"`
 }
 
 func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -121,7 +122,7 @@ func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) err
 		return err
 	}
 	defer q.Close()
-	caps := queue.CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	ps := caps.Scheduler
 	if ps == nil {
 		return caps.Require("Scheduler")

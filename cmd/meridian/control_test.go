@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestPauseAndResumeCommands(t *testing.T) {
@@ -20,7 +21,7 @@ func TestPauseAndResumeCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer q.Close()
-		names, err := q.(queue.Controller).Paused(t.Context())
+		names, err := q.(driver.Controller).Paused(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,9 +72,9 @@ func TestPeriodicListCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := q.(queue.Scheduler)
+	ps := q.(driver.Scheduler)
 	tick := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
-	info := queue.PeriodicInfo{Name: "nightly-report", Schedule: "cron 0 3 * * * UTC", NextTick: tick}
+	info := driver.PeriodicInfo{Name: "nightly-report", Schedule: "cron 0 3 * * * UTC", NextTick: tick}
 	if _, err := ps.RegisterPeriodic(t.Context(), info); err != nil {
 		t.Fatal(err)
 	}

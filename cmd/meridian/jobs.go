@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func init() {
@@ -27,7 +28,7 @@ type jobJSON struct {
 	ID          string            `json:"id"`
 	Queue       string            `json:"queue"`
 	Name        string            `json:"name"`
-	State       queue.JobState    `json:"state"`
+	State       driver.JobState   `json:"state"`
 	Priority    int               `json:"priority"`
 	Attempts    int               `json:"attempts"`
 	MaxAttempts int               `json:"max_attempts,omitempty"`
@@ -44,7 +45,7 @@ type jobJSON struct {
 	Payload string `json:"payload"`
 }
 
-func newJobJSON(j queue.JobInfo) jobJSON {
+func newJobJSON(j driver.JobInfo) jobJSON {
 	return jobJSON{
 		ID: j.ID, Queue: j.QueueName(), Name: j.Name, State: j.State,
 		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
@@ -55,8 +56,8 @@ func newJobJSON(j queue.JobInfo) jobJSON {
 }
 
 func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
-	states := make([]string, len(queue.JobStates))
-	for i, s := range queue.JobStates {
+	states := make([]string, len(driver.JobStates))
+	for i, s := range driver.JobStates {
 		states[i] = string(s)
 	}
 	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json] | cancel ID...  [--dsn URL]", errOut)
@@ -95,7 +96,7 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if pos[0] == "cancel" {
 		return cancelJobs(ctx, q, pos[1:], out)
 	}
-	caps := queue.CapabilitiesOf(q)
+	caps := driver.CapabilitiesOf(q)
 	insp := caps.Inspector
 	if insp == nil {
 		return caps.Require("Inspector")
@@ -113,7 +114,7 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		return printJob(out, j)
 	}
-	page, err := insp.ListJobs(ctx, queue.JobFilter{State: queue.JobState(*state), Queue: *queueName, Name: *name, Tag: *tag, Limit: *limit})
+	page, err := insp.ListJobs(ctx, driver.JobFilter{State: driver.JobState(*state), Queue: *queueName, Name: *name, Tag: *tag, Limit: *limit})
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 }
 
 // printJob writes one job's fields, one per line.
-func printJob(out io.Writer, j queue.JobInfo) error {
+func printJob(out io.Writer, j driver.JobInfo) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s:\t%v\n", k, v) }
 	row("id", j.ID)

@@ -12,6 +12,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 type importRow struct{ N int }
@@ -36,8 +37,8 @@ func TestBrowserBatches(t *testing.T) {
 	if err != nil || len(got) != 2 {
 		t.Fatalf("Reserve = %d, %v", len(got), err)
 	}
-	for i, o := range []queue.Outcome{queue.OutcomeFailed, queue.OutcomeDone} { // one row fails, one imports
-		if err := testutil.Complete(bg, q, queue.Completion{Lease: got[i].Lease(), Outcome: o, Reason: "bad row", Batch: id}); err != nil {
+	for i, o := range []driver.Outcome{driver.OutcomeFailed, driver.OutcomeDone} { // one row fails, one imports
+		if err := testutil.Complete(bg, q, driver.Completion{Lease: got[i].Lease(), Outcome: o, Reason: "bad row", Batch: id}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // rowActionsJS reports, for every row-action button of the list, whether
@@ -75,10 +76,10 @@ func TestBrowserRowActionsVisible(t *testing.T) {
 // burstSource serves a Source's pages with made-up chart points.
 type burstSource struct {
 	dashboard.Source
-	pts []queue.MetricPoint
+	pts []driver.MetricPoint
 }
 
-func (b burstSource) Metrics(context.Context, time.Time) ([]queue.MetricPoint, error) {
+func (b burstSource) Metrics(context.Context, time.Time) ([]driver.MetricPoint, error) {
 	return b.pts, nil
 }
 
@@ -92,9 +93,9 @@ func TestBrowserChartBurstDoesNotFlatten(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Minute)
-	var pts []queue.MetricPoint
+	var pts []driver.MetricPoint
 	for i := range 60 {
-		p := queue.MetricPoint{Queue: "emails", Minute: now.Add(-time.Duration(i) * time.Minute), Processed: 90,
+		p := driver.MetricPoint{Queue: "emails", Minute: now.Add(-time.Duration(i) * time.Minute), Processed: 90,
 			TotalRuntime: 90 * 20 * time.Millisecond, MaxRuntime: 40 * time.Millisecond}
 		if i == 5 {
 			p.Processed, p.MaxRuntime = 40000, 90*time.Second
@@ -153,7 +154,7 @@ func (b bigFigures) Figures(ctx context.Context) (dashboard.StatsView, error) {
 	big := func(qs *dashboard.QueueStats) {
 		qs.JobsPerMinute = 409863.4
 		qs.Processed, qs.Failed = 24591804, 4983
-		qs.Dead = queue.Count{N: 10000, More: true}
+		qs.Dead = driver.Count{N: 10000, More: true}
 		qs.Throughput = 4983.7
 		qs.AvgRuntime, qs.MaxRuntime, qs.AvgWait = 4983*time.Second, 100000*time.Second, 1234567*time.Millisecond
 	}

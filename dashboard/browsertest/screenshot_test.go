@@ -17,6 +17,7 @@ import (
 
 	"github.com/meridianjobs/meridian/dashboard"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Jobs of the screenshot's workload.
@@ -75,9 +76,9 @@ func TestBrowserScreenshot(t *testing.T) {
 	}
 	// Wait until the worker has been through its queues, so the figures
 	// show throughput and the failed list has the declined cards.
-	in := q.(queue.Inspector)
+	in := q.(driver.Inspector)
 	for {
-		page, err := in.ListJobs(bg, queue.JobFilter{State: queue.StateReady, Queue: "billing", Limit: 1})
+		page, err := in.ListJobs(bg, driver.JobFilter{State: queue.StateReady, Queue: "billing", Limit: 1})
 		must(t, err)
 		if len(page.Jobs) == 0 {
 			break

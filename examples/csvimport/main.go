@@ -33,6 +33,7 @@ import (
 
 	_ "github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"
 	_ "github.com/meridianjobs/meridian/sqlqueue/postgres"
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite"
@@ -100,7 +101,7 @@ func run(ctx context.Context, url string, out io.Writer) error {
 		return err
 	}
 	defer q.Close()
-	batches := queue.CapabilitiesOf(q).Workflows
+	batches := driver.CapabilitiesOf(q).Workflows
 	if batches == nil {
 		return fmt.Errorf("%s does not keep batches", url)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // TestAccess runs the application and checks who may do what under
@@ -90,7 +91,7 @@ func TestAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	paused, err := q.(queue.Controller).Paused(t.Context())
+	paused, err := q.(driver.Controller).Paused(t.Context())
 	if err != nil || !slices.Equal(paused, []string{"default"}) {
 		t.Fatalf("paused queues = %v, %v; want [default] after the operator's pause", paused, err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/meridianjobs/meridian/observe/alert"
 	"github.com/meridianjobs/meridian/observe/promqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	_ "github.com/meridianjobs/meridian/sqlqueue/postgres"
 )
 
@@ -59,7 +60,7 @@ func run(ctx context.Context, url, addr string, jobs int, ttl time.Duration, rea
 		return err
 	}
 	defer q.Close()
-	in, ok := q.(queue.Inspector)
+	in, ok := q.(driver.Inspector)
 	if !ok {
 		return errors.New("the driver has no inspection side")
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Calls counts the driver calls of one mode and the jobs they moved: the
@@ -67,13 +68,13 @@ func (c *Calls) String() string {
 }
 
 // counted wraps a Queue to count its calls. It keeps the abilities the
-// Worker looks for (queue.CapabilitiesOf) and behaves as the Worker does
+// Worker looks for (driver.CapabilitiesOf) and behaves as the Worker does
 // when the wrapped queue lacks one: Wait sleeps for max, Heartbeat and
 // ObserveRun do nothing, DefaultLease is zero.
 type counted struct {
 	queue.Queue
 	c    *Calls
-	caps queue.Capabilities
+	caps driver.Capabilities
 }
 
 // unwrap returns the queue a counted wraps, or q itself.
@@ -87,7 +88,7 @@ func unwrap(q queue.Queue) queue.Queue {
 // count wraps q; the Calls it returns fill as the queue is used.
 func count(q queue.Queue) (queue.Queue, *Calls) {
 	c := &Calls{}
-	return &counted{Queue: q, c: c, caps: queue.CapabilitiesOf(q)}, c
+	return &counted{Queue: q, c: c, caps: driver.CapabilitiesOf(q)}, c
 }
 
 func (q *counted) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
@@ -111,7 +112,7 @@ func (q *counted) Reserve(ctx context.Context, queues []string, max int, lease t
 	return jobs, err
 }
 
-func (q *counted) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+func (q *counted) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	start := time.Now()
 	lost, errs, err := q.Queue.Complete(ctx, starts, outs)
 	q.c.CompleteNanos.Add(int64(time.Since(start)))
@@ -132,7 +133,7 @@ func (q *counted) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error
 	return q.Queue.PushMany(ctx, jobs)
 }
 
-func (q *counted) ExtendMany(ctx context.Context, leases []queue.Lease, d time.Duration) ([]queue.Lease, error) {
+func (q *counted) ExtendMany(ctx context.Context, leases []driver.Lease, d time.Duration) ([]driver.Lease, error) {
 	q.c.Extend.Add(1)
 	q.c.Extended.Add(int64(len(leases)))
 	return q.Queue.ExtendMany(ctx, leases, d)
@@ -149,7 +150,7 @@ func (q *counted) Wait(ctx context.Context, queues []string, max time.Duration) 
 	return nil
 }
 
-func (q *counted) ObserveRun(r queue.RunRecord) {
+func (q *counted) ObserveRun(r driver.RunRecord) {
 	if o := q.caps.Reporter; o != nil {
 		o.ObserveRun(r)
 	}
@@ -157,7 +158,7 @@ func (q *counted) ObserveRun(r queue.RunRecord) {
 
 func (q *counted) DefaultLease() time.Duration { return q.caps.DefaultLease }
 
-func (q *counted) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
+func (q *counted) Heartbeat(ctx context.Context, w driver.WorkerInfo) error {
 	if r := q.caps.Reporter; r != nil {
 		return r.Heartbeat(ctx, w)
 	}
@@ -172,7 +173,7 @@ func (q *counted) Deregister(ctx context.Context, id string) error {
 }
 
 var (
-	_ queue.Waiter         = (*counted)(nil)
-	_ queue.Reporter       = (*counted)(nil)
-	_ queue.LeaseDefaulter = (*counted)(nil)
+	_ driver.Waiter         = (*counted)(nil)
+	_ driver.Reporter       = (*counted)(nil)
+	_ driver.LeaseDefaulter = (*counted)(nil)
 )

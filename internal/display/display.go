@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Count formats c with thousands separators and a "+" when it is capped
 // (the true count is at least c.N): "10,000+"; an estimate (the true
 // count is at most c.N) is marked "~": "~151,200".
-func Count(c queue.Count) string {
+func Count(c driver.Count) string {
 	s := Int(c.N)
 	if c.More {
 		s += "+"

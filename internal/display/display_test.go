@@ -6,23 +6,23 @@ import (
 	"testing"
 
 	"github.com/meridianjobs/meridian/internal/display"
-	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestCount(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		c    queue.Count
+		c    driver.Count
 		want string
 	}{
-		{queue.Count{N: 0}, "0"},
-		{queue.Count{N: 999}, "999"},
-		{queue.Count{N: 1000}, "1,000"},
-		{queue.Count{N: 10000, More: true}, "10,000+"},
-		{queue.Count{N: 151200, Estimate: true}, "~151,200"},
-		{queue.Count{N: 1234567}, "1,234,567"},
-		{queue.Count{N: -1234}, "-1,234"},
-		{queue.Count{N: math.MinInt64}, "-9,223,372,036,854,775,808"},
+		{driver.Count{N: 0}, "0"},
+		{driver.Count{N: 999}, "999"},
+		{driver.Count{N: 1000}, "1,000"},
+		{driver.Count{N: 10000, More: true}, "10,000+"},
+		{driver.Count{N: 151200, Estimate: true}, "~151,200"},
+		{driver.Count{N: 1234567}, "1,234,567"},
+		{driver.Count{N: -1234}, "-1,234"},
+		{driver.Count{N: math.MinInt64}, "-9,223,372,036,854,775,808"},
 	}
 	for _, tc := range tests {
 		if got := display.Count(tc.c); got != tc.want {
@@ -53,7 +53,7 @@ func TestFloat(t *testing.T) {
 }
 
 func ExampleCount() {
-	fmt.Println(display.Count(queue.Count{N: 10000, More: true}))
+	fmt.Println(display.Count(driver.Count{N: 10000, More: true}))
 	fmt.Println(display.Float(4983.66, 1))
 	// Output:
 	// 10,000+

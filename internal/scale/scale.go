@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // JobName is the name of every job Fill pushes; Job handles it.
@@ -115,7 +116,7 @@ func Fill(ctx context.Context, q queue.Queue, s Shape) (Counts, error) {
 		return c, err
 	}
 	if err := work(ctx, q, served, c.Done, func(ctx context.Context, jobs []queue.Job) error {
-		return completeAll(ctx, q, jobs, queue.OutcomeDone, "")
+		return completeAll(ctx, q, jobs, driver.OutcomeDone, "")
 	}); err != nil {
 		return c, err
 	}
@@ -124,7 +125,7 @@ func Fill(ctx context.Context, q queue.Queue, s Shape) (Counts, error) {
 		return c, err
 	}
 	if err := work(ctx, q, served, c.Failed, func(ctx context.Context, jobs []queue.Job) error {
-		return completeAll(ctx, q, jobs, queue.OutcomeFailed, "scale: upstream answered 503")
+		return completeAll(ctx, q, jobs, driver.OutcomeFailed, "scale: upstream answered 503")
 	}); err != nil {
 		return c, err
 	}
@@ -161,10 +162,10 @@ func work(ctx context.Context, q queue.Queue, queues []string, n int, fn func(co
 
 // completeAll records outcome o, with reason, for every job of jobs in one
 // Complete call.
-func completeAll(ctx context.Context, q queue.Queue, jobs []queue.Job, o queue.Outcome, reason string) error {
-	outs := make([]queue.Completion, len(jobs))
+func completeAll(ctx context.Context, q queue.Queue, jobs []queue.Job, o driver.Outcome, reason string) error {
+	outs := make([]driver.Completion, len(jobs))
 	for i, j := range jobs {
-		outs[i] = queue.Completion{Lease: j.Lease(), Outcome: o, Reason: reason}
+		outs[i] = driver.Completion{Lease: j.Lease(), Outcome: o, Reason: reason}
 	}
 	_, errs, err := q.Complete(ctx, nil, outs)
 	if err == nil {

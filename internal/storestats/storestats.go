@@ -11,24 +11,25 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Snapshot is the store's per-queue state at one time.
 type Snapshot struct {
 	At    time.Time
-	Stats []queue.QueueStats
+	Stats []driver.QueueStats
 	// OldestReady maps each queue with ready jobs to the earliest time one
 	// of them became available.
 	OldestReady map[string]time.Time
 	// Counts are the store's counts by state (nil in a snapshot not
 	// read from a store, which Depths then takes from Stats).
-	Counts []queue.QueueCounts
+	Counts []driver.QueueCounts
 }
 
 // Depth is the number of one queue's jobs in one state.
 type Depth struct {
 	Queue string
-	State queue.JobState
+	State driver.JobState
 	N     int64
 }
 
@@ -36,7 +37,7 @@ type Depth struct {
 // keeps them (ready, scheduled, running, dead, done, cancelled; exact
 // totals), else from Stats (ready, scheduled, running, dead; a count a
 // driver capped is its cap). Queues are in name order, states in
-// queue.JobStates order.
+// driver.JobStates order.
 func (s Snapshot) Depths() []Depth {
 	var out []Depth
 	if s.Counts != nil {
@@ -67,7 +68,7 @@ func (s Snapshot) OldestAge(queueName string) time.Duration {
 
 // Read takes a snapshot: one QueueStats, one Counts and one OldestReady
 // call.
-func Read(ctx context.Context, in queue.Inspector) (Snapshot, error) {
+func Read(ctx context.Context, in driver.Inspector) (Snapshot, error) {
 	stats, err := in.QueueStats(ctx)
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("reading queue stats: %w", err)
@@ -79,7 +80,7 @@ func Read(ctx context.Context, in queue.Inspector) (Snapshot, error) {
 	}
 	s.Counts = counts
 	if s.Counts == nil {
-		s.Counts = []queue.QueueCounts{}
+		s.Counts = []driver.QueueCounts{}
 	}
 	oldest, err := in.OldestReady(ctx)
 	if err != nil {
@@ -95,7 +96,7 @@ func Read(ctx context.Context, in queue.Inspector) (Snapshot, error) {
 // Cache holds the latest snapshot for TTL. Concurrent callers during a
 // refresh wait for it rather than starting their own.
 type Cache struct {
-	in      queue.Inspector
+	in      driver.Inspector
 	ttl     time.Duration
 	timeout time.Duration
 
@@ -107,7 +108,7 @@ type Cache struct {
 
 // NewCache returns a cache over in that keeps a snapshot for ttl; each
 // read is bounded by timeout.
-func NewCache(in queue.Inspector, ttl, timeout time.Duration) *Cache {
+func NewCache(in driver.Inspector, ttl, timeout time.Duration) *Cache {
 	return &Cache{in: in, ttl: ttl, timeout: timeout}
 }
 

@@ -9,16 +9,17 @@ import (
 	"github.com/meridianjobs/meridian/internal/storestats"
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // counting counts QueueStats calls.
 type counting struct {
-	queue.Inspector
+	driver.Inspector
 	calls int
 	err   error
 }
 
-func (c *counting) QueueStats(ctx context.Context) ([]queue.QueueStats, error) {
+func (c *counting) QueueStats(ctx context.Context) ([]driver.QueueStats, error) {
 	c.calls++
 	if c.err != nil {
 		return nil, c.err

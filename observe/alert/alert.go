@@ -12,6 +12,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/storestats"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Kind is what an alert measures.
@@ -84,7 +85,7 @@ func WithLeader(isLeader func(ctx context.Context) bool) Option {
 
 // WithElection makes only the process that l elected claim transitions and
 // call the hook, as WithLeader(l.IsLeader) does, and fences its claims:
-// each Check claims under l's current Fence (queue.WithFence), which a
+// each Check claims under l's current Fence (driver.WithFence), which a
 // SQLClaimer made with FencedBy checks in the claim's own statement, so a
 // leader that paused and resumed after another took over claims nothing.
 func WithElection(l *queue.Leader) Option {
@@ -104,12 +105,12 @@ func WithLogger(l *slog.Logger) Option { return func(a *Alerter) { a.log = l } }
 
 // Alerter evaluates thresholds and calls a hook on transitions.
 type Alerter struct {
-	in         queue.Inspector
+	in         driver.Inspector
 	hook       Hook
 	thresholds []Threshold
 	interval   time.Duration
 	isLeader   func(context.Context) bool
-	fence      func() (queue.Fence, bool) // WithElection's, or nil
+	fence      func() (driver.Fence, bool) // WithElection's, or nil
 	claimer    Claimer
 	log        *slog.Logger
 
@@ -119,7 +120,7 @@ type Alerter struct {
 }
 
 // New returns an Alerter over in (usually the Queue) that calls hook.
-func New(in queue.Inspector, hook Hook, opts ...Option) *Alerter {
+func New(in driver.Inspector, hook Hook, opts ...Option) *Alerter {
 	a := &Alerter{in: in, hook: hook, interval: 30 * time.Second, log: slog.Default(),
 		view: make(map[string]Alert), claimed: make(map[string]bool)}
 	for _, o := range opts {
@@ -217,7 +218,7 @@ func (a *Alerter) Check(ctx context.Context) error {
 		if !ok {
 			return nil
 		}
-		ctx = queue.WithFence(ctx, f)
+		ctx = driver.WithFence(ctx, f)
 	}
 	if a.isLeader != nil && !a.isLeader(ctx) {
 		return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/observe/alert"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // calls records hook calls.
@@ -80,7 +81,7 @@ func TestLongWaitOnceAcrossTwoProcesses(t *testing.T) {
 
 	var hooks calls
 	var alerters []*alert.Alerter
-	for i, q := range []*struct{ queue.Inspector }{{q1}, {q2}} {
+	for i, q := range []*struct{ driver.Inspector }{{q1}, {q2}} {
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +230,7 @@ func TestLongWaitOnceWithQueueLeader(t *testing.T) {
 		}
 		wg.Go(func() { _ = l.Run(ctx) })
 		leaders = append(leaders, l)
-		alerters = append(alerters, alert.New(q.(queue.Inspector), hooks.hook,
+		alerters = append(alerters, alert.New(q.(driver.Inspector), hooks.hook,
 			alert.WithElection(l),
 			alert.WithThresholds(alert.Threshold{Queue: "slow", MaxWait: 30 * time.Minute})))
 	}
@@ -282,12 +283,12 @@ func TestSQLClaimerFenced(t *testing.T) {
 			t.Errorf("dropping the claim table: %v", err)
 		}
 	})
-	l := queue.Queue(q1).(queue.Scheduler)
+	l := queue.Queue(q1).(driver.Scheduler)
 	old, ok, err := l.AcquireLeaseEpoch(ctx, "alerts", "a", 200*time.Millisecond)
 	if err != nil || !ok {
 		t.Fatalf("AcquireLeaseEpoch = %v, %v", ok, err)
 	}
-	stale := queue.WithFence(ctx, queue.Fence{Lease: "alerts", Epoch: old})
+	stale := driver.WithFence(ctx, driver.Fence{Lease: "alerts", Epoch: old})
 	if won, err := claimer.Claim(stale, "wait:slow", true); err != nil || !won {
 		t.Fatalf("Claim under the current epoch = %v, %v; want won", won, err)
 	}
@@ -304,7 +305,7 @@ func TestSQLClaimerFenced(t *testing.T) {
 	if won, err := claimer.Claim(stale, "wait:slow", false); !errors.Is(err, queue.ErrFenced) || won {
 		t.Fatalf("Claim under the stale epoch %d (lease at %d) = %v, %v; want ErrFenced", old, newer, won, err)
 	}
-	fresh := queue.WithFence(ctx, queue.Fence{Lease: "alerts", Epoch: newer})
+	fresh := driver.WithFence(ctx, driver.Fence{Lease: "alerts", Epoch: newer})
 	if won, err := claimer.Claim(fresh, "wait:slow", true); err != nil || won {
 		t.Fatalf("Claim of firing under the new epoch = %v, %v; want not won (the refused clear left it firing)", won, err)
 	}

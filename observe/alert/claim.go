@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Claimer records the state of each alert for the cluster and decides who
@@ -60,7 +61,7 @@ type SQLClaimer struct {
 // SQLClaimerOption configures NewSQLClaimer.
 type SQLClaimerOption func(*SQLClaimer) error
 
-// FencedBy makes claims made under a queue.Fence (see WithElection) check
+// FencedBy makes claims made under a driver.Fence (see WithElection) check
 // it in the claim's statement: table is the table that holds the lease,
 // sqlqueue's "<table>_meta" (its lease rows are named "lease:" and the
 // lease's name, with the lease's epoch in an epoch column), in the same
@@ -108,9 +109,9 @@ func NewSQLClaimer(ctx context.Context, db DB, table string, opts ...SQLClaimerO
 // Claim implements Claimer. Crossing inserts the row or flips it from
 // cleared; clearing flips it from firing. Under PostgreSQL's ON CONFLICT
 // and row locks, of concurrent calls only one sees a row returned. With
-// FencedBy and a queue.Fence in ctx, the same statement checks the fence.
+// FencedBy and a driver.Fence in ctx, the same statement checks the fence.
 func (c *SQLClaimer) Claim(ctx context.Context, key string, firing bool) (bool, error) {
-	if f, ok := queue.FenceFrom(ctx); ok && c.leases != "" {
+	if f, ok := driver.FenceFrom(ctx); ok && c.leases != "" {
 		return c.claimFenced(ctx, key, firing, f)
 	}
 	var q string
@@ -136,7 +137,7 @@ RETURNING true`
 // lease's row (FOR UPDATE: an election waits for the claim to commit, and
 // a claim waiting for an election reads the new epoch) and changes the
 // claim only if the lease's epoch is f's.
-func (c *SQLClaimer) claimFenced(ctx context.Context, key string, firing bool, f queue.Fence) (bool, error) {
+func (c *SQLClaimer) claimFenced(ctx context.Context, key string, firing bool, f driver.Fence) (bool, error) {
 	change := `UPDATE ` + c.table + ` SET firing = false, changed_at = now() WHERE alert_key = $1 AND firing AND (SELECT epoch FROM fence) = $3 RETURNING true`
 	if firing {
 		change = `INSERT INTO ` + c.table + ` AS t (alert_key, firing) SELECT $1, true WHERE (SELECT epoch FROM fence) = $3

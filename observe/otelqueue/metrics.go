@@ -11,13 +11,14 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/storestats"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // MetricsOption configures NewMetrics.
 type MetricsOption func(*metricsConfig)
 
 type metricsConfig struct {
-	in      queue.Inspector
+	in      driver.Inspector
 	ttl     time.Duration
 	timeout time.Duration
 }
@@ -25,7 +26,7 @@ type metricsConfig struct {
 // WithInspector records the store's per-queue state (jobs by state, the
 // oldest ready job's age) read through in, cached for ttl (10 s when
 // zero) so that frequent collections cost one bounded read per ttl.
-func WithInspector(in queue.Inspector, ttl time.Duration) MetricsOption {
+func WithInspector(in driver.Inspector, ttl time.Duration) MetricsOption {
 	return func(c *metricsConfig) {
 		c.in = in
 		if ttl > 0 {

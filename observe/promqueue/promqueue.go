@@ -10,6 +10,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/storestats"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // RuntimeBuckets are the default buckets of meridian_job_runtime_seconds:
@@ -24,7 +25,7 @@ var WaitBuckets = []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 
 type Option func(*config)
 
 type config struct {
-	in             queue.Inspector
+	in             driver.Inspector
 	ttl            time.Duration
 	timeout        time.Duration
 	runtimeBuckets []float64
@@ -33,8 +34,8 @@ type config struct {
 
 // WithInspector exports the store's per-queue state (depth by state, the
 // oldest ready job's age, pauses) read through in, usually the Queue
-// itself when its driver implements queue.Inspector.
-func WithInspector(in queue.Inspector) Option { return func(c *config) { c.in = in } }
+// itself when its driver implements driver.Inspector.
+func WithInspector(in driver.Inspector) Option { return func(c *config) { c.in = in } }
 
 // WithCacheTTL sets how long a read of the store serves scrapes (default
 // 10 s). Keep it below the scrape interval.

@@ -18,12 +18,13 @@ import (
 	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/observe/promqueue"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // inspectingQueue is a Queue with the inspection side.
 type inspectingQueue interface {
 	queue.Queue
-	queue.Inspector
+	driver.Inspector
 }
 
 func TestScrapeAfterWorkload(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/meridianjobs/meridian/queue"
+	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
 // Statements runs SQL for a transactional push on a transaction that

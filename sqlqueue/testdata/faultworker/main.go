@@ -49,6 +49,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
@@ -148,7 +149,11 @@ func run() error {
 			}
 			checked := time.Now().UnixNano()
 			outcome := "ok"
-			if err := q.Extend(context.WithoutCancel(ctx), j.Lease(), lease); err != nil {
+			lost, err := q.ExtendMany(context.WithoutCancel(ctx), []driver.Lease{j.Lease()}, lease)
+			if err == nil && len(lost) > 0 {
+				err = driver.ErrLeaseLost
+			}
+			if err != nil {
 				outcome = strconv.Quote(err.Error())
 			}
 			if err := record("W %s %d %d %s", j.ID, checked, time.Now().UnixNano(), outcome); err != nil {
@@ -188,7 +193,7 @@ func run() error {
 // lead campaigns for the lease "stall" until ctx ends, acting while elected.
 func lead(ctx context.Context, q *sqlqueue.Queue, ttl time.Duration, record func(string, ...any) error) error {
 	const periodic = "stall"
-	if _, err := q.RegisterPeriodic(ctx, queue.PeriodicInfo{Name: periodic, Schedule: "@every 1s"}); err != nil {
+	if _, err := q.RegisterPeriodic(ctx, driver.PeriodicInfo{Name: periodic, Schedule: "@every 1s"}); err != nil {
 		return err
 	}
 	act := func(ctx context.Context) {
@@ -206,7 +211,7 @@ func lead(ctx context.Context, q *sqlqueue.Queue, ttl time.Duration, record func
 			if err != nil {
 				return
 			}
-			tick := queue.PeriodicInfo{Name: periodic, Schedule: "@every 1s", LastTick: checked, NextTick: checked.Add(time.Second), LastJobID: j.ID}
+			tick := driver.PeriodicInfo{Name: periodic, Schedule: "@every 1s", LastTick: checked, NextTick: checked.Add(time.Second), LastJobID: j.ID}
 			outcome := "ok"
 			if claimed, err := q.ClaimTick(ctx, tick, j); err != nil {
 				outcome = strconv.Quote(err.Error())
