@@ -2,7 +2,7 @@
 // queue.Queue over database/sql for PostgreSQL, MySQL/MariaDB and SQLite,
 // with the files of each dialect (dialect_postgres*.go, dialect_mysql*.go,
 // dialect_sqlite*.go) behind one seam: each writes its statements whole,
-// by name (queries.go), and New renders them once per Queue with its
+// by name (the list in sqlqueue.go), and New renders them once per Queue with its
 // table names, so the shared code runs statements and builds none. It
 // works on the *sql.DB (or
 // *sqlx.DB) the program already has, and imports no database driver: the

@@ -3,11 +3,15 @@ package sqlqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
@@ -336,4 +340,457 @@ func pgArray(ss []string) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// Complete counts the attempts of the jobs under starts and records the
+// outcomes of outs (see queue.Queue.Complete), in three parts:
+//
+//   - the start marks and the plain acks (done, nothing pushed, no batch)
+//     in one statement or one short transaction per chunk of leases
+//     (changeLeases); its failure fails the call as a whole;
+//   - every other outcome but a batch member's (retries, dead letters,
+//     snoozes, cancels, chain steps with their pushes) in one write
+//     transaction, one lease-guarded statement each; should that
+//     transaction fail, each of them is tried again in a transaction of
+//     its own, so that one refused outcome (its reason text, say) costs
+//     the others nothing;
+//   - each batch member's outcome in a transaction of its own
+//     (completeMember), since batch transactions take their locks in an
+//     order of their own.
+//
+// Buffered run metrics are written with it when due.
+func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
+	if err := q.use(ctx); err != nil {
+		return nil, nil, err
+	}
+	errs := make([]error, len(outs))
+	var acks []queue.Lease
+	var ackAt, rest, members []int
+	for i, o := range outs {
+		switch {
+		case o.Batch != "" && (o.Outcome == queue.OutcomeDone || o.Outcome == queue.OutcomeFailed || o.Outcome == queue.OutcomeCancelled):
+			members = append(members, i)
+		case o.Outcome == queue.OutcomeDone && len(o.Push) == 0:
+			acks = append(acks, o.Lease)
+			ackAt = append(ackAt, i)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	var lostStarts []queue.Lease
+	if len(starts) > 0 || len(acks) > 0 {
+		lost, err := q.changeLeases(ctx, "starting and completing",
+			leaseChange{leases: starts, op: leaseStart},
+			q.ackChange(acks))
+		if err != nil {
+			return nil, nil, err
+		}
+		lostStarts = lost[0]
+		if len(lost[1]) > 0 {
+			gone := make(map[queue.Lease]bool, len(lost[1]))
+			for _, l := range lost[1] {
+				gone[l] = true
+			}
+			for _, i := range ackAt {
+				if gone[outs[i].Lease] {
+					errs[i] = fmt.Errorf("sqlqueue: acking job %s: %w", outs[i].Lease.JobID, queue.ErrLeaseLost)
+				}
+			}
+		}
+		q.countAcked(len(acks) - len(lost[1]))
+	}
+	if len(rest) > 0 {
+		q.completeRest(ctx, outs, rest, errs)
+	}
+	for _, i := range members {
+		o := outs[i]
+		errs[i] = q.completeMember(ctx, o.Lease, o.Batch, o.Outcome, o.Reason)
+	}
+	q.flushMetricsIfDue(ctx)
+	return lostStarts, errs, nil
+}
+
+// completeRest records the outcomes outs[i] of each i of rest in one write
+// transaction, or, should it fail, each in a transaction of its own,
+// setting errs[i].
+func (q *Queue) completeRest(ctx context.Context, outs []queue.Completion, rest []int, errs []error) {
+	for _, i := range rest {
+		if err := queue.ValidateBatch(outs[i].Push); err != nil {
+			errs[i] = err
+		}
+	}
+	var pushed []queue.Job
+	var stored []bool
+	err := q.againOnConflict(ctx, func() error {
+		pushed, stored = pushed[:0], stored[:0]
+		return q.d.writeTx(ctx, q, func(ex execer) error {
+			st := stmts(ex)
+			for _, i := range rest {
+				if errs[i] != nil && !errors.Is(errs[i], errLeaseGone) {
+					continue // refused before the transaction
+				}
+				errs[i] = nil
+				s, err := q.completeOne(ctx, st, outs[i])
+				if errors.Is(err, errLeaseGone) {
+					errs[i] = err
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				pushed, stored = append(pushed, outs[i].Push...), append(stored, s...)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		// One at a time, each its own transaction.
+		pushed, stored = nil, nil
+		for _, i := range rest {
+			if errs[i] != nil && !errors.Is(errs[i], errLeaseGone) {
+				continue
+			}
+			var s []bool
+			errs[i] = q.againOnConflict(ctx, func() error {
+				return q.d.writeTx(ctx, q, func(ex execer) error {
+					var err error
+					s, err = q.completeOne(ctx, stmts(ex), outs[i])
+					return err
+				})
+			})
+			if errs[i] == nil {
+				pushed, stored = append(pushed, outs[i].Push...), append(stored, s...)
+			}
+		}
+	}
+	for _, i := range rest {
+		o := outs[i]
+		switch {
+		case errors.Is(errs[i], errLeaseGone):
+			errs[i] = fmt.Errorf("sqlqueue: completing job %s as %s: %w", o.Lease.JobID, o.Outcome, queue.ErrLeaseLost)
+		case errs[i] != nil:
+			var verr *queue.ValidationError
+			if !errors.As(errs[i], &verr) {
+				errs[i] = q.wrap(ctx, errs[i], "completing job %s as %s", o.Lease.JobID, o.Outcome)
+			}
+		case o.Outcome == queue.OutcomeRetried || o.Outcome == queue.OutcomeSnoozed:
+			q.wake.at(q.againAt(o.At))
+		}
+	}
+	if len(pushed) > 0 {
+		q.wakeFor(pushed, stored)
+	}
+}
+
+// againAt is when a job released for at runs again: at, or now if at is
+// zero or past.
+func (q *Queue) againAt(at time.Time) time.Time {
+	if now := time.Now(); at.Before(now) {
+		return now
+	}
+	return at
+}
+
+// completeOne records the outcome o, not a batch member's, on st, and
+// pushes o.Push after it; it returns errLeaseGone, having changed
+// nothing, when o's lease is not current, and which pushed jobs were
+// stored.
+func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completion) ([]bool, error) {
+	nowT := time.Now()
+	now := micros(nowT)
+	var stmt query
+	var args []any
+	switch o.Outcome {
+	case queue.OutcomeDone, queue.OutcomeFailed, queue.OutcomeCancelled:
+		stmt, args, _ = q.finishQuery(o.Outcome, o.Reason, now)
+	case queue.OutcomeRetried:
+		at := micros(q.againAt(o.At))
+		stmt, args = qRetryLeased, []any{now, historyError(o.Reason), at, at, o.Reason, now}
+	case queue.OutcomeSnoozed:
+		inc := 0
+		if o.Counted {
+			inc = 1
+		}
+		at := micros(q.againAt(o.At))
+		stmt, args = qSnoozeLeased, []any{inc, at, at, now}
+	default:
+		return nil, fmt.Errorf("unknown outcome %d", o.Outcome)
+	}
+	n, err := q.execLeased(ctx, st, stmt, o.Lease, now, args...)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, errLeaseGone
+	}
+	if len(o.Push) == 0 {
+		return nil, nil
+	}
+	return q.pushMany(ctx, st, true, o.Push)
+}
+
+// errLeaseGone ends a transaction of Complete whose lease was not
+// current, rolling it back.
+var errLeaseGone = errors.New("lease not current")
+
+// finishQuery is the lease-guarded statement (see execLeased) that ends
+// the job under a lease with outcome o at now, and its arguments before
+// the lease's: OutcomeDone deletes it (or keeps it as done under
+// WithRetention), OutcomeFailed dead-letters it with reason, recorded in
+// its attempt history as a retry records it, and OutcomeCancelled cancels it. Any
+// other outcome gives false.
+func (q *Queue) finishQuery(o queue.Outcome, reason string, now int64) (query, []any, bool) {
+	switch o {
+	case queue.OutcomeDone:
+		stmt, args := q.ackQuery(now)
+		return stmt, args, true
+	case queue.OutcomeFailed:
+		return qDeadLeased, []any{now, historyError(reason), reason, now, now}, true
+	case queue.OutcomeCancelled:
+		return qCancelLeased, []any{queue.ErrCancelled.Error(), now, now}, true
+	}
+	return 0, nil, false
+}
+
+// vacuumAfterAcks is how many jobs this Queue acks between two background
+// checks of whether the jobs table needs a vacuum (dialect.vacuumIfDue).
+// An acked row's index entries stay in the claim index until a vacuum
+// removes them, and every claim walks past them: where autovacuum is off,
+// or lags behind a fast burn-down, the claim's cost grows with the jobs
+// done since the last vacuum, while the maintenance pass checks only once
+// per interval; vacuums during a long burn-down keep its claims short.
+// A small queue never
+// reaches this count, so tests never vacuum.
+const vacuumAfterAcks = 100_000
+
+// vacuumTimeout bounds one background vacuum.
+const vacuumTimeout = 5 * time.Minute
+
+// vacuumer runs the background vacuum checks of one Queue: at most one at
+// a time, waited for by Close.
+type vacuumer struct {
+	// after and deadRows replace vacuumAfterAcks and vacuumDeadRows when
+	// not zero (tests; a negative deadRows vacuums whatever the count).
+	after, deadRows int64
+
+	acked   atomic.Int64
+	running atomic.Bool
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	cancel  context.CancelFunc // of the running check; nil when none
+	closed  bool
+}
+
+// acked counts n jobs acked and, every vacuumAfterAcks of them, starts a
+// background check unless one is running.
+func (q *Queue) countAcked(n int) {
+	v := &q.vac
+	after := int64(vacuumAfterAcks)
+	if v.after > 0 {
+		after = v.after
+	}
+	if n <= 0 || v.acked.Add(int64(n)) < after || !v.running.CompareAndSwap(false, true) {
+		return
+	}
+	v.acked.Store(0)
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		v.running.Store(false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), vacuumTimeout)
+	v.cancel = cancel
+	v.wg.Add(1)
+	v.mu.Unlock()
+	go func() {
+		defer v.wg.Done()
+		defer v.running.Store(false)
+		defer cancel()
+		if err := q.d.vacuumIfDue(ctx, q); err != nil && ctx.Err() == nil {
+			q.log.Warn("sqlqueue: vacuuming the jobs table after many acks failed; the maintenance pass tries again", "table", q.t.raw, "err", err)
+		}
+	}()
+}
+
+// vacuumDeadRows returns the dead rows from which vacuumIfDue vacuums.
+func (v *vacuumer) minDeadRows() int64 {
+	if v.deadRows != 0 {
+		return v.deadRows
+	}
+	return vacuumDeadRows
+}
+
+// closeVacuum stops a running background check and waits for it.
+func (q *Queue) closeVacuum() {
+	v := &q.vac
+	v.mu.Lock()
+	v.closed = true
+	if v.cancel != nil {
+		v.cancel()
+	}
+	v.mu.Unlock()
+	v.wg.Wait()
+}
+
+// maxMetricKeys bounds the buffer of unflushed metrics (queues x minutes)
+// while the database is unreachable; records beyond it are dropped.
+const maxMetricKeys = 10000
+
+type metricKey struct {
+	queue  string
+	minute int64 // Unix seconds of the minute's start
+}
+
+type metricAgg struct {
+	processed, failed                   int64
+	runtimeTotal, runtimeMax, waitTotal int64 // microseconds
+}
+
+func (a *metricAgg) add(b metricAgg) {
+	a.processed += b.processed
+	a.failed += b.failed
+	a.runtimeTotal += b.runtimeTotal
+	a.runtimeMax = max(a.runtimeMax, b.runtimeMax)
+	a.waitTotal += b.waitTotal
+}
+
+// metricsBuffer aggregates run records per queue per minute until a flush
+// writes them.
+type metricsBuffer struct {
+	mu        sync.Mutex
+	m         map[metricKey]*metricAgg
+	lastFlush time.Time
+}
+
+func (b *metricsBuffer) addLocked(k metricKey, a metricAgg) {
+	if b.m == nil {
+		b.m = make(map[metricKey]*metricAgg)
+	}
+	cur := b.m[k]
+	if cur == nil {
+		if len(b.m) >= maxMetricKeys {
+			return
+		}
+		cur = &metricAgg{}
+		b.m[k] = cur
+	}
+	cur.add(a)
+}
+
+// ObserveRun records one finished attempt for the per-minute metrics. It
+// only buffers in memory; the next ack, nack, fail or heartbeat at least a
+// second after the previous flush writes the buffer (one upsert per queue
+// and minute), as do FlushMetrics and Close. Safe for concurrent use.
+func (q *Queue) ObserveRun(r queue.RunRecord) {
+	start := r.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	name := r.Queue
+	if name == "" {
+		name = queue.DefaultQueue
+	}
+	a := metricAgg{runtimeTotal: r.Runtime.Microseconds(), runtimeMax: r.Runtime.Microseconds(), waitTotal: max(r.Wait.Microseconds(), 0)}
+	if r.Outcome == queue.OutcomeDone {
+		a.processed = 1
+	} else {
+		a.failed = 1
+	}
+	k := metricKey{queue: name, minute: start.Truncate(time.Minute).Unix()}
+	q.metrics.mu.Lock()
+	q.metrics.addLocked(k, a)
+	q.metrics.mu.Unlock()
+}
+
+// flushMetricsIfDue flushes the buffer if it holds records and the last
+// flush is at least a second old. A failed flush keeps the records for the
+// next one and does not fail the call that triggered it.
+func (q *Queue) flushMetricsIfDue(ctx context.Context) {
+	q.metrics.mu.Lock()
+	due := len(q.metrics.m) > 0 && time.Since(q.metrics.lastFlush) >= q.cfg.metricsFlushIn
+	q.metrics.mu.Unlock()
+	if due {
+		q.flushMetricsLogged(ctx)
+	}
+}
+
+// FlushMetrics writes the buffered run metrics now, adding them to the
+// per-minute rows in the <table>_metrics table. On error the records stay
+// buffered for the next flush.
+func (q *Queue) FlushMetrics(ctx context.Context) error {
+	q.metrics.mu.Lock()
+	batch := q.metrics.m
+	q.metrics.m = nil
+	q.metrics.lastFlush = time.Now()
+	q.metrics.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := q.use(ctx); err != nil {
+		q.restoreMetrics(batch)
+		return err
+	}
+	upsert := q.stmt(qMetricsUpsert)
+	for k, a := range batch {
+		_, err := q.db.ExecContext(ctx, upsert, k.queue, k.minute, a.processed, a.failed, a.runtimeTotal, a.runtimeMax, a.waitTotal)
+		if err != nil {
+			q.restoreMetrics(batch)
+			return q.wrap(ctx, err, "writing run metrics")
+		}
+		delete(batch, k)
+	}
+	return nil
+}
+
+// flushMetricsLogged flushes the buffer for a call that does not fail on a
+// failed flush; the records stay buffered and the error is logged.
+func (q *Queue) flushMetricsLogged(ctx context.Context) {
+	if err := q.FlushMetrics(ctx); err != nil && ctx.Err() == nil {
+		q.log.Warn("sqlqueue: writing run metrics failed; kept for the next flush", "table", q.t.raw, "err", err)
+	}
+}
+
+func (q *Queue) restoreMetrics(batch map[metricKey]*metricAgg) {
+	q.metrics.mu.Lock()
+	defer q.metrics.mu.Unlock()
+	for k, a := range batch {
+		q.metrics.addLocked(k, *a)
+	}
+}
+
+// Metrics returns the per-minute points from since (rounded down to its
+// minute) to now, oldest first, at most 100,000 of them. It flushes this
+// process's buffered records first so they are included.
+func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+	if err := q.use(ctx); err != nil {
+		return nil, err
+	}
+	q.flushMetricsLogged(ctx)
+	rs, err := q.readDB().QueryContext(ctx, q.stmt(qMetrics), since.Truncate(time.Minute).Unix())
+	if err != nil {
+		return nil, q.wrap(ctx, err, "reading metrics")
+	}
+	var got []struct {
+		Queue      string `db:"queue"`
+		Minute     int64  `db:"minute_at"`
+		Processed  int64  `db:"processed"`
+		Failed     int64  `db:"failed"`
+		Runtime    int64  `db:"runtime_total_us"`
+		RuntimeMax int64  `db:"runtime_max_us"`
+		Wait       int64  `db:"wait_total_us"`
+	}
+	if err := sqlx.StructScan(rs, &got); err != nil {
+		return nil, q.wrap(ctx, err, "reading metrics")
+	}
+	out := make([]queue.MetricPoint, len(got))
+	for i, m := range got {
+		out[i] = queue.MetricPoint{
+			Queue: m.Queue, Minute: time.Unix(m.Minute, 0).UTC(), Processed: m.Processed, Failed: m.Failed,
+			TotalRuntime: time.Duration(m.Runtime) * time.Microsecond,
+			MaxRuntime:   time.Duration(m.RuntimeMax) * time.Microsecond,
+			TotalWait:    time.Duration(m.Wait) * time.Microsecond,
+		}
+	}
+	return out, nil
 }

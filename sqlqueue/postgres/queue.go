@@ -2,18 +2,21 @@ package postgres
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-
 	queue "github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
@@ -284,4 +287,539 @@ WHERE NOT EXISTS (SELECT 1 FROM ` + q.pauses + ` WHERE queue = $1)`
 		out[name] = at
 	}
 	return out, br.Close()
+}
+
+// poolStatements runs sqlqueue's statements on the pool through pgx
+// itself, not database/sql: the Queue's claim reads its rows this way
+// (hook.Queue.Direct), scanning each column straight into its target
+// where database/sql would first convert every column of every row into
+// a driver.Value.
+type poolStatements struct{ pool *pgxpool.Pool }
+
+func (s poolStatements) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := s.pool.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (s poolStatements) Query(ctx context.Context, query string, args ...any) (hook.Rows, error) {
+	return s.pool.Query(ctx, query, args...)
+}
+
+// ErrClosed is returned by Wait after Close.
+var ErrClosed = errors.New("sqlqueue/postgres: queue is closed")
+
+// errConnecting is the health before the first LISTEN succeeded.
+var errConnecting = errors.New("sqlqueue/postgres: listener is connecting")
+
+// Reconnect backoff of the listener: exponential from minBackoff to
+// maxBackoff with ±20% jitter; it starts over after a connection that
+// stayed up for maxBackoff.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 10 * time.Second
+	// dueTTL is how long a looked-up due time is trusted when nothing in
+	// this process invalidated it.
+	dueTTL = 5 * time.Second
+	// maxPriorities bounds the loose index scan of the due lookup.
+	maxPriorities = 64
+)
+
+// TCP keepalive of the LISTEN connection: a peer that vanished (a host or
+// network gone) is found by the kernel in about Idle + Count*Interval,
+// 30 s, even when no self-notification is due. A peer that still
+// acknowledges TCP but passes no bytes (a stuck proxy) is found by the
+// self-notification round trip instead (Config.ListenCheck).
+var listenKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// listener owns the LISTEN connection and the waiters it wakes.
+type listener struct {
+	channel string
+	// ping is the listener's own channel for its self-notifications, so
+	// that no other process receives them.
+	ping string
+	// check is how long the connection may stay silent before a
+	// self-notification is sent, and how long that round trip may take.
+	check    time.Duration
+	dial     func(ctx context.Context) (*pgx.Conn, error)
+	debounce time.Duration
+	log      *slog.Logger
+	// lookup returns the earliest run_at (Unix µs) of the pending jobs of
+	// one non-paused queue, ok false when it has none.
+	lookup func(ctx context.Context, queues []string) (map[string]int64, error)
+
+	mu         sync.Mutex
+	waiters    map[*waiter]struct{}
+	health     error
+	healthCh   chan struct{}
+	quietUntil time.Time       // end of the current debounce window
+	batch      map[string]bool // queues notified during the window
+	batchAll   bool
+	armed      bool // a timer delivers batch at quietUntil
+	due        map[string]dueEntry
+	dueGen     uint64    // counts invalidations, so a lookup that raced one is not cached
+	readyAt    time.Time // last Wait that returned at once for a ready job
+
+	stop   context.CancelFunc
+	done   chan struct{}
+	closed chan struct{}
+}
+
+type waiter struct {
+	queues []string
+	ch     chan struct{} // capacity 1: a wake-up or a reschedule
+	woken  bool          // set with the send when a notification matched
+}
+
+type dueEntry struct {
+	at      int64 // earliest run_at in Unix µs; 0 means no pending job
+	fetched time.Time
+}
+
+func newListener(channel string, dial func(context.Context) (*pgx.Conn, error), debounce, check time.Duration, log *slog.Logger,
+	lookup func(context.Context, []string) (map[string]int64, error)) *listener {
+	return &listener{
+		channel:  channel,
+		ping:     fmt.Sprintf("meridian_ping_%016x", rand.Uint64()),
+		check:    check,
+		dial:     dial,
+		debounce: debounce,
+		log:      log,
+		lookup:   lookup,
+		waiters:  make(map[*waiter]struct{}),
+		health:   errConnecting,
+		healthCh: make(chan struct{}),
+		due:      make(map[string]dueEntry),
+		done:     make(chan struct{}),
+		closed:   make(chan struct{}),
+	}
+}
+
+// start connects and LISTENs once under ctx, failing if it cannot, then
+// keeps the connection in a goroutine until close.
+func (l *listener) start(ctx context.Context) error {
+	conn, err := l.connect(ctx)
+	if err != nil {
+		return err
+	}
+	l.setHealth(nil)
+	runCtx, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	go l.run(runCtx, conn)
+	return nil
+}
+
+// connect dials and LISTENs on the channel and on the ping channel,
+// within connectTimeout so that a dial into a dead path fails and is
+// retried rather than hanging.
+func (l *listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.connectTimeout())
+	defer cancel()
+	conn, err := l.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlqueue/postgres: connecting the listener: %w", err)
+	}
+	keepAlive(conn)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()+"; LISTEN "+pgx.Identifier{l.ping}.Sanitize()); err != nil {
+		closeConn(conn)
+		return nil, fmt.Errorf("sqlqueue/postgres: listening on %s: %w", l.channel, err)
+	}
+	return conn, nil
+}
+
+// connectTimeout bounds one connection attempt of the listener.
+func (l *listener) connectTimeout() time.Duration { return max(2*l.check, 10*time.Second) }
+
+// keepAlive turns on TCP keepalive (listenKeepAlive) on conn's socket.
+func keepAlive(conn *pgx.Conn) {
+	nc := conn.PgConn().Conn()
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetKeepAliveConfig(listenKeepAlive)
+	}
+}
+
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+// run receives notifications on conn and, when it drops, reconnects with
+// backoff until ctx ends.
+func (l *listener) run(ctx context.Context, conn *pgx.Conn) {
+	defer close(l.done)
+	backoff := minBackoff
+	for {
+		up := time.Now()
+		err := l.receive(ctx, conn)
+		closeConn(conn)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(up) >= maxBackoff {
+			backoff = minBackoff
+		}
+		l.setHealth(fmt.Errorf("sqlqueue/postgres: listener connection lost: %w", err))
+		l.log.Warn("sqlqueue/postgres: listener connection lost; reconnecting", "channel", l.channel, "err", err)
+		for {
+			if !sleep(ctx, jitter(backoff)) {
+				return
+			}
+			backoff = min(backoff*2, maxBackoff)
+			conn, err = l.connect(ctx)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			l.setHealth(err)
+			l.log.Warn("sqlqueue/postgres: listener reconnect failed", "channel", l.channel, "err", err, "retry_in", backoff)
+		}
+		// Notifications sent while the connection was down are lost: wake
+		// everyone once so that nothing waits for its safety poll. This
+		// comes before Health turns nil, so a Wait that starts once Health
+		// reports the listener healthy is woken only by a real notification.
+		l.wakeAll()
+		l.setHealth(nil)
+		l.log.Info("sqlqueue/postgres: listener reconnected", "channel", l.channel)
+	}
+}
+
+// ErrUnresponsive is in Health's error when the LISTEN connection did not
+// complete a self-notification round trip in time (see Config.ListenCheck):
+// it may look open while passing no bytes (a stuck proxy or NAT), so the
+// listener drops it and dials again.
+var ErrUnresponsive = errors.New("sqlqueue/postgres: listener connection unresponsive")
+
+// receive hands every notification on conn to notified until the
+// connection fails or ctx ends. When nothing arrived for l.check it sends
+// itself a notification on its ping channel; if that does not come back
+// within l.check more, it returns ErrUnresponsive.
+func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
+	var token string // the pending self-notification, "" when none
+	silentUntil := time.Now().Add(l.check)
+	var pingDeadline time.Time
+	for {
+		until := silentUntil
+		if token != "" {
+			until = pingDeadline
+		}
+		wctx, cancel := context.WithDeadline(ctx, until)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) || conn.IsClosed() {
+				return err
+			}
+			if token != "" {
+				return fmt.Errorf("%w: no self-notification within %v", ErrUnresponsive, l.check)
+			}
+			token = fmt.Sprintf("%016x", rand.Uint64())
+			pingDeadline = time.Now().Add(l.check)
+			pctx, cancel := context.WithDeadline(ctx, pingDeadline)
+			// The channel is spelled in the statement so that pg_stat_activity
+			// shows which listener's connection this is.
+			_, err := conn.Exec(pctx, "SELECT pg_notify('"+l.ping+"', $1)", token)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return err
+				}
+				return fmt.Errorf("%w: sending a self-notification: %w", ErrUnresponsive, err)
+			}
+			continue
+		}
+		silentUntil = time.Now().Add(l.check)
+		if n.Channel == l.ping {
+			if n.Payload == token {
+				token = ""
+			}
+			continue
+		}
+		if n.Channel != l.channel {
+			continue
+		}
+		if n.Payload == "" {
+			l.notified(nil, true)
+			continue
+		}
+		l.notified(strings.Split(n.Payload, "\n"), false)
+	}
+}
+
+// notified records a notification for queues (all: every queue). The
+// due-time cache of those queues is dropped at once; waiters are woken at
+// once if no wake-up happened in the last debounce window, else once at
+// the window's end for everything notified during it.
+func (l *listener) notified(queues []string, all bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dueGen++
+	if all {
+		clear(l.due)
+	}
+	for _, name := range queues {
+		delete(l.due, name)
+	}
+	now := time.Now()
+	if !now.Before(l.quietUntil) {
+		l.quietUntil = now.Add(l.debounce)
+		l.wakeLocked(queues, all)
+		return
+	}
+	if l.batch == nil {
+		l.batch = make(map[string]bool)
+	}
+	for _, name := range queues {
+		l.batch[name] = true
+	}
+	l.batchAll = l.batchAll || all
+	if !l.armed {
+		l.armed = true
+		time.AfterFunc(l.quietUntil.Sub(now), l.flush)
+	}
+}
+
+// wakeAll wakes every waiter now, bypassing the debounce window, and
+// forgets every cached due time.
+func (l *listener) wakeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dueGen++
+	clear(l.due)
+	l.wakeLocked(nil, true)
+}
+
+// flush delivers the notifications gathered during a debounce window.
+func (l *listener) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed = false
+	queues := make([]string, 0, len(l.batch))
+	for name := range l.batch {
+		queues = append(queues, name)
+	}
+	all := l.batchAll
+	l.batch, l.batchAll = nil, false
+	l.quietUntil = time.Now().Add(l.debounce)
+	l.wakeLocked(queues, all)
+}
+
+// wakeLocked wakes the waiters on any of queues (all: every waiter).
+func (l *listener) wakeLocked(queues []string, all bool) {
+	for w := range l.waiters {
+		if all || slices.ContainsFunc(w.queues, func(name string) bool { return slices.Contains(queues, name) }) {
+			w.woken = true
+			delete(l.waiters, w)
+			select {
+			case w.ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// reschedule forgets every cached due time and makes every waiter look
+// its due time up again: this process made a job due earlier than the
+// cache may know (a retry's time, RetryDead, Resume).
+func (l *listener) reschedule() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dueGen++
+	clear(l.due)
+	for w := range l.waiters {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait is Queue.Wait.
+func (l *listener) wait(ctx context.Context, queues []string, max time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-l.closed:
+		return ErrClosed
+	default:
+	}
+	if max <= 0 {
+		return nil
+	}
+	deadline := time.Now().Add(max)
+	w := &waiter{queues: queues, ch: make(chan struct{}, 1)}
+	l.mu.Lock()
+	l.waiters[w] = struct{}{}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.waiters, w)
+		l.mu.Unlock()
+	}()
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	for {
+		// Registered first, looked up second: a notification between the
+		// two still reaches w.ch.
+		due, err := l.nextDue(ctx, queues)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			l.log.Debug("sqlqueue/postgres: looking up the next due job; relying on the safety poll", "err", err)
+		}
+		until := time.Until(deadline)
+		if !due.IsZero() {
+			until = min(until, l.readyDelay(due))
+		}
+		if until <= 0 {
+			return nil
+		}
+		timer.Reset(until)
+		select {
+		case <-w.ch:
+			l.mu.Lock()
+			woken := w.woken
+			l.mu.Unlock()
+			if woken {
+				return nil
+			}
+		case <-timer.C:
+			// max elapsed, or a job's due time came: the caller reserves.
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// readyDelay is how long a waiter whose earliest job is due at due sleeps.
+// A job that is already ready returns at once, but at most once per
+// debounce window: a ready job the caller's Reserve cannot take (locked by
+// another transaction) must not make the caller spin.
+func (l *listener) readyDelay(due time.Time) time.Duration {
+	now := time.Now()
+	if due.After(now) {
+		return due.Sub(now)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := l.readyAt.Add(l.debounce)
+	if !next.After(now) {
+		l.readyAt = now
+		return 0
+	}
+	l.readyAt = next
+	return next.Sub(now)
+}
+
+// nextDue returns the earliest time a pending job of queues may be
+// reserved (possibly in the past: one is ready), or the zero time when
+// none is known. Due times are cached per queue until a notification for
+// the queue, a reschedule, the time itself, or dueTTL.
+func (l *listener) nextDue(ctx context.Context, queues []string) (time.Time, error) {
+	now := time.Now()
+	var best int64
+	var missing []string
+	l.mu.Lock()
+	gen := l.dueGen
+	for _, name := range queues {
+		e, ok := l.due[name]
+		if !ok || now.Sub(e.fetched) > dueTTL || (e.at != 0 && e.at <= now.UnixMicro()) {
+			missing = append(missing, name)
+			continue
+		}
+		if e.at != 0 && (best == 0 || e.at < best) {
+			best = e.at
+		}
+	}
+	l.mu.Unlock()
+	if len(missing) > 0 {
+		got, err := l.lookup(ctx, missing)
+		if err != nil {
+			if best == 0 {
+				return time.Time{}, err
+			}
+			return time.UnixMicro(best), err
+		}
+		l.mu.Lock()
+		for _, name := range missing {
+			at := got[name]
+			if at != 0 && (best == 0 || at < best) {
+				best = at
+			}
+			// Not cached if a notification or reschedule came while the
+			// lookup ran: it may not have seen that job.
+			if gen == l.dueGen && (at == 0 || at > now.UnixMicro()) {
+				l.due[name] = dueEntry{at: at, fetched: now}
+			}
+		}
+		l.mu.Unlock()
+	}
+	if best == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMicro(best), nil
+}
+
+// close stops the listener and makes every Wait return ErrClosed.
+func (l *listener) close() {
+	select {
+	case <-l.closed:
+		return
+	default:
+	}
+	close(l.closed)
+	if l.stop != nil {
+		l.stop()
+		<-l.done
+	}
+	l.setHealth(ErrClosed)
+}
+
+func (l *listener) setHealth(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == l.health {
+		return
+	}
+	l.health = err
+	close(l.healthCh)
+	l.healthCh = make(chan struct{})
+}
+
+func (l *listener) getHealth() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.health
+}
+
+func (l *listener) healthChanged() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.healthCh
+}
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// sleep waits d and reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
