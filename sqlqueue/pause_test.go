@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
@@ -228,6 +229,12 @@ func TestPauseSIGSTOP(t *testing.T) {
 						}
 						_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 					case m.name == "leader":
+						// A stopped inside ClaimTick holds the periodic
+						// row, which B's RegisterPeriodic waits on before
+						// it campaigns; a stopped renewal holds the lease.
+						if _, err := q.RegisterPeriodic(ctx, driver.PeriodicInfo{Name: "stall", Schedule: "@every 1s"}); err != nil {
+							return false
+						}
 						if _, err := q.AcquireLease(ctx, "stall", "probe", time.Microsecond); err != nil {
 							return false
 						}
