@@ -25,7 +25,23 @@ func init() {
 }
 
 // benchDrivers are the drivers `meridian bench` knows, in run order.
-var benchDrivers = []string{"memory", "sqlite", "postgres", "mysql"}
+var benchDrivers = []string{"memory", "sqlite", "postgres", "mysql", "redis"}
+
+// benchServerFlags name where each server driver's address comes from.
+var benchServerFlags = map[string]string{
+	"postgres": "--postgres-dsn or MERIDIAN_POSTGRES_DSN",
+	"mysql":    "--mysql-dsn or MERIDIAN_MYSQL_DSN",
+	"redis":    "--redis-url or MERIDIAN_REDIS_ADDR",
+}
+
+// defaultRedisURL is redis://$MERIDIAN_REDIS_ADDR/0, or empty when that
+// variable is unset.
+func defaultRedisURL() string {
+	if a := os.Getenv("MERIDIAN_REDIS_ADDR"); a != "" {
+		return "redis://" + a + "/0"
+	}
+	return ""
+}
 
 func runBench(ctx context.Context, args []string) error {
 	return benchMain(ctx, args, os.Stdout, os.Stderr)
@@ -37,9 +53,10 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 	fs := flag.NewFlagSet("meridian bench", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	var (
-		drivers     = fs.String("driver", "", "comma-separated drivers to measure: memory, sqlite, postgres, mysql (default: memory, sqlite and each server whose DSN is set)")
+		drivers     = fs.String("driver", "", "comma-separated drivers to measure: memory, sqlite, postgres, mysql, redis (default: memory, sqlite and each server whose DSN is set)")
 		pgDSN       = fs.String("postgres-dsn", os.Getenv("MERIDIAN_POSTGRES_DSN"), "PostgreSQL DSN (default $MERIDIAN_POSTGRES_DSN)")
 		myDSN       = fs.String("mysql-dsn", os.Getenv("MERIDIAN_MYSQL_DSN"), "MySQL/MariaDB DSN, user@tcp(host:port)/db (default $MERIDIAN_MYSQL_DSN)")
+		redisURL    = fs.String("redis-url", defaultRedisURL(), "Redis URL, redis://host:port/db; the queues use keys under prefixes of their own, deleted afterwards (default redis://$MERIDIAN_REDIS_ADDR/0)")
 		sqlitePath  = fs.String("sqlite", "", "SQLite database file (default: a new file in a temporary directory, removed afterwards)")
 		quick       = fs.Bool("quick", false, "smoke run: seconds per driver, figures too small to quote")
 		modes       = fs.String("modes", "all", "comma-separated modes: burndown, failonce (burn-down where every first attempt fails), continuous, dispatch, latency, or all (all but failonce)")
@@ -160,7 +177,7 @@ flags:`)
 		fmt.Fprintf(errOut, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
 
-	names, err := pickDrivers(*drivers, *pgDSN, *myDSN, errOut)
+	names, err := pickDrivers(*drivers, map[string]string{"postgres": *pgDSN, "mysql": *myDSN, "redis": *redisURL}, errOut)
 	if err != nil {
 		return err
 	}
@@ -187,6 +204,12 @@ flags:`)
 		case "mysql":
 			t := bench.MySQL(*myDSN)
 			t.Pool = *pool
+			targets = append(targets, t)
+		case "redis":
+			t, err := bench.NewRedis(*redisURL)
+			if err != nil {
+				return usagef("--redis-url: %v", err)
+			}
 			targets = append(targets, t)
 		}
 	}
@@ -309,11 +332,10 @@ func compareResults(oldPath string, cur bench.Results, failOver float64, out io.
 }
 
 // pickDrivers returns the drivers to measure: those listed, or by default
-// memory, sqlite and each server whose DSN is set. A listed server without
-// a DSN is an error.
-func pickDrivers(list, pgDSN, myDSN string, errOut io.Writer) ([]string, error) {
-	dsn := map[string]string{"postgres": pgDSN, "mysql": myDSN}
-	flagFor := map[string]string{"postgres": "--postgres-dsn or MERIDIAN_POSTGRES_DSN", "mysql": "--mysql-dsn or MERIDIAN_MYSQL_DSN"}
+// memory, sqlite and each server whose DSN (dsn, by driver) is set. A
+// listed server without a DSN is an error.
+func pickDrivers(list string, dsn map[string]string, errOut io.Writer) ([]string, error) {
+	flagFor := benchServerFlags
 	if list == "" {
 		var out []string
 		for _, n := range benchDrivers {

@@ -14,11 +14,13 @@ func TestPickDrivers(t *testing.T) {
 		name    string
 		list    string
 		pg, my  string
+		redis   string
 		want    []string
 		wantErr string
 	}{
 		{name: "default without servers", want: []string{"memory", "sqlite"}},
-		{name: "default with servers", pg: "postgres://x", my: "root@tcp(x)/db", want: []string{"memory", "sqlite", "postgres", "mysql"}},
+		{name: "default with servers", pg: "postgres://x", my: "root@tcp(x)/db", redis: "redis://x/0", want: []string{"memory", "sqlite", "postgres", "mysql", "redis"}},
+		{name: "listed redis without URL", list: "redis", wantErr: "MERIDIAN_REDIS_ADDR"},
 		{name: "listed", list: "postgres, memory,postgres", pg: "postgres://x", want: []string{"postgres", "memory"}},
 		{name: "aliases", list: "mariadb,sqlite3", my: "root@tcp(x)/db", want: []string{"mysql", "sqlite"}},
 		{name: "listed server without DSN", list: "memory,mysql", wantErr: "MERIDIAN_MYSQL_DSN"},
@@ -27,7 +29,7 @@ func TestPickDrivers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := pickDrivers(tt.list, tt.pg, tt.my, io.Discard)
+			got, err := pickDrivers(tt.list, map[string]string{"postgres": tt.pg, "mysql": tt.my, "redis": tt.redis}, io.Discard)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)

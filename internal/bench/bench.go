@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,20 @@ type Target interface {
 type InProcess interface {
 	// InProcess marks the target; it does nothing.
 	InProcess()
+}
+
+// BaselineNamer is a Target whose baseline is not a single-row INSERT
+// (Redis: an HSET of a new key).
+type BaselineNamer interface {
+	// BaselineName says what one baseline operation is, e.g. "1-key HSET".
+	BaselineName() string
+}
+
+// StoreMemory is a Target whose store can say how much memory it holds
+// (Redis: INFO memory's used_memory).
+type StoreMemory interface {
+	// UsedMemory returns the bytes the store holds now.
+	UsedMemory(ctx context.Context) (uint64, error)
 }
 
 // Analyzer is a Target whose database keeps planner statistics that
@@ -140,6 +155,11 @@ type Options struct {
 	// ServerCPU), for the burn-down's server CPU figures. Run sets it from
 	// a target that is a ServerCPU.
 	ReadServerCPU func() (time.Duration, bool)
+
+	// ReadStoreMemory, when set, reads the memory the store holds (see
+	// StoreMemory): the burn-down then reports the store's memory per
+	// queued job. Run sets it from a target that is a StoreMemory.
+	ReadStoreMemory func(ctx context.Context) (uint64, error)
 
 	// failFirst makes the workers fail every job's first attempt and
 	// retry it at once, set by the fail-once mode.
@@ -253,6 +273,9 @@ type Figure struct {
 // Report is the outcome of one Run over one target.
 type Report struct {
 	Driver string
+	// BaselineName says what the baseline measures: "1-row INSERT tx"
+	// for SQL, or the target's BaselineName.
+	BaselineName string
 	// Baseline is the INSERT transactions per second measured beside the
 	// figures: the mean of BaselineBefore and BaselineAfter, measured
 	// before the first mode and after the last, so that a machine whose
@@ -307,7 +330,7 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	var b strings.Builder
 	if r.Baseline > 0 {
 		fmt.Fprintf(&b, "%-9s %-48s %12s inserts/s (the baseline, 1.00x; mean of %s before and %s after)\n", r.Driver,
-			fmt.Sprintf("baseline: 1-row INSERT tx, %d clients", r.BaselineConns), thousands(r.Baseline),
+			fmt.Sprintf("baseline: %s, %d clients", cmp.Or(r.BaselineName, "1-row INSERT tx"), r.BaselineConns), thousands(r.Baseline),
 			thousands(r.BaselineBefore), thousands(r.BaselineAfter))
 	}
 	for _, f := range r.Figures {
@@ -353,7 +376,13 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	if _, ok := t.(InProcess); ok {
 		o.heldPerJob = true
 	}
-	rep := Report{Driver: t.Name(), BaselineConns: o.BaselineConns}
+	if m, ok := t.(StoreMemory); ok && o.ReadStoreMemory == nil {
+		o.ReadStoreMemory = m.UsedMemory
+	}
+	rep := Report{Driver: t.Name(), BaselineName: "1-row INSERT tx", BaselineConns: o.BaselineConns}
+	if n, ok := t.(BaselineNamer); ok {
+		rep.BaselineName = n.BaselineName()
+	}
 	o.progress("%s: starting", t.Name())
 	tps, hasBaseline, err := t.Baseline(ctx, o.BaselineConns, o.BaselineDuration)
 	if err != nil {
@@ -361,7 +390,7 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	}
 	if hasBaseline {
 		rep.Baseline, rep.BaselineBefore, rep.BaselineAfter = tps, tps, tps
-		o.progress("  baseline before: %.0f single-row INSERT tx/s from %d connections", tps, o.BaselineConns)
+		o.progress("  baseline before: %.0f %s/s from %d connections", tps, rep.BaselineName, o.BaselineConns)
 	}
 	for _, m := range knownModes {
 		if !slices.Contains(o.Modes, m) {
@@ -405,7 +434,7 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 		}
 		rep.BaselineAfter = after
 		rep.Baseline = (rep.BaselineBefore + after) / 2
-		o.progress("  baseline after: %.0f single-row INSERT tx/s", after)
+		o.progress("  baseline after: %.0f %s/s", after, rep.BaselineName)
 	}
 	return rep, nil
 }

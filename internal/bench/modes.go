@@ -98,6 +98,13 @@ func failOnce(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 func burnDownAs(ctx context.Context, e Engine, o Options, mode string) ([]Figure, error) {
 	o.progress("  burn-down: queueing %d jobs (DispatchMany x%d, %d goroutines)", o.Jobs, o.ChunkSize, o.Producers)
 	heapBefore := o.heapInUse()
+	var storeBefore uint64
+	if o.ReadStoreMemory != nil {
+		var err error
+		if storeBefore, err = o.ReadStoreMemory(ctx); err != nil {
+			return nil, err
+		}
+	}
 	cpu := o.startCPU()
 	start := time.Now()
 	if err := fill(ctx, e, o.Jobs, o); err != nil {
@@ -109,6 +116,13 @@ func burnDownAs(ctx context.Context, e Engine, o Options, mode string) ([]Figure
 	if o.heldPerJob {
 		held := float64(o.heapInUse()) - float64(heapBefore)
 		figs = append(figs, Figure{Name: fmt.Sprintf("%s: queue %d: heap held per queued job", mode, o.Jobs), Value: held / float64(o.Jobs), Unit: Bytes})
+	}
+	if o.ReadStoreMemory != nil {
+		after, err := o.ReadStoreMemory(ctx)
+		if err != nil {
+			return figs, err
+		}
+		figs = append(figs, Figure{Name: fmt.Sprintf("%s: queue %d: store memory per queued job", mode, o.Jobs), Value: (float64(after) - float64(storeBefore)) / float64(o.Jobs), Unit: Bytes})
 	}
 	if o.analyze != nil {
 		o.progress("  burn-down: refreshing the table's statistics (ANALYZE)")

@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -114,7 +113,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency, c.pool,
 		c.opts.Poll, c.river.fetchCooldown, c.river.fetchPoll)
 	res, err := compare(ctx, c)
-	if werr := res.write(out); werr != nil {
+	if werr := res.WriteTable(out); werr != nil {
 		return errors.Join(err, werr)
 	}
 	return err
@@ -123,30 +122,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 // systems are the two sides of the comparison, in the order of odd rounds.
 var systems = []string{"River", "Meridian"}
 
-// results holds every round's figures, by system, then by figure name.
-type results struct {
-	names  []string // figure names in first-seen order
-	units  map[string]bench.Unit
-	values map[string]map[string][]float64 // system -> name -> one value per round
-}
-
-func (r *results) add(system string, figs []bench.Figure) {
-	for _, f := range figs {
-		if !slices.Contains(r.names, f.Name) {
-			r.names = append(r.names, f.Name)
-		}
-		r.units[f.Name] = f.Unit
-		r.values[system][f.Name] = append(r.values[system][f.Name], f.Value)
-	}
-}
-
 // compare runs c.rounds interleaved rounds and returns their figures, with
 // those measured before an error.
-func compare(ctx context.Context, c config) (*results, error) {
-	res := &results{units: map[string]bench.Unit{}, values: map[string]map[string][]float64{}}
-	for _, s := range systems {
-		res.values[s] = map[string][]float64{}
-	}
+func compare(ctx context.Context, c config) (*bench.Rounds, error) {
+	res := bench.NewRounds(systems...)
 	cfg, err := pgxpool.ParseConfig(c.dsn)
 	if err != nil {
 		return res, fmt.Errorf("parsing the PostgreSQL DSN: %w", err)
@@ -175,7 +154,7 @@ func compare(ctx context.Context, c config) (*results, error) {
 				} else {
 					figs, err = measureMeridian(ctx, target, m, o)
 				}
-				res.add(s, figs)
+				res.Add(s, figs)
 				if err != nil {
 					return res, fmt.Errorf("round %d, %s, %s: %w", round, m, s, err)
 				}
@@ -208,53 +187,4 @@ func measureMeridian(ctx context.Context, t *bench.SQL, m bench.Mode, o bench.Op
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	return figs, errors.Join(err, drop(dctx))
-}
-
-// write prints one Markdown table row per figure: each system's rounds,
-// then the ratio of Meridian's median to River's. For throughput a ratio
-// above 1 favours Meridian; for times (latency, CPU) one below 1 does.
-func (r *results) write(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("| figure | River | Meridian | Meridian / River (medians) |\n|---|---|---|---|\n")
-	for _, name := range r.names {
-		unit := r.units[name]
-		cell := func(vs []float64) string {
-			parts := make([]string, len(vs))
-			for i, v := range vs {
-				parts[i] = format(v, unit)
-			}
-			return strings.Join(parts, " / ")
-		}
-		rv, mv := r.values["River"][name], r.values["Meridian"][name]
-		ratio := ""
-		if len(rv) > 0 && len(mv) > 0 && median(rv) > 0 {
-			ratio = fmt.Sprintf("%.2fx", median(mv)/median(rv))
-		}
-		fmt.Fprintf(&b, "| %s, %s | %s | %s | %s |\n", name, unit, cell(rv), cell(mv), ratio)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// format prints throughputs in thousands (18.1k) and times in ms.
-func format(v float64, u bench.Unit) string {
-	if u == bench.PerSecond {
-		return fmt.Sprintf("%.1fk", v/1000)
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
-// median returns the median of vs (the mean of the middle two for an
-// even count).
-func median(vs []float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

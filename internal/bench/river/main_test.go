@@ -62,16 +62,3 @@ func TestParseRejectsBadFlags(t *testing.T) {
 		})
 	}
 }
-
-func TestMedian(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   []float64
-		want float64
-	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}}
-	for _, tt := range tests {
-		if got := median(tt.in); got != tt.want {
-			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
