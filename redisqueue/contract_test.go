@@ -44,6 +44,7 @@ var _ interface {
 	queue.Queue
 	driver.Waiter
 	driver.Scheduler
+	driver.Workflows
 } = (*redisqueue.Queue)(nil)
 
 // FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix

@@ -145,9 +145,18 @@ func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
 // Purge deletes the ready and scheduled jobs of queueName ("" for every
 // queue) and reports how many it removed, freeing their unique keys;
 // running jobs and dead letters are left alone. One script per queue and
-// chunk: jobs pushed while it runs may be purged too.
+// chunk: jobs pushed while it runs may be purged too. A batch's member
+// is counted cancelled in its batch (see Workflows).
 func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
-	return q.drain(ctx, "purging", queueName, purgeScript)
+	n, err := q.drain(ctx, "purging", queueName, purgeScript)
+	if err != nil {
+		return n, err
+	}
+	names, err := q.names(ctx, queueName)
+	if err != nil {
+		return n, wrap("purging", err)
+	}
+	return n, wrap("purging", q.settle(ctx, names))
 }
 
 // drain runs s on each queue until it deletes nothing more.

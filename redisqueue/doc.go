@@ -18,8 +18,10 @@
 // ExtendMany, the dead letters, Len and Purge;
 // the Waiter ability, woken by pub/sub; and the Scheduler ability: named
 // leases with epochs (leader election, queue.Limiter's limits) and
-// periodic ticks claimed once, fenced by a lease's epoch. It does not yet
-// have the Inspector, Controller, Workflows or Reporter abilities
+// periodic ticks claimed once, fenced by a lease's epoch; and the
+// Workflows ability: batches with their callbacks pushed once (chains need
+// no ability: a step's next job rides in its Completion). It does not yet
+// have the Inspector, Controller or Reporter abilities
 // (driver.CapabilitiesOf reports them missing): the Worker runs jobs
 // without them. docs/drivers.md has the list.
 //
@@ -34,6 +36,8 @@
 //	{prefix}:wake     pub/sub channel: a queue name, when a job became ready on it
 //	{prefix}:lease:<name>, {prefix}:periodic:<name>, {prefix}:periodics
 //	                  named leases (holder, expiry, epoch) and periodic records
+//	{prefix}:batches, {prefix}:bseq
+//	                  sorted set: the batches, scored by a sequence; its counter
 //
 // A queue's keys share {prefix:queue} (the base; "%", "{" and "}" of the
 // name escaped as %25, %7B, %7D), so a script on one queue touches one
@@ -50,6 +54,18 @@
 //	base:ufor    sorted set: unique keys held by UniqueFor, scored by the end of the hold
 //	base:seq     counter: the insertion sequence
 //	base:stats   hash: done, retried, dead, cancelled: totals since the queue began
+//	base:bout    hash: the outbox, sequence -> a batch member's outcome not yet
+//	             known applied to its batch
+//	base:once    sorted set: batch callbacks pushed to this queue (batch ID and
+//	             event), scored by when, kept for the batch retention
+//
+// A batch's keys share {prefix:%B:id} (its id escaped as a queue name is;
+// "%B" is in no queue's escaped name): the record (a hash of its name,
+// callbacks, counters, times and the callbacks due), :st (member ID ->
+// state and queue) and :p, :d, :f, :c (the member IDs by state). A member's
+// outcome crosses from its queue's slot to its batch's in steps, each one
+// script in one slot and safe to run again; scripts_batch.go and
+// docs/drivers.md say which and what a reader sees in between.
 //
 // # Atomicity
 //

@@ -48,6 +48,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 		queues = defaultQueues
 	}
 	queues = distinct(queues)
+	q.sweep(ctx, queues)
 	leaseMs := lease.Milliseconds()
 	if len(queues) == 1 {
 		jobs, err := q.reserveFrom(ctx, queues[0], max, leaseMs, inc)
@@ -216,8 +217,11 @@ func lostErr(doing string) error {
 
 // Complete counts the attempts of the jobs under starts and records each
 // outcome of outs (see queue.Queue.Complete), all in one script: every
-// outcome with its pushes, together or not at all. Completion.Batch is
-// ignored: this store keeps no batches (it is no queue.Batcher).
+// outcome with its pushes, together or not at all. A batch member's
+// outcome (Completion.Batch) reaches its batch in the steps of
+// scripts_batch.go, run before Complete returns; should they fail after
+// the outcome was recorded, the outcome stands (its error is nil) and a
+// later reservation from the queue finishes them (docs/drivers.md).
 func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	doing := fmt.Sprintf("completing %d jobs", len(starts)+len(outs))
 	if err := ctxErr(ctx, doing); err != nil {
@@ -263,7 +267,7 @@ func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driv
 		if o.Counted {
 			counted = "1"
 		}
-		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, len(push))
+		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, o.Batch, len(push))
 		for _, p := range push {
 			if p.ID == "" {
 				p.ID = driver.NewID()
@@ -297,15 +301,23 @@ func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driv
 	if len(codes) != len(sentOuts) {
 		return nil, nil, fmt.Errorf("redisqueue: %s: the script answered %d outcomes of %d", doing, len(codes), len(sentOuts))
 	}
+	var noted []string // the queues whose outbox got a batch member's event
 	for k, x := range codes {
 		i := sentOuts[k]
 		switch c, _ := x.(int64); c {
 		case 1:
+			if outs[i].Batch != "" {
+				name, _ := leaseQueue(outs[i].Lease.Token)
+				noted = append(noted, name)
+			}
 		case 0:
 			errs[i] = lostErr("completing job " + outs[i].Lease.JobID)
 		default:
 			errs[i] = fmt.Errorf("redisqueue: completing job %s: unknown outcome %d", outs[i].Lease.JobID, outs[i].Outcome)
 		}
+	}
+	if len(noted) > 0 {
+		q.settleLogged(ctx, distinct(noted))
 	}
 	return lostStarts, errs, nil
 }

@@ -108,7 +108,8 @@ func TestQueueNamesWithBraces(t *testing.T) {
 }
 
 // TestCapabilities checks what the store answers it has: the core,
-// Waiter and Scheduler; the abilities not built yet are reported missing, not faked.
+// Waiter, Scheduler and Workflows; the abilities not built yet are
+// reported missing, not faked.
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -119,10 +120,10 @@ func TestCapabilities(t *testing.T) {
 	}
 	defer q.Close()
 	c := driver.CapabilitiesOf(q)
-	if c.Waiter == nil || c.Scheduler == nil {
-		t.Errorf("CapabilitiesOf has Waiter %v, Scheduler %v; want both", c.Waiter != nil, c.Scheduler != nil)
+	if c.Waiter == nil || c.Scheduler == nil || c.Workflows == nil {
+		t.Errorf("CapabilitiesOf has Waiter %v, Scheduler %v, Workflows %v; want all", c.Waiter != nil, c.Scheduler != nil, c.Workflows != nil)
 	}
-	for _, name := range []string{"Inspector", "Controller", "Workflows", "Reporter"} {
+	for _, name := range []string{"Inspector", "Controller", "Reporter"} {
 		if err := c.Require(name); !errors.Is(err, queue.ErrUnsupported) {
 			t.Errorf("Require(%s) = %v, want ErrUnsupported until redisqueue has it", name, err)
 		}

@@ -29,6 +29,8 @@ type Queue struct {
 
 	waker waker
 
+	batchSweep // batch events left by a process that stopped (batch.go)
+
 	closeOnce sync.Once
 }
 
@@ -100,6 +102,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	}
 	g := "{" + q.prefix + "}"
 	q.ids, q.queues, q.wake = g+":ids", g+":queues", g+":wake"
+	q.batchSweep.init(g)
 	q.waker.q = q
 	return q, nil
 }

@@ -221,10 +221,12 @@ return out
 // completeScript counts starts and records outcomes: KEYS = ids, queues,
 // then bases; ARGV = channel, number of starts, the starts (base index,
 // id, token), number of outcomes, the outcomes (base index, id, token,
-// outcome, at ms or "", reason, counted, number of pushes, the pushes).
-// It returns the indexes (from 1) of the lost starts and a status per
-// outcome: 1 recorded, 0 lease lost, 2 unknown outcome.
-var completeScript = redis.NewScript(prelude + `
+// outcome, at ms or "", reason, counted, batch or "", number of pushes,
+// the pushes). A batch member's done, failed or cancelled outcome is also
+// noted in its queue's outbox (scripts_batch.go). It returns the indexes
+// (from 1) of the lost starts and a status per outcome: 1 recorded, 0
+// lease lost, 2 unknown outcome.
+var completeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, qset = KEYS[1], KEYS[2]
 local now = now_ms()
 local woke = {}
@@ -240,7 +242,7 @@ end
 local codes = {}
 local no = tonumber(arg())
 for o = 1, no do
-  local B, id, tok, oc, at, reason, counted, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), tonumber(arg())
+  local B, id, tok, oc, at, reason, counted, bid, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), arg(), tonumber(arg())
   local first = i + 1
   i = i + np * ` + itoa(pushFields) + `
   local jk = leased(B, id, tok, now)
@@ -276,6 +278,7 @@ for o = 1, no do
       end
       if enqueue(B, id, jk, t, now) then woke[redis.call('HGET', jk, 'q')] = true end
     end
+    if bid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_member(B, bid, id, oc, reason) end
     if oc == 0 or oc == 2 then
       for p = 0, np - 1 do
         local pi = first + p * ` + itoa(pushFields) + `
@@ -360,25 +363,33 @@ return #dead
 `)
 
 // purgeScript deletes up to limit ready and up to limit scheduled jobs of
-// one queue: KEYS = ids, base; ARGV = limit. It returns how many it
-// deleted.
-var purgeScript = redis.NewScript(prelude + `
+// one queue: KEYS = ids, base; ARGV = limit. A batch member is noted
+// cancelled in the queue's outbox, so that its batch counts it. It
+// returns how many it deleted.
+var purgeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, B = KEYS[1], KEYS[2]
 local lim = tonumber(ARGV[1])
 local n = 0
+local function purge_one(jk, id)
+  local bid = batch_of(jk)
+  if bid then
+    note_member(B, bid, id, 3, '')
+    redis.call('HINCRBY', B..':stats', 'cancelled', 1)
+  end
+  free_key(B, jk, id)
+  drop(ids, B, jk, id)
+end
 for _, m in ipairs(redis.call('ZRANGE', B..':ready', 0, lim - 1)) do
   local id = string.sub(m, 33)
   local jk = B..':j:'..id
   redis.call('ZREM', B..':ready', m)
-  free_key(B, jk, id)
-  drop(ids, B, jk, id)
+  purge_one(jk, id)
   n = n + 1
 end
 for _, id in ipairs(redis.call('ZRANGE', B..':sched', 0, lim - 1)) do
   local jk = B..':j:'..id
   redis.call('ZREM', B..':sched', id)
-  free_key(B, jk, id)
-  drop(ids, B, jk, id)
+  purge_one(jk, id)
   n = n + 1
 end
 return n

@@ -1,0 +1,659 @@
+package redisqueue
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
+)
+
+// batchRetention is how long a finished batch's keys, and the guards of
+// its callbacks' pushes, are kept: GetBatch answers ErrNotFound after it.
+const batchRetention = 7 * 24 * time.Hour
+
+// sweepEvery is how often, at most, a Queue's reservations from a queue
+// look in its outbox for batch events that a stopped process left.
+const sweepEvery = 5 * time.Second
+
+// memberChunk bounds the members one script of a batch's cancel reads or
+// cancels.
+const memberChunk = 500
+
+var _ driver.Workflows = (*Queue)(nil)
+
+// batchSweep is a Queue's state for batches: the keys of its batch index
+// and when each queue's outbox was last looked at.
+type batchSweep struct {
+	index, bseq string // {prefix}:batches, {prefix}:bseq
+
+	every time.Duration
+	// hook, set by tests, runs at the end of each step of the protocol
+	// (see scripts_batch.go) and stops it there when it returns an error,
+	// as a process killed at that point would.
+	hook func(step string) error
+
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func (s *batchSweep) init(g string) {
+	s.index, s.bseq = g+":batches", g+":bseq"
+	s.every = sweepEvery
+	s.last = map[string]time.Time{}
+}
+
+// step runs the test hook at the end of the step named.
+func (s *batchSweep) step(name string) error {
+	if s.hook == nil {
+		return nil
+	}
+	return s.hook(name)
+}
+
+// batchBase returns the hash-tagged base of batch id's keys:
+// {prefix:%B:id}, id escaped as a queue name is.
+func (q *Queue) batchBase(id string) string {
+	b := q.base(id) // {prefix:<escaped id>}
+	return "{" + q.prefix + ":%B:" + b[len(q.prefix)+2:]
+}
+
+// batchKeys are every key of the batch whose base is bb.
+func batchKeys(bb string) []string {
+	return []string{bb, bb + ":st", bb + ":p", bb + ":d", bb + ":f", bb + ":c"}
+}
+
+// batchState is a batch's record as the batch scripts return it.
+type batchState struct {
+	info     driver.BatchInfo
+	rec      driver.BatchRecord
+	due      []driver.BatchEvent // marked due, not yet known pushed
+	failedID string
+	reason   string
+}
+
+// decodeBatch reads the values of the scripts' RF; ok is false for an
+// unknown batch.
+func decodeBatch(v []any) (st batchState, ok bool) {
+	if len(v) != 18 || v[0] == nil {
+		return st, false
+	}
+	s := func(i int) string { x, _ := v[i].(string); return x }
+	n := func(i int) int { x, _ := strconv.Atoi(s(i)); return x }
+	t := func(i int) time.Time {
+		if s(i) == "" {
+			return time.Time{}
+		}
+		ms, _ := strconv.ParseInt(s(i), 10, 64)
+		return time.UnixMilli(ms)
+	}
+	in := driver.BatchInfo{ID: s(0), Name: s(1), AllowFailures: s(2) == "1",
+		Total: n(8), Done: n(9), Failed: n(10), Cancelled: n(11),
+		CreatedAt: t(3), CancelledAt: t(4), ThenAt: t(5), CatchAt: t(6), FinishedAt: t(7)}
+	in.Pending = in.Total - in.Done - in.Failed - in.Cancelled
+	st = batchState{info: in, failedID: s(15), reason: s(16),
+		rec: driver.BatchRecord{ID: in.ID, Name: in.Name, AllowFailures: in.AllowFailures, Callbacks: s(17)}}
+	for i, ev := range []driver.BatchEvent{driver.BatchThen, driver.BatchCatch, driver.BatchFinally} {
+		if s(12+i) != "" {
+			st.due = append(st.due, ev)
+		}
+	}
+	return st, true
+}
+
+// recordFields are the scripts' RF, for reading a record without one.
+var recordFields = []string{"id", "nm", "af", "cr", "ca", "ta", "ka", "fa", "tot", "don", "fai", "can", "pt", "pk", "pf", "kf", "kr", "cb"}
+
+// dueMark is the record's field that marks ev due.
+var dueMark = map[driver.BatchEvent]string{driver.BatchThen: "pt", driver.BatchCatch: "pk", driver.BatchFinally: "pf"}
+
+// memberArgs appends each job's (ID, queue) to args.
+func memberArgs(args []any, jobs []queue.Job) []any {
+	for _, j := range jobs {
+		args = append(args, j.ID, j.QueueName())
+	}
+	return args
+}
+
+// withIDs returns a copy of jobs, each with an ID.
+func withIDs(jobs []queue.Job) []queue.Job {
+	out := slices.Clone(jobs)
+	for i := range out {
+		if out[i].ID == "" {
+			out[i].ID = driver.NewID()
+		}
+	}
+	return out
+}
+
+// PushBatch stores rec and pushes jobs as its members (see
+// driver.BatchDispatcher), in three steps: the record with every member
+// pending, in the batch's slot; its entry in the batch index; the members,
+// one push script. A push that fails takes the first two back. A process
+// killed between the first and the last step leaves a batch whose
+// members were never pushed: GetBatch shows them pending, and CancelBatch
+// finishes it (docs/drivers.md).
+func (q *Queue) PushBatch(ctx context.Context, rec driver.BatchRecord, jobs []queue.Job) (int, error) {
+	doing := "pushing batch " + rec.ID
+	if err := ctxErr(ctx, doing); err != nil {
+		return 0, err
+	}
+	if rec.ID == "" {
+		return 0, fmt.Errorf("redisqueue: %s: %w: a batch needs an ID", doing, queue.ErrBatch)
+	}
+	if err := driver.ValidateBatch(jobs); err != nil {
+		return 0, err
+	}
+	jobs = withIDs(jobs)
+	af := "0"
+	if rec.AllowFailures {
+		af = "1"
+	}
+	bb := q.batchBase(rec.ID)
+	created, err := createBatchScript.Run(ctx, q.rdb, []string{bb}, memberArgs([]any{rec.ID, rec.Name, af, rec.Callbacks}, jobs)...).Int()
+	if err != nil {
+		return 0, wrap(doing, err)
+	}
+	if created == 0 {
+		return 0, fmt.Errorf("redisqueue: %s: %w", doing, &driver.DuplicateError{ExistingID: rec.ID})
+	}
+	if err := q.batchSweep.step("batch-created"); err != nil {
+		return 0, err
+	}
+	if err := indexBatchScript.Run(ctx, q.rdb, []string{q.index, q.bseq}, rec.ID).Err(); err != nil {
+		q.undoBatch(ctx, rec.ID)
+		return 0, wrap(doing, err)
+	}
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	res, err := q.push(ctx, jobs)
+	if err != nil {
+		q.undoBatch(ctx, rec.ID)
+		return 0, wrap(doing, err)
+	}
+	stored, err := q.dropUnstored(ctx, rec.ID, jobs, res)
+	return stored, wrap(doing, err)
+}
+
+// undoBatch deletes a batch whose members' push failed, and its index
+// entry, under a context of its own: ctx may be what ended the push.
+func (q *Queue) undoBatch(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := q.rdb.Del(ctx, batchKeys(q.batchBase(id))...).Err()
+	err = errors.Join(err, q.rdb.ZRem(ctx, q.index, id).Err())
+	if err != nil {
+		q.log.Warn("redisqueue: taking back a batch whose members were not pushed", "batch", id, "err", err)
+	}
+}
+
+// dropUnstored takes the jobs that the push res skipped as duplicates
+// out of batch id's members, and returns how many were stored.
+func (q *Queue) dropUnstored(ctx context.Context, id string, jobs []queue.Job, res []error) (int, error) {
+	stored := map[string]bool{}
+	n := 0
+	for i, e := range res {
+		if e == nil {
+			stored[jobs[i].ID] = true
+			n++
+		}
+	}
+	args := []any{batchRetention.Milliseconds()}
+	for _, j := range jobs {
+		if !stored[j.ID] {
+			args = append(args, j.ID)
+		}
+	}
+	if len(args) == 1 {
+		return n, nil
+	}
+	v, err := dropMembersScript.Run(ctx, q.rdb, []string{q.batchBase(id)}, args...).Slice()
+	if err != nil {
+		return n, err
+	}
+	if st, ok := decodeBatch(v); ok {
+		return n, q.follow(ctx, st, false)
+	}
+	return n, nil
+}
+
+// AddToBatch pushes jobs as new members of batch id (see
+// driver.Workflows): they are added pending in the batch's slot, then
+// pushed. IDs that are members already are not added again.
+func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (int, error) {
+	doing := "adding to batch " + id
+	if err := ctxErr(ctx, doing); err != nil {
+		return 0, err
+	}
+	if err := driver.ValidateBatch(jobs); err != nil {
+		return 0, err
+	}
+	if id == "" {
+		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	jobs = withIDs(jobs)
+	out, err := addToBatchScript.Run(ctx, q.rdb, []string{q.batchBase(id)}, memberArgs(nil, jobs)...).Slice()
+	if err != nil {
+		return 0, wrap(doing, err)
+	}
+	switch code, _ := out[0].(int64); code {
+	case 0:
+		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	case 2:
+		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrBatchClosed)
+	}
+	added := map[string]bool{}
+	for _, x := range out[1:] {
+		s, _ := x.(string)
+		added[s] = true
+	}
+	var push []queue.Job
+	for _, j := range jobs {
+		if added[j.ID] {
+			push = append(push, j)
+			delete(added, j.ID) // a repeated ID is pushed once
+		}
+	}
+	if len(push) == 0 {
+		return 0, nil
+	}
+	res, err := q.push(ctx, push)
+	if err != nil {
+		// Nothing was pushed: take every member added back.
+		res = make([]error, len(push))
+		for i := range res {
+			res[i] = err
+		}
+		_, derr := q.dropUnstored(context.WithoutCancel(ctx), id, push, res)
+		return 0, wrap(doing, errors.Join(err, derr))
+	}
+	n, err := q.dropUnstored(ctx, id, push, res)
+	return n, wrap(doing, err)
+}
+
+// CancelBatch cancels batch id (see driver.Workflows): it marks the
+// batch cancelled in its slot, then cancels its pending members queue by
+// queue, each counted in the batch through its queue's outbox. Calling it
+// again finishes what a call cut short began.
+func (q *Queue) CancelBatch(ctx context.Context, id string) (driver.BatchInfo, error) {
+	doing := "cancelling batch " + id
+	if err := ctxErr(ctx, doing); err != nil {
+		return driver.BatchInfo{}, err
+	}
+	if id == "" {
+		return driver.BatchInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	v, err := cancelBatchScript.Run(ctx, q.rdb, []string{q.batchBase(id)}).Slice()
+	if err != nil {
+		return driver.BatchInfo{}, wrap(doing, err)
+	}
+	st, ok := decodeBatch(v)
+	if !ok {
+		return driver.BatchInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	if err := q.batchSweep.step("batch-cancel-marked"); err != nil {
+		return driver.BatchInfo{}, err
+	}
+	if err := q.follow(ctx, st, false); err != nil {
+		return driver.BatchInfo{}, wrap(doing, err)
+	}
+	return q.GetBatch(ctx, id)
+}
+
+// GetBatch reads batch id (see driver.Workflows).
+func (q *Queue) GetBatch(ctx context.Context, id string) (driver.BatchInfo, error) {
+	doing := "reading batch " + id
+	if err := ctxErr(ctx, doing); err != nil {
+		return driver.BatchInfo{}, err
+	}
+	if id == "" {
+		return driver.BatchInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	v, err := q.rdb.HMGet(ctx, q.batchBase(id), recordFields...).Result()
+	if err != nil {
+		return driver.BatchInfo{}, wrap(doing, err)
+	}
+	st, ok := decodeBatch(v)
+	if !ok {
+		return driver.BatchInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	return st.info, nil
+}
+
+// ListBatches pages through the batches, newest first (see
+// driver.Workflows). Next is the index's sequence of the page's last
+// batch. Index entries of batches past their retention are deleted as
+// they are met.
+func (q *Queue) ListBatches(ctx context.Context, f driver.BatchFilter) (driver.BatchPage, error) {
+	const doing = "listing batches"
+	if err := ctxErr(ctx, doing); err != nil {
+		return driver.BatchPage{}, err
+	}
+	limit, err := driver.BatchLimit(f.Limit)
+	if err != nil {
+		return driver.BatchPage{}, err
+	}
+	maxScore := "+inf"
+	if f.After != "" {
+		if _, err := strconv.ParseInt(f.After, 10, 64); err != nil {
+			return driver.BatchPage{}, fmt.Errorf("%w: page cursor %q", queue.ErrBatch, f.After)
+		}
+		maxScore = "(" + f.After
+	}
+	var page driver.BatchPage
+	var seqs []int64
+	for len(page.Batches) <= limit {
+		want := int64(limit + 1 - len(page.Batches))
+		zs, err := q.rdb.ZRevRangeByScoreWithScores(ctx, q.index, &redis.ZRangeBy{Max: maxScore, Min: "-inf", Count: want}).Result()
+		if err != nil {
+			return driver.BatchPage{}, wrap(doing, err)
+		}
+		pipe := q.rdb.Pipeline()
+		gets := make([]*redis.SliceCmd, len(zs))
+		for i, z := range zs {
+			id, _ := z.Member.(string)
+			gets[i] = pipe.HMGet(ctx, q.batchBase(id), recordFields...)
+		}
+		if len(zs) > 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				return driver.BatchPage{}, wrap(doing, err)
+			}
+		}
+		for i, z := range zs {
+			st, ok := decodeBatch(gets[i].Val())
+			if !ok { // past its retention
+				q.rdb.ZRem(ctx, q.index, z.Member)
+				continue
+			}
+			page.Batches = append(page.Batches, st.info)
+			seqs = append(seqs, int64(z.Score))
+		}
+		if int64(len(zs)) < want {
+			break
+		}
+		maxScore = "(" + strconv.FormatInt(int64(zs[len(zs)-1].Score), 10)
+	}
+	if len(page.Batches) > limit {
+		page.Batches = page.Batches[:limit]
+		page.Next = strconv.FormatInt(seqs[limit-1], 10)
+	}
+	return page, nil
+}
+
+// memberStates maps the scripts' state letters to the contract's.
+var memberStates = map[string]driver.BatchMemberState{
+	"p": driver.MemberPending, "d": driver.MemberDone, "f": driver.MemberFailed, "c": driver.MemberCancelled,
+}
+
+// BatchMembers pages through batch id's members in job ID order (see
+// driver.Workflows): one script reads up to a page from each state's set,
+// merged here.
+func (q *Queue) BatchMembers(ctx context.Context, id string, f driver.MemberFilter) (driver.MemberPage, error) {
+	doing := "listing the members of batch " + id
+	if err := ctxErr(ctx, doing); err != nil {
+		return driver.MemberPage{}, err
+	}
+	limit, err := driver.BatchLimit(f.Limit)
+	if err != nil {
+		return driver.MemberPage{}, err
+	}
+	state := ""
+	if f.State != "" {
+		for k, s := range memberStates {
+			if s == f.State {
+				state = k
+			}
+		}
+		if state == "" {
+			return driver.MemberPage{}, fmt.Errorf("%w: member state %q", queue.ErrBatch, f.State)
+		}
+	}
+	if id == "" {
+		return driver.MemberPage{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	out, err := membersScript.Run(ctx, q.rdb, []string{q.batchBase(id)}, state, f.After, limit+1).Slice()
+	if err != nil {
+		return driver.MemberPage{}, wrap(doing, err)
+	}
+	if code, _ := out[0].(int64); code == 0 {
+		return driver.MemberPage{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	var ms []driver.BatchMember
+	for i := 1; i+1 < len(out); i += 2 {
+		jid, _ := out[i].(string)
+		s, _ := out[i+1].(string)
+		ms = append(ms, driver.BatchMember{JobID: jid, State: memberStates[s]})
+	}
+	slices.SortFunc(ms, func(a, b driver.BatchMember) int { return cmp.Compare(a.JobID, b.JobID) })
+	var page driver.MemberPage
+	if len(ms) > limit {
+		ms = ms[:limit]
+		page.Next = ms[limit-1].JobID
+	}
+	page.Members = ms
+	return page, nil
+}
+
+// memberEvent is one event of a queue's outbox: member job of batch
+// ended with outcome ("0" done, "2" failed, "3" cancelled).
+type memberEvent struct {
+	field                       string
+	seq                         int64
+	batch, job, outcome, reason string
+}
+
+// unpack splits the <length>:<bytes> fields of pack.
+func unpack(s string) ([]string, bool) {
+	var out []string
+	for s != "" {
+		i := 0
+		for i < len(s) && s[i] != ':' {
+			i++
+		}
+		n, err := strconv.Atoi(s[:i])
+		if err != nil || i+1+n > len(s) {
+			return nil, false
+		}
+		out = append(out, s[i+1:i+1+n])
+		s = s[i+1+n:]
+	}
+	return out, true
+}
+
+// settleLogged runs settle and logs its error: the events stay in the
+// outboxes, and a later sweep runs them again.
+func (q *Queue) settleLogged(ctx context.Context, names []string) {
+	if err := q.settle(ctx, names); err != nil {
+		q.log.Warn("redisqueue: batch events left for a later reservation", "queues", names, "err", err)
+	}
+}
+
+// sweep settles the outboxes of queues not looked at in the last
+// sweepEvery: events left by a process that stopped between two steps.
+func (q *Queue) sweep(ctx context.Context, queues []string) {
+	s := &q.batchSweep
+	now := time.Now()
+	var due []string
+	s.mu.Lock()
+	for _, n := range queues {
+		if now.Sub(s.last[n]) >= s.every {
+			s.last[n] = now
+			due = append(due, n)
+		}
+	}
+	s.mu.Unlock()
+	if len(due) > 0 {
+		q.settleLogged(ctx, due)
+	}
+}
+
+// settle runs steps 2 to 4 of scripts_batch.go for every event in the
+// outboxes of queues names.
+func (q *Queue) settle(ctx context.Context, names []string) error {
+	for _, n := range names {
+		if err := q.settleQueue(ctx, n, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleQueue applies the events of one queue's outbox to their batches,
+// in the order they were noted, does what each batch then has to do
+// (inCancel: not the cancel of its members, which the caller is doing),
+// and deletes the events.
+func (q *Queue) settleQueue(ctx context.Context, name string, inCancel bool) error {
+	if err := q.batchSweep.step("member-noted"); err != nil {
+		return err
+	}
+	out := q.base(name) + ":bout"
+	m, err := q.rdb.HGetAll(ctx, out).Result()
+	if err != nil || len(m) == 0 {
+		return err
+	}
+	evs := make([]memberEvent, 0, len(m))
+	for f, v := range m {
+		seq, _ := strconv.ParseInt(f, 10, 64)
+		p, ok := unpack(v)
+		if !ok || len(p) != 4 {
+			q.log.Warn("redisqueue: an unreadable batch event dropped", "queue", name, "event", v)
+			q.rdb.HDel(ctx, out, f)
+			continue
+		}
+		evs = append(evs, memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]})
+	}
+	slices.SortFunc(evs, func(a, b memberEvent) int { return cmp.Compare(a.seq, b.seq) })
+	var order []string
+	byBatch := map[string][]memberEvent{}
+	for _, e := range evs {
+		if byBatch[e.batch] == nil {
+			order = append(order, e.batch)
+		}
+		byBatch[e.batch] = append(byBatch[e.batch], e)
+	}
+	for _, bid := range order {
+		es := byBatch[bid]
+		args := []any{batchRetention.Milliseconds()}
+		fields := make([]string, len(es))
+		for i, e := range es {
+			args = append(args, e.job, e.outcome, e.reason)
+			fields[i] = e.field
+		}
+		v, err := applyBatchScript.Run(ctx, q.rdb, []string{q.batchBase(bid)}, args...).Slice()
+		if err != nil {
+			return err
+		}
+		if err := q.batchSweep.step("events-applied"); err != nil {
+			return err
+		}
+		if st, ok := decodeBatch(v); ok { // an unknown batch's events are dropped
+			if err := q.follow(ctx, st, inCancel); err != nil {
+				return err
+			}
+		}
+		if err := q.rdb.HDel(ctx, out, fields...).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// follow does what batch st has to do: push each callback marked due
+// once (step 3), and cancel its pending members if it was cancelled
+// (unless inCancel).
+func (q *Queue) follow(ctx context.Context, st batchState, inCancel bool) error {
+	for _, ev := range st.due {
+		j, err := st.rec.Callback(ev, st.failedID, st.reason)
+		if err != nil {
+			// Unreadable callbacks (a record corrupted by hand) cannot be
+			// pushed by any retry.
+			q.log.Warn("redisqueue: a batch callback dropped", "batch", st.info.ID, "event", ev, "err", err)
+		}
+		if j != nil {
+			if err := q.pushCallback(ctx, st.info.ID, ev, *j); err != nil {
+				return err
+			}
+		}
+		if err := q.batchSweep.step("callback-pushed"); err != nil {
+			return err
+		}
+		if err := pushedScript.Run(ctx, q.rdb, []string{q.batchBase(st.info.ID)}, dueMark[ev]).Err(); err != nil {
+			return err
+		}
+	}
+	if inCancel || st.info.CancelledAt.IsZero() || st.info.Finished() || st.info.Pending == 0 {
+		return nil
+	}
+	return q.cancelMembers(ctx, st.info.ID)
+}
+
+// pushCallback pushes batch bid's callback job j for ev, once whatever the
+// retries (pushCallbackScript).
+func (q *Queue) pushCallback(ctx context.Context, bid string, ev driver.BatchEvent, j queue.Job) error {
+	if j.ID == "" {
+		j.ID = driver.NewID()
+	}
+	if err := driver.Validate(j); err != nil {
+		q.log.Warn("redisqueue: a batch callback that cannot be pushed dropped", "batch", bid, "event", ev, "err", err)
+		return nil
+	}
+	ks := newKeyset(q.ids, q.queues)
+	args, err := q.pushArgs([]any{q.wake, bid + ":" + string(ev)}, ks, &j)
+	if err != nil {
+		return err
+	}
+	args = append(args, batchRetention.Milliseconds())
+	return pushCallbackScript.Run(ctx, q.rdb, ks.keys, args...).Err()
+}
+
+// cancelMembers cancels the pending members of batch bid, a chunk at a
+// time: each queue's members in one script of the queue's slot (step 1),
+// then that queue's outbox settled. It stops when none is left or a round
+// cancels none (a member that is dead, or gone to another queue, is left
+// to its own events).
+func (q *Queue) cancelMembers(ctx context.Context, bid string) error {
+	bb := q.batchBase(bid)
+	for {
+		pairs, err := pendingMembersScript.Run(ctx, q.rdb, []string{bb}, memberChunk).StringSlice()
+		if err != nil || len(pairs) == 0 {
+			return err
+		}
+		byQueue := map[string][]any{}
+		var names []string
+		for i := 0; i+1 < len(pairs); i += 2 {
+			if byQueue[pairs[i+1]] == nil {
+				names = append(names, pairs[i+1])
+				byQueue[pairs[i+1]] = []any{bid}
+			}
+			byQueue[pairs[i+1]] = append(byQueue[pairs[i+1]], pairs[i])
+		}
+		noted := 0
+		for _, n := range names {
+			k, err := cancelMembersScript.Run(ctx, q.rdb, []string{q.ids, q.base(n)}, byQueue[n]...).Int()
+			if err != nil {
+				return err
+			}
+			noted += k
+		}
+		if err := q.batchSweep.step("members-cancelled"); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if err := q.settleQueue(ctx, n, true); err != nil {
+				return err
+			}
+		}
+		if noted == 0 {
+			return nil
+		}
+	}
+}
