@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,7 +32,7 @@ func init() {
 	commands["migrate"] = command{
 		summary: "create the queue's tables or bring them to this release's schema, or back (--to, --down)",
 		main: func(ctx context.Context, args []string, s stdio) error {
-			return migrateMain(ctx, args, s.out, s.errOut)
+			return migrateMain(ctx, args, s)
 		},
 	}
 	commands["stats"] = command{
@@ -43,7 +44,7 @@ func init() {
 	commands["failed"] = command{
 		summary: "list, retry, forget or flush dead letters",
 		main: func(ctx context.Context, args []string, s stdio) error {
-			return failedMain(ctx, args, s.out, s.errOut)
+			return failedMain(ctx, args, s)
 		},
 	}
 	commands["purge"] = command{
@@ -89,11 +90,13 @@ type migrator interface {
 	SchemaVersions(ctx context.Context) (recorded, latest int, err error)
 }
 
-func migrateMain(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs, dsn := newFlags("migrate", "--dsn URL [--to VERSION | --down N | --status]", errOut)
+func migrateMain(ctx context.Context, args []string, s stdio) error {
+	out := s.out
+	fs, dsn := newFlags("migrate", "--dsn URL [--to VERSION | --down N | --status] [--yes]", s.errOut)
 	to := fs.Int("to", -1, "migrate up or down to this schema version (0 drops the tables)")
 	down := fs.Int("down", 0, "undo the last N migrations")
 	status := fs.Bool("status", false, "print the recorded and latest schema versions, change nothing")
+	yes := fs.Bool("yes", false, "migrate down without asking for confirmation")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -112,6 +115,21 @@ func migrateMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		return usagef("parsing the queue URL: %v", err)
 	}
 	query := u.Query()
+	if u.Scheme == "sqlite" {
+		path := sqlitePath(u)
+		if err := checkSQLiteDir(path); err != nil {
+			return err
+		}
+		if _, err := os.Stat(path); *status && err != nil && path != ":memory:" {
+			// Opening would create the file: --status changes nothing.
+			latest, err := sqlqueue.LatestSchemaVersion(sqlqueue.SQLite)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(out, "schema version 0 (latest %d): no database file %s yet\n", latest, path)
+			return err
+		}
+	}
 	query.Set("setup", "false")
 	u.RawQuery = query.Encode()
 	q, err := queue.Open(ctx, u.String())
@@ -136,6 +154,21 @@ func migrateMain(ctx context.Context, args []string, out, errOut io.Writer) erro
 		target = max(recorded-*down, 0)
 	case *to >= 0:
 		target = *to
+	}
+	if target < recorded {
+		if err := refuseUnattended(s, *yes, "migrate down"); err != nil {
+			return err
+		}
+		table := cmp.Or(query.Get("table"), defaultTable)
+		drop := ""
+		if target == 0 {
+			drop = "; version 0 drops the tables and every job in them"
+		}
+		if !*yes {
+			if err := ask(s, fmt.Sprintf("Undo the migrations of tables %s from schema version %d down to %d%s?", table, recorded, target, drop)); err != nil {
+				return err
+			}
+		}
 	}
 	from, now := recorded, recorded
 	switch {
@@ -232,12 +265,14 @@ type statsJSON struct {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func failedMain(ctx context.Context, args []string, out, errOut io.Writer) error {
-	usage := "list [--queue NAME] [--limit N] [--json] | retry ID... | forget ID... | flush [--queue NAME]  [--dsn URL]"
-	fs, dsn := newFlags("failed", usage, errOut)
+func failedMain(ctx context.Context, args []string, s stdio) error {
+	out := s.out
+	usage := "list [--queue NAME] [--limit N] [--json] | retry ID... | forget ID... | flush [--queue NAME] [--yes]  [--dsn URL]"
+	fs, dsn := newFlags("failed", usage, s.errOut)
 	queueName := fs.String("queue", "", "only this queue (list and flush)")
 	limit := fs.Int("limit", 50, "how many to list")
 	asJSON := fs.Bool("json", false, "list: print JSON, one object per job")
+	yes := fs.Bool("yes", false, "flush: do not ask for confirmation")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -255,6 +290,11 @@ func failedMain(ctx context.Context, args []string, out, errOut io.Writer) error
 	case "list", "flush":
 		if len(ids) > 0 {
 			return usagef("%s takes no job IDs, got %q", action, ids)
+		}
+		if action == "flush" {
+			if err := refuseUnattended(s, *yes, "flush dead letters"); err != nil {
+				return err
+			}
 		}
 	default:
 		fs.Usage()
@@ -285,6 +325,15 @@ func failedMain(ctx context.Context, args []string, out, errOut io.Writer) error
 		}
 		return tw.Flush()
 	case "flush":
+		if !*yes {
+			what := "every queue"
+			if *queueName != "" {
+				what = "queue " + *queueName
+			}
+			if err := ask(s, "Delete every dead letter of "+what+"?"); err != nil {
+				return err
+			}
+		}
 		n, err := q.FlushDead(ctx, *queueName)
 		if err != nil {
 			return err
@@ -331,8 +380,8 @@ func purgeMain(ctx context.Context, args []string, s stdio) error {
 		fs.Usage()
 		return usagef("name one queue with --queue, or pass --all, and no arguments")
 	}
-	if !*yes && !s.inTerminal {
-		return usagef("refusing to purge without --yes: standard input is not a terminal to confirm on")
+	if err := refuseUnattended(s, *yes, "purge"); err != nil {
+		return err
 	}
 	q, err := openExisting(ctx, *dsn)
 	if err != nil {
@@ -348,10 +397,8 @@ func purgeMain(ctx context.Context, args []string, s stdio) error {
 		what = "every queue"
 	}
 	if !*yes {
-		fmt.Fprintf(s.errOut, "Delete the waiting jobs (%d not yet finished, running ones are kept) of %s? [y/N] ", n, what)
-		answer, _ := bufio.NewReader(s.in).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			return errors.New("not confirmed: nothing deleted")
+		if err := ask(s, fmt.Sprintf("Delete the waiting jobs (%d not yet finished, running ones are kept) of %s?", n, what)); err != nil {
+			return err
 		}
 	}
 	deleted, err := q.Purge(ctx, *queueName)

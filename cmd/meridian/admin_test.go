@@ -50,9 +50,13 @@ func TestAdminCommandsOverSQLite(t *testing.T) {
 		}
 		return out.String()
 	}
-	migrate := func(ctx context.Context, a []string, o, e *bytes.Buffer) error { return migrateMain(ctx, a, o, e) }
+	migrate := func(ctx context.Context, a []string, o, e *bytes.Buffer) error {
+		return migrateMain(ctx, a, testIO(o, e))
+	}
 	stats := func(ctx context.Context, a []string, o, e *bytes.Buffer) error { return statsMain(ctx, a, o, e) }
-	failed := func(ctx context.Context, a []string, o, e *bytes.Buffer) error { return failedMain(ctx, a, o, e) }
+	failed := func(ctx context.Context, a []string, o, e *bytes.Buffer) error {
+		return failedMain(ctx, a, testIO(o, e))
+	}
 
 	if out := run(migrate, "--dsn", dsn); !strings.Contains(out, "schema version") {
 		t.Fatalf("migrate said %q", out)
@@ -93,10 +97,10 @@ func TestAdminCommandsOverSQLite(t *testing.T) {
 		t.Fatalf("a retried job is still listed:\n%s", out)
 	}
 	var o, e bytes.Buffer
-	if err := failedMain(ctx, []string{"forget", "--dsn", dsn, "deadbeef"}, &o, &e); err == nil {
+	if err := failedMain(ctx, []string{"forget", "--dsn", dsn, "deadbeef"}, testIO(&o, &e)); err == nil {
 		t.Fatal("forgetting a job that is no longer dead succeeded")
 	}
-	if out := run(failed, "flush", "--dsn", dsn); !strings.Contains(out, "flushed 0") {
+	if out := run(failed, "flush", "--yes", "--dsn", dsn); !strings.Contains(out, "flushed 0") {
 		t.Fatalf("flush said %q", out)
 	}
 }
@@ -121,10 +125,10 @@ func TestMigrateCommand(t *testing.T) {
 			ctx := t.Context()
 			run := func(args ...string) (string, error) {
 				var out, errOut bytes.Buffer
-				err := migrateMain(ctx, append([]string{"--dsn", dsn}, args...), &out, &errOut)
+				err := migrateMain(ctx, append([]string{"--dsn", dsn}, args...), testIO(&out, &errOut))
 				return out.String(), err
 			}
-			t.Cleanup(func() { _, _ = run("--to", "0") })
+			t.Cleanup(func() { _, _ = run("--to", "0", "--yes") })
 			n, err := sqlqueue.LatestSchemaVersion(sqlqueue.Dialect(name))
 			if err != nil {
 				t.Fatal(err)
@@ -137,10 +141,10 @@ func TestMigrateCommand(t *testing.T) {
 				{[]string{"--status"}, fmt.Sprintf("schema version 0 (latest %d)", n)},
 				{nil, fmt.Sprintf("migrated from schema version 0 to %d (latest %d)", n, n)},
 				{nil, fmt.Sprintf("tables are in place (schema version %d, latest %d)", n, n)},
-				{[]string{"--down", "1"}, fmt.Sprintf("migrated from schema version %d to %d", n, n-1)},
+				{[]string{"--down", "1", "--yes"}, fmt.Sprintf("migrated from schema version %d to %d", n, n-1)},
 			}
 			if n > 1 {
-				steps = append(steps, step{[]string{"--to", "0"}, fmt.Sprintf("migrated from schema version %d to 0", n-1)})
+				steps = append(steps, step{[]string{"--to", "0", "--yes"}, fmt.Sprintf("migrated from schema version %d to 0", n-1)})
 			}
 			steps = append(steps,
 				step{[]string{"--to", "1"}, "migrated from schema version 0 to 1"},

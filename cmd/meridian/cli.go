@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -103,8 +105,10 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // dsnForms names the accepted ways to write --dsn, for help and errors.
+// memory:// is not among them: a memory queue lives inside one process,
+// so no command can look at another's.
 const dsnForms = "sqlite://PATH or a path to a SQLite file, postgres://USER@HOST:PORT/DB, " +
-	"mysql://USER:PASS@HOST:PORT/DB or USER:PASS@tcp(HOST:PORT)/DB, redis://HOST:PORT/DB?prefix=NAME, memory://"
+	"mysql://USER:PASS@HOST:PORT/DB or USER:PASS@tcp(HOST:PORT)/DB, redis://HOST:PORT/DB?prefix=NAME"
 
 // queueURL turns what the user wrote as --dsn into a queue URL: URLs pass
 // as they are, a MySQL driver DSN (user@tcp(host:port)/db) becomes a
@@ -202,6 +206,54 @@ func redact(s string) string {
 	return s
 }
 
+// refuseUnattended refuses to do action without yes when no person can
+// answer a question on standard input: a usage error (exit 2), so that a
+// script never destroys by accident.
+func refuseUnattended(s stdio, yes bool, action string) error {
+	if !yes && !s.inTerminal {
+		return usagef("refusing to %s without --yes: standard input is not a terminal to confirm on", action)
+	}
+	return nil
+}
+
+// ask puts question to the person at the terminal and returns nil only
+// when the answer is y or yes; otherwise an error (exit 1) saying that
+// nothing changed.
+func ask(s stdio, question string) error {
+	fmt.Fprintf(s.errOut, "%s [y/N] ", question)
+	answer, _ := bufio.NewReader(s.in).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return errors.New("not confirmed: nothing changed")
+	}
+	return nil
+}
+
+// sqlitePath returns the file of a sqlite:// URL u.
+func sqlitePath(u *url.URL) string {
+	if u.Opaque != "" {
+		return u.Opaque
+	}
+	return u.Host + u.Path
+}
+
+// checkSQLiteDir fails, naming the directory, when the directory that
+// would hold the SQLite file at path does not exist: SQLite creates the
+// file, not its directory, and says only "unable to open database file".
+func checkSQLiteDir(path string) error {
+	if path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("no directory %s for the SQLite database %s (%w): create the directory first", dir, path, queue.ErrConfig)
+	case !fi.IsDir():
+		return fmt.Errorf("%s, where the SQLite database %s would go, is not a directory (%w)", dir, path, queue.ErrConfig)
+	}
+	return nil
+}
+
 // openQueue opens the queue dsn names as its driver's opener does,
 // creating its tables if missing: for the commands that write.
 func openQueue(ctx context.Context, dsn string) (queue.QueueCloser, error) {
@@ -229,10 +281,7 @@ func openExisting(ctx context.Context, dsn string) (queue.QueueCloser, error) {
 	case "memory":
 		return nil, usagef("a memory:// queue lives inside one process: this command can only look at a database (%s)", dsnForms)
 	case "sqlite":
-		path := u.Opaque
-		if path == "" {
-			path = u.Host + u.Path
-		}
+		path := sqlitePath(u)
 		if path == ":memory:" {
 			return nil, usagef("sqlite::memory: is a new empty database: this command can only look at an existing one")
 		}
@@ -263,6 +312,9 @@ const defaultTable = "meridian_jobs"
 // path has the queue's tables: opening it as a queue would switch the file
 // to WAL and, without the tables, fail after that.
 func checkSQLite(ctx context.Context, path, table, raw string) error {
+	if err := checkSQLiteDir(path); err != nil {
+		return err
+	}
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("no SQLite database %s (%w): this command creates nothing; `meridian migrate --dsn %s` creates one", path, queue.ErrConfig, raw)
 	}

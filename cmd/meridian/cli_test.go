@@ -463,7 +463,7 @@ func TestMySQLDriverDSN(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		var out, errOut bytes.Buffer
-		if err := migrateMain(context.Background(), []string{"--to", "0", "--dsn", dsn}, &out, &errOut); err != nil {
+		if err := migrateMain(context.Background(), []string{"--to", "0", "--yes", "--dsn", dsn}, testIO(&out, &errOut)); err != nil {
 			t.Errorf("dropping the test tables: %v", err)
 		}
 	})
@@ -532,4 +532,10 @@ func validJSONLines(s string) bool {
 		}
 	}
 	return true
+}
+
+// testIO is a command's streams in a test: out and errOut, and standard
+// input that is no terminal and empty, as under a script.
+func testIO(out, errOut io.Writer) stdio {
+	return stdio{out: out, errOut: errOut, in: strings.NewReader("")}
 }

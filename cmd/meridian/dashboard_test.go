@@ -181,7 +181,7 @@ func newSQLite(t *testing.T) string {
 	t.Helper()
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "jobs.db")
 	var out, errOut bytes.Buffer
-	if err := migrateMain(t.Context(), []string{"--dsn", dsn}, &out, &errOut); err != nil {
+	if err := migrateMain(t.Context(), []string{"--dsn", dsn}, testIO(&out, &errOut)); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, errOut.String())
 	}
 	return dsn

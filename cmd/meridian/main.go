@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"os/signal"
@@ -31,8 +32,9 @@ var commands = map[string]command{}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	fi, err := os.Stdin.Stat()
-	s := stdio{out: os.Stdout, errOut: os.Stderr, in: os.Stdin, inTerminal: err == nil && fi.Mode()&os.ModeCharDevice != 0}
+	// A terminal, not any character device: /dev/null is one too, and a
+	// script reading from it must not be taken for a person.
+	s := stdio{out: os.Stdout, errOut: os.Stderr, in: os.Stdin, inTerminal: isTerminal(os.Stdin)}
 	code := run(ctx, os.Args[1:], s)
 	stop()
 	os.Exit(code)
@@ -87,3 +89,6 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nRun 'meridian <command> -h' for a command's flags. The queue is --dsn or $MERIDIAN_DSN.\nExit status: 0 done, 1 failed, 2 wrong command line.")
 }
+
+// isTerminal reports whether f is a terminal a person can type into.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
