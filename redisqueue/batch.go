@@ -497,7 +497,7 @@ func (q *Queue) sweep(ctx context.Context, queues []string) {
 }
 
 // settle runs steps 2 to 4 of scripts_batch.go for every event in the
-// outboxes of queues names.
+// outboxes of queues names, and stores the pushes noted there (chain.go).
 func (q *Queue) settle(ctx context.Context, names []string) error {
 	for _, n := range names {
 		if err := q.settleQueue(ctx, n, false); err != nil {
@@ -521,15 +521,22 @@ func (q *Queue) settleQueue(ctx context.Context, name string, inCancel bool) err
 		return err
 	}
 	evs := make([]memberEvent, 0, len(m))
+	var pushes []notedPush
 	for f, v := range m {
 		seq, _ := strconv.ParseInt(f, 10, 64)
 		p, ok := unpack(v)
-		if !ok || len(p) != 4 {
-			q.log.Warn("redisqueue: an unreadable batch event dropped", "queue", name, "event", v)
+		switch {
+		case ok && len(p) == 4:
+			evs = append(evs, memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]})
+		case ok && len(p) == 2+pushFields && p[1] == pushMark:
+			pushes = append(pushes, notedPush{field: f, seq: seq, guard: p[0], fields: p[2:]})
+		default:
+			q.log.Warn("redisqueue: an unreadable outbox event dropped", "queue", name, "event", v)
 			q.rdb.HDel(ctx, out, f)
-			continue
 		}
-		evs = append(evs, memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]})
+	}
+	if err := q.deliver(ctx, out, pushes); err != nil {
+		return err
 	}
 	slices.SortFunc(evs, func(a, b memberEvent) int { return cmp.Compare(a.seq, b.seq) })
 	var order []string
@@ -597,7 +604,7 @@ func (q *Queue) follow(ctx context.Context, st batchState, inCancel bool) error 
 }
 
 // pushCallback pushes batch bid's callback job j for ev, once whatever the
-// retries (pushCallbackScript).
+// retries (pushOnceScript).
 func (q *Queue) pushCallback(ctx context.Context, bid string, ev driver.BatchEvent, j queue.Job) error {
 	if j.ID == "" {
 		j.ID = driver.NewID()
@@ -612,7 +619,7 @@ func (q *Queue) pushCallback(ctx context.Context, bid string, ev driver.BatchEve
 		return err
 	}
 	args = append(args, batchRetention.Milliseconds())
-	return pushCallbackScript.Run(ctx, q.rdb, ks.keys, args...).Err()
+	return pushOnceScript.Run(ctx, q.rdb, ks.keys, args...).Err()
 }
 
 // cancelMembers cancels the pending members of batch bid, a chunk at a

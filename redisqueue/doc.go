@@ -55,9 +55,10 @@
 //	base:seq     counter: the insertion sequence
 //	base:stats   hash: done, retried, dead, cancelled: totals since the queue began
 //	base:bout    hash: the outbox, sequence -> a batch member's outcome not yet
-//	             known applied to its batch
-//	base:once    sorted set: batch callbacks pushed to this queue (batch ID and
-//	             event), scored by when, kept for the batch retention
+//	             known applied to its batch, or a chain's next job for another
+//	             queue not yet known stored
+//	base:once    sorted set: guards of the pushes made through an outbox into
+//	             this queue, scored by when, kept for the batch retention
 //
 // A batch's keys share {prefix:%B:id} (its id escaped as a queue name is;
 // "%B" is in no queue's escaped name): the record (a hash of its name,
@@ -65,7 +66,8 @@
 // state and queue) and :p, :d, :f, :c (the member IDs by state). A member's
 // outcome crosses from its queue's slot to its batch's in steps, each one
 // script in one slot and safe to run again; scripts_batch.go and
-// docs/drivers.md say which and what a reader sees in between.
+// docs/drivers.md say which and what a reader sees in between. A chain
+// step's next job for another queue crosses the same way (chain.go).
 //
 // # Atomicity
 //

@@ -221,7 +221,8 @@ func lostErr(doing string) error {
 // outcome (Completion.Batch) reaches its batch in the steps of
 // scripts_batch.go, run before Complete returns; should they fail after
 // the outcome was recorded, the outcome stands (its error is nil) and a
-// later reservation from the queue finishes them (docs/drivers.md).
+// later reservation from the queue finishes them (docs/drivers.md). So
+// does a push into another queue than the job's (chain.go).
 func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	doing := fmt.Sprintf("completing %d jobs", len(starts)+len(outs))
 	if err := ctxErr(ctx, doing); err != nil {
@@ -245,6 +246,7 @@ func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driv
 	nAt := len(args)
 	args = append(args, 0)
 	var sentOuts []int
+	crosses := make([]bool, len(outs)) // a push of outs[i] goes to another queue
 	for i, o := range outs {
 		name, ok := leaseQueue(o.Lease.Token)
 		if !ok {
@@ -272,6 +274,7 @@ func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driv
 			if p.ID == "" {
 				p.ID = driver.NewID()
 			}
+			crosses[i] = crosses[i] || q.base(p.QueueName()) != q.base(name)
 			var err error
 			if args, err = q.pushArgs(args, ks, &p); err != nil {
 				return nil, nil, wrap(doing, err)
@@ -306,7 +309,7 @@ func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driv
 		i := sentOuts[k]
 		switch c, _ := x.(int64); c {
 		case 1:
-			if outs[i].Batch != "" {
+			if outs[i].Batch != "" || crosses[i] {
 				name, _ := leaseQueue(outs[i].Lease.Token)
 				noted = append(noted, name)
 			}

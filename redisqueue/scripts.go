@@ -225,7 +225,9 @@ return out
 // the pushes). A batch member's done, failed or cancelled outcome is also
 // noted in its queue's outbox (scripts_batch.go). It returns the indexes
 // (from 1) of the lost starts and a status per outcome: 1 recorded, 0
-// lease lost, 2 unknown outcome.
+// lease lost, 2 unknown outcome. A push into the job's own queue is
+// stored by the script; one into another queue (another slot on a
+// Cluster) is noted in the outbox and stored by the next step (chain.go).
 var completeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, qset = KEYS[1], KEYS[2]
 local now = now_ms()
@@ -282,8 +284,12 @@ for o = 1, no do
     if oc == 0 or oc == 2 then
       for p = 0, np - 1 do
         local pi = first + p * ` + itoa(pushFields) + `
-        local st, _, ready = push_one(ids, qset, now, pi)
-        if ready then woke[ARGV[pi+1]] = true end
+        if KEYS[tonumber(ARGV[pi+2])] == B then
+          local st, _, ready = push_one(ids, qset, now, pi)
+          if ready then woke[ARGV[pi+1]] = true end
+        else
+          note_push(ids, B, id .. ':' .. tok .. ':' .. p, pi)
+        end
       end
     end
   end

@@ -30,7 +30,7 @@ import "github.com/redis/go-redis/v9"
 
 // batchPrelude is the helpers of the queue-side scripts that note a batch
 // member's outcome.
-const batchPrelude = `
+var batchPrelude = `
 -- pack joins strings as <length>:<bytes> each, so that any bytes survive.
 local function pack(...)
   local t = {}
@@ -52,6 +52,23 @@ end
 local function note_member(B, bid, id, oc, reason)
   local n = redis.call('INCR', B..':seq')
   redis.call('HSET', B..':bout', int(n), pack(bid, id, tostring(oc), reason))
+end
+-- note_push records, in queue B's outbox, the push whose pushFields start
+-- at ARGV[i] (its base index left out: the queue's name finds it), under
+-- guard, the completed job's ID, lease token and the push's place. A job
+-- whose ID an active job holds now is skipped here, as push_one would
+-- skip it, so that the decision is the completing script's.
+local function note_push(ids, B, guard, i)
+  local old = redis.call('HGET', ids, ARGV[i])
+  if old then
+    local ost = redis.call('HGET', old..':j:'..ARGV[i], 'st')
+    if ost and ost ~= 'd' then return end
+  end
+  local f = {guard, '\0push'}
+  for k = 0, ` + itoa(pushFields) + ` - 1 do f[#f+1] = ARGV[i+k] end
+  f[5] = ''
+  local n = redis.call('INCR', B..':seq')
+  redis.call('HSET', B..':bout', int(n), pack(unpack(f)))
 end
 -- noted reports whether queue B's outbox holds an event of job id.
 local function noted(B, id)
@@ -295,14 +312,15 @@ end
 return n
 `)
 
-// pushCallbackScript pushes a batch's callback job once (step 3): KEYS =
-// ids, queues, the callback queue's base; ARGV = channel, guard (batch ID
-// and event), then the job's pushFields. The guard stays in <base>:once
-// for the batch retention (ARGV[3+pushFields]) so that a push run again
-// after its batch's mark survived a crash stores nothing. It returns 1
-// when it pushed (or found an active job of the ID), 0 when the guard was
-// there.
-var pushCallbackScript = redis.NewScript(prelude + `
+// pushOnceScript pushes a job once, whatever the retries: a batch's
+// callback (step 3) or a chain's next step noted in an outbox (chain.go).
+// KEYS = ids, queues, the job's queue's base; ARGV = channel, guard (a
+// batch's ID and event, or the completed job's lease and the push's
+// place), then the job's pushFields, then the guard's retention in ms.
+// The guard stays in <base>:once for that long so that a push run again
+// after a crash stores nothing. It returns 1 when it pushed (or found an
+// active job of the ID), 0 when the guard was there.
+var pushOnceScript = redis.NewScript(prelude + `
 local ids, qset, B = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
 local keep = tonumber(ARGV[3 + ` + itoa(pushFields) + `])

@@ -1,0 +1,70 @@
+package redisqueue
+
+import (
+	"cmp"
+	"context"
+	"slices"
+)
+
+// A chain needs no keys of its own: a step's next job (or its catch job)
+// rides in the Completion that finishes the step (queue.Chain). When the
+// next job goes to the step's own queue, the completing script stores it
+// with the outcome. When it goes to another queue, which on Redis Cluster
+// is another hash slot, it crosses as a batch member's outcome does
+// (scripts_batch.go), in two steps:
+//
+//  1. the outcome and the push noted in the step queue's outbox, under a
+//     guard naming the step's lease and the push's place, in the
+//     completing script;
+//  2. the job stored in its queue unless the guard is in that queue's
+//     <base>:once (pushOnceScript), then the note deleted.
+//
+// Complete runs both before it returns; a process killed between them
+// leaves the note, and the next reservation from the step's queue stores
+// the job, once.
+
+// pushMark is the second field of a push noted in an outbox (a job ID
+// cannot be it: IDs have no NUL).
+const pushMark = "\x00push"
+
+// guardRetention is how long a guard of a noted push is kept: a note
+// retried later than that would push its job again.
+const guardRetention = batchRetention
+
+// notedPush is a push noted in an outbox by the completing script: the
+// guard and the job's pushFields, its base index left out.
+type notedPush struct {
+	field  string
+	seq    int64
+	guard  string
+	fields []string
+}
+
+// deliver stores each push noted in the outbox out, in the order noted,
+// once whatever the retries, and deletes its note.
+func (q *Queue) deliver(ctx context.Context, out string, pushes []notedPush) error {
+	slices.SortFunc(pushes, func(a, b notedPush) int { return cmp.Compare(a.seq, b.seq) })
+	for _, p := range pushes {
+		ks := newKeyset(q.ids, q.queues)
+		args := make([]any, 0, 3+pushFields)
+		args = append(args, q.wake, p.guard)
+		for i, f := range p.fields {
+			if i == 2 { // the base index
+				args = append(args, ks.of(q.base(p.fields[1])))
+				continue
+			}
+			args = append(args, f)
+		}
+		args = append(args, guardRetention.Milliseconds())
+		if err := pushOnceScript.Run(ctx, q.rdb, ks.keys, args...).Err(); err != nil {
+			return err
+		}
+		if err := q.batchSweep.step("push-stored"); err != nil {
+			return err
+		}
+		if err := q.rdb.HDel(ctx, out, p.field).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
