@@ -14,7 +14,8 @@ import (
 // first, so a script never stops after its first write.
 //
 // The per-queue state counts are the cardinalities of the state sets
-// (ready, sched, run, dead), which the same scripts change with the job;
+// (ready, sched, run, dead), which the same scripts change with the job
+// (a scheduled job is in sched, by time, and in sord, in claim order);
 // the cumulative totals in <queue>:stats are HINCRBY'd beside them.
 //
 // Times are milliseconds of the Redis server's clock (TIME), so every
@@ -46,13 +47,21 @@ local function enqueue(B, id, jk, av, now)
     return true
   end
   redis.call('ZADD', B..':sched', int(av), id)
+  redis.call('ZADD', B..':sord', int(-tonumber(v[1])), rmember(av, tonumber(v[2]), id))
   redis.call('HSET', jk, 'st', 's')
   return false
+end
+-- unsched takes the scheduled job off its two sets: sched (by time) and
+-- sord (in claim order, for inspection's lists).
+local function unsched(B, id, jk)
+  redis.call('ZREM', B..':sched', id)
+  local v = redis.call('HMGET', jk, 'av', 'sq')
+  if v[1] then redis.call('ZREM', B..':sord', rmember(tonumber(v[1]), tonumber(v[2]), id)) end
 end
 -- unready takes the waiting (ready or scheduled) job off its set.
 local function unready(B, id, jk, st)
   if st == 's' then
-    redis.call('ZREM', B..':sched', id)
+    unsched(B, id, jk)
   else
     local v = redis.call('HMGET', jk, 'av', 'sq')
     redis.call('ZREM', B..':ready', rmember(tonumber(v[1]), tonumber(v[2]), id))
@@ -182,7 +191,7 @@ local due = redis.call('ZRANGEBYSCORE', B..':sched', '-inf', int(now), 'LIMIT', 
 -- maxmemory policy that evicts) is dropped rather than revived half made.
 for _, id in ipairs(due) do
   local jk = B..':j:'..id
-  redis.call('ZREM', B..':sched', id)
+  unsched(B, id, jk)
   local av = tonumber(redis.call('HGET', jk, 'av'))
   if av then enqueue(B, id, jk, av, now) end
 end
@@ -394,7 +403,7 @@ for _, m in ipairs(redis.call('ZRANGE', B..':ready', 0, lim - 1)) do
 end
 for _, id in ipairs(redis.call('ZRANGE', B..':sched', 0, lim - 1)) do
   local jk = B..':j:'..id
-  redis.call('ZREM', B..':sched', id)
+  unsched(B, id, jk)
   purge_one(jk, id)
   n = n + 1
 end
