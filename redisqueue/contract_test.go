@@ -45,6 +45,8 @@ var _ interface {
 	driver.Waiter
 	driver.Scheduler
 	driver.Workflows
+	driver.Inspector
+	driver.Reporter
 } = (*redisqueue.Queue)(nil)
 
 // FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix

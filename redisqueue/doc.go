@@ -18,12 +18,15 @@
 // ExtendMany, the dead letters, Len and Purge;
 // the Waiter ability, woken by pub/sub; and the Scheduler ability: named
 // leases with epochs (leader election, queue.Limiter's limits) and
-// periodic ticks claimed once, fenced by a lease's epoch; and the
+// periodic ticks claimed once, fenced by a lease's epoch; the
 // Workflows ability: batches with their callbacks pushed once (chains need
-// no ability: a step's next job rides in its Completion). It does not yet
-// have the Inspector, Controller or Reporter abilities
-// (driver.CapabilitiesOf reports them missing): the Worker runs jobs
-// without them. docs/drivers.md has the list.
+// no ability: a step's next job rides in its Completion); the Inspector
+// ability (exact counts from the sizes of the state sets, lists paged by
+// keyset on them, filters and a bounded payload search run on the
+// server) and the Reporter ability (a worker registry with expiry, run
+// metrics written a second's worth at a time). It does not yet have the
+// Controller ability (driver.CapabilitiesOf reports it missing): the
+// Worker runs jobs without it. docs/drivers.md has the list.
 //
 // # Keys
 //
@@ -38,6 +41,8 @@
 //	                  named leases (holder, expiry, epoch) and periodic records
 //	{prefix}:batches, {prefix}:bseq
 //	                  sorted set: the batches, scored by a sequence; its counter
+//	{prefix}:workers, {prefix}:seen
+//	                  the worker registry: ID -> entry (JSON); ID by last heartbeat (ms)
 //
 // A queue's keys share {prefix:queue} (the base; "%", "{" and "}" of the
 // name escaped as %25, %7B, %7D), so a script on one queue touches one
@@ -48,12 +53,15 @@
 //	             <available-at ms + 10^15, 16 digits><sequence, 16 digits><id>,
 //	             so that jobs of one priority sort by available-at, then insertion
 //	base:sched   sorted set: jobs scheduled for later, scored by available-at (ms)
+//	base:sord    sorted set: the same jobs in claim order, as base:ready holds its own,
+//	             so that inspection lists them in that order
 //	base:run     sorted set: leased jobs, scored by lease expiry (ms)
 //	base:dead    sorted set: dead letters, scored by when they died (ms)
 //	base:uniq    hash: unique key -> the active job holding it
 //	base:ufor    sorted set: unique keys held by UniqueFor, scored by the end of the hold
 //	base:seq     counter: the insertion sequence
 //	base:stats   hash: done, retried, dead, cancelled: totals since the queue began
+//	base:m:<hour> hash: run metrics of the hour's minutes (see report.go)
 //	base:bout    hash: the outbox, sequence -> a batch member's outcome not yet
 //	             known applied to its batch, or a chain's next job for another
 //	             queue not yet known stored

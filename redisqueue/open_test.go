@@ -3,6 +3,7 @@ package redisqueue_test
 import (
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestOpenURL(t *testing.T) {
 	t.Parallel()
 	rdb := client(t)
 	p := prefix(t, rdb)
-	u := url.URL{Scheme: "redis", Host: rdb.Options().Addr, Path: "/0",
+	u := url.URL{Scheme: "redis", Host: rdb.Options().Addr, Path: "/" + strconv.Itoa(rdb.Options().DB),
 		RawQuery: url.Values{"prefix": {p}, "pool_size": {"4"}, "dial_timeout": {"2s"}}.Encode()}
 	q, err := queue.Open(t.Context(), u.String())
 	if err != nil {
@@ -108,8 +109,8 @@ func TestQueueNamesWithBraces(t *testing.T) {
 }
 
 // TestCapabilities checks what the store answers it has: the core,
-// Waiter, Scheduler and Workflows; the abilities not built yet are
-// reported missing, not faked.
+// Waiter, Scheduler, Workflows, Inspector and Reporter; the abilities not
+// built yet are reported missing, not faked.
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -120,10 +121,12 @@ func TestCapabilities(t *testing.T) {
 	}
 	defer q.Close()
 	c := driver.CapabilitiesOf(q)
-	if c.Waiter == nil || c.Scheduler == nil || c.Workflows == nil {
-		t.Errorf("CapabilitiesOf has Waiter %v, Scheduler %v, Workflows %v; want all", c.Waiter != nil, c.Scheduler != nil, c.Workflows != nil)
+	for _, name := range []string{"Waiter", "Scheduler", "Workflows", "Inspector", "Reporter"} {
+		if err := c.Require(name); err != nil {
+			t.Errorf("Require(%s) = %v, want nil", name, err)
+		}
 	}
-	for _, name := range []string{"Inspector", "Controller", "Reporter"} {
+	for _, name := range []string{"Controller"} {
 		if err := c.Require(name); !errors.Is(err, queue.ErrUnsupported) {
 			t.Errorf("Require(%s) = %v, want ErrUnsupported until redisqueue has it", name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -27,7 +28,8 @@ type Queue struct {
 
 	ownsClient bool // Close closes rdb (queue.Open's queues)
 
-	waker waker
+	waker  waker
+	report reporter // run metrics not yet written (report.go)
 
 	batchSweep // batch events left by a process that stopped (batch.go)
 
@@ -107,11 +109,15 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	return q, nil
 }
 
-// Close stops the Queue's wake-up subscription and, for a Queue that
-// queue.Open opened, closes its client. Calls after Close fail.
+// Close writes the buffered run metrics (see ObserveRun), stops the
+// Queue's wake-up subscription and, for a Queue that queue.Open opened,
+// closes its client. Calls after Close fail.
 func (q *Queue) Close() error {
 	var err error
 	q.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		q.flushMetricsLogged(ctx)
+		cancel()
 		q.waker.close()
 		if q.ownsClient {
 			err = q.rdb.Close()

@@ -11,12 +11,14 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // TestRedis runs commands on a redis:// queue (the server of
 // testutil.RedisEnv, a prefix of the test's own): the ones the core
 // contract serves work through openExisting's setup=false, and one that
-// needs an ability the store lacks names it and exits 1.
+// needs an ability the store lacks names it and exits 1; stats and jobs
+// list read through the Inspector ability.
 func TestRedis(t *testing.T) {
 	t.Parallel()
 	addr := testutil.DSN(t, testutil.RedisEnv)
@@ -52,10 +54,20 @@ func TestRedis(t *testing.T) {
 	if n, err := q.Len(t.Context(), queue.DefaultQueue); err != nil || n != 0 {
 		t.Errorf("after purge Len = %d, %v; want 0", n, err)
 	}
+	if err := q.Push(t.Context(), queue.Job{ID: "cli-listed", Name: "n", Payload: []byte(`{}`)}); err != nil {
+		t.Fatalf("Push: %v", err)
+	}
 	for _, args := range [][]string{{"stats"}, {"jobs", "list"}} {
-		code, _, errOut := runCLI(t, "", append(args, "--dsn", dsn)...)
-		if code != exitFailure || !strings.Contains(errOut, "Inspector") {
-			t.Errorf("%s exited %d with %q; want exit %d naming the Inspector ability", args, code, errOut, exitFailure)
+		code, out, errOut := runCLI(t, "", append(args, "--dsn", dsn)...)
+		if code != exitOK || !strings.Contains(out, queue.DefaultQueue) {
+			t.Errorf("%s exited %d with %s%s; want exit 0 and queue %s shown", args, code, out, errOut, queue.DefaultQueue)
+		}
+	}
+	// A command whose ability the store lacks names it and exits 1.
+	if driver.CapabilitiesOf(q).Controller == nil {
+		code, _, errOut := runCLI(t, "", "pause", queue.DefaultQueue, "--dsn", dsn)
+		if code != exitFailure || !strings.Contains(errOut, "Controller") {
+			t.Errorf("pause exited %d with %q; want exit %d naming the Controller ability", code, errOut, exitFailure)
 		}
 	}
 }
