@@ -33,8 +33,10 @@ const maxPruneBatches = 20
 // lease before the lease's expiry. Folding the job counts and vacuuming
 // are safe to run from several processes at once and are not fenced.
 //
-// Workers trigger a pass through Heartbeat once per maintenance interval;
-// call Maintain yourself (for example from a ticker) in deployments that
+// Workers trigger a pass through Heartbeat once per maintenance interval,
+// and an idle Worker's Wait starts one in the background when it is due,
+// so a finished job is pruned within one maintenance interval of its
+// retention however far apart the heartbeats are; call Maintain yourself (for example from a ticker) in deployments that
 // run no Worker against the database.
 func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err error) {
 	if err := q.use(ctx); err != nil {
@@ -207,6 +209,48 @@ func (q *Queue) maintainIfDue(ctx context.Context) {
 			q.log.Warn("sqlqueue: maintenance pass failed; the next one retries", "table", q.t.raw, "err", err)
 		}
 	}
+}
+
+// maintainInBackground starts a maintenance pass on a goroutine of its
+// own if one is due (as maintainIfDue) and the Queue is not closing.
+func (q *Queue) maintainInBackground() {
+	q.maintMu.Lock()
+	defer q.maintMu.Unlock()
+	bg := &q.maintBG
+	if bg.closed || bg.running || time.Since(q.lastMaint) < q.cfg.maintainEvery {
+		return
+	}
+	q.lastMaint = time.Now()
+	// The pass bounds itself to its lease (Maintain); this only stops it
+	// at Close.
+	ctx, cancel := context.WithCancel(context.Background())
+	bg.cancel, bg.running = cancel, true
+	bg.wg.Add(1)
+	go func() {
+		defer bg.wg.Done()
+		defer func() {
+			cancel()
+			q.maintMu.Lock()
+			bg.cancel, bg.running = nil, false
+			q.maintMu.Unlock()
+		}()
+		if _, _, err := q.Maintain(ctx); err != nil && ctx.Err() == nil {
+			q.log.Warn("sqlqueue: maintenance pass failed; the next one retries", "table", q.t.raw, "err", err)
+		}
+	}()
+}
+
+// closeMaintenance stops a pass maintainInBackground started and waits
+// for it; no pass starts after it.
+func (q *Queue) closeMaintenance() {
+	q.maintMu.Lock()
+	bg := &q.maintBG
+	bg.closed = true
+	if bg.cancel != nil {
+		bg.cancel()
+	}
+	q.maintMu.Unlock()
+	bg.wg.Wait()
 }
 
 // pruneBatches deletes up to maxPruneBatches rounds of 100 batches that

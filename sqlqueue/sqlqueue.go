@@ -198,7 +198,15 @@ type Queue struct {
 
 	maintMu   sync.Mutex
 	lastMaint time.Time
-	holder    string
+	// maintBG is the pass an idle Wait started (maintainInBackground):
+	// Close cancels it and waits.
+	maintBG struct {
+		cancel  context.CancelFunc // of the running pass; nil when none
+		running bool
+		closed  bool
+		wg      sync.WaitGroup
+	}
+	holder string
 
 	closeDB func() error
 	// direct, when set, runs the hottest reads (the PostgreSQL claim) on
@@ -299,6 +307,7 @@ func (q *Queue) Close() error {
 	defer cancel()
 	q.waitAnnounced()
 	q.closeVacuum()
+	q.closeMaintenance()
 	err := q.FlushMetrics(ctx)
 	if q.closeDB != nil {
 		err = errors.Join(err, q.closeDB())
@@ -642,6 +651,10 @@ func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) er
 	if ready {
 		return nil
 	}
+	// An idle worker beats its heartbeat (and so Maintain) only every
+	// heartbeat interval; its Waits keep retention to the maintenance
+	// interval when that is shorter.
+	q.maintainInBackground()
 	t := time.NewTimer(max)
 	defer t.Stop()
 	select {
