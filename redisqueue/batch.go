@@ -548,30 +548,38 @@ func (q *Queue) settleQueue(ctx context.Context, name string, inCancel bool) err
 		byBatch[e.batch] = append(byBatch[e.batch], e)
 	}
 	for _, bid := range order {
-		es := byBatch[bid]
-		args := []any{batchRetention.Milliseconds()}
-		fields := make([]string, len(es))
-		for i, e := range es {
-			args = append(args, e.job, e.outcome, e.reason)
-			fields[i] = e.field
-		}
-		v, err := applyBatchScript.Run(ctx, q.rdb, []string{q.batchBase(bid)}, args...).Slice()
-		if err != nil {
-			return err
-		}
-		if err := q.batchSweep.step("events-applied"); err != nil {
-			return err
-		}
-		if st, ok := decodeBatch(v); ok { // an unknown batch's events are dropped
-			if err := q.follow(ctx, st, inCancel); err != nil {
+		for es := range slices.Chunk(byBatch[bid], memberChunk) {
+			if err := q.applyEvents(ctx, out, bid, es, inCancel); err != nil {
 				return err
 			}
 		}
-		if err := q.rdb.HDel(ctx, out, fields...).Err(); err != nil {
+	}
+	return nil
+}
+
+// applyEvents applies es, events of batch bid from the outbox out, in one
+// script of the batch's slot, does what the batch then has to do, and
+// deletes the events.
+func (q *Queue) applyEvents(ctx context.Context, out, bid string, es []memberEvent, inCancel bool) error {
+	args := []any{batchRetention.Milliseconds()}
+	fields := make([]string, len(es))
+	for i, e := range es {
+		args = append(args, e.job, e.outcome, e.reason)
+		fields[i] = e.field
+	}
+	v, err := applyBatchScript.Run(ctx, q.rdb, []string{q.batchBase(bid)}, args...).Slice()
+	if err != nil {
+		return err
+	}
+	if err := q.batchSweep.step("events-applied"); err != nil {
+		return err
+	}
+	if st, ok := decodeBatch(v); ok { // an unknown batch's events are dropped
+		if err := q.follow(ctx, st, inCancel); err != nil {
 			return err
 		}
 	}
-	return nil
+	return q.rdb.HDel(ctx, out, fields...).Err()
 }
 
 // follow does what batch st has to do: push each callback marked due

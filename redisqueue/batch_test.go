@@ -1,8 +1,12 @@
 package redisqueue_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,4 +320,94 @@ func TestBatchStepsResume(t *testing.T) {
 			t.Errorf("callbacks %v after the cancel, want finally alone", got)
 		}
 	})
+}
+
+// TestBatchWorkersKilledSteps runs a batch of 300 members on three
+// Workers, each on a client of its own as three processes would, one of
+// which stops the batch protocol at every third step it runs (as if killed
+// there, over and over). The others, and its own later reservations, finish
+// what it leaves: every member is counted done once, and then and finally
+// run once each.
+func TestBatchWorkersKilledSteps(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	const n = 300
+	var (
+		mu    sync.Mutex
+		ran   = map[int]int{}
+		cbs   = map[driver.BatchEvent]int{}
+		steps atomic.Int64
+	)
+	for i := range 3 {
+		h := newQueue(t, client(t), p)
+		redisqueue.SetSweepEvery(h, 20*time.Millisecond)
+		if i == 0 {
+			redisqueue.SetBatchHook(h, func(string) error {
+				if steps.Add(1)%3 == 0 {
+					return errKilled
+				}
+				return nil
+			})
+		}
+		w := queue.NewWorker(h).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb").Poll(20 * time.Millisecond).Concurrency(4)
+		queue.Handle(w, func(ctx context.Context, m member) error {
+			mu.Lock()
+			ran[m.N]++
+			mu.Unlock()
+			return nil
+		})
+		queue.Handle(w, func(ctx context.Context, _ callback) error {
+			j, _ := queue.JobFromContext(ctx)
+			mu.Lock()
+			cbs[driver.BatchEvent(j.Meta[queue.MetaBatchEvent])]++
+			mu.Unlock()
+			return nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- w.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("Worker.Run: %v", err)
+			}
+		})
+	}
+	q := newQueue(t, rdb, p)
+	id, err := queue.DispatchBatch(t.Context(), q, protoBatch(t, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		in, err := q.GetBatch(t.Context(), id)
+		mu.Lock()
+		defer mu.Unlock()
+		return err == nil && in.Done == n && cbs[driver.BatchThen] > 0 && cbs[driver.BatchFinally] > 0 &&
+			outbox(t, q, "bm") == 0
+	}, "the batch to finish and its callbacks to run")
+	// Callbacks pushed by a sweep still running would show within a poll.
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		n, err := q.Len(t.Context(), "")
+		return err == nil && n == 0
+	}, "the queues to drain")
+	if k := steps.Load(); k < 3 {
+		t.Errorf("the killed process ran %d steps: the test killed none", k)
+	} else {
+		t.Logf("the killed process was stopped at %d of its %d steps", k/3, k)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != n {
+		t.Errorf("%d members ran, want %d", len(ran), n)
+	}
+	for m, c := range ran {
+		if c != 1 {
+			t.Errorf("member %d ran %d times, want once", m, c)
+		}
+	}
+	if cbs[driver.BatchThen] != 1 || cbs[driver.BatchFinally] != 1 || cbs[driver.BatchCatch] != 0 {
+		t.Errorf("callbacks ran %v, want then and finally once each", cbs)
+	}
+	wantCounts(t, "at the end", getInfo(t, q, id), 0, n, 0, 0)
 }
