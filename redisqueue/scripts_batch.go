@@ -27,6 +27,10 @@ import "github.com/redis/go-redis/v9"
 // returns; one killed between two steps leaves the event in the outbox,
 // and any process that reserves from the queue later runs the steps again
 // (Queue.sweep).
+//
+// Any other script that ends a job (a cancel, a bulk action) counts a
+// member in its batch the same way: note_member(B, batch_of(jk), id, 3,
+// '') beside the job's change, then Queue.settle on the job's queue.
 
 // batchPrelude is the helpers of the queue-side scripts that note a batch
 // member's outcome.
