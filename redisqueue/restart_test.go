@@ -18,11 +18,12 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-// privateRedis starts a redis-server of the test's own, keeping nothing on
-// disk, on a free port picked at random in 20000-29999. It returns the
-// address and a restart that kills the server (SIGKILL, a crash) and
-// starts it again on the same port, empty.
-func privateRedis(t *testing.T) (addr string, restart func()) {
+// privateRedis starts a redis-server of the test's own on a free port
+// picked at random in 20000-29999, with conf as its configuration
+// arguments (default: keep nothing on disk). It returns the address and a
+// restart that kills the server (SIGKILL, a crash) and starts it again on
+// the same port and directory: empty, or with what its persistence kept.
+func privateRedis(t *testing.T, conf ...string) (addr string, restart func()) {
 	t.Helper()
 	testutil.NeedPrograms(t, "the Redis restart test", "redis-server")
 	var port int
@@ -41,14 +42,16 @@ func privateRedis(t *testing.T) (addr string, restart func()) {
 	dir := t.TempDir()
 	var cmd *exec.Cmd
 	start := func() {
-		cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--save", "", "--appendonly", "no", "--dir", dir)
+		if len(conf) == 0 {
+			conf = []string{"--save", "", "--appendonly", "no"}
+		}
+		cmd = exec.Command("redis-server", append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir}, conf...)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting redis-server: %v", err)
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		defer rdb.Close()
-		testutil.Eventually(t, 10*time.Second, func() bool { return rdb.Ping(t.Context()).Err() == nil },
+		testutil.Eventually(t, 30*time.Second, func() bool { return rdb.Ping(t.Context()).Err() == nil },
 			"redis-server on %s did not answer", addr)
 	}
 	stop := func() {
