@@ -647,13 +647,13 @@ func (q *Queue) cancelMembers(ctx context.Context, bid string) error {
 		for i := 0; i+1 < len(pairs); i += 2 {
 			if byQueue[pairs[i+1]] == nil {
 				names = append(names, pairs[i+1])
-				byQueue[pairs[i+1]] = []any{bid}
+				byQueue[pairs[i+1]] = []any{bid, time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap}
 			}
 			byQueue[pairs[i+1]] = append(byQueue[pairs[i+1]], pairs[i])
 		}
 		noted := 0
 		for _, n := range names {
-			k, err := cancelMembersScript.Run(ctx, q.rdb, []string{q.ids, q.base(n)}, byQueue[n]...).Int()
+			k, err := cancelMembersScript.Run(ctx, q.rdb, []string{q.ids, q.base(n), q.cancelsKey()}, byQueue[n]...).Int()
 			if err != nil {
 				return err
 			}

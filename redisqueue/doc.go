@@ -16,7 +16,7 @@
 // nothing), Reserve and ReserveUnstarted under leases with tokens,
 // Complete with the start marks and every outcome and its pushes,
 // ExtendMany, the dead letters, Len and Purge;
-// the Waiter ability, woken by pub/sub; and the Scheduler ability: named
+// the Waiter ability, woken by pub/sub; the Scheduler ability: named
 // leases with epochs (leader election, queue.Limiter's limits) and
 // periodic ticks claimed once, fenced by a lease's epoch; the
 // Workflows ability: batches with their callbacks pushed once (chains need
@@ -24,9 +24,12 @@
 // ability (exact counts from the sizes of the state sets, lists paged by
 // keyset on them, filters and a bounded payload search run on the
 // server) and the Reporter ability (a worker registry with expiry, run
-// metrics written a second's worth at a time). It does not yet have the
-// Controller ability (driver.CapabilitiesOf reports it missing): the
-// Worker runs jobs without it. docs/drivers.md has the list.
+// metrics written a second's worth at a time). Of the Controller ability
+// it has pause and resume (checked inside the reservation script) and
+// cancel of waiting and running jobs (a running job's lease goes to a
+// cancel log that its Worker polls through CancelledSince), not yet the
+// bulk actions, so driver.CapabilitiesOf reports it missing: the Worker
+// runs jobs without it. docs/drivers.md has the list.
 //
 // # Keys
 //
@@ -37,6 +40,10 @@
 //	{prefix}:ids      hash: job ID -> the base of the queue that holds it (active and dead jobs)
 //	{prefix}:queues   set: every queue name pushed to
 //	{prefix}:wake     pub/sub channel: a queue name, when a job became ready on it
+//	                  (or its queue was resumed)
+//	{prefix}:paused   set: the paused queues' names
+//	{prefix}:cancels  sorted set: leases of jobs cancelled while running, scored by
+//	                  when (ms, the cancelling process's clock); members <id>NUL<token>
 //	{prefix}:lease:<name>, {prefix}:periodic:<name>, {prefix}:periodics
 //	                  named leases (holder, expiry, epoch) and periodic records
 //	{prefix}:batches, {prefix}:bseq
@@ -60,6 +67,7 @@
 //	base:uniq    hash: unique key -> the active job holding it
 //	base:ufor    sorted set: unique keys held by UniqueFor, scored by the end of the hold
 //	base:seq     counter: the insertion sequence
+//	base:paused  string: present while the queue is paused
 //	base:stats   hash: done, retried, dead, cancelled: totals since the queue began
 //	base:m:<hour> hash: run metrics of the hour's minutes (see report.go)
 //	base:bout    hash: the outbox, sequence -> a batch member's outcome not yet

@@ -181,7 +181,8 @@ return out
 // promote limit, and "peek" to lease nothing and return the best n
 // members of ready with their scores instead. Due scheduled jobs and jobs whose lease expired move to
 // ready first; an expired one keeps its available-at and sequence, so its
-// place, and is marked recovered.
+// place, and is marked recovered. A paused queue (<base>:paused) then
+// leases, and peeks, nothing.
 var reserveScript = redis.NewScript(prelude + `
 local B = KEYS[1]
 local now = now_ms()
@@ -206,6 +207,8 @@ for _, id in ipairs(gone) do
     enqueue(B, id, jk, av, now)
   end
 end
+-- A paused queue (Pause) leases nothing, and a peek finds nothing in it.
+if redis.call('EXISTS', B..':paused') == 1 then return {} end
 if ARGV[7] == 'peek' then
   return redis.call('ZRANGE', B..':ready', 0, n - 1, 'WITHSCORES')
 end
@@ -331,38 +334,21 @@ return lost
 // retryDeadScript moves a dead letter back to ready: KEYS = ids; ARGV =
 // id, channel. It returns {1} when moved, {0} when id is not a dead
 // letter, {2, holder} when its unique key is held by another active job.
-var retryDeadScript = redis.NewScript(prelude + `
-local ids, id = KEYS[1], ARGV[1]
-local B = redis.call('HGET', ids, id)
-if not B then return {0} end
-local jk = B..':j:'..id
-local v = redis.call('HMGET', jk, 'st', 'uk', 'q')
-if v[1] ~= 'd' then return {0} end
-if v[2] then
-  local holder = redis.call('HGET', B..':uniq', v[2])
-  if holder and holder ~= id then return {2, holder} end
-  redis.call('HSET', B..':uniq', v[2], id)
+// ActOn's bulkScript shares its retry_dead (scripts_control.go).
+var retryDeadScript = redis.NewScript(prelude + batchPrelude + controlLua + `
+local code, v = retry_dead(KEYS[1], ARGV[1], now_ms())
+if code == 1 then
+  redis.call('PUBLISH', ARGV[2], v)
+  return {1}
 end
-local now = now_ms()
-redis.call('ZREM', B..':dead', id)
-redis.call('HDEL', jk, 'dd')
-redis.call('HSET', jk, 'a', 0, 'av', int(now))
-enqueue(B, id, jk, now, now)
-redis.call('PUBLISH', ARGV[2], v[3])
-return {1}
+if code == 2 then return {2, v} end
+return {0}
 `)
 
 // forgetDeadScript deletes a dead letter: KEYS = ids; ARGV = id. It
 // returns 1 when deleted, 0 when id is not a dead letter.
-var forgetDeadScript = redis.NewScript(prelude + `
-local ids, id = KEYS[1], ARGV[1]
-local B = redis.call('HGET', ids, id)
-if not B then return 0 end
-local jk = B..':j:'..id
-if redis.call('HGET', jk, 'st') ~= 'd' then return 0 end
-redis.call('ZREM', B..':dead', id)
-drop(ids, B, jk, id)
-return 1
+var forgetDeadScript = redis.NewScript(prelude + batchPrelude + controlLua + `
+return forget_dead(KEYS[1], ARGV[1])
 `)
 
 // flushDeadScript deletes up to limit dead letters of one queue: KEYS =

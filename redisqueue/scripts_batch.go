@@ -288,21 +288,30 @@ return out
 `)
 
 // cancelMembersScript cancels members of a cancelled batch in one queue
-// (step 1 of their cancel): KEYS = ids, base; ARGV = batch ID, then
-// member IDs. A waiting or running member is deleted (a running one's
-// lease is then lost) and noted cancelled in the outbox; a member whose
-// job is gone with no event in the outbox (its push never happened: a
-// dispatch cut short) is noted cancelled too; a dead or finished one is
-// left to its own event. It returns how many it noted.
-var cancelMembersScript = redis.NewScript(prelude + batchPrelude + `
-local ids, B, bid = KEYS[1], KEYS[2], ARGV[1]
+// (step 1 of their cancel): KEYS = ids, base, the cancel log; ARGV =
+// batch ID, stamp (ms), the cancel log's keep (ms) and cap (control.go),
+// then member IDs. A waiting or running member is deleted (a running
+// one's lease is then lost, and written to the cancel log, so that its
+// Worker stops the handler as after Controller.Cancel) and noted
+// cancelled in the outbox; a member whose job is gone with no event in
+// the outbox (its push never happened: a dispatch cut short) is noted
+// cancelled too; a dead or finished one is left to its own event. It
+// returns how many it noted.
+var cancelMembersScript = redis.NewScript(prelude + batchPrelude + controlLua + `
+local ids, B, clog, bid = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
+local stamp = tonumber(ARGV[2])
 local n = 0
-for k = 2, #ARGV do
+for k = 5, #ARGV do
   local id = ARGV[k]
   local jk = B..':j:'..id
   local st = redis.call('HGET', jk, 'st')
   if st == 'r' or st == 's' or st == 'x' then
-    if st == 'x' then redis.call('ZREM', B..':run', id) else unready(B, id, jk, st) end
+    if st == 'x' then
+      redis.call('ZREM', B..':run', id)
+      log_cancel(clog, id, redis.call('HGET', jk, 'tk'), stamp)
+    else
+      unready(B, id, jk, st)
+    end
     free_key(B, jk, id)
     drop(ids, B, jk, id)
     redis.call('HINCRBY', B..':stats', 'cancelled', 1)
@@ -313,6 +322,7 @@ for k = 2, #ARGV do
     n = n + 1
   end
 end
+trim_log(clog, stamp, tonumber(ARGV[3]), tonumber(ARGV[4]))
 return n
 `)
 

@@ -124,8 +124,9 @@ func (w *waker) close() {
 // queue.Waiter). A push, retry or dead-letter retry that makes a job
 // ready wakes it through pub/sub; a job that comes due by its time wakes
 // it by a timer set to the earliest due time of the queues' scheduled
-// jobs and leases. Messages published while the subscription reconnects
-// are lost: max bounds how late such a wake-up comes.
+// jobs and leases. A paused queue has nothing due; Resume wakes its
+// Waits. Messages published while the subscription reconnects are lost:
+// max bounds how late such a wake-up comes.
 func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) error {
 	const doing = "waiting for jobs"
 	if err := ctxErr(ctx, doing); err != nil {
@@ -159,18 +160,23 @@ func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) er
 }
 
 // nextDue returns how long until a job of queues may be ready: 0 when one
-// is, a very long time when none is ready, scheduled or leased.
+// is, a very long time when none is ready, scheduled or leased. A paused
+// queue has nothing due: its Resume publishes a wake-up.
 func (q *Queue) nextDue(ctx context.Context, queues []string) (time.Duration, error) {
 	pipe := q.rdb.Pipeline()
 	now := pipe.Time(ctx)
-	type probe struct{ ready, sched, run *redis.ZSliceCmd }
+	type probe struct {
+		paused            *redis.IntCmd
+		ready, sched, run *redis.ZSliceCmd
+	}
 	probes := make([]probe, len(queues))
 	for i, n := range queues {
 		b := q.base(n)
 		probes[i] = probe{
-			ready: pipe.ZRangeWithScores(ctx, b+":ready", 0, 0),
-			sched: pipe.ZRangeWithScores(ctx, b+":sched", 0, 0),
-			run:   pipe.ZRangeWithScores(ctx, b+":run", 0, 0),
+			paused: pipe.Exists(ctx, b+":paused"),
+			ready:  pipe.ZRangeWithScores(ctx, b+":ready", 0, 0),
+			sched:  pipe.ZRangeWithScores(ctx, b+":sched", 0, 0),
+			run:    pipe.ZRangeWithScores(ctx, b+":run", 0, 0),
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -179,6 +185,9 @@ func (q *Queue) nextDue(ctx context.Context, queues []string) (time.Duration, er
 	nowMs := now.Val().UnixMilli()
 	next := int64(-1)
 	for _, p := range probes {
+		if p.paused.Val() > 0 {
+			continue // nothing is due until Resume, which wakes the Wait
+		}
 		if len(p.ready.Val()) > 0 {
 			return 0, nil
 		}
