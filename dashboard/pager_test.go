@@ -149,8 +149,8 @@ func checkPages(t *testing.T, pages [][]string, want []string, sizes ...int) {
 	}
 }
 
-// Every keyset list goes forward and back, mounted under /admin, over the
-// memory driver and over SQLite.
+// Every keyset list goes forward and back, mounted under /admin, over
+// every driver.
 func TestKeysetPagesGoBack(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -161,6 +161,7 @@ func TestKeysetPagesGoBack(t *testing.T) {
 		{"sqlite", openSQLite},
 		{"postgres", func(t *testing.T) queue.Queue { q, _ := openPostgres(t); return q }},
 		{"mysql", openMySQL},
+		{"redis", openRedisOne},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -291,7 +292,7 @@ func TestCookbookPagesGoBack(t *testing.T) {
 }
 
 // The workers page lists PageSize workers a page, forward and back, from
-// the memory driver's registry and from SQLite's.
+// the memory driver's registry, SQLite's and Redis'.
 func TestWorkersPages(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -300,6 +301,7 @@ func TestWorkersPages(t *testing.T) {
 	}{
 		{"memory", func(*testing.T) queue.Queue { return memqueue.New() }},
 		{"sqlite", openSQLite},
+		{"redis", openRedisOne},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -59,11 +59,22 @@ func openPostgres(t *testing.T) (a, b queue.Queue) {
 	return a, b
 }
 
-// Two worker processes over one PostgreSQL, each replica with its own
-// dashboard: both dashboards show the same figures, summed over both
-// workers.
+// Two worker processes over one PostgreSQL (or one Redis), each replica
+// with its own dashboard: both dashboards show the same figures, summed
+// over both workers.
 func TestReplicasShowTheSameNumbers(t *testing.T) {
-	qa, qb := openPostgres(t)
+	for name, open := range map[string]func(t *testing.T) (a, b queue.Queue){
+		"postgres": openPostgres,
+		"redis":    openRedis,
+	} {
+		t.Run(name, func(t *testing.T) {
+			qa, qb := open(t)
+			testReplicasShowTheSameNumbers(t, qa, qb)
+		})
+	}
+}
+
+func testReplicasShowTheSameNumbers(t *testing.T, qa, qb queue.Queue) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var handled [2]atomic.Int32
 	errc := make(chan error, 2)

@@ -38,12 +38,14 @@ func (s scanBound) ListJobs(ctx context.Context, f driver.JobFilter) (driver.Job
 
 // TestSearchSaysWhereItStopped: a bounded search that finds nothing says
 // "none among the N" and links to the next N, rather than "no jobs match",
-// and following the links reaches every match: on memqueue and on
-// SQLite, whose search reads a window of keys, then the matches.
+// and following the links reaches every match: on memqueue, on SQLite,
+// whose search reads a window of keys, then the matches, and on Redis,
+// whose search runs a chunk at a time on the server.
 func TestSearchSaysWhereItStopped(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) queue.Queue{
 		"memqueue": func(*testing.T) queue.Queue { return memqueue.New() },
 		"sqlite":   openSQLite,
+		"redis":    openRedisOne,
 	} {
 		t.Run(name, func(t *testing.T) { testSearchSaysWhereItStopped(t, open(t)) })
 	}
