@@ -229,7 +229,7 @@ func (q *Queue) counts(ctx context.Context) ([]driver.QueueCounts, error) {
 
 // QueueStats returns one entry per queue with jobs, a pause or metrics in
 // the last hour, sorted by name: the counts by state of Counts, whether
-// the queue is paused (when the Queue is a driver.Controller), and the
+// the queue is paused (see Pause), and the
 // throughput, runtime and wait of the last hour from the metrics every
 // process writes (see ObserveRun), with this process's buffered ones
 // written first.
@@ -243,11 +243,9 @@ func (q *Queue) QueueStats(ctx context.Context) ([]driver.QueueStats, error) {
 	if err != nil {
 		return nil, wrap(doing, err)
 	}
-	var paused []string
-	if c, ok := any(q).(driver.Controller); ok {
-		if paused, err = c.Paused(ctx); err != nil {
-			return nil, err
-		}
+	paused, err := q.Paused(ctx)
+	if err != nil {
+		return nil, err
 	}
 	now := time.Now()
 	points, err := q.metrics(ctx, now.Add(-statsWindow), now)

@@ -260,6 +260,27 @@ func TestInspectProductionShaped(t *testing.T) {
 	if n, err := in.DeadSince(ctx, now.Add(-time.Minute)); err != nil || n.N != dead {
 		t.Errorf("DeadSince = %+v, %v; want %d", n, err, dead)
 	}
+
+	// A paused queue says so, with its counts; one paused with no job is
+	// listed too.
+	for _, name := range []string{"bill", "idle"} {
+		if err := q.Pause(ctx, name); err != nil {
+			t.Fatalf("Pause(%s): %v", name, err)
+		}
+	}
+	stats, err := in.QueueStats(ctx)
+	if err != nil {
+		t.Fatalf("QueueStats: %v", err)
+	}
+	paused := map[string]driver.QueueStats{}
+	for _, st := range stats {
+		if st.Paused {
+			paused[st.Queue] = st
+		}
+	}
+	if len(paused) != 2 || paused["bill"].Scheduled != byName["bill"].Scheduled || paused["idle"].Ready.N != 0 {
+		t.Errorf("QueueStats paused = %+v; want bill (with its counts) and idle", paused)
+	}
 }
 
 func idsOf(jobs []driver.JobInfo) []string {
