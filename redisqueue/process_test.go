@@ -15,31 +15,15 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
-var (
-	workerOnce sync.Once
-	workerBin  string
-	workerErr  error
-)
-
-// buildBatchWorker builds testdata/batchworker once per test binary.
+// buildBatchWorker builds testdata/batchworker into t's temporary
+// directory.
 func buildBatchWorker(t *testing.T) string {
 	t.Helper()
-	workerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "batchworker")
-		if err != nil {
-			workerErr = err
-			return
-		}
-		workerBin = filepath.Join(dir, "batchworker")
-		if out, err := exec.Command("go", "build", "-o", workerBin, "./testdata/batchworker").CombinedOutput(); err != nil {
-			workerErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if workerErr != nil {
-		t.Fatalf("building testdata/batchworker: %v", workerErr)
+	bin := filepath.Join(t.TempDir(), "batchworker")
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/batchworker").CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/batchworker: %v\n%s", err, out)
 	}
-	return workerBin
+	return bin
 }
 
 // TestBatchSIGKILL runs a batch of 1,000 members on three worker
