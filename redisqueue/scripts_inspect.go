@@ -19,6 +19,10 @@ import "github.com/redis/go-redis/v9"
 // member the ID, both descending. Members compare byte by byte, as Redis
 // orders them: Lua's own < follows the server's locale.
 const listPrelude = `
+-- JFX is the fields inspection reads of a job: JF, then st and dd.
+local JFX = {unpack(JF)}
+JFX[#JFX+1] = 'st'
+JFX[#JFX+1] = 'dd'
 local function bless(a, b)
   local n = math.min(#a, #b)
   for i = 1, n do
@@ -198,20 +202,48 @@ for _, B in ipairs(KEYS) do
     srcs[#srcs+1] = ranked(B, Z, true, r)
   end
 end
+-- The sources with a job left, in a binary heap by their next key, so
+-- that a merge of many queues costs a few comparisons per job examined.
+local heap = {}
+local function hbefore(i, j) return before(heap[i].s, heap[i].m, heap[j].s, heap[j].m) end
+local function down(i)
+  while true do
+    local l, r, least = 2 * i, 2 * i + 1, i
+    if l <= #heap and hbefore(l, least) then least = l end
+    if r <= #heap and hbefore(r, least) then least = r end
+    if least == i then return end
+    heap[i], heap[least] = heap[least], heap[i]
+    i = least
+  end
+end
+for _, src in ipairs(srcs) do
+  src.s, src.m = src.peek()
+  if src.s then
+    heap[#heap+1] = src
+    local i = #heap
+    while i > 1 and hbefore(i, math.floor(i / 2)) do
+      heap[i], heap[math.floor(i / 2)] = heap[math.floor(i / 2)], heap[i]
+      i = math.floor(i / 2)
+    end
+  end
+end
 local filtered = fname ~= '' or ftag ~= '' or fsearch ~= ''
 local out, examined, ended = {}, 0, 0
 local ls, lm = '', ''
 while #out < want and examined < budget do
-  local best, bs, bm
-  for _, src in ipairs(srcs) do
-    local s, m = src.peek()
-    if s and (not best or before(s, m, bs, bm)) then best, bs, bm = src, s, m end
-  end
+  local best = heap[1]
   if not best then
     ended = 1
     break
   end
+  local bs, bm = best.s, best.m
   best.pop()
+  best.s, best.m = best.peek()
+  if not best.s then
+    heap[1] = heap[#heap]
+    heap[#heap] = nil
+  end
+  if heap[1] then down(1) end
   examined = examined + 1
   ls, lm = int(bs), bm
   local id = bm
@@ -236,11 +268,8 @@ while #out < want and examined < budget do
     if ok and fsearch ~= '' then ok = v[3] and string.find(v[3], fsearch, 1, true) ~= nil end
   end
   if ok then
-    local row = redis.call('HMGET', jk, unpack(JF))
+    local row = redis.call('HMGET', jk, unpack(JFX))
     if row[1] then
-      local extra = redis.call('HMGET', jk, 'st', 'dd')
-      row[#row+1] = extra[1]
-      row[#row+1] = extra[2]
       out[#out+1] = {examined, ls, bm, row}
     end
   end
@@ -248,26 +277,20 @@ end
 if ended == 0 then
   -- Stopped at want or budget: say whether any job is left after the
   -- last one examined.
-  ended = 1
-  for _, src in ipairs(srcs) do
-    if src.peek() then ended = 0 end
-  end
+  if not heap[1] then ended = 1 end
 end
 return {examined, ended, ls, lm, int(now), out}
 `)
 
 // getJobScript reads one job: KEYS = ids; ARGV = id. It returns {now}
 // when no job has that ID, else {now, the job's JF fields then st and dd}.
-var getJobScript = redis.NewScript(prelude + `
+var getJobScript = redis.NewScript(prelude + listPrelude + `
 local now = now_ms()
 local B = redis.call('HGET', KEYS[1], ARGV[1])
 if not B then return {int(now)} end
 local jk = B..':j:'..ARGV[1]
-local row = redis.call('HMGET', jk, unpack(JF))
+local row = redis.call('HMGET', jk, unpack(JFX))
 if not row[1] then return {int(now)} end
-local extra = redis.call('HMGET', jk, 'st', 'dd')
-row[#row+1] = extra[1]
-row[#row+1] = extra[2]
 return {int(now), row}
 `)
 
