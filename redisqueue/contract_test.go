@@ -47,6 +47,7 @@ var _ interface {
 	driver.Workflows
 	driver.Inspector
 	driver.Reporter
+	driver.Controller
 } = (*redisqueue.Queue)(nil)
 
 // FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix

@@ -140,3 +140,147 @@ func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]driver.L
 	}
 	return out, nil
 }
+
+// bulkChunk is how many jobs one bulkScript call changes.
+const bulkChunk = 500
+
+// ActOn applies a to at most limit jobs that match f, in ListJobs' order
+// (see driver.Controller): it walks the matching jobs as ListJobs does
+// (with a payload search, a chunk of examined jobs at a time, on until
+// limit jobs changed or none are left) and changes them 500 per script.
+// The script acts on a job only while it is in a state a acts on (dead
+// for retry and forget; ready, scheduled or running for cancel), so jobs
+// that moved on meanwhile are skipped, as are dead letters whose unique
+// key another active job holds. A cancel is Cancel's, job by job within
+// the script: running jobs' leases go to the cancel log, and batch
+// members are counted in their batches through their queues' outboxes,
+// settled after each script.
+func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int) (int, error) {
+	if err := driver.CheckBulk(a, f.State, limit); err != nil {
+		return 0, err
+	}
+	doing := fmt.Sprintf("bulk %s of %s jobs", a, f.State)
+	if err := ctxErr(ctx, doing); err != nil {
+		return 0, err
+	}
+	f.After, f.Limit, f.Scan = "", 0, 0
+	it, err := q.matching(f, 0)
+	if err != nil {
+		return 0, err
+	}
+	it.want = min(limit, bulkChunk)
+	total := 0
+	ids := make([]string, 0, min(limit, bulkChunk))
+	for total < limit {
+		ids = ids[:0]
+		for len(ids) < min(bulkChunk, limit-total) && it.Next(ctx) {
+			ids = append(ids, it.Job().ID)
+		}
+		if len(ids) == 0 {
+			break
+		}
+		n, err := q.actOnIDs(ctx, a, ids)
+		total += n
+		if err != nil {
+			return total, wrap(doing, err)
+		}
+	}
+	return total, it.Err()
+}
+
+// actOnIDs runs bulkScript on ids, settles the outboxes of the queues
+// whose batch members it cancelled, and reports how many jobs it
+// changed.
+func (q *Queue) actOnIDs(ctx context.Context, a driver.BulkAction, ids []string) (int, error) {
+	args := make([]any, 0, 5+len(ids))
+	args = append(args, string(a), time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap, q.wake)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	out, err := bulkScript.Run(ctx, q.rdb, []string{q.ids, q.cancelsKey()}, args...).Slice()
+	if err != nil {
+		return 0, err
+	}
+	if len(out) == 0 {
+		return 0, fmt.Errorf("the bulk script answered nothing")
+	}
+	n, _ := out[0].(int64)
+	var settle []string
+	for _, x := range out[1:] {
+		if name, _ := x.(string); name != "" {
+			settle = append(settle, name)
+		}
+	}
+	if len(settle) > 0 {
+		q.settleLogged(ctx, settle)
+	}
+	return int(n), nil
+}
+
+// CountJobs counts the jobs that match f, exact up to limit (see
+// driver.Controller). The dead letters of a queue, or of all, with no
+// name, tag or search filter are the sizes of their sets; every other
+// count walks the matching jobs as ListJobs does, up to limit plus one,
+// and a payload search examines at most 10,000 jobs (ListJobs' bound),
+// setting More when it stopped there.
+func (q *Queue) CountJobs(ctx context.Context, f driver.JobFilter, limit int) (driver.Count, error) {
+	if limit < 1 {
+		return driver.Count{}, fmt.Errorf("redisqueue: counting jobs with limit %d: %w", limit, queue.ErrBulkState)
+	}
+	doing := fmt.Sprintf("counting %s jobs", f.State)
+	if err := ctxErr(ctx, doing); err != nil {
+		return driver.Count{}, err
+	}
+	capped := func(n int64) driver.Count {
+		return driver.Count{N: min(n, int64(limit)), More: n > int64(limit)}
+	}
+	if f.State == driver.StateDead && f.Name == "" && f.Tag == "" && f.Search == "" {
+		n, err := q.deadCount(ctx, f.Queue)
+		if err != nil {
+			return driver.Count{}, wrap(doing, err)
+		}
+		return capped(n), nil
+	}
+	f.After, f.Limit, f.Scan = "", 0, 0
+	scan := 0
+	if f.Search != "" {
+		scan = searchRows
+	}
+	it, err := q.matching(f, scan)
+	if err != nil {
+		return driver.Count{}, err
+	}
+	it.want = min(limit+1, bulkChunk)
+	var n int64
+	for n <= int64(limit) && it.Next(ctx) {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return driver.Count{}, err
+	}
+	c := capped(n)
+	c.More = c.More || it.Bounded()
+	return c, nil
+}
+
+// deadCount sums the sizes of the dead sets of queueName ("" for every
+// queue), in one pipeline.
+func (q *Queue) deadCount(ctx context.Context, queueName string) (int64, error) {
+	names, err := q.names(ctx, queueName)
+	if err != nil || len(names) == 0 {
+		return 0, err
+	}
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(names))
+	for i, n := range names {
+		cmds[i] = pipe.ZCard(ctx, q.base(n)+":dead")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, c := range cmds {
+		total += c.Val()
+	}
+	return total, nil
+}

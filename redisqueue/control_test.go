@@ -206,3 +206,81 @@ func TestCancelBatchMembers(t *testing.T) {
 		t.Errorf("CancelledSince after CancelBatch = %v, want the running members' leases %v", leases, want)
 	}
 }
+
+// TestActOnChunks runs the bulk actions over more jobs than one script
+// changes (bulkChunk, 500): the limits hold across chunks, the counts
+// follow, and a bulk cancel of running jobs writes their leases to the
+// cancel log as Cancel does.
+func TestActOnChunks(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	q := newQueue(t, rdb, prefix(t, rdb))
+	ctx := t.Context()
+	const n = 1200
+	jobs := make([]queue.Job, n)
+	for i := range jobs {
+		jobs[i] = queue.Job{ID: driver.NewID(), Queue: "bulk", Name: "n"}
+	}
+	if _, err := q.PushMany(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Reserve(ctx, []string{"bulk"}, n, time.Minute)
+	if err != nil || len(got) != n {
+		t.Fatalf("Reserve = %d jobs, %v; want %d", len(got), err, n)
+	}
+	outs := make([]driver.Completion, n)
+	for i, j := range got {
+		outs[i] = driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeFailed, Reason: "bulk"}
+	}
+	if _, errs, err := q.Complete(ctx, nil, outs); err != nil || errors.Join(errs...) != nil {
+		t.Fatalf("Complete(failed) = %v, %v", errs, err)
+	}
+
+	dead := driver.JobFilter{State: queue.StateDead, Queue: "bulk"}
+	count := func(f driver.JobFilter, limit int, want driver.Count) {
+		t.Helper()
+		if c, err := q.CountJobs(ctx, f, limit); err != nil || c != want {
+			t.Fatalf("CountJobs(%s, %d) = %+v, %v; want %+v", f.State, limit, c, err, want)
+		}
+	}
+	count(dead, 5000, driver.Count{N: n})
+	count(dead, 1000, driver.Count{N: 1000, More: true})
+	count(driver.JobFilter{State: queue.StateDead, Queue: "bulk", Name: "n"}, 5000, driver.Count{N: n})
+
+	act := func(f driver.JobFilter, a driver.BulkAction, limit, want int) {
+		t.Helper()
+		if got, err := q.ActOn(ctx, f, a, limit); err != nil || got != want {
+			t.Fatalf("ActOn(%s, %s, %d) = %d, %v; want %d", f.State, a, limit, got, err, want)
+		}
+	}
+	act(dead, driver.BulkRetry, 1100, 1100)
+	count(dead, 5000, driver.Count{N: 100})
+	ready := driver.JobFilter{State: queue.StateReady, Queue: "bulk"}
+	count(ready, 5000, driver.Count{N: 1100})
+
+	// Two of the retried jobs run; a bulk cancel of the running ones
+	// logs their leases, and one of the ready ones leaves the rest.
+	before := time.Now().Add(-time.Second)
+	running, err := q.Reserve(ctx, []string{"bulk"}, 2, time.Minute)
+	if err != nil || len(running) != 2 {
+		t.Fatalf("Reserve = %d jobs, %v; want 2", len(running), err)
+	}
+	act(driver.JobFilter{State: queue.StateRunning, Queue: "bulk"}, driver.BulkCancel, 10, 2)
+	leases, err := q.CancelledSince(ctx, before)
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("CancelledSince after a bulk cancel of 2 running jobs = %v, %v", leases, err)
+	}
+	for _, j := range running {
+		if err := testutil.Ack(ctx, q, j.Lease()); !errors.Is(err, queue.ErrLeaseLost) {
+			t.Errorf("Ack of a job cancelled in bulk: %v, want ErrLeaseLost", err)
+		}
+	}
+	act(ready, driver.BulkCancel, 5000, 1098)
+	act(dead, driver.BulkForget, 5000, 100)
+	if l, err := q.Len(ctx, "bulk"); err != nil || l != 0 {
+		t.Errorf("Len after cancelling and forgetting every job = %d, %v; want 0", l, err)
+	}
+	if c, err := rdb.HGet(ctx, "{"+q.Prefix()+":bulk}:stats", "cancelled").Int(); err != nil || c != 1100 {
+		t.Errorf("cancelled total = %d, %v; want 1100", c, err)
+	}
+}

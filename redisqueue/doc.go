@@ -24,12 +24,12 @@
 // ability (exact counts from the sizes of the state sets, lists paged by
 // keyset on them, filters and a bounded payload search run on the
 // server) and the Reporter ability (a worker registry with expiry, run
-// metrics written a second's worth at a time). Of the Controller ability
-// it has pause and resume (checked inside the reservation script) and
+// metrics written a second's worth at a time); and the Controller
+// ability: pause and resume (checked inside the reservation script),
 // cancel of waiting and running jobs (a running job's lease goes to a
-// cancel log that its Worker polls through CancelledSince), not yet the
-// bulk actions, so driver.CapabilitiesOf reports it missing: the Worker
-// runs jobs without it. docs/drivers.md has the list.
+// cancel log that its Worker polls through CancelledSince), and bulk
+// actions on the jobs a filter selects, a chunk per script.
+// docs/drivers.md has the details.
 //
 // # Keys
 //

@@ -108,9 +108,8 @@ func TestQueueNamesWithBraces(t *testing.T) {
 	}
 }
 
-// TestCapabilities checks what the store answers it has: the core,
-// Waiter, Scheduler, Workflows, Inspector and Reporter; the abilities not
-// built yet are reported missing, not faked.
+// TestCapabilities checks what the store answers it has: the core and
+// every ability, so that Missing lists none.
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -121,15 +120,13 @@ func TestCapabilities(t *testing.T) {
 	}
 	defer q.Close()
 	c := driver.CapabilitiesOf(q)
-	for _, name := range []string{"Waiter", "Scheduler", "Workflows", "Inspector", "Reporter"} {
+	for _, name := range []string{"Waiter", "Scheduler", "Workflows", "Inspector", "Reporter", "Controller"} {
 		if err := c.Require(name); err != nil {
 			t.Errorf("Require(%s) = %v, want nil", name, err)
 		}
 	}
-	for _, name := range []string{"Controller"} {
-		if err := c.Require(name); !errors.Is(err, queue.ErrUnsupported) {
-			t.Errorf("Require(%s) = %v, want ErrUnsupported until redisqueue has it", name, err)
-		}
+	if m := c.Missing(); len(m) != 0 {
+		t.Errorf("Missing() = %q, want none", m)
 	}
 }
 

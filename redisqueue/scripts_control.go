@@ -138,3 +138,40 @@ local code, was, settle = cancel_one(ids, clog, ARGV[1], now_ms(), stamp)
 if code == 1 then trim_log(clog, stamp, tonumber(ARGV[3]), tonumber(ARGV[4])) end
 return {code, was, settle}
 `)
+
+// bulkScript applies one bulk action to a chunk of jobs: KEYS = ids, the
+// cancel log; ARGV = action ("retry", "forget" or "cancel"), stamp (ms),
+// keep (ms), cap, channel, then the jobs' IDs. Jobs no longer in a state
+// the action acts on, and dead letters whose unique key another job
+// holds, are skipped. It returns how many it changed, then the queues
+// whose outbox got a cancelled batch member (to settle), and publishes
+// each queue that got a ready job.
+var bulkScript = redis.NewScript(prelude + batchPrelude + controlLua + `
+local ids, clog, action = KEYS[1], KEYS[2], ARGV[1]
+local stamp = tonumber(ARGV[2])
+local now = now_ms()
+local n, woke, settle = 0, {}, {}
+for i = 6, #ARGV do
+  local id = ARGV[i]
+  if action == 'retry' then
+    local code, qn = retry_dead(ids, id, now)
+    if code == 1 then
+      n = n + 1
+      woke[qn] = true
+    end
+  elseif action == 'forget' then
+    n = n + forget_dead(ids, id)
+  elseif action == 'cancel' then
+    local code, _, qn = cancel_one(ids, clog, id, now, stamp)
+    if code == 1 then
+      n = n + 1
+      if qn ~= '' then settle[qn] = true end
+    end
+  end
+end
+if action == 'cancel' and n > 0 then trim_log(clog, stamp, tonumber(ARGV[3]), tonumber(ARGV[4])) end
+for qn in pairs(woke) do redis.call('PUBLISH', ARGV[5], qn) end
+local out = {n}
+for qn in pairs(settle) do out[#out+1] = qn end
+return out
+`)

@@ -11,30 +11,15 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
-	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // TestRedis runs commands on a redis:// queue (the server of
 // testutil.RedisEnv, a prefix of the test's own): the ones the core
-// contract serves work through openExisting's setup=false, and one that
-// needs an ability the store lacks names it and exits 1; stats and jobs
+// contract serves work through openExisting's setup=false; stats and jobs
 // list read through the Inspector ability.
 func TestRedis(t *testing.T) {
 	t.Parallel()
-	addr := testutil.DSN(t, testutil.RedisEnv)
-	if !strings.Contains(addr, "://") {
-		addr = "redis://" + addr
-	}
-	u, err := url.Parse(addr)
-	if err != nil {
-		t.Fatalf("%s: %v", testutil.RedisEnv, err)
-	}
-	p := testutil.Name("cli")
-	v := u.Query()
-	v.Set("prefix", p)
-	u.RawQuery = v.Encode()
-	dsn := u.String()
-	t.Cleanup(func() { dropRedisKeys(t, dsn, p) })
+	dsn := redisDSN(t)
 
 	q, err := queue.Open(t.Context(), dsn)
 	if err != nil {
@@ -63,13 +48,28 @@ func TestRedis(t *testing.T) {
 			t.Errorf("%s exited %d with %s%s; want exit 0 and queue %s shown", args, code, out, errOut, queue.DefaultQueue)
 		}
 	}
-	// A command whose ability the store lacks names it and exits 1.
-	if driver.CapabilitiesOf(q).Controller == nil {
-		code, _, errOut := runCLI(t, "", "pause", queue.DefaultQueue, "--dsn", dsn)
-		if code != exitFailure || !strings.Contains(errOut, "Controller") {
-			t.Errorf("pause exited %d with %q; want exit %d naming the Controller ability", code, errOut, exitFailure)
-		}
+}
+
+// redisDSN returns a redis:// queue URL on the server of
+// testutil.RedisEnv with a prefix of the test's own, whose keys are
+// deleted when the test ends.
+func redisDSN(t *testing.T) string {
+	t.Helper()
+	addr := testutil.DSN(t, testutil.RedisEnv)
+	if !strings.Contains(addr, "://") {
+		addr = "redis://" + addr
 	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		t.Fatalf("%s: %v", testutil.RedisEnv, err)
+	}
+	p := testutil.Name("cli")
+	v := u.Query()
+	v.Set("prefix", p)
+	u.RawQuery = v.Encode()
+	dsn := u.String()
+	t.Cleanup(func() { dropRedisKeys(t, dsn, p) })
+	return dsn
 }
 
 // dropRedisKeys deletes the keys of prefix p on the server of dsn.
