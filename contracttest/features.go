@@ -1,6 +1,7 @@
 package contracttest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"maps"
@@ -450,6 +451,45 @@ func (s *suite) testPeriodicStore(t *testing.T) {
 			t.Fatalf("ClaimTick with a duplicate job = %v, %v; want true", ok, err)
 		}
 		wantLen(t, q, "per", 1)
+	})
+	checkAs(s, t, "Paused", func(t *testing.T, q queue.Queue, ps driver.Scheduler) {
+		base := time.Now().Truncate(time.Second)
+		tpl := []byte{'{', 0, 0xff, '}'} // not UTF-8: a template is bytes
+		if _, err := ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "p", Schedule: "every 1s", LastTick: base, Template: tpl}); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, "PausePeriodic of an unknown name", ps.PausePeriodic(t.Context(), "nope", true), queue.ErrNotFound)
+		for range 2 { // pausing a paused record is no error
+			if err := ps.PausePeriodic(t.Context(), "p", true); err != nil {
+				t.Fatalf("PausePeriodic: %v", err)
+			}
+		}
+		if ok, err := ps.ClaimTick(t.Context(), driver.PeriodicInfo{Name: "p", LastTick: base.Add(time.Second)}, newJob("per")); err != nil || ok {
+			t.Fatalf("ClaimTick of a paused record = %v, %v; want false", ok, err)
+		}
+		expectNone(t, q, "per")
+		// A worker that registers the record again keeps it paused.
+		if _, err := ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "p", Schedule: "every 2s", LastTick: base, Template: tpl}); err != nil {
+			t.Fatal(err)
+		}
+		list, err := ps.Periodics(t.Context())
+		if err != nil || len(list) != 1 || !list[0].Paused || !bytes.Equal(list[0].Template, tpl) || list[0].Schedule != "every 2s" {
+			t.Fatalf("Periodics = %+v, %v; want p paused, schedule every 2s, template %q", list, err, tpl)
+		}
+		if seen := list[0].Seen; time.Since(seen) > time.Minute || time.Until(seen) > time.Minute {
+			t.Errorf("Seen = %v, want about now", seen)
+		}
+		if err := ps.PausePeriodic(t.Context(), "p", false); err != nil {
+			t.Fatal(err)
+		}
+		j := newJob("per")
+		if ok, err := ps.ClaimTick(t.Context(), driver.PeriodicInfo{Name: "p", LastTick: base.Add(2 * time.Second)}, j); err != nil || !ok {
+			t.Fatalf("ClaimTick after the resume = %v, %v; want true", ok, err)
+		}
+		reserveOne(t, q, "per", j.ID, longLease)
+		if list, err := ps.Periodics(t.Context()); err != nil || list[0].Paused {
+			t.Fatalf("Periodics after the resume = %+v, %v; want p not paused", list, err)
+		}
 	})
 	if s.h.Peer != nil {
 		checkAs(s, t, "Racing", func(t *testing.T, q queue.Queue, ps driver.Scheduler) {

@@ -173,8 +173,25 @@ func (q *Queue) RegisterPeriodic(ctx context.Context, p driver.PeriodicInfo) (ti
 		m = &periodicMark{Name: p.Name, LastTick: p.LastTick}
 		q.periodics[p.Name] = m
 	}
-	m.Schedule, m.NextTick = p.Schedule, p.NextTick
+	m.Schedule, m.NextTick, m.Seen = p.Schedule, p.NextTick, q.now()
+	m.Template = slices.Clone(p.Template)
 	return m.LastTick, nil
+}
+
+// PausePeriodic sets whether the periodic job name's ticks are claimed
+// (see driver.Scheduler).
+func (q *Queue) PausePeriodic(ctx context.Context, name string, paused bool) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memqueue: pausing periodic job %s: %w", name, err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	m := q.periodics[name]
+	if m == nil {
+		return fmt.Errorf("memqueue: pausing periodic job %s: %w", name, queue.ErrNotFound)
+	}
+	m.Paused = paused
+	return nil
 }
 
 // ClaimTick records a periodic job's tick and pushes its job, both or
@@ -195,10 +212,10 @@ func (q *Queue) ClaimTick(ctx context.Context, p driver.PeriodicInfo, j queue.Jo
 	if m == nil {
 		return false, fmt.Errorf("memqueue: claiming a tick of periodic job %s: %w", p.Name, queue.ErrNotFound)
 	}
-	if !m.LastTick.Before(p.LastTick) {
+	if m.Paused || !m.LastTick.Before(p.LastTick) {
 		return false, nil
 	}
-	m.LastTick, m.NextTick, m.Schedule, m.LastJobID = p.LastTick, p.NextTick, p.Schedule, j.ID
+	m.LastTick, m.NextTick, m.Schedule, m.LastJobID, m.Seen = p.LastTick, p.NextTick, p.Schedule, j.ID, q.now()
 	if err := q.pushLocked(j, q.now()); err != nil {
 		m.LastJobID = ""
 	}
@@ -214,7 +231,9 @@ func (q *Queue) Periodics(ctx context.Context) ([]driver.PeriodicInfo, error) {
 	defer q.mu.Unlock()
 	out := make([]driver.PeriodicInfo, 0, len(q.periodics))
 	for _, m := range q.periodics {
-		out = append(out, *m)
+		p := *m
+		p.Template = slices.Clone(m.Template)
+		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b driver.PeriodicInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

@@ -28,13 +28,14 @@ const (
 	// error text.
 	MetaChainError = "meridian.chain_error"
 
-	// MetaPeriodic is the key under which a periodic job's ticks carry the
-	// periodic job's name.
-	MetaPeriodic = "meridian.periodic"
+	// MetaPeriodic is the key under which a periodic job's ticks, and its
+	// runs started by hand (which carry no tick), carry the periodic job's
+	// name.
+	MetaPeriodic = driver.MetaPeriodic
 	// MetaPeriodicTick is the key under which a periodic job's ticks carry
 	// the tick's time (RFC 3339, UTC): the time the tick was due, which the
 	// job's handler can use as "the period this run covers".
-	MetaPeriodicTick = "meridian.periodic_tick"
+	MetaPeriodicTick = driver.MetaPeriodicTick
 
 	// The Meta keys of batches (see driver.MetaBatch).
 	MetaBatch       = driver.MetaBatch

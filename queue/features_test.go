@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -380,6 +381,71 @@ func TestPeriodicRunMissed(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPeriodicPauseAndRunByHand checks the periodic controls a tool uses
+// (driver.Scheduler.PausePeriodic, driver.RunPeriodic): a paused schedule
+// enqueues no tick, also after its worker restarts and registers it again,
+// while a run by hand goes through with the job the worker would enqueue;
+// resumed, it ticks again.
+func TestPeriodicPauseAndRunByHand(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := memqueue.New()
+		got := make(chan queue.Job, 10)
+		newWorker := func() *queue.Worker {
+			w := queue.NewWorker(q).Slog(quiet)
+			queue.Handle(w, func(ctx context.Context, g Greet) error {
+				j, _ := queue.JobFromContext(ctx)
+				got <- j
+				return nil
+			})
+			if err := queue.Periodic(w, "hourly", queue.Every(time.Hour), Greet{Name: "periodic"}, queue.Priority(3)); err != nil {
+				t.Fatal(err)
+			}
+			return w
+		}
+		stop := startWorker(t, newWorker())
+		synctest.Wait()
+		if err := q.PausePeriodic(t.Context(), "hourly", true); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Hour)
+		synctest.Wait()
+		stop()
+		startWorker(t, newWorker()) // registers the paused schedule again
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		if len(got) != 0 {
+			t.Fatalf("a paused schedule enqueued %d ticks", len(got))
+		}
+		j, err := driver.RunPeriodic(t.Context(), q, "hourly")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case run := <-got:
+			var g Greet
+			if err := json.Unmarshal(run.Payload, &g); err != nil || g.Name != "periodic" || run.ID != j.ID || run.Priority != 3 ||
+				run.Meta[queue.MetaPeriodic] != "hourly" || run.Meta[queue.MetaPeriodicTick] != "" {
+				t.Errorf("the run by hand handled %+v (payload %+v, %v), want job %s of the template, meta periodic only", run, g, err, j.ID)
+			}
+		default:
+			t.Fatal("the run by hand was not handled")
+		}
+		if err := q.PausePeriodic(t.Context(), "hourly", false); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if len(got) != 1 {
+			t.Fatalf("after the resume an hour's tick enqueued %d jobs, want 1", len(got))
+		}
+		if _, err := driver.RunPeriodic(t.Context(), q, "nope"); !errors.Is(err, queue.ErrNotFound) {
+			t.Errorf("RunPeriodic of an unknown name = %v, want ErrNotFound", err)
+		}
+	})
 }
 
 func TestPeriodicValidation(t *testing.T) {

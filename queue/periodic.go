@@ -201,10 +201,18 @@ func later(a, b time.Time) time.Time {
 // (and, with RunMissed, the latest missed tick once at start).
 func (p *periodic) schedule(ctx context.Context, store driver.Scheduler, log func(msg string, args ...any)) {
 	now := time.Now()
+	// The record keeps the job a tick enqueues, so that a tool without its
+	// Go type can run it by hand (driver.RunPeriodic).
+	var tpl []byte
+	if j, err := p.build(); err == nil {
+		if tpl, err = driver.EncodePeriodicTemplate(j); err != nil {
+			log("queue: a periodic job's template is not kept; it cannot be run by hand", "periodic", p.name, "err", err)
+		}
+	}
 	var last time.Time
 	for {
 		var err error
-		last, err = store.RegisterPeriodic(ctx, driver.PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: now, NextTick: p.sched.Next(now)})
+		last, err = store.RegisterPeriodic(ctx, driver.PeriodicInfo{Name: p.name, Schedule: p.sched.String(), LastTick: now, NextTick: p.sched.Next(now), Template: tpl})
 		if err == nil {
 			break
 		}

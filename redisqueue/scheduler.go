@@ -16,7 +16,8 @@ import (
 // Named leases and periodic records live under the prefix's own tag:
 //
 //	{prefix}:lease:<name>     hash: h holder, x expiry (ms), e epoch
-//	{prefix}:periodic:<name>  hash: s schedule, l last tick, n next tick (ms), j last job ID
+//	{prefix}:periodic:<name>  hash: s schedule, l last tick, n next tick (ms), j last job ID,
+//	                          p paused ("1"), w seen (ms), t the job template
 //	{prefix}:periodics        set: the names of the periodic records
 //
 // A released or expired lease keeps its hash, so that its epoch keeps
@@ -43,16 +44,25 @@ return {1, e}
 
 // registerScript creates or refreshes a periodic record: KEYS = the
 // record, the set of names; ARGV = name, schedule, last tick ms or "",
-// next tick ms or "". It returns the record's last tick.
-var registerScript = redis.NewScript(`
+// next tick ms or "", the job template. It keeps a record's last tick and
+// paused mark, and returns the last tick.
+var registerScript = redis.NewScript(prelude + `
 local R = KEYS[1]
 if redis.call('EXISTS', R) == 0 then
-  redis.call('HSET', R, 's', ARGV[2], 'l', ARGV[3], 'n', ARGV[4], 'j', '')
+  redis.call('HSET', R, 'l', ARGV[3], 'j', '')
   redis.call('SADD', KEYS[2], ARGV[1])
-else
-  redis.call('HSET', R, 's', ARGV[2], 'n', ARGV[4])
 end
+redis.call('HSET', R, 's', ARGV[2], 'n', ARGV[4], 't', ARGV[5], 'w', int(now_ms()))
 return redis.call('HGET', R, 'l')
+`)
+
+// pausePeriodicScript sets or clears a periodic record's paused mark:
+// KEYS = the record; ARGV = "1" or "". It returns 0 when the record does
+// not exist.
+var pausePeriodicScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'p', ARGV[1])
+return 1
 `)
 
 // claimScript claims a tick and pushes its job, both or neither: KEYS =
@@ -68,11 +78,12 @@ if ARGV[a+3] ~= '' and tonumber(redis.call('HGET', F, 'e') or '0') ~= tonumber(A
 if redis.call('EXISTS', R) == 0 then return -2 end
 local last = redis.call('HGET', R, 'l')
 if last and last ~= '' and tonumber(last) >= tonumber(ARGV[a]) then return 0 end
+if redis.call('HGET', R, 'p') == '1' then return 0 end
 local now = now_ms()
 local st, _, ready = push_one(ids, qset, now, 3)
 local job = ''
 if st == 1 then job = ARGV[3] end
-redis.call('HSET', R, 'l', ARGV[a], 'n', ARGV[a+1], 's', ARGV[a+2], 'j', job)
+redis.call('HSET', R, 'l', ARGV[a], 'n', ARGV[a+1], 's', ARGV[a+2], 'j', job, 'w', int(now))
 if ready then redis.call('PUBLISH', ARGV[1], ARGV[4]) end
 return 1
 `)
@@ -142,7 +153,7 @@ func (q *Queue) RegisterPeriodic(ctx context.Context, p driver.PeriodicInfo) (ti
 		return time.Time{}, err
 	}
 	last, err := registerScript.Run(ctx, q.rdb, []string{q.periodicKey(p.Name), q.periodicsKey()},
-		p.Name, p.Schedule, msOrEmpty(p.LastTick), msOrEmpty(p.NextTick)).Text()
+		p.Name, p.Schedule, msOrEmpty(p.LastTick), msOrEmpty(p.NextTick), p.Template).Text()
 	if err != nil && err != redis.Nil {
 		return time.Time{}, wrap(doing, err)
 	}
@@ -190,6 +201,27 @@ func (q *Queue) ClaimTick(ctx context.Context, p driver.PeriodicInfo, j queue.Jo
 	return false, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 }
 
+// PausePeriodic sets whether the periodic job name's ticks are claimed
+// (see driver.Scheduler).
+func (q *Queue) PausePeriodic(ctx context.Context, name string, paused bool) error {
+	doing := "pausing periodic job " + name
+	if err := ctxErr(ctx, doing); err != nil {
+		return err
+	}
+	mark := ""
+	if paused {
+		mark = "1"
+	}
+	found, err := pausePeriodicScript.Run(ctx, q.rdb, []string{q.periodicKey(name)}, mark).Int()
+	if err != nil {
+		return wrap(doing, err)
+	}
+	if found == 0 {
+		return fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	}
+	return nil
+}
+
 // Periodics lists the periodic records, sorted by name.
 func (q *Queue) Periodics(ctx context.Context) ([]driver.PeriodicInfo, error) {
 	const doing = "listing periodic jobs"
@@ -204,7 +236,7 @@ func (q *Queue) Periodics(ctx context.Context) ([]driver.PeriodicInfo, error) {
 	pipe := q.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(names))
 	for i, n := range names {
-		cmds[i] = pipe.HMGet(ctx, q.periodicKey(n), "s", "l", "n", "j")
+		cmds[i] = pipe.HMGet(ctx, q.periodicKey(n), "s", "l", "n", "j", "p", "w", "t")
 	}
 	if len(names) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -215,7 +247,12 @@ func (q *Queue) Periodics(ctx context.Context) ([]driver.PeriodicInfo, error) {
 	for i, c := range cmds {
 		v := c.Val()
 		s := func(k int) string { x, _ := v[k].(string); return x }
-		out = append(out, driver.PeriodicInfo{Name: names[i], Schedule: s(0), LastTick: timeOrZero(s(1)), NextTick: timeOrZero(s(2)), LastJobID: s(3)})
+		p := driver.PeriodicInfo{Name: names[i], Schedule: s(0), LastTick: timeOrZero(s(1)), NextTick: timeOrZero(s(2)), LastJobID: s(3),
+			Paused: s(4) == "1", Seen: timeOrZero(s(5))}
+		if t := s(6); t != "" {
+			p.Template = []byte(t)
+		}
+		out = append(out, p)
 	}
 	return out, nil
 }

@@ -227,11 +227,15 @@ func (q *Queue) RegisterPeriodic(ctx context.Context, p queue.PeriodicInfo) (tim
 	var last int64
 	err := q.d.writeTx(ctx, q, func(ex execer) error {
 		st := stmts(ex)
-		if _, err := st.Exec(ctx, q.stmt(qPeriodicInsert), p.Name, p.Schedule, micros(p.LastTick), micros(p.NextTick), now); err != nil {
+		tpl := p.Template
+		if tpl == nil {
+			tpl = []byte{}
+		}
+		if _, err := st.Exec(ctx, q.stmt(qPeriodicInsert), p.Name, p.Schedule, micros(p.LastTick), micros(p.NextTick), now, tpl); err != nil {
 			return err
 		}
 		if _, err := st.Exec(ctx, q.stmt(qPeriodicUpdate),
-			p.Schedule, micros(p.NextTick), now, p.Name); err != nil {
+			p.Schedule, micros(p.NextTick), now, tpl, p.Name); err != nil {
 			return err
 		}
 		return queryRow(ctx, st, q.stmt(qPeriodicLastTick), []any{p.Name}, &last)
@@ -284,6 +288,25 @@ func (q *Queue) ClaimTick(ctx context.Context, p queue.PeriodicInfo, j queue.Job
 	return claimed, nil
 }
 
+// PausePeriodic sets whether the periodic job name's ticks are claimed
+// (see queue.Scheduler).
+func (q *Queue) PausePeriodic(ctx context.Context, name string, paused bool) error {
+	if err := q.use(ctx); err != nil {
+		return err
+	}
+	n, err := stmts(q.db).Exec(ctx, q.stmt(qPeriodicPause), paused, name)
+	if err == nil && n == 0 {
+		// MySQL counts the rows it changed, not those it matched: a
+		// record already in that state changes none.
+		var found int
+		err = queryRow(ctx, stmts(q.db), q.stmt(qPeriodicExists), []any{name}, &found)
+		if err == nil && found == 0 {
+			return fmt.Errorf("sqlqueue: pausing periodic job %s: %w", name, queue.ErrNotFound)
+		}
+	}
+	return q.wrap(ctx, err, "pausing periodic job %s", name)
+}
+
 // Periodics lists the records of periodic jobs, sorted by name.
 func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
 	if err := q.use(ctx); err != nil {
@@ -297,12 +320,15 @@ func (q *Queue) Periodics(ctx context.Context) ([]queue.PeriodicInfo, error) {
 	var out []queue.PeriodicInfo
 	for rows.Next() {
 		var p queue.PeriodicInfo
-		var last, next int64
+		var last, next, seen int64
 		var id sql.NullString
-		if err := rows.Scan(&p.Name, &p.Schedule, &last, &next, &id); err != nil {
+		if err := rows.Scan(&p.Name, &p.Schedule, &last, &next, &id, &p.Paused, &seen, &p.Template); err != nil {
 			return nil, q.wrap(ctx, err, "listing periodic jobs")
 		}
-		p.LastTick, p.NextTick, p.LastJobID = fromMicros(last), fromMicros(next), id.String
+		p.LastTick, p.NextTick, p.LastJobID, p.Seen = fromMicros(last), fromMicros(next), id.String, fromMicros(seen)
+		if len(p.Template) == 0 {
+			p.Template = nil
+		}
 		out = append(out, p)
 	}
 	return out, q.wrap(ctx, rows.Err(), "listing periodic jobs")

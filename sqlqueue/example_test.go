@@ -159,4 +159,7 @@ func ExampleSchema() {
 	// UPDATE "jobs_meta" SET value = '10' WHERE name = 'schema_version'
 	// ALTER TABLE "jobs_meta" ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 0
 	// UPDATE "jobs_meta" SET value = '11' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs_periodic" ADD COLUMN IF NOT EXISTS paused BOOLEAN NOT NULL DEFAULT FALSE
+	// ALTER TABLE "jobs_periodic" ADD COLUMN IF NOT EXISTS template BYTEA NOT NULL DEFAULT ''
+	// UPDATE "jobs_meta" SET value = '12' WHERE name = 'schema_version'
 }

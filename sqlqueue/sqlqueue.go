@@ -832,6 +832,8 @@ const (
 	qPeriodicTick
 	qPeriodicClearJob
 	qPeriodicList
+	qPeriodicPause
+	qPeriodicExists
 	// qJob reads one job (id): jobCols.
 	qJob
 	// qJobState reads one job's state (id); qPendingByKey the ID of the

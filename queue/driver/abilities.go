@@ -146,15 +146,21 @@ type Scheduler interface {
 	ReleaseLease(ctx context.Context, name, holder string) error
 
 	// RegisterPeriodic creates the record p.Name with p's fields when it
-	// does not exist, and otherwise updates its Schedule and NextTick,
-	// keeping its LastTick. It returns the record's LastTick.
+	// does not exist (not paused), and otherwise updates its Schedule,
+	// NextTick and Template, keeping its LastTick and Paused. Either way
+	// it sets Seen to now. It returns the record's LastTick.
 	RegisterPeriodic(ctx context.Context, p PeriodicInfo) (last time.Time, err error)
 	// ClaimTick records the tick p.LastTick of periodic p.Name and pushes
-	// j, both or neither, if the record's LastTick is before p.LastTick;
-	// it then sets NextTick and LastJobID (j's ID, or "" when j was a
-	// duplicate and skipped). It reports false, changing nothing, when
-	// the tick was already claimed. The record must exist.
+	// j, both or neither, if the record's LastTick is before p.LastTick
+	// and the record is not paused; it then sets NextTick, Seen and
+	// LastJobID (j's ID, or "" when j was a duplicate and skipped). It
+	// reports false, changing nothing, when the tick was already claimed
+	// or the record is paused. The record must exist.
 	ClaimTick(ctx context.Context, p PeriodicInfo, j Job) (claimed bool, err error)
+	// PausePeriodic sets the record name's Paused, in every process that
+	// shares the store and across restarts. It returns an error matching
+	// ErrNotFound when no worker ever registered name.
+	PausePeriodic(ctx context.Context, name string, paused bool) error
 	// Periodics lists the periodic jobs' records, sorted by name.
 	Periodics(ctx context.Context) ([]PeriodicInfo, error)
 }

@@ -29,6 +29,14 @@ func ValidateLeaseName(name string) error {
 	return nil
 }
 
+// The Meta keys of periodic jobs' runs (queue.Periodic): the periodic
+// job's name, on every run, and the tick's time (RFC 3339, UTC) on the
+// runs of ticks, not on those started by hand (RunPeriodic).
+const (
+	MetaPeriodic     = "meridian.periodic"
+	MetaPeriodicTick = "meridian.periodic_tick"
+)
+
 // PeriodicInfo is the stored record of a periodic job.
 type PeriodicInfo struct {
 	Name     string
@@ -38,4 +46,18 @@ type PeriodicInfo struct {
 	LastTick  time.Time
 	NextTick  time.Time // the next tick, as the last process to touch the record computed it
 	LastJobID string    // the job of the last tick, "" if none was stored
+	// Paused stops the ticks: ClaimTick claims none while it is set, and
+	// the ticks that fall meanwhile are skipped, not run later. It is set
+	// by PausePeriodic only; RegisterPeriodic keeps it.
+	Paused bool
+	// Seen is when a worker last registered the record or claimed one of
+	// its ticks: a NextTick long past with Seen before it means no worker
+	// runs the schedule. Stores set it; it is ignored on input.
+	Seen time.Time
+	// Template is the job a tick enqueues, as the last worker to register
+	// the record built it (an encoding of the queue package's choosing),
+	// so that a tool without the job's Go type can run the schedule now.
+	// RegisterPeriodic replaces it; empty means unknown (a record written
+	// by an older release).
+	Template []byte
 }
