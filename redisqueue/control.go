@@ -218,11 +218,12 @@ func (q *Queue) actOnIDs(ctx context.Context, a driver.BulkAction, ids []string)
 }
 
 // CountJobs counts the jobs that match f, exact up to limit (see
-// driver.Controller). The dead letters of a queue, or of all, with no
-// name, tag or search filter are the sizes of their sets; every other
-// count walks the matching jobs as ListJobs does, up to limit plus one,
-// and a payload search examines at most 10,000 jobs (ListJobs' bound),
-// setting More when it stopped there.
+// driver.Controller). Without a name, tag or search filter it reads the
+// state's count from Counts' one script over the queues' sets (O(1) or
+// O(log n) per queue, whatever the number of jobs); with one it walks the
+// matching jobs as ListJobs does, up to limit plus one, and a payload
+// search examines at most 10,000 jobs (ListJobs' bound), setting More
+// when it stopped there.
 func (q *Queue) CountJobs(ctx context.Context, f driver.JobFilter, limit int) (driver.Count, error) {
 	if limit < 1 {
 		return driver.Count{}, fmt.Errorf("redisqueue: counting jobs with limit %d: %w", limit, queue.ErrBulkState)
@@ -234,10 +235,16 @@ func (q *Queue) CountJobs(ctx context.Context, f driver.JobFilter, limit int) (d
 	capped := func(n int64) driver.Count {
 		return driver.Count{N: min(n, int64(limit)), More: n > int64(limit)}
 	}
-	if f.State == driver.StateDead && f.Name == "" && f.Tag == "" && f.Search == "" {
-		n, err := q.deadCount(ctx, f.Queue)
+	if of := countOf(f.State); of != nil && f.Name == "" && f.Tag == "" && f.Search == "" {
+		cs, err := q.counts(ctx)
 		if err != nil {
 			return driver.Count{}, wrap(doing, err)
+		}
+		var n int64
+		for _, c := range cs {
+			if f.Queue == "" || c.Queue == f.Queue {
+				n += of(c)
+			}
 		}
 		return capped(n), nil
 	}
@@ -263,24 +270,18 @@ func (q *Queue) CountJobs(ctx context.Context, f driver.JobFilter, limit int) (d
 	return c, nil
 }
 
-// deadCount sums the sizes of the dead sets of queueName ("" for every
-// queue), in one pipeline.
-func (q *Queue) deadCount(ctx context.Context, queueName string) (int64, error) {
-	names, err := q.names(ctx, queueName)
-	if err != nil || len(names) == 0 {
-		return 0, err
+// countOf returns how to read the count of jobs in state st from a
+// queue's QueueCounts, or nil for a state they do not hold.
+func countOf(st driver.JobState) func(driver.QueueCounts) int64 {
+	switch st {
+	case driver.StateReady:
+		return func(c driver.QueueCounts) int64 { return c.Ready.N }
+	case driver.StateScheduled:
+		return func(c driver.QueueCounts) int64 { return c.Scheduled.N }
+	case driver.StateRunning:
+		return func(c driver.QueueCounts) int64 { return c.Running.N }
+	case driver.StateDead:
+		return func(c driver.QueueCounts) int64 { return c.Dead }
 	}
-	pipe := q.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(names))
-	for i, n := range names {
-		cmds[i] = pipe.ZCard(ctx, q.base(n)+":dead")
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, c := range cmds {
-		total += c.Val()
-	}
-	return total, nil
+	return nil
 }

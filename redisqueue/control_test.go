@@ -257,6 +257,7 @@ func TestActOnChunks(t *testing.T) {
 	count(dead, 5000, driver.Count{N: 100})
 	ready := driver.JobFilter{State: queue.StateReady, Queue: "bulk"}
 	count(ready, 5000, driver.Count{N: 1100})
+	count(driver.JobFilter{State: queue.StateReady, Name: "n"}, 1000, driver.Count{N: 1000, More: true})
 
 	// Two of the retried jobs run; a bulk cancel of the running ones
 	// logs their leases, and one of the ready ones leaves the rest.
@@ -265,6 +266,8 @@ func TestActOnChunks(t *testing.T) {
 	if err != nil || len(running) != 2 {
 		t.Fatalf("Reserve = %d jobs, %v; want 2", len(running), err)
 	}
+	count(driver.JobFilter{State: queue.StateRunning, Queue: "bulk"}, 10, driver.Count{N: 2})
+	count(driver.JobFilter{State: queue.StateRunning, Queue: "bulk", Name: "n"}, 10, driver.Count{N: 2})
 	act(driver.JobFilter{State: queue.StateRunning, Queue: "bulk"}, driver.BulkCancel, 10, 2)
 	leases, err := q.CancelledSince(ctx, before)
 	if err != nil || len(leases) != 2 {
