@@ -121,10 +121,17 @@ type periodicRow struct {
 	driver.PeriodicInfo
 	JobURL   string          // the last tick's job page, "" without one
 	JobState driver.JobState // the last tick's job state, "" when unknown or gone
+	Overdue  string          // why the next tick is long past, "" when it is not
+	// The actions' addresses, "" when the dashboard offers no controls.
+	PauseURL, ResumeURL, RunURL string
+	// CanRun: the record has the job a tick enqueues, so it can run now.
+	CanRun bool
 }
 
 type periodicData struct {
 	Rows []periodicRow
+	// Controls: the buttons are offered (a PeriodicSource that may act).
+	Controls bool
 }
 
 // maxPeriodicLookups bounds the job reads the periodic page makes to show
@@ -139,9 +146,13 @@ func (h *handler) periodicPage(w http.ResponseWriter, r *http.Request) {
 	}
 	c := h.src.Abilities()
 	base := relBase(r)
-	var d periodicData
+	now := time.Now()
+	d := periodicData{Controls: h.periodicsOf() != nil && canAct(r)}
 	for i, p := range ps {
-		row := periodicRow{PeriodicInfo: p}
+		row := periodicRow{PeriodicInfo: p, Overdue: overdue(p, now), CanRun: len(p.Template) > 0}
+		if d.Controls {
+			row.PauseURL, row.ResumeURL, row.RunURL = periodicURL(base, p.Name, "pause"), periodicURL(base, p.Name, "resume"), periodicURL(base, p.Name, "run")
+		}
 		if p.LastJobID != "" && c.Detail && i < maxPeriodicLookups {
 			// A last job that is gone (retention) shows no state.
 			if j, err := h.src.Job(r.Context(), p.LastJobID); err == nil {
@@ -167,6 +178,16 @@ type apiPeriodic struct {
 	LastTick  time.Time `json:"last_tick,omitzero"`
 	NextTick  time.Time `json:"next_tick,omitzero"`
 	LastJobID string    `json:"last_job_id,omitempty"`
+	Paused    bool      `json:"paused"`
+	Seen      time.Time `json:"seen,omitzero"`
+	Runnable  bool      `json:"runnable"`
+	Overdue   string    `json:"overdue,omitempty"`
+}
+
+// apiPeriodicOf is p as api/periodic shows it.
+func apiPeriodicOf(p driver.PeriodicInfo, now time.Time) apiPeriodic {
+	return apiPeriodic{Name: p.Name, Schedule: p.Schedule, LastTick: utc(p.LastTick), NextTick: utc(p.NextTick), LastJobID: p.LastJobID,
+		Paused: p.Paused, Seen: utc(p.Seen), Runnable: len(p.Template) > 0, Overdue: overdue(p, now)}
 }
 
 func (h *handler) apiPeriodic(w http.ResponseWriter, r *http.Request) {
@@ -176,8 +197,9 @@ func (h *handler) apiPeriodic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := apiPeriodics{Periodic: make([]apiPeriodic, len(ps))}
+	now := time.Now()
 	for i, p := range ps {
-		out.Periodic[i] = apiPeriodic{Name: p.Name, Schedule: p.Schedule, LastTick: utc(p.LastTick), NextTick: utc(p.NextTick), LastJobID: p.LastJobID}
+		out.Periodic[i] = apiPeriodicOf(p, now)
 	}
 	writeJSON(w, out)
 }

@@ -36,7 +36,9 @@
 //	GET  /queues/confirm?do=ACTION    how many jobs "retry/forget/cancel all matching" would change, and its button
 //	POST /queues/jobs/{id}/cancel     cancel one ready, scheduled or running job
 //	POST /queues/jobs/bulk            cancel the selected or matching jobs of a state
-//	GET  /queues/periodic             periodic jobs: schedule, last and next tick, last run
+//	GET  /queues/periodic             periodic jobs: schedule, last and next tick, last run, why overdue
+//	POST /queues/periodic/{name}/pause   pause (and .../resume) a periodic job in the store (a PeriodicSource)
+//	POST /queues/periodic/{name}/run  run a periodic job now, from the job its ticks enqueue
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
 //	GET  /queues/workers              worker registry
@@ -50,6 +52,7 @@
 //	GET  /queues/api/metrics          JSON: per-minute points of the last hour
 //	GET  /queues/api/workers          JSON: the worker registry
 //	GET  /queues/api/periodic         JSON: the periodic jobs
+//	POST /queues/api/periodic/{name}/pause  JSON: pause (and .../resume, .../run); the record afterwards
 //	GET  /queues/api/batches          JSON: one page of batches
 //	GET  /queues/api/batches/{id}     JSON: a batch and a page of its members (?state=, ?after=)
 //	POST /queues/api/batches/{id}/cancel  JSON: cancel a batch; the batch afterwards
@@ -225,10 +228,19 @@
 //	  "concurrency": 4, "started_at": "...", "last_seen": "...", "stale": false}]}
 //
 // GET api/periodic lists the periodic jobs (driver mode), sorted by name;
-// last_tick is the latest tick enqueued, last_job_id that tick's job:
+// last_tick is the latest tick enqueued, last_job_id that tick's job, seen
+// when a worker last registered it or enqueued a tick, runnable whether
+// its record keeps the job a tick enqueues (so run works), overdue why its
+// next tick is long past, when it is:
 //
 //	{"periodic": [{"name": "nightly-report", "schedule": "0 3 * * * (Europe/Paris)",
-//	  "last_tick": "...", "next_tick": "...", "last_job_id": "..."}]}
+//	  "last_tick": "...", "next_tick": "...", "last_job_id": "...", "paused": false,
+//	  "seen": "...", "runnable": true}]}
+//
+// POST api/periodic/{name}/pause, /resume and /run (with the CSRF token,
+// as every action) answer {"periodic": {...}} as above, after the change,
+// and run adds "job_id", the job it pushed; 404 for an unknown name, and
+// for run on a record without the job its ticks enqueue.
 //
 // GET api/batches lists the batches (a BatchSource: ForQueue's over a
 // driver with queue.Workflows), newest first, a page of 50 with next as the cursor for

@@ -148,12 +148,16 @@ var flashes = map[string]struct {
 	"flushedn":  {"Flushed %s failed job(s).", true},
 	"paused":    {"Queue paused.", true},
 	"resumed":   {"Queue resumed.", true},
-	"gone":      {"That job is no longer a failed job: someone else may have retried or forgotten it.", false},
-	"more":      {"Acted on %s job(s); more match the filter: run the action again.", true},
-	"none":      {"No jobs were selected.", false},
-	"cancelled": {"Cancelled %s job(s).", true},
-	"nojob":     {"That job is no longer in the store.", false},
-	"finished":  {"That job had already finished: there was nothing to cancel.", false},
+
+	"periodicpaused":  {"Periodic job paused: no tick is enqueued until it is resumed.", true},
+	"periodicresumed": {"Periodic job resumed: its next tick is enqueued.", true},
+	"periodicran":     {"Periodic job run now: one job enqueued.", true},
+	"gone":            {"That job is no longer a failed job: someone else may have retried or forgotten it.", false},
+	"more":            {"Acted on %s job(s); more match the filter: run the action again.", true},
+	"none":            {"No jobs were selected.", false},
+	"cancelled":       {"Cancelled %s job(s).", true},
+	"nojob":           {"That job is no longer in the store.", false},
+	"finished":        {"That job had already finished: there was nothing to cancel.", false},
 }
 
 func flashText(q url.Values) (string, bool) {

@@ -13,7 +13,7 @@ import (
 )
 
 // The commands that steer work already in the store: pause and resume a
-// queue, cancel jobs, and list periodic jobs.
+// queue, cancel jobs, and list, pause, resume and run periodic jobs.
 
 func init() {
 	commands["pause"] = command{
@@ -29,7 +29,7 @@ func init() {
 		},
 	}
 	commands["periodic"] = command{
-		summary: "list periodic jobs: schedule, last and next tick, last job's state",
+		summary: "list periodic jobs (schedule, last and next tick, last job's state), pause, resume or run one now",
 		main: func(ctx context.Context, args []string, s stdio) error {
 			return periodicMain(ctx, args, s.out, s.errOut)
 		},
@@ -104,18 +104,22 @@ type periodicJSON struct {
 	NextTick  *time.Time      `json:"next_tick,omitempty"`
 	LastJobID string          `json:"last_job_id,omitempty"`
 	LastState driver.JobState `json:"last_job_state,omitempty"`
+	Paused    bool            `json:"paused"`
 }
 
 func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs, dsn := newFlags("periodic", "list [--json] [--dsn URL]", errOut)
-	asJSON := fs.Bool("json", false, "print JSON: one object per periodic job")
+	fs, dsn := newFlags("periodic", "list [--json] | pause NAME | resume NAME | run NAME  [--dsn URL]", errOut)
+	asJSON := fs.Bool("json", false, "list: print JSON, one object per periodic job")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || pos[0] != "list" {
+	switch {
+	case len(pos) == 1 && pos[0] == "list":
+	case len(pos) == 2 && (pos[0] == "pause" || pos[0] == "resume" || pos[0] == "run"):
+	default:
 		fs.Usage()
-		return usagef("the one action is list")
+		return usagef("name an action: list, or pause, resume or run with the periodic job's name")
 	}
 	q, err := openExisting(ctx, *dsn)
 	if err != nil {
@@ -127,6 +131,21 @@ func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) err
 	if ps == nil {
 		return caps.Require("Scheduler")
 	}
+	switch pos[0] {
+	case "pause", "resume":
+		if err := ps.PausePeriodic(ctx, pos[1], pos[0] == "pause"); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(out, "%sd periodic job %s\n", pos[0], pos[1])
+		return err
+	case "run":
+		j, err := driver.RunPeriodic(ctx, q, pos[1])
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "ran periodic job %s now: job %s on queue %s\n", pos[1], j.ID, j.QueueName())
+		return err
+	}
 	list, err := ps.Periodics(ctx)
 	if err != nil {
 		return err
@@ -134,7 +153,7 @@ func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) err
 	insp := caps.Inspector
 	rows := make([]periodicJSON, 0, len(list))
 	for _, p := range list {
-		r := periodicJSON{Name: p.Name, Schedule: p.Schedule, LastJobID: p.LastJobID}
+		r := periodicJSON{Name: p.Name, Schedule: p.Schedule, LastJobID: p.LastJobID, Paused: p.Paused}
 		if !p.LastTick.IsZero() {
 			r.LastTick = &p.LastTick
 		}
@@ -170,7 +189,11 @@ func periodicMain(ctx context.Context, args []string, out, errOut io.Writer) err
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "name\tschedule\tlast tick\tnext tick\tlast job\tstate")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Schedule, at(r.LastTick), at(r.NextTick), or(r.LastJobID, "-"), or(string(r.LastState), "-"))
+		next := at(r.NextTick)
+		if r.Paused {
+			next = "paused"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Schedule, at(r.LastTick), next, or(r.LastJobID, "-"), or(string(r.LastState), "-"))
 	}
 	return tw.Flush()
 }

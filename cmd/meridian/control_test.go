@@ -98,3 +98,55 @@ func TestPeriodicListCommand(t *testing.T) {
 		t.Errorf("periodic list:\n%s", out)
 	}
 }
+
+func TestPeriodicControlCommands(t *testing.T) {
+	t.Parallel()
+	dsn := fillSQLite(t)
+	q, err := openQueue(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl, err := driver.EncodePeriodicTemplate(queue.Job{Queue: "reports", Name: "Report", Payload: []byte(`{"day":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := q.(driver.Scheduler)
+	if _, err := ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "nightly", Schedule: "every 24h", Template: tpl}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.RegisterPeriodic(t.Context(), driver.PeriodicInfo{Name: "old", Schedule: "every 1h"}); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	if code, out, stderr := runCLI(t, "", "periodic", "pause", "nightly", "--dsn", dsn); code != exitOK || out != "paused periodic job nightly\n" {
+		t.Fatalf("periodic pause: exit %d, %q\n%s", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, "", "periodic", "list", "--dsn", dsn); code != exitOK || !strings.Contains(out, "paused") {
+		t.Errorf("periodic list does not show the pause:\n%s", out)
+	}
+	code, out, stderr := runCLI(t, "", "periodic", "run", "nightly", "--dsn", dsn)
+	if code != exitOK || !strings.HasPrefix(out, "ran periodic job nightly now: job ") || !strings.HasSuffix(out, " on queue reports\n") {
+		t.Fatalf("periodic run: exit %d, %q\n%s", code, out, stderr)
+	}
+	if code, out, _ := runCLI(t, "", "stats", "--json", "--dsn", dsn); code != exitOK || !strings.Contains(out, `"queue": "reports"`) {
+		t.Errorf("after periodic run, stats show no reports queue:\n%s", out)
+	}
+	if code, out, stderr := runCLI(t, "", "periodic", "resume", "nightly", "--dsn", dsn); code != exitOK || out != "resumed periodic job nightly\n" {
+		t.Errorf("periodic resume: exit %d, %q\n%s", code, out, stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"periodic", "pause", "nope"}, exitFailure, "not found"},
+		{[]string{"periodic", "run", "old"}, exitFailure, "no job template"},
+		{[]string{"periodic", "run"}, exitUsage, "name an action"},
+		{[]string{"periodic", "explode", "nightly"}, exitUsage, "name an action"},
+	} {
+		code, _, stderr := runCLI(t, "", append(tt.args, "--dsn", dsn)...)
+		if code != tt.code || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, want %d with %q:\n%s", tt.args, code, tt.code, tt.want, stderr)
+		}
+	}
+}
