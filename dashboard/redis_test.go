@@ -3,8 +3,10 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,12 @@ import (
 // of the test's own, whose keys it deletes when the test ends. It skips
 // the test when the variable is unset and fails it under CI=true.
 func openRedis(t *testing.T) (a, b queue.Queue) {
+	t.Helper()
+	return openRedisTB(t)
+}
+
+// openRedisTB is openRedis for a test or a benchmark.
+func openRedisTB(t testing.TB) (a, b queue.Queue) {
 	t.Helper()
 	addr := testutil.DSN(t, testutil.RedisEnv)
 	if !strings.Contains(addr, "://") {
@@ -61,14 +69,25 @@ func openRedis(t *testing.T) (a, b queue.Queue) {
 				c.Close()
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// A thousand keys per UNLINK: a benchmark leaves a million.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		iter := rdb.Scan(ctx, 0, "{"+p+"[:}]*", 1000).Iterator()
-		for iter.Next(ctx) {
-			if err := rdb.Unlink(ctx, iter.Val()).Err(); err != nil {
-				t.Errorf("deleting %s: %v", iter.Val(), err)
+		var keys []string
+		drop := func() {
+			if len(keys) > 0 {
+				if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
+					t.Errorf("deleting the keys of prefix %s: %v", p, err)
+				}
+				keys = keys[:0]
 			}
 		}
+		iter := rdb.Scan(ctx, 0, "{"+p+"[:}]*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if keys = append(keys, iter.Val()); len(keys) == 1000 {
+				drop()
+			}
+		}
+		drop()
 		if err := iter.Err(); err != nil {
 			t.Errorf("scanning the keys of prefix %s: %v", p, err)
 		}
@@ -144,4 +163,77 @@ func TestRedisPages(t *testing.T) {
 	if sv.Totals.Ready.N != 1 || sv.Totals.Scheduled.N != 1 || sv.Totals.Running.N != 1 || sv.Totals.Dead.N != 3 {
 		t.Errorf("api/stats totals = %+v; want 1 ready, 1 scheduled, 1 running, 3 dead", sv.Totals)
 	}
+}
+
+// BenchmarkPagesRedis measures the first page of each view over a Redis
+// prefix holding MERIDIAN_DASHBOARD_BENCH_JOBS ready jobs (default
+// 1,000,000) in three queues and 5,000 dead letters, as
+// BenchmarkPagesPostgres does over PostgreSQL: no view may grow with the
+// number of jobs, and the target is under 100 ms a page. The jobs are
+// pushed at the start and their keys deleted at the end.
+//
+//	MERIDIAN_REDIS_ADDR=redis://127.0.0.1:6379/0 \
+//	  go test ./dashboard -run '^$' -bench PagesRedis -benchtime 20x
+func BenchmarkPagesRedis(b *testing.B) {
+	if os.Getenv(testutil.RedisEnv) == "" {
+		b.Skip(testutil.RedisEnv + " is not set")
+	}
+	n := 1_000_000
+	if s := os.Getenv("MERIDIAN_DASHBOARD_BENCH_JOBS"); s != "" {
+		if _, err := fmt.Sscan(s, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	q, _ := openRedisTB(b)
+	const chunk = 1000 // one script per chunk: a short hold of the server
+	for done := 0; done < n; done += chunk {
+		jobs := make([]queue.Job, min(chunk, n-done))
+		for i := range jobs {
+			jobs[i] = queue.Job{ID: driver.NewID(), Queue: []string{"emails", "reports", "default"}[(done+i)%3], Name: "Job",
+				Payload: fmt.Appendf(nil, `{"n":%d,"user":"u%d@example.com"}`, done+i, done+i), Tags: []string{"bench"}}
+		}
+		if _, err := queue.PushMany(ctx, q, jobs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for dead := 0; dead < 5000; {
+		got, err := q.Reserve(ctx, []string{"emails"}, 500, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		for _, j := range got {
+			if err := testutil.Fail(ctx, q, j.Lease(), "boom"); err != nil {
+				b.Fatal(err)
+			}
+			dead++
+		}
+	}
+	insp := q.(driver.Inspector)
+	for name, call := range map[string]func() error{
+		"QueueStats":     func() error { _, err := insp.QueueStats(ctx); return err },
+		"Counts":         func() error { _, err := insp.Counts(ctx); return err },
+		"ListJobs/ready": func() error { _, err := insp.ListJobs(ctx, driver.JobFilter{State: queue.StateReady}); return err },
+		"ListJobs/ready/queue": func() error {
+			_, err := insp.ListJobs(ctx, driver.JobFilter{State: queue.StateReady, Queue: "reports"})
+			return err
+		},
+		"ListJobs/dead": func() error { _, err := insp.ListJobs(ctx, driver.JobFilter{State: queue.StateDead}); return err },
+		"ListJobs/search": func() error {
+			_, err := insp.ListJobs(ctx, driver.JobFilter{State: queue.StateReady, Search: "u4242@"})
+			return err
+		},
+	} {
+		b.Run("driver="+name, func(b *testing.B) {
+			for b.Loop() {
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	benchPages(b, q, []string{"", "failed", "jobs?state=ready", "jobs?state=ready&queue=reports", "failed?q=u4242", "queue/emails", "workers"}...)
 }

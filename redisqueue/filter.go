@@ -33,7 +33,7 @@ const (
 	// chunkExamined is the most jobs one listScript call examines, so
 	// that a call holds the server for a short time however many jobs a
 	// search reads.
-	chunkExamined = 1000
+	chunkExamined = 250
 	// runningCap is the most running jobs of one queue a list of running
 	// jobs reads (sorting them in claim order in the script), and
 	// expiredCap the most jobs of one queue whose lease expired that a

@@ -85,7 +85,7 @@ func jobInfo(v []any, now int64) (driver.JobInfo, error) {
 // their pages are empty. Limit defaults to 50 and is capped at 500.
 //
 // Name, tag and payload filters are tested in a script on the server, a
-// chunk of at most 1,000 jobs per call, so only the jobs that match
+// chunk of at most 250 jobs per call, so only the jobs that match
 // travel. A payload search examines at most 10,000 jobs per page (f.Scan,
 // if smaller) after the cursor, and starts no new chunk after 40 ms once
 // it has examined one: when it stops at either bound before the page is
