@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/meridianjobs/meridian/queue/balance"
 	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/queue/internal/retry"
 )
@@ -74,6 +75,8 @@ type Worker struct {
 	onFailed        func(Job, error)
 	concurrency     int
 	queues          []string
+	queuesSet       bool // Queues was called
+	balance         balance.Options
 	timeout         time.Duration
 	grace           time.Duration
 	shutdownTimeout time.Duration
@@ -235,6 +238,7 @@ func (w *Worker) Concurrency(n int) *Worker {
 func (w *Worker) Queues(names ...string) *Worker {
 	if len(names) > 0 {
 		w.queues = append([]string(nil), names...)
+		w.queuesSet = true
 	}
 	return w
 }
@@ -374,6 +378,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("queue: worker is already running")
 	}
 	defer w.running.Unlock()
+	opts := w.balance.WithDefaults(w.concurrency)
+	if err := opts.Check(opts.Queues(w.queues, w.queuesSet)); err != nil {
+		return fmt.Errorf("queue: worker cannot start: %w", err)
+	}
 	return newRun(w).run(ctx)
 }
 
@@ -427,6 +435,15 @@ type run struct {
 	completer *completer
 	extender  *extender
 	heartbeat *heartbeat // nil when the queue keeps no worker registry
+	budget    *budget    // nil unless the worker shares a budget (balance.Simple, Auto)
+	balancer  *balancer  // nil unless balance.Auto
+
+	// opts are the worker's balance options with their defaults;
+	// concurrency and queues are the handlers and queues of the run
+	// (Balance may change both).
+	opts        balance.Options
+	concurrency int
+	queues      []string
 
 	jobs      chan *held // reserved jobs' held entries, to the executors
 	freed     *freed     // the jobs the executors finished
@@ -439,17 +456,26 @@ type run struct {
 }
 
 func newRun(w *Worker) *run {
-	buf := w.concurrency + w.prefetch
+	opts := w.balance.WithDefaults(w.concurrency)
+	queues := opts.Queues(w.queues, w.queuesSet)
+	concurrency, prefetch := w.concurrency, w.prefetch
+	if opts.Budgeted() {
+		concurrency, prefetch = opts.Max, 0
+	}
+	buf := concurrency + prefetch
 	lease := w.leaseFor()
 	r := &run{
-		w:     w,
-		q:     w.q,
-		log:   w.log,
-		id:    driver.NewID(),
-		halt:  &halt{},
-		held:  newHeldLeases(),
-		jobs:  make(chan *held, buf),
-		freed: newFreed(),
+		w:           w,
+		opts:        opts,
+		concurrency: concurrency,
+		queues:      queues,
+		q:           w.q,
+		log:         w.log,
+		id:          driver.NewID(),
+		halt:        &halt{},
+		held:        newHeldLeases(),
+		jobs:        make(chan *held, buf),
+		freed:       newFreed(),
 	}
 	r.held.margin = leaseMargin(lease, w.leaseMargin)
 	r.baseCtx, r.cancelBase = context.WithCancelCause(context.Background())
@@ -471,18 +497,32 @@ func newRun(w *Worker) *run {
 	}
 
 	r.fetcher = &fetcher{
-		q: w.q, queues: w.queues, lease: lease, concurrency: w.concurrency, poll: w.poll, log: w.log,
+		q: w.q, queues: queues, lease: lease, concurrency: concurrency, poll: w.poll, log: w.log,
 		ctx: driver.WithWorker(r.bgCtx, r.id), leases: r.held, halt: r.halt, out: r.jobs, freed: r.freed,
-		pace: pacer{horizon: prefetchHorizon, max: w.prefetch},
+		pace: pacer{horizon: prefetchHorizon, max: prefetch},
 	}
 	r.fetcher.waiter = r.caps.Waiter
+	switch {
+	case opts.Budgeted():
+		r.budget = newBudget(queues, opts.Max)
+		r.fetcher.budget = r.budget
+		if opts.Strategy == balance.Auto {
+			r.balancer = &balancer{opts: opts, budget: r.budget, q: w.q, insp: r.caps.Inspector, ctx: r.bgCtx, wake: r.freed.poke, log: w.log}
+		}
+	case opts.Strategy == balance.Weighted:
+		weights := make([]int, len(queues))
+		for i, qn := range queues {
+			weights[i] = max(opts.Weights[qn], 1)
+		}
+		r.fetcher.pick = balance.NewPicker(weights)
+	}
 
 	r.extender = &extender{q: w.q, canceller: r.caps.Controller, lease: lease, ctx: r.bgCtx, held: r.held, halt: r.halt, log: w.log}
 
 	if reg := r.caps.Reporter; reg != nil {
 		r.heartbeat = &heartbeat{
 			reg:   reg,
-			info:  driver.WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: w.queues, Concurrency: w.concurrency, StartedAt: time.Now()},
+			info:  driver.WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: queues, Concurrency: concurrency, StartedAt: time.Now()},
 			every: w.heartbeat, held: r.held.counts, ctx: r.bgCtx, halt: r.halt, log: w.log,
 		}
 	}
@@ -501,10 +541,14 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}()
 
-	for range r.w.concurrency {
+	for range r.concurrency {
 		r.executors.Go(func() {
 			for h := range r.jobs {
+				qn := h.job.Queue
 				r.executor.execute(h.job, h)
+				if r.budget != nil {
+					r.budget.done(qn)
+				}
 				r.freed.add()
 			}
 		})
@@ -519,12 +563,16 @@ func (r *run) run(ctx context.Context) error {
 	if c := r.caps.Controller; c != nil {
 		bg.Go(func() { r.watchCancels(c, bgDone) })
 	}
+	if r.balancer != nil {
+		bg.Go(func() { r.balancer.run(bgDone) })
+	}
+
 	if store := r.caps.Scheduler; store != nil {
 		for _, p := range r.w.periodics {
 			bg.Go(func() { p.schedule(stopCtx, store, r.log.Warn) })
 		}
 	}
-	r.log.Info("queue: worker started", "worker", r.id, "queues", r.w.queues, "concurrency", r.w.concurrency)
+	r.log.Info("queue: worker started", "worker", r.id, "queues", r.queues, "concurrency", r.concurrency, "balance", r.opts.Strategy)
 	if missing := r.caps.Missing(); len(missing) > 0 {
 		r.log.Info("queue: the store lacks abilities; the worker goes without them", "worker", r.id, "missing", missing)
 	}
@@ -672,6 +720,13 @@ type fetcher struct {
 	out   chan<- *held // reserved jobs' held entries, to the executors
 	freed *freed       // the jobs the executors finished
 	pace  pacer
+
+	// pick splits each reservation among the queues by their weights
+	// (balance.Weighted); nil: strict order.
+	pick *balance.Picker
+	// budget, when set, is the budget the queues share (balance.Simple,
+	// Auto): the fetcher runs runBudget instead.
+	budget *budget
 }
 
 // freed counts the jobs the executors finished, for the fetcher: a counter
@@ -700,6 +755,14 @@ func (f *freed) add() {
 		case f.wake <- struct{}{}:
 		default: // a wake-up is pending already
 		}
+	}
+}
+
+// poke wakes the fetcher whatever it waits for (it looks again).
+func (f *freed) poke() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -740,6 +803,10 @@ func toReserve(outstanding, concurrency, ahead int) int {
 
 // run reserves jobs until stopCtx is done.
 func (f *fetcher) run(stopCtx context.Context) {
+	if f.budget != nil {
+		f.runBudget(stopCtx)
+		return
+	}
 	outstanding := 0 // reserved and not finished: buffered or running
 	var seen int64   // finished jobs counted in outstanding
 	bo := retry.Backoff{Initial: 50 * time.Millisecond, Max: max(f.poll, 5*time.Second)}
@@ -793,7 +860,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 			// handlers are still busy, rather than asking again at once.
 			fails.ok()
 			bo.Reset()
-			f.idle(stopCtx)
+			f.idle(stopCtx, f.queues)
 		default:
 			fails.ok()
 			bo.Reset()
@@ -809,6 +876,9 @@ func (f *fetcher) run(stopCtx context.Context) {
 //
 // unstarted[i] reports whether the job out[i] was reserved so.
 func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
+	if f.pick != nil {
+		return f.reserveWeighted(n)
+	}
 	for _, qn := range f.queues {
 		if n <= 0 {
 			break
@@ -827,19 +897,61 @@ func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
 	return out, unstarted, nil
 }
 
-// idle waits for work: woken by the queue when it can, else after the poll.
-func (f *fetcher) idle(stopCtx context.Context) {
+// reserveWeighted takes up to n jobs split among the queues by their
+// weights (balance.Picker); what a queue lacks goes to the others, in the
+// worker's order of queues, so no handler idles while a queue has work.
+func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err error) {
+	counts := f.pick.Split(n)
+	short := 0
+	came := make([]bool, len(f.queues)) // asked, and returned fewer than asked
+	take := func(i, k int) error {
+		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{f.queues[i]}, k, f.lease)
+		for j := range jobs {
+			out = append(out, &jobs[j])
+			unstarted = append(unstarted, true)
+		}
+		if len(jobs) < k {
+			came[i] = true
+		}
+		short += k - len(jobs)
+		return err
+	}
+	for i, k := range counts {
+		if k > 0 {
+			if err := take(i, k); err != nil {
+				return out, unstarted, err
+			}
+		}
+	}
+	for i := range f.queues {
+		if short <= 0 {
+			break
+		}
+		if !came[i] {
+			k := short
+			short = 0
+			if err := take(i, k); err != nil {
+				return out, unstarted, err
+			}
+		}
+	}
+	return out, unstarted, nil
+}
+
+// idle waits for work on queues: woken by the queue when it can, else
+// after the poll.
+func (f *fetcher) idle(ctx context.Context, queues []string) {
 	if f.waiter == nil {
-		_ = retry.Sleep(stopCtx, f.poll)
+		_ = retry.Sleep(ctx, f.poll)
 		return
 	}
-	err := f.waiter.Wait(stopCtx, f.queues, f.poll)
-	if err != nil && stopCtx.Err() == nil {
+	err := f.waiter.Wait(ctx, queues, f.poll)
+	if err != nil && ctx.Err() == nil {
 		if f.halt.check("waiting for jobs", err) {
 			return
 		}
 		f.log.Warn("queue: waiting for jobs", "err", err)
-		_ = retry.Sleep(stopCtx, f.poll)
+		_ = retry.Sleep(ctx, f.poll)
 	}
 }
 
