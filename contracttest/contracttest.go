@@ -116,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("DeadSince", s.testDeadSince)
 	t.Run("Pauser", s.testPauser)
 	t.Run("WorkerRegistry", s.testWorkerRegistry)
+	t.Run("Fleet", s.testFleet)
 	t.Run("Limits", s.testLimits)
 	t.Run("Leaser", s.testLeaser)
 	t.Run("Canceller", s.testCanceller)

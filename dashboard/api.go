@@ -201,6 +201,9 @@ type apiPoint struct {
 // apiWorkers is the body of GET api/workers.
 type apiWorkers struct {
 	Workers []apiWorker `json:"workers"`
+	// FleetPaused is set while the whole fleet is paused (FleetSource);
+	// absent when the workers cannot be commanded.
+	FleetPaused *bool `json:"fleet_paused,omitempty"`
 }
 
 type apiWorker struct {
@@ -217,6 +220,9 @@ type apiWorker struct {
 	// no handler (prefetched, or awaiting their ack flush).
 	Running  map[string]int `json:"running"`
 	Reserved map[string]int `json:"reserved"`
+	// Paused is set while the worker is paused, by the fleet's pause or
+	// its own (FleetSource).
+	Paused bool `json:"paused"`
 }
 
 func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +312,18 @@ func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := apiWorkers{Workers: make([]apiWorker, len(ws))}
+	paused := map[string]bool{}
+	if fs := h.fleetOf(); fs != nil {
+		fleet, ids, err := fs.PausedWorkers(r.Context())
+		if err != nil {
+			h.apiError(w, r, err)
+			return
+		}
+		out.FleetPaused = &fleet
+		for _, id := range ids {
+			paused[id] = true
+		}
+	}
 	for i, wi := range ws {
 		qs := wi.Queues
 		if qs == nil {
@@ -315,6 +333,7 @@ func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
 			ID: wi.ID, Host: wi.Host, PID: wi.PID, Queues: qs, Concurrency: wi.Concurrency,
 			StartedAt: utc(wi.StartedAt), LastSeen: utc(wi.LastSeen), Stale: time.Since(wi.LastSeen) > staleAfter,
 			Running: nonNil(wi.Running), Reserved: nonNil(wi.Reserved),
+			Paused: paused[wi.ID] || (out.FleetPaused != nil && *out.FleetPaused),
 		}
 	}
 	writeJSON(w, out)

@@ -151,9 +151,9 @@ func TestAPIFieldNames(t *testing.T) {
 	sameKeys(t, "metric point", pts[0], "queue", "minute", "processed", "failed", "total_runtime_ms", "max_runtime_ms", "total_wait_ms")
 
 	ws := decode(t, s.page("api/workers").Body)
-	sameKeys(t, "workers", ws, "workers")
+	sameKeys(t, "workers", ws, "workers", "fleet_paused")
 	w0 := ws["workers"].([]any)[0]
-	sameKeys(t, "worker", w0, "id", "host", "pid", "queues", "concurrency", "started_at", "last_seen", "stale", "running", "reserved")
+	sameKeys(t, "worker", w0, "id", "host", "pid", "queues", "concurrency", "started_at", "last_seen", "stale", "running", "reserved", "paused")
 
 	for p, status := range map[string]int{"api/jobs/nope": 404, "api/jobs?state=bogus": 400, "api/jobs?state=ready&after=zz%21": 400} {
 		r := s.get(s.url(p))

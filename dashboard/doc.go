@@ -41,7 +41,9 @@
 //	POST /queues/periodic/{name}/run  run a periodic job now, from the job its ticks enqueue
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
-//	GET  /queues/workers              worker registry
+//	GET  /queues/workers              worker registry; with a FleetSource, each worker's state and the fleet's buttons
+//	POST /queues/workers/{cmd}        terminate, pause or continue every worker (cmd: terminate, pause, continue)
+//	POST /queues/workers/{id}/{cmd}   terminate, pause or continue one worker
 //	GET  /queues/batches              batches, newest first, with progress bars (a BatchSource)
 //	GET  /queues/batches/{id}         a batch: progress, callbacks, members by state
 //	POST /queues/batches/{id}/cancel  cancel a batch's members not yet finished
@@ -51,6 +53,8 @@
 //	GET  /queues/api/jobs/{id}        JSON: one job
 //	GET  /queues/api/metrics          JSON: per-minute points of the last hour
 //	GET  /queues/api/workers          JSON: the worker registry
+//	POST /queues/api/workers/{cmd}        JSON: command every worker; {"worker": "", "command": cmd}
+//	POST /queues/api/workers/{id}/{cmd}   JSON: command one worker; {"worker": id, "command": cmd}
 //	GET  /queues/api/periodic         JSON: the periodic jobs
 //	POST /queues/api/periodic/{name}/pause  JSON: pause (and .../resume, .../run); the record afterwards
 //	GET  /queues/api/batches          JSON: one page of batches
@@ -222,10 +226,19 @@
 // Totals rather than averages, so points add up across queues and minutes.
 //
 // GET api/workers lists the worker registry (driver mode), sorted by id;
-// stale is set for a worker not seen for a minute:
+// stale is set for a worker not seen for a minute; with a FleetSource
+// (ForQueue's over a driver with the Fleet ability) fleet_paused says
+// whether the whole fleet is paused and each worker's paused whether it
+// is, by the fleet's pause or its own:
 //
 //	{"workers": [{"id": "...", "host": "web-1", "pid": 4242, "queues": ["emails"],
-//	  "concurrency": 4, "started_at": "...", "last_seen": "...", "stale": false}]}
+//	  "concurrency": 4, "started_at": "...", "last_seen": "...", "stale": false,
+//	  "running": {"emails": 2}, "reserved": {}, "paused": false}], "fleet_paused": false}
+//
+// POST api/workers/{cmd} and api/workers/{id}/{cmd} (cmd: terminate,
+// pause or continue) record a fleet command in the store, which every
+// worker reads within about a second (driver.Fleet, docs/semantics.md
+// "Fleet commands"); like every POST they need the double-submit token.
 //
 // GET api/periodic lists the periodic jobs (driver mode), sorted by name;
 // last_tick is the latest tick enqueued, last_job_id that tick's job, seen

@@ -39,6 +39,7 @@ type QueueInspector struct {
 	ctl   driver.Controller // nil when it cannot pause, cancel or act in bulk
 	sched driver.Scheduler  // nil when it keeps no periodic jobs
 	wf    driver.Workflows  // nil when it keeps no batches
+	fleet driver.Fleet      // nil when it carries no fleet commands
 
 	figures shared[StatsView]
 	points  shared[[]driver.MetricPoint]
@@ -54,19 +55,20 @@ func ForQueue(q queue.Queue) *QueueInspector {
 		panic("dashboard: ForQueue given a nil queue")
 	}
 	caps := driver.CapabilitiesOf(q)
-	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows}
+	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows, fleet: caps.Fleet}
 }
 
 // Abilities follow the driver's capabilities: its Inspector gives
 // browsing, figures by state, charts, job detail and the workers page; its
 // Controller pause and resume and the cancel buttons; its Scheduler the
-// periodic page; its Workflows the batches pages.
+// periodic page; its Workflows the batches pages; its Fleet the Workers
+// page's terminate, pause and continue buttons.
 func (qi *QueueInspector) Abilities() Abilities {
 	ok := qi.insp != nil
 	return Abilities{
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
 		Pause: qi.ctl != nil, Workers: ok,
-		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil,
+		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil, Fleet: qi.fleet != nil && ok,
 	}
 }
 

@@ -154,6 +154,7 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /queues/api/workers", h.apiWorkers)
 	h.batchRoutes(m)
 	h.periodicRoutes(m)
+	h.fleetRoutes(m)
 	m.HandleFunc("GET /queues", func(w http.ResponseWriter, r *http.Request) {
 		// Relative to /prefix/queues, "queues/" is the dashboard root.
 		seeOther(w, "queues/")

@@ -597,6 +597,13 @@ type workersData struct {
 	// flush), as each reported with its last heartbeat.
 	Running, Reserved int
 	Stale             int // how many have not been seen for staleAfter
+	// Fleet is set when the workers can be commanded (FleetSource);
+	// FleetPaused while the whole fleet is paused; Paused counts the
+	// workers paused (by the fleet's pause or their own).
+	Fleet       bool
+	FleetPaused bool
+	Paused      int
+	FleetURL    string // the fleet's action URLs: FleetURL + "/terminate" and so on
 }
 
 type workerRow struct {
@@ -607,6 +614,9 @@ type workerRow struct {
 	// queues; HeldBy says them per queue ("" when it holds none).
 	RunningN, ReservedN int
 	HeldBy              string
+	Paused              bool   // by the fleet's pause or its own
+	OwnPause            bool   // paused on its own (its Continue button undoes it)
+	ActionURL           string // its fleet actions: ActionURL + "/terminate" and so on
 }
 
 // heldBy sums a worker's held jobs and says them per queue, sorted:
@@ -654,7 +664,22 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	// PageSize of them from a keyset cursor (the last ID shown).
 	slices.SortFunc(ws, func(a, b driver.WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
 	d := workersData{Total: len(ws)}
+	pausedIDs := map[string]bool{}
+	if fs := h.fleetOf(); fs != nil {
+		fleet, ids, err := fs.PausedWorkers(r.Context())
+		if err != nil {
+			h.failErr(w, r, "Reading the workers' pauses", err)
+			return
+		}
+		d.Fleet, d.FleetPaused = true, fleet
+		for _, id := range ids {
+			pausedIDs[id] = true
+		}
+	}
 	for _, wi := range ws {
+		if d.FleetPaused || pausedIDs[wi.ID] {
+			d.Paused++
+		}
 		d.Concurrency += wi.Concurrency
 		running, reserved, _ := heldBy(wi)
 		d.Running, d.Reserved = d.Running+running, d.Reserved+reserved
@@ -679,8 +704,14 @@ func (h *handler) workers(w http.ResponseWriter, r *http.Request) {
 	}
 	base := relBase(r)
 	d.Pager = keysetPager(base+"workers", url.Values{}, ref, next)
+	if d.Fleet {
+		d.FleetURL = base + "workers"
+	}
 	for _, wi := range page {
-		row := workerRow{WorkerInfo: wi, Stale: time.Since(wi.LastSeen) > staleAfter}
+		row := workerRow{WorkerInfo: wi, Stale: time.Since(wi.LastSeen) > staleAfter, Paused: d.FleetPaused || pausedIDs[wi.ID], OwnPause: pausedIDs[wi.ID]}
+		if d.Fleet {
+			row.ActionURL = base + "workers/" + url.PathEscape(wi.ID)
+		}
 		row.RunningN, row.ReservedN, row.HeldBy = heldBy(wi)
 		for _, q := range wi.Queues {
 			row.QueueURLs = append(row.QueueURLs, namedLink{q, base + "queue/" + url.PathEscape(q)})

@@ -158,6 +158,10 @@ var flashes = map[string]struct {
 	"cancelled":       {"Cancelled %s job(s).", true},
 	"nojob":           {"That job is no longer in the store.", false},
 	"finished":        {"That job had already finished: there was nothing to cancel.", false},
+	// The fleet's commands (the Workers page).
+	"terminated": {"Told to terminate: running jobs finish, then the workers exit for their supervisor to restart them (within about a second).", true},
+	"wpaused":    {"Paused: the workers take no new jobs until continued (within about a second).", true},
+	"continued":  {"Continued: the workers take jobs again.", true},
 }
 
 func flashText(q url.Values) (string, bool) {

@@ -79,6 +79,7 @@ type Abilities struct {
 	Cancel   bool // CancelJob works: cancel buttons on waiting and running jobs
 	Periodic bool // Periodics lists periodic jobs: the periodic page
 	Batches  bool // the Source is a BatchSource that serves batches: the batches pages
+	Fleet    bool // the Source is a FleetSource: terminate, pause and continue workers
 }
 
 // ListQuery selects a page of a job list.

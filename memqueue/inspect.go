@@ -359,6 +359,7 @@ func (q *Queue) Deregister(ctx context.Context, id string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.workers, id)
+	delete(q.fleet.byWorker, id)
 	return nil
 }
 
@@ -374,6 +375,7 @@ func (q *Queue) Workers(ctx context.Context) ([]driver.WorkerInfo, error) {
 	for id, w := range q.workers {
 		if w.LastSeen.Before(cutoff) {
 			delete(q.workers, id)
+			delete(q.fleet.byWorker, id)
 			continue
 		}
 		w.Queues = slices.Clone(w.Queues)

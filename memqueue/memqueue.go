@@ -69,6 +69,7 @@ type Queue struct {
 	doneNext  int
 
 	workers map[string]driver.WorkerInfo
+	fleet   fleetOrders // Fleet
 
 	leases    map[string]lease         // named leases (Leaser)
 	cancels   []cancelRecord           // cancels of running jobs, oldest first

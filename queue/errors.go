@@ -47,6 +47,14 @@ var (
 	// renewed before its margin, or the store gave it to another holder.
 	ErrLeadershipLost = errors.New("queue: leadership lost")
 
+	// ErrTerminated is what Worker.Run returns after a fleet command
+	// terminated the worker (meridian workers terminate, the dashboard's
+	// Workers page; see driver.Fleet): it stopped reserving, let its
+	// running jobs finish within ShutdownTimeout and flushed. Exit the
+	// process with a status its supervisor restarts on (see
+	// docs/operations.md, "Deploying").
+	ErrTerminated = errors.New("queue: worker terminated by a fleet command")
+
 	// The sentinel errors of the store contract (see package driver).
 	ErrBadCursor   = driver.ErrBadCursor
 	ErrBatch       = driver.ErrBatch

@@ -12,8 +12,25 @@ import (
 type halt struct {
 	stop context.CancelFunc // stops the fetcher; the run then shuts down
 
-	mu  sync.Mutex
-	err error
+	mu         sync.Mutex
+	err        error
+	terminated bool // by a fleet command
+}
+
+// terminate stops the run for a fleet command (see fleetWatch): Run then
+// returns ErrTerminated.
+func (h *halt) terminate() {
+	h.mu.Lock()
+	h.terminated = true
+	h.mu.Unlock()
+	h.stop()
+}
+
+// isTerminated reports whether a fleet command terminated the run.
+func (h *halt) isTerminated() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.terminated
 }
 
 // check reports whether err is a configuration error. The first one,

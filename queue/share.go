@@ -130,7 +130,7 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 	for {
 		f.freed.since(&seen)
 		b.sync()
-		if stopCtx.Err() != nil {
+		if stopCtx.Err() != nil || !f.gate.wait(stopCtx.Done()) {
 			return
 		}
 		rooms := b.rooms()

@@ -363,6 +363,11 @@ func (w *Worker) leaseFor() time.Duration {
 // context of its own and returns nil. Handler contexts do not derive from
 // ctx.
 //
+// Over a store with the Fleet ability (driver.Fleet) the worker obeys
+// fleet commands, read about once a second: while paused it reserves no
+// jobs (those it holds run), and a terminate shuts it down as a stop does,
+// after which Run returns ErrTerminated.
+//
 // Transient queue errors are retried with backoff and logged once per
 // streak of failures (and once when the queue recovers). A queue error
 // matching ErrConfig (a missing table, an unknown schema version, bad
@@ -434,9 +439,11 @@ type run struct {
 	executor  *executor
 	completer *completer
 	extender  *extender
-	heartbeat *heartbeat // nil when the queue keeps no worker registry
-	budget    *budget    // nil unless the worker shares a budget (balance.Simple, Auto)
-	balancer  *balancer  // nil unless balance.Auto
+	heartbeat *heartbeat  // nil when the queue keeps no worker registry
+	fleet     *fleetWatch // nil when the store has no Fleet ability
+	gate      *gate       // closed while a fleet command pauses the worker
+	budget    *budget     // nil unless the worker shares a budget (balance.Simple, Auto)
+	balancer  *balancer   // nil unless balance.Auto
 
 	// opts are the worker's balance options with their defaults;
 	// concurrency and queues are the handlers and queues of the run
@@ -502,6 +509,11 @@ func newRun(w *Worker) *run {
 		pace: pacer{horizon: prefetchHorizon, max: prefetch},
 	}
 	r.fetcher.waiter = r.caps.Waiter
+	r.gate = newGate()
+	r.fetcher.gate = r.gate
+	if f := r.caps.Fleet; f != nil {
+		r.fleet = newFleetWatch(f, r)
+	}
 	switch {
 	case opts.Budgeted():
 		r.budget = newBudget(queues, opts.Max)
@@ -566,7 +578,9 @@ func (r *run) run(ctx context.Context) error {
 	if r.balancer != nil {
 		bg.Go(func() { r.balancer.run(bgDone) })
 	}
-
+	if r.fleet != nil && r.fleet.check() {
+		bg.Go(func() { r.fleet.run(bgDone) })
+	}
 	if store := r.caps.Scheduler; store != nil {
 		for _, p := range r.w.periodics {
 			bg.Go(func() { p.schedule(stopCtx, store, r.log.Warn) })
@@ -586,6 +600,10 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.halt.Err(); err != nil {
 		r.log.Error("queue: worker stopped by an error retrying cannot fix", "worker", r.id, "err", err)
 		return err
+	}
+	if r.halt.isTerminated() {
+		r.log.Info("queue: worker terminated", "worker", r.id)
+		return ErrTerminated
 	}
 	r.log.Info("queue: worker stopped", "worker", r.id)
 	return nil
@@ -727,6 +745,8 @@ type fetcher struct {
 	// budget, when set, is the budget the queues share (balance.Simple,
 	// Auto): the fetcher runs runBudget instead.
 	budget *budget
+	// gate holds the fetcher while a fleet command pauses the worker.
+	gate *gate
 }
 
 // freed counts the jobs the executors finished, for the fetcher: a counter
@@ -816,7 +836,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 			outstanding -= n
 			f.pace.done(n)
 		}
-		if stopCtx.Err() != nil {
+		if stopCtx.Err() != nil || !f.gate.wait(stopCtx.Done()) {
 			return
 		}
 		ahead := f.pace.ahead(time.Now())

@@ -82,6 +82,11 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	}
 	if err == nil {
 		var n int64
+		n, err = q.fencedExec(ctx, qPruneFleet, micros(now.Add(-q.cfg.workerTTL)))
+		pruned += int(n)
+	}
+	if err == nil {
+		var n int64
 		n, err = q.fencedExec(ctx, qPruneMetrics, now.Add(-q.cfg.metricsKeep).Unix())
 		pruned += int(n)
 	}

@@ -36,6 +36,7 @@ type tableNames struct {
 	jobs, pauses, workers, metrics, meta string
 	periodic, uniques, counts            string
 	batches, batchJobs                   string
+	fleet                                string
 	replacer                             *strings.Replacer
 }
 
@@ -58,10 +59,12 @@ func names(d dialect, table string) tableNames {
 		// batch.go).
 		batches:   d.quote(table + "_batches"),
 		batchJobs: d.quote(table + "_batch_jobs"),
+		// fleet holds the fleet's commands to workers (see fleet.go).
+		fleet: d.quote(table + "_fleet"),
 	}
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
-		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs,
+		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
 	)
 	return t
 }
@@ -98,7 +101,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 // tables and indexes, quoted (the table prefix is validated by WithTable).
 func migrationVars(d dialect, table string) map[string]string {
 	vars := map[string]string{"jobs": d.quote(table)}
-	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs"} {
+	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet"} {
 		vars[s] = d.quote(table + "_" + s)
 	}
 	// The counting triggers and their functions (see the counts migration),
@@ -274,7 +277,7 @@ func dbTx(ctx context.Context, db DB, opts *sql.TxOptions, fn func(ex execer) er
 // again.
 func (q *Queue) DropTables(ctx context.Context) error {
 	q.resetReady()
-	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta, q.t.periodic, q.t.uniques, q.t.counts, q.t.batches, q.t.batchJobs} {
+	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.meta, q.t.periodic, q.t.uniques, q.t.counts, q.t.batches, q.t.batchJobs, q.t.fleet} {
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
 			return q.wrap(ctx, err, "dropping table %s", table)
 		}

@@ -754,6 +754,27 @@ const (
 	qWorkersHeld
 	// qPruneWorkers deletes the worker rows last seen before a time.
 	qPruneWorkers
+	// qFleetTerminateAll adds one to the fleet's terminations (now).
+	qFleetTerminateAll
+	// qFleetTerminate tells one worker to terminate (target, now).
+	qFleetTerminate
+	// qFleetPause pauses a target, '*' or a worker (target, now).
+	qFleetPause
+	// qFleetContinue ends the pause of one target (now, target).
+	qFleetContinue
+	// qFleetContinueAll ends every pause (now).
+	qFleetContinueAll
+	// qFleetOrders reads (target, paused, terminations) of the fleet and
+	// one worker (worker id).
+	qFleetOrders
+	// qFleetPaused lists the paused workers' targets, sorted, at most
+	// 1000.
+	qFleetPaused
+	// qFleetDelete deletes one worker's commands (target).
+	qFleetDelete
+	// qPruneFleet deletes the commands of workers that are not in the
+	// registry, last changed before a time.
+	qPruneFleet
 	// qGetJob reads one job (id): jobCols then attemptCols.
 	qGetJob
 	// qJobsByID reads the jobs of an ID list (one IN list): jobCols.

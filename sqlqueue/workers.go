@@ -69,13 +69,17 @@ func parseHeld(s sql.NullString) (map[string]int, error) {
 	return m, nil
 }
 
-// Deregister removes the registry entry id and flushes buffered metrics.
+// Deregister removes the registry entry id, and the fleet commands for it
+// (CommandWorkers), and flushes buffered metrics.
 func (q *Queue) Deregister(ctx context.Context, id string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
 	if _, err := q.db.ExecContext(ctx, q.stmt(qWorkerDelete), id); err != nil {
 		return q.wrap(ctx, err, "deregistering worker %s", id)
+	}
+	if _, err := q.db.ExecContext(ctx, q.stmt(qFleetDelete), id); err != nil {
+		return q.wrap(ctx, err, "deleting the fleet commands of worker %s", id)
 	}
 	q.flushMetricsLogged(ctx)
 	return nil

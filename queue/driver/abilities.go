@@ -208,6 +208,7 @@ type Capabilities struct {
 	Scheduler  Scheduler
 	Reporter   Reporter
 	Waiter     Waiter
+	Fleet      Fleet
 	// DefaultLease is the store's configured lease length, 0 when it has
 	// none (see LeaseDefaulter).
 	DefaultLease time.Duration
@@ -222,6 +223,7 @@ func CapabilitiesOf(q Queue) Capabilities {
 	c.Scheduler, _ = q.(Scheduler)
 	c.Reporter, _ = q.(Reporter)
 	c.Waiter, _ = q.(Waiter)
+	c.Fleet, _ = q.(Fleet)
 	if d, ok := q.(LeaseDefaulter); ok {
 		c.DefaultLease = d.DefaultLease()
 	}
@@ -240,6 +242,7 @@ var abilities = []struct {
 	{"Scheduler", "no leaders, limits or periodic jobs", func(c Capabilities) bool { return c.Scheduler != nil }},
 	{"Reporter", "no worker registry or run metrics", func(c Capabilities) bool { return c.Reporter != nil }},
 	{"Waiter", "workers poll", func(c Capabilities) bool { return c.Waiter != nil }},
+	{"Fleet", "no fleet commands: workers cannot be terminated, paused or continued through the store", func(c Capabilities) bool { return c.Fleet != nil }},
 }
 
 // Missing lists the abilities the store lacks, each as its interface's
@@ -257,7 +260,7 @@ func (c Capabilities) Missing() []string {
 
 // Require returns nil when the store has the ability named (an interface
 // of this package: "Inspector", "Controller", "Workflows", "Scheduler",
-// "Reporter" or "Waiter"), and otherwise an error matching ErrUnsupported
+// "Reporter", "Waiter" or "Fleet"), and otherwise an error matching ErrUnsupported
 // that names it and what goes without it.
 func (c Capabilities) Require(name string) error {
 	for _, a := range abilities {

@@ -1,0 +1,4 @@
+-- 0020_fleet down: drops the fleet's commands.
+DROP TABLE IF EXISTS {fleet};
+
+UPDATE {meta} SET value = '19' WHERE name = 'schema_version';

@@ -1,0 +1,4 @@
+-- 0013_fleet down: drops the fleet's commands.
+DROP TABLE IF EXISTS {fleet};
+
+UPDATE {meta} SET value = '12' WHERE name = 'schema_version';
