@@ -72,13 +72,17 @@ const (
 	// and its retry, due at once, succeeds: the price of a failure's
 	// outcome reaching the store. It runs only when named, not in "all".
 	ModeFailOnce Mode = "failonce"
+	// ModeFlood is the flood and trickle: one queue flooded, another fed
+	// one job at a time, under strict order, Auto and weights 6:1 (see
+	// flood). It runs only when named, not in "all".
+	ModeFlood Mode = "flood"
 )
 
 // AllModes lists every mode "all" runs, in the order Run measures them.
 var AllModes = []Mode{ModeBurnDown, ModeContinuous, ModeDispatch, ModeLatency}
 
 // knownModes is every mode Run knows, in the order it measures them.
-var knownModes = []Mode{ModeBurnDown, ModeFailOnce, ModeContinuous, ModeDispatch, ModeLatency}
+var knownModes = []Mode{ModeBurnDown, ModeFailOnce, ModeContinuous, ModeDispatch, ModeLatency, ModeFlood}
 
 // ParseModes parses a comma-separated list of modes; "all" or "" is every
 // mode of AllModes.
@@ -141,6 +145,15 @@ type Options struct {
 	Rate            int
 	LatencyDuration time.Duration
 
+	// The flood mode: FloodJobs jobs of FloodWork each queued on one
+	// queue, one job every TrickleEvery on another for FloodFor, a worker
+	// of FloodBudget handlers over both.
+	FloodJobs    int
+	FloodWork    time.Duration
+	TrickleEvery time.Duration
+	FloodFor     time.Duration
+	FloodBudget  int
+
 	// BaselineConns and BaselineDuration size the INSERT baseline.
 	BaselineConns    int
 	BaselineDuration time.Duration
@@ -194,6 +207,11 @@ var DefaultOptions = Options{
 	Dispatchers:      8,
 	Rate:             1000,
 	LatencyDuration:  5 * time.Second,
+	FloodJobs:        100_000,
+	FloodWork:        2 * time.Millisecond,
+	TrickleEvery:     time.Second,
+	FloodFor:         20 * time.Second,
+	FloodBudget:      20,
 	BaselineConns:    8,
 	BaselineDuration: 5 * time.Second,
 }
@@ -207,6 +225,9 @@ var QuickOptions = func() Options {
 	o.Warmup = 200 * time.Millisecond
 	o.LatencyDuration = time.Second
 	o.BaselineDuration = time.Second
+	o.FloodJobs = 5_000
+	o.FloodFor = 3 * time.Second
+	o.TrickleEvery = 200 * time.Millisecond
 	return o
 }()
 
@@ -241,6 +262,11 @@ func (o Options) withDefaults() Options {
 	setInt(&o.Dispatchers, d.Dispatchers)
 	setInt(&o.Rate, d.Rate)
 	setDur(&o.LatencyDuration, d.LatencyDuration)
+	setInt(&o.FloodJobs, d.FloodJobs)
+	setDur(&o.FloodWork, d.FloodWork)
+	setDur(&o.TrickleEvery, d.TrickleEvery)
+	setDur(&o.FloodFor, d.FloodFor)
+	setInt(&o.FloodBudget, d.FloodBudget)
 	setInt(&o.BaselineConns, d.BaselineConns)
 	setDur(&o.BaselineDuration, d.BaselineDuration)
 	return o
@@ -422,6 +448,8 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 			}
 		case ModeLatency:
 			err = measure("latency", func(e Engine, o Options) ([]Figure, error) { return latency(ctx, e, o) })
+		case ModeFlood:
+			err = measure("flood", func(e Engine, o Options) ([]Figure, error) { return Measure(ctx, e, ModeFlood, o) })
 		}
 		if err != nil {
 			return rep, fmt.Errorf("bench: %s %s: %w", t.Name(), m, err)

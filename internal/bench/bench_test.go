@@ -340,3 +340,24 @@ func TestTreeCPU(t *testing.T) {
 		t.Error("TreeCPU of a process that does not exist gave a reading")
 	}
 }
+
+// TestFloodModeRuns runs the flood mode with tiny numbers on the memory
+// target: its three variants each report the trickle's percentiles and the
+// flooded queue's rate. It checks the mode works, not the figures.
+func TestFloodModeRuns(t *testing.T) {
+	t.Parallel()
+	o := Options{Modes: []Mode{ModeFlood}, FloodJobs: 200, FloodWork: time.Millisecond, TrickleEvery: 20 * time.Millisecond,
+		FloodFor: 300 * time.Millisecond, FloodBudget: 4, Poll: 10 * time.Millisecond, BaselineDuration: time.Millisecond}
+	rep, err := Run(t.Context(), Memory{}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"strict", "auto", "weights 6:1"} {
+		for _, f := range []string{"trickle dispatch to start p99", "flooded queue"} {
+			name := "flood, " + v + ": " + f
+			if _, ok := rep.Figure(name); !ok {
+				t.Errorf("no figure %q in %v", name, rep.Figures)
+			}
+		}
+	}
+}

@@ -115,6 +115,12 @@ func Measure(ctx context.Context, e Engine, m Mode, opts Options) ([]Figure, err
 		return append(one, many...), err
 	case ModeLatency:
 		return latency(ctx, e, o)
+	case ModeFlood:
+		qe, ok := e.(queueEngine)
+		if !ok {
+			return nil, errors.New("bench: the flood mode runs on Meridian's queues only")
+		}
+		return flood(ctx, qe.q, o)
 	}
 	return nil, errors.New("bench: unknown mode " + string(m))
 }
