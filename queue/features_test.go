@@ -199,8 +199,7 @@ func TestWorkerCancelBeforeStart(t *testing.T) {
 			t.Errorf("a second CancelJob = %v, want ErrFinished", err)
 		}
 		startWorker(t, w)
-		time.Sleep(2 * time.Hour)
-		synctest.Wait()
+		advance(2 * time.Hour)
 		if runs.Load() != 0 {
 			t.Error("a cancelled job ran")
 		}
@@ -331,8 +330,7 @@ func TestPeriodicEveryAcrossWorkers(t *testing.T) {
 			}
 			startWorker(t, w)
 		}
-		time.Sleep(10*time.Second + 500*time.Millisecond)
-		synctest.Wait()
+		advance(10*time.Second + 500*time.Millisecond)
 		mu.Lock()
 		defer mu.Unlock()
 		// Ticks at start+1s ... start+10s (start is on a second here).
@@ -371,7 +369,7 @@ func TestPeriodicRunMissed(t *testing.T) {
 				synctest.Wait() // the worker idles until the first tick, an hour away
 				stop()
 				// Down for five hours: five ticks missed.
-				time.Sleep(5 * time.Hour)
+				advance(5 * time.Hour)
 				runs.Store(0)
 				startWorker(t, newWorker())
 				synctest.Wait() // the restart's ticks are handled, the next is an hour away
@@ -410,12 +408,10 @@ func TestPeriodicPauseAndRunByHand(t *testing.T) {
 		if err := q.PausePeriodic(t.Context(), "hourly", true); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * time.Hour)
-		synctest.Wait()
+		advance(3 * time.Hour)
 		stop()
 		startWorker(t, newWorker()) // registers the paused schedule again
-		time.Sleep(2 * time.Hour)
-		synctest.Wait()
+		advance(2 * time.Hour)
 		if len(got) != 0 {
 			t.Fatalf("a paused schedule enqueued %d ticks", len(got))
 		}
@@ -437,8 +433,7 @@ func TestPeriodicPauseAndRunByHand(t *testing.T) {
 		if err := q.PausePeriodic(t.Context(), "hourly", false); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Hour)
-		synctest.Wait()
+		advance(time.Hour)
 		if len(got) != 1 {
 			t.Fatalf("after the resume an hour's tick enqueued %d jobs, want 1", len(got))
 		}
@@ -498,8 +493,7 @@ func TestLeaderFailover(t *testing.T) {
 		ctxB, stopB := context.WithCancel(context.Background())
 		defer stopB()
 		go func() { _ = b.Run(ctxB) }()
-		time.Sleep(30 * time.Second)
-		synctest.Wait()
+		advance(30 * time.Second)
 		if !a.IsLeader() || b.IsLeader() {
 			t.Fatalf("leaders a=%v b=%v, want only a", a.IsLeader(), b.IsLeader())
 		}
@@ -508,4 +502,11 @@ func TestLeaderFailover(t *testing.T) {
 		<-doneA
 		testutil.Eventually(t, 12*time.Second, b.IsLeader, "b did not take over within TTL + renew")
 	})
+}
+
+// advance runs the fake clock of the test's synctest bubble d ahead, then
+// waits until every goroutine of the bubble is blocked again.
+func advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }
