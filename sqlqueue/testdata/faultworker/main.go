@@ -28,6 +28,9 @@
 // wrote ok|unclaimed|err" as a Hold job does; once the term is over it records
 // "C epoch unixnano cause".
 //
+// When a fleet command terminates its worker (queue.ErrTerminated) it
+// exits with status 4 (terminate_test.go).
+//
 // The suite builds it without -race: it exercises the database and the
 // processes, not the Go code.
 package main
@@ -35,6 +38,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -63,7 +67,11 @@ type Poison struct{}
 type Hold struct{}
 
 func main() {
-	if err := run(); err != nil {
+	err := run()
+	if errors.Is(err, queue.ErrTerminated) {
+		os.Exit(4) // a fleet command terminated it (terminate_test.go)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "faultworker:", err)
 		os.Exit(1)
 	}
