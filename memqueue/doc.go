@@ -21,7 +21,7 @@
 //
 // Queue implements the whole contract of queue.Queue, checked by the
 // contracttest suite, and every optional ability of package queue/driver:
-// Inspector, Controller, Workflows, Scheduler, Reporter and Waiter.
+// Inspector, Controller, Workflows, Scheduler, Reporter, Waiter and Fleet.
 // All methods are safe for concurrent use.
 //
 //   - Reserve takes ready jobs in order of priority (higher first), then

@@ -45,7 +45,7 @@ func WithClock(now func() time.Time) Option {
 
 // Queue is an in-memory queue.Queue. It implements every optional ability
 // of package queue/driver: Inspector, Controller, Workflows, Scheduler,
-// Reporter and Waiter.
+// Reporter, Waiter and Fleet.
 //
 // All methods are safe for concurrent use by many goroutines. The zero
 // value is not usable; call New.

@@ -26,7 +26,7 @@
 // (push, batch reserve under a lease, one batched Complete for every
 // outcome, ExtendMany, dead letters, Len and Purge) and as many of the
 // optional abilities (Inspector, Controller, Workflows, Scheduler,
-// Reporter, Waiter) as it can; driver.CapabilitiesOf tells the Worker and
+// Reporter, Waiter, Fleet) as it can; driver.CapabilitiesOf tells the Worker and
 // the helpers which it has, and what goes without the others. memqueue keeps jobs in
 // memory; sqlqueue keeps them in SQLite, PostgreSQL or MySQL/MariaDB. The
 // conformance suite in contracttest holds every driver to the same rules.

@@ -34,8 +34,9 @@
 //
 // # Tables and migrations
 //
-// WithTable names the jobs table (default meridian_jobs); four tables take
-// it as a prefix: _pauses, _workers, _metrics and _meta. New creates
+// WithTable names the jobs table (default meridian_jobs); the other tables
+// take it as a prefix: _pauses, _workers, _metrics, _meta, _periodic,
+// _uniques, _counts, _batches, _batch_jobs and _fleet. New creates
 // nothing. The schema is a series of numbered migrations per dialect
 // (embedded SQL files): Setup applies those the tables lack, in order,
 // under a lock, so it is safe to run at every start and from several

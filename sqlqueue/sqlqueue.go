@@ -61,7 +61,9 @@ var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
 
 // WithTable names the jobs table (default "meridian_jobs"). The queue's
 // other tables take it as a prefix: <table>_pauses, <table>_workers,
-// <table>_metrics and <table>_meta. The name must match
+// <table>_metrics, <table>_meta, <table>_periodic, <table>_uniques,
+// <table>_counts, <table>_batches, <table>_batch_jobs and <table>_fleet.
+// The name must match
 // [A-Za-z_][A-Za-z0-9_]{0,39}; it is always quoted in SQL.
 func WithTable(name string) Option {
 	return func(c *config) error {

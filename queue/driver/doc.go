@@ -11,9 +11,9 @@
 // lease (counting the attempt, or not until it starts), one batched
 // Complete for every outcome of a handler (done, retried, failed,
 // cancelled, snoozed, with a chain's next job and a batch member's batch),
-// ExtendMany, and the dead letters. The optional abilities are six
+// ExtendMany, and the dead letters. The optional abilities are seven
 // interfaces (Inspector, Controller, Workflows, Scheduler, Reporter,
-// Waiter); CapabilitiesOf answers which of them a store has, so the
+// Waiter, Fleet); CapabilitiesOf answers which of them a store has, so the
 // Worker, the dashboard, the CLI and the conformance suite in contracttest
 // degrade visibly instead of failing.
 //
