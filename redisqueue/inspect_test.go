@@ -299,3 +299,59 @@ func sortedJobIDs(jobs []queue.Job) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestListCursorSurvivesChanges checks that a page's cursor is a place in
+// the list order, not a position: jobs that leave the state after a page
+// (reserved, retried) or join it before the cursor do not shift the next
+// page, which starts at the first job after the last one listed.
+func TestListCursorSurvivesChanges(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	q := newQueue(t, rdb, prefix(t, rdb))
+	ctx := t.Context()
+	var ids []string
+	for i := range 40 {
+		j := queue.Job{ID: fmt.Sprintf("job-%02d", i), Queue: "cur", Name: "x"}
+		if err := q.Push(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	first, err := q.ListJobs(ctx, driver.JobFilter{State: driver.StateReady, Queue: "cur", Limit: 10})
+	if err != nil || !slices.Equal(idsOf(first.Jobs), ids[:10]) || first.Next == "" {
+		t.Fatalf("first page = %v, next %q, %v; want %v and a cursor", idsOf(first.Jobs), first.Next, err, ids[:10])
+	}
+	// Jobs 0 to 14 are reserved (the last listed one among them), and a
+	// job of a higher priority joins before the cursor.
+	got, err := q.Reserve(ctx, []string{"cur"}, 15, time.Minute)
+	if err != nil || len(got) != 15 {
+		t.Fatalf("Reserve(15) = %d jobs, %v", len(got), err)
+	}
+	if err := q.Push(ctx, queue.Job{ID: "urgent", Queue: "cur", Name: "x", Priority: 9}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := q.ListJobs(ctx, driver.JobFilter{State: driver.StateReady, Queue: "cur", Limit: 10, After: first.Next})
+	if err != nil || !slices.Equal(idsOf(second.Jobs), ids[15:25]) {
+		t.Fatalf("second page after changes = %v, %v; want %v", idsOf(second.Jobs), err, ids[15:25])
+	}
+
+	// Dead letters, newest first: retrying the last one listed keeps the
+	// place; the next page starts after it.
+	for _, j := range got {
+		if err := testutil.Fail(ctx, q, j.Lease(), "dead"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := listAll(t, q, driver.JobFilter{State: driver.StateDead}, 100)
+	page, err := q.ListJobs(ctx, driver.JobFilter{State: driver.StateDead, Limit: 5})
+	if err != nil || len(page.Jobs) != 5 {
+		t.Fatalf("dead page = %d jobs, %v", len(page.Jobs), err)
+	}
+	if err := q.RetryDead(ctx, page.Jobs[4].ID); err != nil {
+		t.Fatal(err)
+	}
+	next, err := q.ListJobs(ctx, driver.JobFilter{State: driver.StateDead, Limit: 5, After: page.Next})
+	if err != nil || !slices.Equal(idsOf(next.Jobs), idsOf(all[5:10])) {
+		t.Fatalf("dead page after a retry = %v, %v; want %v", idsOf(next.Jobs), err, idsOf(all[5:10]))
+	}
+}
