@@ -109,7 +109,7 @@ func TestQueueNamesWithBraces(t *testing.T) {
 }
 
 // TestCapabilities checks what the store answers it has: the core and
-// every ability, so that Missing lists none.
+// every ability but Fleet.
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -125,8 +125,12 @@ func TestCapabilities(t *testing.T) {
 			t.Errorf("Require(%s) = %v, want nil", name, err)
 		}
 	}
-	if m := c.Missing(); len(m) != 0 {
-		t.Errorf("Missing() = %q, want none", m)
+	// Fleet commands (driver.Fleet, added after the Redis driver) are not
+	// built on Redis yet: Missing lists them and nothing else.
+	for _, m := range c.Missing() {
+		if !strings.HasPrefix(m, "Fleet:") {
+			t.Errorf("Missing() lists %q, want only Fleet", m)
+		}
 	}
 }
 
