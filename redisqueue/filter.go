@@ -16,8 +16,10 @@ import (
 // that match the filter's queue, name, tag and payload substring. A
 // jobIter examines them a chunk at a time, one listScript call per chunk
 // over every queue it covers; each call seeks the sorted sets afresh from
-// the last key examined, so jobs that change state between two chunks
-// neither stop the walk nor come back twice.
+// the last key examined (a place in the order, not a position), so jobs
+// that leave the state between two chunks, or join it before that key,
+// do not shift the walk. A job that comes back with a new key after it
+// (retried for later, say) may be met again.
 //
 // The order of each state (see listPrelude):
 //
@@ -43,9 +45,18 @@ const (
 	expiredCap = promoteLimit
 )
 
-// finishSets maps the states kept by finish time, newest first, to the
-// suffix of their sorted set.
-var finishSets = map[driver.JobState]string{driver.StateDead: ":dead"}
+// byFinish reports whether the list of state st is ordered by finish
+// time, newest first, and the suffix of the sorted set that keeps its
+// jobs ("" for done and cancelled jobs, which are not kept).
+func byFinish(st driver.JobState) (set string, ok bool) {
+	switch st {
+	case driver.StateDead:
+		return ":dead", true
+	case driver.StateDone, driver.StateCancelled:
+		return "", true
+	}
+	return "", false
+}
 
 // listCursor is a position in a state's list order: the order key of the
 // last job a page examined.
@@ -73,7 +84,7 @@ func decodeCursor(st driver.JobState, s string) (listCursor, error) {
 	if !ok1 || !ok2 || err != nil || state != string(st) || member == "" {
 		return listCursor{}, bad
 	}
-	if _, ok := finishSets[st]; !ok { // an rmember: 32 digits, then the ID
+	if _, fin := byFinish(st); !fin { // an rmember: 32 digits, then the ID
 		if len(member) <= 32 || strings.Trim(member[:32], "0123456789") != "" {
 			return listCursor{}, bad
 		}
@@ -144,7 +155,8 @@ func (q *Queue) matching(f driver.JobFilter, scan int) (*jobIter, error) {
 	case driver.StateRunning:
 		it.kind = "run"
 	case driver.StateDead, driver.StateDone, driver.StateCancelled:
-		it.kind, it.fin = "fin", finishSets[f.State]
+		it.kind = "fin"
+		it.fin, _ = byFinish(f.State)
 	default:
 		return nil, fmt.Errorf("redisqueue: listing jobs: unknown state %q", f.State)
 	}
