@@ -151,6 +151,8 @@ func (q *Queue) Deregister(ctx context.Context, id string) error {
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HDel(ctx, q.workersKey(), id)
 		p.ZRem(ctx, q.seenKey(), id)
+		p.SRem(ctx, q.fleetPausedKey(), id)
+		p.SRem(ctx, q.fleetTermKey(), id)
 		return nil
 	})
 	if err != nil {
