@@ -77,6 +77,7 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		baseConns   = fs.Int("baseline-conns", 0, "connections inserting in the baseline (default 8)")
 		baseDur     = fs.Duration("baseline-duration", 0, "length of the baseline (default 5s)")
 		pool        = fs.Int("pool", 0, "connections in each PostgreSQL/MySQL queue's pool instead of the driver package's default (PostgreSQL: pool_max_conns; MySQL: an *sql.DB keeping them all idle)")
+		keepDone    = fs.Bool("keep-done", false, "SQL stores: keep acked jobs in the done state (sqlqueue.WithRetention) instead of deleting them, as River does by default")
 		analyze     = fs.Bool("analyze", false, "ANALYZE the jobs table after the burn-down's fill, as autovacuum would on a production server")
 		showCalls   = fs.Bool("calls", false, "also print, per mode, the driver calls made and the jobs each carried")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -196,14 +197,18 @@ flags:`)
 		case "memory":
 			targets = append(targets, bench.Memory{})
 		case "sqlite":
-			targets = append(targets, bench.SQLite(path))
+			t := bench.SQLite(path)
+			t.KeepDone = *keepDone
+			targets = append(targets, t)
 		case "postgres":
 			t := bench.Postgres(*pgDSN)
 			t.Pool = *pool
+			t.KeepDone = *keepDone
 			targets = append(targets, t)
 		case "mysql":
 			t := bench.MySQL(*myDSN)
 			t.Pool = *pool
+			t.KeepDone = *keepDone
 			targets = append(targets, t)
 		case "redis":
 			t, err := bench.NewRedis(*redisURL)
@@ -228,9 +233,9 @@ flags:`)
 
 	fmt.Fprintf(out, "meridian bench: %s %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s\n\n",
+	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
 		o.Jobs, o.Duration, o.Warmup, o.Workers, o.Concurrency, prefetchText(o.Prefetch), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
-		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration)
+		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone))
 	var errs []error
 	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}
 	for _, t := range targets {
@@ -276,6 +281,14 @@ flags:`)
 }
 
 // prefetchText describes Options.Prefetch.
+// keepDoneText names --keep-done in the header when it is set.
+func keepDoneText(keep bool) string {
+	if keep {
+		return "; SQL stores keep done jobs (--keep-done)"
+	}
+	return ""
+}
+
 func prefetchText(n int) string {
 	switch {
 	case n < 0:

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 func TestPercentiles(t *testing.T) {
@@ -358,6 +360,55 @@ func TestFloodModeRuns(t *testing.T) {
 			if _, ok := rep.Figure(name); !ok {
 				t.Errorf("no figure %q in %v", name, rep.Figures)
 			}
+		}
+	}
+}
+
+// TestKeepDone checks that a SQL target with KeepDone keeps the jobs a
+// burn-down worked in the done state, and that one without deletes them.
+func TestKeepDone(t *testing.T) {
+	t.Parallel()
+	for _, keep := range []bool{false, true} {
+		for _, target := range sqlTestTargets(t) {
+			t.Run(fmt.Sprintf("%s/keep=%v", target.Name(), keep), func(t *testing.T) {
+				s := target.(*SQL)
+				s.KeepDone = keep
+				ctx := context.Background()
+				q, drop, err := s.NewQueue(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					if err := drop(ctx); err != nil {
+						t.Error(err)
+					}
+				}()
+				o := tiny
+				if _, err := Measure(ctx, QueueEngine(q), ModeBurnDown, o); err != nil {
+					t.Fatal(err)
+				}
+				counter, ok := q.(interface {
+					Counts(context.Context) ([]driver.QueueCounts, error)
+				})
+				if !ok {
+					t.Fatalf("a %T does not count its jobs", q)
+				}
+				cs, err := counter.Counts(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var done int64
+				for _, c := range cs {
+					done += c.Done
+				}
+				want := int64(0)
+				if keep {
+					want = int64(o.withDefaults().Jobs)
+				}
+				if done != want {
+					t.Errorf("%d done jobs after a burn-down of %d, want %d", done, o.withDefaults().Jobs, want)
+				}
+			})
 		}
 	}
 }

@@ -40,6 +40,12 @@ type SQL struct {
 	// does not apply to SQLite, where sqlqueue uses one connection.
 	Pool int
 
+	// KeepDone keeps acked jobs in the done state (sqlqueue.WithRetention
+	// of a day, longer than any run) instead of deleting them when they
+	// are acked, Meridian's default: the work River and the other peers
+	// do at their defaults, which keep completed jobs.
+	KeepDone bool
+
 	rootOnce sync.Once
 	rootPID  int // the server's main process (ServerCPU), 0 if unknown
 }
@@ -128,8 +134,9 @@ type sqlQueue interface {
 func (s *SQL) NewQueue(ctx context.Context) (queue.Queue, func(context.Context) error, error) {
 	table := uniqueTable()
 	var (
-		q   sqlQueue
-		err error
+		q    sqlQueue
+		err  error
+		opts = s.options(table)
 	)
 	switch {
 	case s.name == "postgres":
@@ -140,13 +147,13 @@ func (s *SQL) NewQueue(ctx context.Context) (queue.Queue, func(context.Context) 
 				return nil, nil, err
 			}
 		}
-		q, err = postgres.Open(ctx, dsn, sqlqueue.WithTable(table))
+		q, err = postgres.Open(ctx, dsn, opts...)
 	case s.name == "mysql" && s.Pool > 0:
 		q, err = s.ownPool(ctx, table)
 	case s.name == "mysql":
-		q, err = mysql.Open(ctx, s.dsn, sqlqueue.WithTable(table))
+		q, err = mysql.Open(ctx, s.dsn, opts...)
 	default:
-		q, err = sqlite.Open(ctx, s.dsn, sqlqueue.WithTable(table))
+		q, err = sqlite.Open(ctx, s.dsn, opts...)
 	}
 	if err != nil {
 		// Open drops nothing when Setup fails half way; sweep with a
@@ -159,6 +166,25 @@ func (s *SQL) NewQueue(ctx context.Context) (queue.Queue, func(context.Context) 
 	return q, drop, nil
 }
 
+// NewQueueEngine is NewQueue as an Engine (QueueEngine), the form the peer
+// comparisons under internal/bench measure.
+func (s *SQL) NewQueueEngine(ctx context.Context) (Engine, func(context.Context) error, error) {
+	q, drop, err := s.NewQueue(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return QueueEngine(q), drop, nil
+}
+
+// options are the sqlqueue options of a queue in tables named table.
+func (s *SQL) options(table string) []sqlqueue.Option {
+	opts := []sqlqueue.Option{sqlqueue.WithTable(table)}
+	if s.KeepDone {
+		opts = append(opts, sqlqueue.WithRetention(24*time.Hour, 7*24*time.Hour))
+	}
+	return opts
+}
+
 // ownPool is a MySQL queue over an *sql.DB of the harness's own, sized
 // by s.Pool; closing the queue closes it.
 func (s *SQL) ownPool(ctx context.Context, table string) (sqlQueue, error) {
@@ -166,7 +192,7 @@ func (s *SQL) ownPool(ctx context.Context, table string) (sqlQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	q, err := sqlqueue.New(db, sqlqueue.WithTable(table))
+	q, err := sqlqueue.New(db, s.options(table)...)
 	if err == nil {
 		err = q.Setup(ctx)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
@@ -28,12 +29,14 @@ func main() {
 
 // config is a comparison's settings.
 type config struct {
-	dsn    string
-	rounds int
-	pool   int
-	modes  []bench.Mode
-	opts   bench.Options
-	river  riverSettings
+	store    string // postgres or sqlite
+	keepDone bool   // Meridian keeps done jobs, as River does
+	dsn      string
+	rounds   int
+	pool     int
+	modes    []bench.Mode
+	opts     bench.Options
+	river    riverSettings
 }
 
 // parse reads the command line.
@@ -42,6 +45,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	fs.SetOutput(errOut)
 	d := bench.DefaultOptions
 	var (
+		store       = fs.String("store", "postgres", "the store both systems run on: postgres (River on riverpgxv5) or sqlite (River on riversqlite, each system on a file of its own in a temporary directory)")
+		keepDone    = fs.Bool("keep-done", false, "Meridian keeps acked jobs in the done state (sqlqueue.WithRetention), as River keeps completed ones: the same work on both sides")
 		dsn         = fs.String("postgres-dsn", os.Getenv("MERIDIAN_POSTGRES_DSN"), "PostgreSQL DSN, a postgres:// URL (default $MERIDIAN_POSTGRES_DSN)")
 		rounds      = fs.Int("rounds", 3, "interleaved rounds; each runs every mode for both systems")
 		modes       = fs.String("modes", "burndown,continuous,latency", "comma-separated modes: burndown, continuous, dispatch, latency")
@@ -62,7 +67,10 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *dsn == "" {
+	switch {
+	case *store != "postgres" && *store != "sqlite":
+		return config{}, fmt.Errorf("--store must be postgres or sqlite, not %q", *store)
+	case *store == "postgres" && *dsn == "":
 		return config{}, errors.New("no PostgreSQL: set --postgres-dsn or MERIDIAN_POSTGRES_DSN")
 	}
 	ms, err := bench.ParseModes(*modes)
@@ -92,7 +100,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	o.Modes = ms
 	o.Jobs, o.Duration, o.Warmup = *jobs, *duration, *warmup
 	o.Concurrency, o.Poll, o.Rate, o.LatencyDuration = *concurrency, *poll, *rate, *latencyDur
-	return config{dsn: *dsn, rounds: *rounds, pool: *pool, modes: ms, opts: o,
+	return config{store: *store, keepDone: *keepDone, dsn: *dsn, rounds: *rounds, pool: *pool, modes: ms, opts: o,
 		river: riverSettings{fetchCooldown: *cooldown, fetchPoll: *fetchPoll}}, nil
 }
 
@@ -107,16 +115,42 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	c.opts.Progress = func(format string, args ...any) {
 		fmt.Fprintf(errOut, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
-	fmt.Fprintf(out, "river bench: River v0.51.1 against Meridian, %s %s/%s, %d CPUs, %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
+	fmt.Fprintf(out, "river bench: River v0.51.2 against Meridian on %s, %s %s/%s, %d CPUs, %s\n", c.store, runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "%d round(s); jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d, pool %d; Meridian poll %s; River FetchCooldown %s, FetchPollInterval %s\n\n",
-		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency, c.pool,
-		c.opts.Poll, c.river.fetchCooldown, c.river.fetchPoll)
+	fmt.Fprintf(out, "%d round(s); jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d\n",
+		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency)
+	fmt.Fprintf(out, "River: %s, FetchCooldown %s, FetchPollInterval %s, MaxWorkers %d, keeps completed jobs (its default)\n",
+		c.riverStore(), c.river.fetchCooldown, c.river.fetchPoll, c.opts.Concurrency)
+	fmt.Fprintf(out, "Meridian: %s, poll %s, %s\n\n", c.meridianStore(), c.opts.Poll, keepText(c.keepDone))
 	res, err := compare(ctx, c)
 	if werr := res.WriteTable(out); werr != nil {
 		return errors.Join(err, werr)
 	}
 	return err
+}
+
+// riverStore names River's driver and connections.
+func (c config) riverStore() string {
+	if c.store == "sqlite" {
+		return "riversqlite on a file of its own, one connection (riversqlite's advice), WAL, synchronous=NORMAL"
+	}
+	return fmt.Sprintf("riverpgxv5, a pgxpool of %d", c.pool)
+}
+
+// meridianStore names Meridian's driver and connections.
+func (c config) meridianStore() string {
+	if c.store == "sqlite" {
+		return "sqlqueue/sqlite on a file of its own (its one connection, WAL, synchronous=NORMAL)"
+	}
+	return fmt.Sprintf("sqlqueue/postgres, a pgxpool of %d", c.pool)
+}
+
+// keepText says what Meridian does with acked jobs.
+func keepText(keep bool) string {
+	if keep {
+		return "keeps done jobs (--keep-done: the same work as River)"
+	}
+	return "deletes acked jobs (its default)"
 }
 
 // systems are the two sides of the comparison, in the order of odd rounds.
@@ -126,20 +160,42 @@ var systems = []string{"River", "Meridian"}
 // those measured before an error.
 func compare(ctx context.Context, c config) (*bench.Rounds, error) {
 	res := bench.NewRounds(systems...)
-	cfg, err := pgxpool.ParseConfig(c.dsn)
-	if err != nil {
-		return res, fmt.Errorf("parsing the PostgreSQL DSN: %w", err)
+	var (
+		target   *bench.SQL
+		newRiver func(ctx context.Context) (bench.Engine, func(context.Context) error, error)
+		batch    = max(c.opts.ChunkSize, c.opts.BatchSize)
+	)
+	if c.store == "sqlite" {
+		dir, err := os.MkdirTemp("", "river-bench-")
+		if err != nil {
+			return res, fmt.Errorf("making a directory for the SQLite files: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		target = bench.SQLite(filepath.Join(dir, "meridian.db"))
+		newRiver = func(ctx context.Context) (bench.Engine, func(context.Context) error, error) {
+			return newRiverSQLite(ctx, dir, c.river, batch)
+		}
+	} else {
+		cfg, err := pgxpool.ParseConfig(c.dsn)
+		if err != nil {
+			return res, fmt.Errorf("parsing the PostgreSQL DSN: %w", err)
+		}
+		cfg.MaxConns = int32(c.pool)
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return res, fmt.Errorf("connecting to PostgreSQL: %w", err)
+		}
+		defer pool.Close()
+		target = bench.Postgres(c.dsn)
+		target.Pool = c.pool
+		newRiver = func(ctx context.Context) (bench.Engine, func(context.Context) error, error) {
+			return newRiverPostgres(ctx, pool, c.river, batch)
+		}
 	}
-	cfg.MaxConns = int32(c.pool)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return res, fmt.Errorf("connecting to PostgreSQL: %w", err)
-	}
-	defer pool.Close()
-	target := bench.Postgres(c.dsn)
-	target.Pool = c.pool
+	target.KeepDone = c.keepDone
 	o := c.opts
 	o.ReadServerCPU = target.ServerCPU
+	var err error
 	for round := 1; round <= c.rounds; round++ {
 		order := slices.Clone(systems)
 		if round%2 == 0 {
@@ -150,9 +206,9 @@ func compare(ctx context.Context, c config) (*bench.Rounds, error) {
 				o.Progress("round %d, %s, %s", round, m, s)
 				var figs []bench.Figure
 				if s == "River" {
-					figs, err = measureRiver(ctx, pool, c, m, o)
+					figs, err = measure(ctx, newRiver, m, o)
 				} else {
-					figs, err = measureMeridian(ctx, target, m, o)
+					figs, err = measure(ctx, target.NewQueueEngine, m, o)
 				}
 				res.Add(s, figs)
 				if err != nil {
@@ -164,26 +220,14 @@ func compare(ctx context.Context, c config) (*bench.Rounds, error) {
 	return res, nil
 }
 
-// measureRiver measures mode m of River on a fresh schema.
-func measureRiver(ctx context.Context, pool *pgxpool.Pool, c config, m bench.Mode, o bench.Options) ([]bench.Figure, error) {
-	e, drop, err := newRiver(ctx, pool, c.river, max(o.ChunkSize, o.BatchSize))
+// measure measures mode m of a system on fresh storage that open makes,
+// and drops it afterwards.
+func measure(ctx context.Context, open func(context.Context) (bench.Engine, func(context.Context) error, error), m bench.Mode, o bench.Options) ([]bench.Figure, error) {
+	e, drop, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	figs, err := bench.Measure(ctx, e, m, o)
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	return figs, errors.Join(err, drop(dctx))
-}
-
-// measureMeridian measures mode m of Meridian on fresh tables, opened as
-// `meridian bench` opens them.
-func measureMeridian(ctx context.Context, t *bench.SQL, m bench.Mode, o bench.Options) ([]bench.Figure, error) {
-	q, drop, err := t.NewQueue(ctx)
-	if err != nil {
-		return nil, err
-	}
-	figs, err := bench.Measure(ctx, bench.QueueEngine(q), m, o)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	return figs, errors.Join(err, drop(dctx))

@@ -11,18 +11,41 @@ import (
 
 func TestMain(m *testing.M) { testutil.Main(m) }
 
-// TestCompareRuns runs one small round of both systems on a real server
-// and checks that every figure has a value from each, with a ratio.
+// TestCompareRuns runs one small round of both systems on a real
+// PostgreSQL server and checks that every figure has a value from each,
+// with a ratio.
 func TestCompareRuns(t *testing.T) {
 	dsn := testutil.DSN(t, testutil.PostgresEnv)
+	out := compareTiny(t, "--postgres-dsn", dsn)
+	if !strings.Contains(out, "River v0.51.2 against Meridian on postgres") {
+		t.Errorf("the header does not name River's version and the store:\n%s", out)
+	}
+}
+
+// TestCompareRunsSQLite runs one small round of both systems on SQLite
+// files, Meridian keeping done jobs.
+func TestCompareRunsSQLite(t *testing.T) {
+	t.Parallel()
+	out := compareTiny(t, "--store", "sqlite", "--keep-done")
+	for _, want := range []string{"on sqlite", "riversqlite", "keeps done jobs"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the header does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// compareTiny runs one small round with args added and checks the table's
+// rows; it returns the output.
+func compareTiny(t *testing.T, args ...string) string {
+	t.Helper()
 	var out strings.Builder
-	err := run(context.Background(), []string{"--postgres-dsn", dsn, "--rounds", "1", "--jobs", "2000", "--modes", "burndown,latency",
-		"--rate", "200", "--latency-duration", "500ms", "--duration", "1s", "--warmup", "0s"}, &out, io.Discard)
+	err := run(context.Background(), append([]string{"--rounds", "1", "--jobs", "1000", "--modes", "burndown,latency",
+		"--rate", "200", "--latency-duration", "500ms", "--duration", "1s", "--warmup", "0s"}, args...), &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	table := out.String()
-	for _, fig := range []string{"burn-down: work 2000 (end to end), jobs/s", "burn-down: work 2000: client CPU per 1,000 jobs, ms", "latency p99, dispatch to start @200/s, ms"} {
+	for _, fig := range []string{"burn-down: work 1000 (end to end), jobs/s", "burn-down: work 1000: client CPU per 1,000 jobs, ms", "latency p99, dispatch to start @200/s, ms"} {
 		var row string
 		for line := range strings.SplitSeq(table, "\n") {
 			if strings.HasPrefix(line, "| "+fig+" |") {
@@ -37,6 +60,22 @@ func TestCompareRuns(t *testing.T) {
 			t.Errorf("row %q lacks a River value, a Meridian value or the ratio", row)
 		}
 	}
+	return table
+}
+
+func TestParseStore(t *testing.T) {
+	t.Parallel()
+	c, err := parse([]string{"--store", "sqlite", "--postgres-dsn", "", "--keep-done"}, io.Discard)
+	if err != nil {
+		t.Fatalf("SQLite needs no PostgreSQL DSN: %v", err)
+	}
+	if c.store != "sqlite" || !c.keepDone {
+		t.Errorf("parse gave store %q, keepDone %v; want sqlite, true", c.store, c.keepDone)
+	}
+	c, err = parse([]string{"--postgres-dsn", "postgres://x"}, io.Discard)
+	if err != nil || c.store != "postgres" || c.keepDone {
+		t.Errorf("the defaults are store %q, keepDone %v (%v); want postgres, false", c.store, c.keepDone, err)
+	}
 }
 
 func TestParseRejectsBadFlags(t *testing.T) {
@@ -50,6 +89,7 @@ func TestParseRejectsBadFlags(t *testing.T) {
 		{"zero rounds", []string{"--postgres-dsn", "postgres://x", "--rounds", "0"}, "--rounds must be at least 1"},
 		{"unknown mode", []string{"--postgres-dsn", "postgres://x", "--modes", "fast"}, "unknown mode"},
 		{"warm-up too long", []string{"--postgres-dsn", "postgres://x", "--duration", "1s", "--warmup", "2s"}, "--warmup must be"},
+		{"unknown store", []string{"--store", "mysql"}, "--store must be postgres or sqlite"},
 		{"stray argument", []string{"--postgres-dsn", "postgres://x", "extra"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {

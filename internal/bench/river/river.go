@@ -3,17 +3,25 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite", as sqlqueue/sqlite uses
 
 	"github.com/meridianjobs/meridian/internal/bench"
 )
@@ -43,21 +51,22 @@ type riverSettings struct {
 	fetchCooldown, fetchPoll time.Duration
 }
 
-// riverEngine is River on one fresh schema as a bench.Engine.
-type riverEngine struct {
-	pool     *pgxpool.Pool
-	schema   string
+// riverEngine is River on fresh storage as a bench.Engine: a new schema
+// on PostgreSQL (riverpgxv5), a new file on SQLite (riversqlite).
+type riverEngine[TTx any] struct {
+	driver   func() riverdriver.Driver[TTx]
+	schema   string // "" on SQLite
 	settings riverSettings
-	inserter *river.Client[pgx.Tx]
+	inserter *river.Client[TTx]
 	zeros    []river.InsertManyParams
 }
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// newRiver makes a schema of a unique name on pool's database, migrates
-// River into it, and returns the engine and a function that drops the
-// schema.
-func newRiver(ctx context.Context, pool *pgxpool.Pool, s riverSettings, maxBatch int) (*riverEngine, func(context.Context) error, error) {
+// newRiverPostgres makes a schema of a unique name on pool's database,
+// migrates River into it, and returns the engine and a function that drops
+// the schema.
+func newRiverPostgres(ctx context.Context, pool *pgxpool.Pool, s riverSettings, maxBatch int) (bench.Engine, func(context.Context) error, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "river_bench_" + hex.EncodeToString(b[:])
@@ -70,28 +79,74 @@ func newRiver(ctx context.Context, pool *pgxpool.Pool, s riverSettings, maxBatch
 		}
 		return nil
 	}
-	m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: quiet})
+	e, err := newRiver(ctx, func() riverdriver.Driver[pgx.Tx] { return riverpgxv5.New(pool) }, schema, s, maxBatch)
+	if err != nil {
+		return nil, nil, errors.Join(err, drop(ctx))
+	}
+	return e, drop, nil
+}
+
+// sqliteDSN is how the comparison opens a SQLite file for River with
+// modernc.org/sqlite: WAL and synchronous=NORMAL, as sqlqueue/sqlite
+// opens Meridian's, so a commit costs both the same, and a busy timeout.
+func sqliteDSN(path string) string {
+	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(30000)"
+}
+
+// newRiverSQLite makes a new SQLite file in dir, migrates River into it,
+// and returns the engine and a function that closes and removes the file.
+// The database/sql pool has one connection, as riversqlite's package
+// documentation advises ("set the maximum pool size to one connection").
+func newRiverSQLite(ctx context.Context, dir string, s riverSettings, maxBatch int) (bench.Engine, func(context.Context) error, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	path := filepath.Join(dir, "river_bench_"+hex.EncodeToString(b[:])+".db")
+	db, err := sql.Open("sqlite", sqliteDSN(path))
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	drop := func(context.Context) error {
+		err := db.Close()
+		for _, f := range []string{path, path + "-wal", path + "-shm"} {
+			if rerr := os.Remove(f); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = errors.Join(err, rerr)
+			}
+		}
+		return err
+	}
+	e, err := newRiver(ctx, func() riverdriver.Driver[*sql.Tx] { return riversqlite.New(db) }, "", s, maxBatch)
+	if err != nil {
+		return nil, nil, errors.Join(err, drop(ctx))
+	}
+	return e, drop, nil
+}
+
+// newRiver migrates River into schema and returns an engine with its
+// insert-only client.
+func newRiver[TTx any](ctx context.Context, driver func() riverdriver.Driver[TTx], schema string, s riverSettings, maxBatch int) (*riverEngine[TTx], error) {
+	m, err := rivermigrate.New(driver(), &rivermigrate.Config{Schema: schema, Logger: quiet})
 	if err == nil {
 		_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	}
 	if err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("migrating River into %s: %w", schema, err), drop(ctx))
+		return nil, fmt.Errorf("migrating River: %w", err)
 	}
 	// An insert-only client (no Queues) for the producers.
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &benchWorker{handle: func(int64) {}})
-	ins, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema, Logger: quiet, Workers: workers})
+	ins, err := river.NewClient(driver(), &river.Config{Schema: schema, Logger: quiet, Workers: workers})
 	if err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("making River's insert client: %w", err), drop(ctx))
+		return nil, fmt.Errorf("making River's insert client: %w", err)
 	}
 	zeros := make([]river.InsertManyParams, maxBatch)
 	for i := range zeros {
 		zeros[i].Args = benchArgs{}
 	}
-	return &riverEngine{pool: pool, schema: schema, settings: s, inserter: ins, zeros: zeros}, drop, nil
+	return &riverEngine[TTx]{driver: driver, schema: schema, settings: s, inserter: ins, zeros: zeros}, nil
 }
 
-func (e *riverEngine) DispatchMany(ctx context.Context, n int) (int, error) {
+func (e *riverEngine[TTx]) DispatchMany(ctx context.Context, n int) (int, error) {
 	ps := e.zeros
 	if n > len(ps) {
 		ps = make([]river.InsertManyParams, n)
@@ -102,13 +157,13 @@ func (e *riverEngine) DispatchMany(ctx context.Context, n int) (int, error) {
 	return e.inserter.InsertManyFast(ctx, ps[:n])
 }
 
-func (e *riverEngine) Dispatch(ctx context.Context, t int64) error {
+func (e *riverEngine[TTx]) Dispatch(ctx context.Context, t int64) error {
 	_, err := e.inserter.Insert(ctx, benchArgs{T: t}, nil)
 	return err
 }
 
-func (e *riverEngine) StartWorkers(o bench.Options, handle func(t int64)) (func() error, error) {
-	var clients []*river.Client[pgx.Tx]
+func (e *riverEngine[TTx]) StartWorkers(o bench.Options, handle func(t int64)) (func() error, error) {
+	var clients []*river.Client[TTx]
 	stopAll := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -121,7 +176,7 @@ func (e *riverEngine) StartWorkers(o bench.Options, handle func(t int64)) (func(
 	for range o.Workers {
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &benchWorker{handle: handle})
-		c, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
+		c, err := river.NewClient(e.driver(), &river.Config{
 			Schema:            e.schema,
 			Logger:            quiet,
 			FetchCooldown:     e.settings.fetchCooldown,
