@@ -27,6 +27,7 @@ import (
 	"github.com/meridianjobs/meridian/dashboard"
 	_ "github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
+	_ "github.com/meridianjobs/meridian/redisqueue"
 	_ "github.com/meridianjobs/meridian/sqlqueue/mysql"
 	_ "github.com/meridianjobs/meridian/sqlqueue/postgres"
 	_ "github.com/meridianjobs/meridian/sqlqueue/sqlite"
@@ -45,7 +46,7 @@ type ResizeImage struct {
 }
 
 func main() {
-	url := flag.String("queue", envOr("MERIDIAN_QUEUE_URL", "sqlite://meridian-demo.db"), "queue URL: sqlite://file, memory://, postgres://..., mysql://...")
+	url := flag.String("queue", envOr("MERIDIAN_QUEUE_URL", "sqlite://meridian-demo.db"), "queue URL: sqlite://file, memory://, postgres://..., mysql://..., redis://host:6379/0")
 	rate := flag.Duration("every", 200*time.Millisecond, "dispatch a job this often")
 	addr := flag.String("addr", "localhost:8080", "serve the dashboard here (empty: no dashboard)")
 	flag.Parse()
