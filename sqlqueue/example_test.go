@@ -162,4 +162,6 @@ func ExampleSchema() {
 	// ALTER TABLE "jobs_periodic" ADD COLUMN IF NOT EXISTS paused BOOLEAN NOT NULL DEFAULT FALSE
 	// ALTER TABLE "jobs_periodic" ADD COLUMN IF NOT EXISTS template BYTEA NOT NULL DEFAULT ''
 	// UPDATE "jobs_meta" SET value = '12' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_fleet"
+	// UPDATE "jobs_meta" SET value = '13' WHERE name = 'schema_version'
 }
