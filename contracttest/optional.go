@@ -958,7 +958,8 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 	s.checkRegistry(t, "HeartbeatListDeregister", func(t *testing.T, q queue.Queue, wr registry) {
 		started := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 		w2 := driver.WorkerInfo{ID: "worker-2", Host: "host-b", PID: 202, Queues: []string{"b"}, Concurrency: 4, StartedAt: started}
-		w1 := driver.WorkerInfo{ID: "worker-1", Host: "host-a", PID: 101, Queues: []string{"critical", "default"}, Concurrency: 16, StartedAt: started}
+		w1 := driver.WorkerInfo{ID: "worker-1", Host: "host-a", PID: 101, Queues: []string{"critical", "default"}, Concurrency: 16, StartedAt: started,
+			MaxAttempts: 7}
 		before := time.Now()
 		for _, w := range []driver.WorkerInfo{w2, w1} {
 			if err := wr.Heartbeat(t.Context(), w); err != nil {
@@ -973,13 +974,17 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 			t.Fatalf("Workers() = %+v, want worker-1 and worker-2 sorted by ID", got)
 		}
 		g := got[0]
-		if g.Host != w1.Host || g.PID != w1.PID || !slices.Equal(g.Queues, w1.Queues) || g.Concurrency != w1.Concurrency {
+		if g.Host != w1.Host || g.PID != w1.PID || !slices.Equal(g.Queues, w1.Queues) || g.Concurrency != w1.Concurrency || g.MaxAttempts != w1.MaxAttempts {
 			t.Errorf("Workers()[0] = %+v, want the fields of %+v", g, w1)
+		}
+		if got[1].MaxAttempts != 0 {
+			t.Errorf("Workers()[1].MaxAttempts = %d for a worker that reported none, want 0", got[1].MaxAttempts)
 		}
 		s.wantTime(t, "StartedAt", g.StartedAt, started)
 		s.wantBetween(t, "LastSeen", g.LastSeen, before, time.Now())
 
 		time.Sleep(5 * s.tol)
+		w1.MaxAttempts = 9 // a heartbeat replaces the last one's limit
 		if err := wr.Heartbeat(t.Context(), w1); err != nil {
 			t.Fatalf("second Heartbeat: %v", err)
 		}
@@ -992,6 +997,9 @@ func (s *suite) testWorkerRegistry(t *testing.T) {
 		}
 		if !got[0].LastSeen.After(g.LastSeen) {
 			t.Errorf("LastSeen %v not later than %v after a second heartbeat", got[0].LastSeen, g.LastSeen)
+		}
+		if got[0].MaxAttempts != 9 {
+			t.Errorf("MaxAttempts %d after a heartbeat reporting 9, want 9", got[0].MaxAttempts)
 		}
 		if err := wr.Deregister(t.Context(), "worker-unknown"); err != nil && !errors.Is(err, queue.ErrNotFound) {
 			t.Errorf("Deregister of an unknown worker: %v, want nil or ErrNotFound", err)

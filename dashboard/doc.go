@@ -114,6 +114,24 @@
 // background replaces them, so no page waits for a slow store's figures
 // except the first after an action.
 //
+// Every page says when its figures were read ("Read at 19:42:07 UTC",
+// which the page's script shows in the reader's own time zone, UTC kept in
+// the tooltip): the overview gives the time of the shared read that
+// produced its figures, not that of the request; the queue page and the
+// job lists, which read their jobs for the request, give that time and,
+// when it is another second, the time of the shared figures their counts
+// come from. Figures kept because the store did not answer are marked
+// stale there too.
+//
+// A job page gives the job's attempt limit and where it comes from: the
+// job's own MaxAttempts when it carries one; else the MaxAttempts setting
+// that the live workers serving its queue report with their heartbeats
+// (driver.WorkerInfo.MaxAttempts), one number when they agree and each
+// with its count of workers when they differ; else queue.DefaultMaxAttempts,
+// saying that no live worker serves the queue. The workers' setting is
+// the one they hold now: a job dead-lettered before a redeploy changed it
+// ran under the earlier one.
+//
 // NewInspector gives the Source of in-process counters and a failed-job
 // store (cookbook mode): the application feeds them, and the dashboard
 // shows what this process saw, with a throughput chart from the counters'

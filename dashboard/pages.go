@@ -73,7 +73,9 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 			h.cfg.logger.Warn("dashboard: reading the metrics", "err", err)
 		}
 	}
-	h.render(w, r, http.StatusOK, "overview", h.newPage(w, r, "Overview", "overview", d))
+	p := h.newPage(w, r, "Overview", "overview", d)
+	p.sharedFigures(sv, true)
+	h.render(w, r, http.StatusOK, "overview", p)
 }
 
 // jobsData is the model of the job lists (failed jobs and jobs by state).
@@ -285,6 +287,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 	if !dead {
 		filters.Set("state", string(st))
 	}
+	var tabFigures *StatsView // the shared figures the tab counts show
 	if c.Browse {
 		d.Pager = keysetPager(self, filters, ref, res.Next)
 		d.Clear = self
@@ -329,6 +332,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 			tab := stateTab{State: s, Label: stateLabel(s), URL: u, Active: s == st}
 			if counts != nil && !d.Filtered && c.ByState {
 				tab.Count = stateCount(*counts, s)
+				tabFigures = &sv
 			}
 			d.States = append(d.States, tab)
 		}
@@ -371,7 +375,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 	if dead {
 		title, nav = "Failed jobs", "failed"
 	}
-	h.render(w, r, http.StatusOK, "jobs", h.newPage(w, r, title, nav, d))
+	p := h.newPage(w, r, title, nav, d)
+	if tabFigures != nil {
+		p.sharedFigures(*tabFigures, false)
+	}
+	h.render(w, r, http.StatusOK, "jobs", p)
 }
 
 // stateCount is a queue's count of jobs in state s, "" when the figures do
@@ -408,20 +416,20 @@ func encodeQuery(v url.Values) string {
 }
 
 type jobData struct {
-	Job        JobView
-	Payload    string
-	JSON       bool // Payload is pretty-printed JSON
-	Binary     bool // Payload is shown quoted: it is not UTF-8
-	Leased     bool
-	CancelURL  string // "" when the job cannot be cancelled from here
-	RetryURL   string
-	ForgetURL  string
-	QueueURL   string
-	Dead       bool
+	Job       JobView
+	Payload   string
+	JSON      bool // Payload is pretty-printed JSON
+	Binary    bool // Payload is shown quoted: it is not UTF-8
+	Leased    bool
+	CancelURL string // "" when the job cannot be cancelled from here
+	RetryURL  string
+	ForgetURL string
+	QueueURL  string
+	Dead      bool
+	// MaxAttempt is the job's attempt limit as the page can tell it
+	// (see attemptLimit), and MaxNote says where it comes from.
 	MaxAttempt string
-	// MaxDefault: the job sets no maximum, so MaxAttempt is the
-	// Worker's default, which a worker's MaxAttempts setting overrides.
-	MaxDefault bool
+	MaxNote    string
 	MaxHistory int    // driver.MaxHistory: a history this long may have lost older attempts
 	ListURL    string // the list the job is in
 	ListName   string
@@ -462,11 +470,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
 	d.MaxHistory = driver.MaxHistory
-	d.MaxAttempt = display.Int(int64(queue.DefaultMaxAttempts))
-	d.MaxDefault = true
-	if j.MaxAttempts > 0 {
-		d.MaxAttempt, d.MaxDefault = display.Int(int64(j.MaxAttempts)), false
-	}
+	d.MaxAttempt, d.MaxNote = h.attemptLimit(r.Context(), j)
 	nav := "jobs"
 	if d.Dead {
 		nav = "failed"
@@ -584,7 +588,9 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, "Listing the queue's jobs", err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "queue", h.newPage(w, r, "Queue "+name, "overview", d))
+	p := h.newPage(w, r, "Queue "+name, "overview", d)
+	p.sharedFigures(sv, false)
+	h.render(w, r, http.StatusOK, "queue", p)
 }
 
 type workersData struct {
@@ -881,4 +887,58 @@ func (h *handler) warnings(ctx context.Context) map[string][]string {
 		return nil
 	}
 	return h.cfg.warnings(ctx)
+}
+
+// attemptLimit says what limits j's attempts, and where the limit comes
+// from: the job's own MaxAttempts when it carries one; otherwise the
+// MaxAttempts setting the live workers serving its queue report with
+// their heartbeats (driver.WorkerInfo.MaxAttempts), as one number when
+// they agree and each with its workers when they differ; and
+// queue.DefaultMaxAttempts, said as such, when no live worker serves the
+// queue or the Source lists no workers.
+func (h *handler) attemptLimit(ctx context.Context, j JobView) (limit, note string) {
+	if j.MaxAttempts > 0 {
+		return display.Int(int64(j.MaxAttempts)), "set on the job"
+	}
+	qn := j.QueueName()
+	def := display.Int(int64(queue.DefaultMaxAttempts))
+	if !h.src.Abilities().Workers {
+		return def, "the default: a worker's MaxAttempts setting overrides it"
+	}
+	ws, err := h.src.Workers(ctx)
+	if err != nil {
+		h.cfg.logger.Warn("dashboard: listing the workers for a job's attempt limit", "job", j.ID, "err", err)
+		return def, "the default; the workers could not be listed, and a worker's MaxAttempts setting overrides it"
+	}
+	byLimit := map[int]int{} // limit (0: not reported) -> live workers serving qn
+	for _, wi := range ws {
+		if time.Since(wi.LastSeen) <= staleAfter && slices.Contains(wi.Queues, qn) {
+			byLimit[wi.MaxAttempts]++
+		}
+	}
+	limits := slices.Sorted(maps.Keys(byLimit))
+	switch {
+	case len(limits) == 0:
+		return def, "the default: no live worker serves queue " + qn + " now; the setting of the worker that takes the job decides"
+	case len(limits) == 1 && limits[0] > 0:
+		return display.Int(int64(limits[0])), "the setting of the workers serving queue " + qn
+	}
+	parts := make([]string, 0, len(limits))
+	shown := make([]string, 0, len(limits))
+	for _, n := range limits {
+		who := display.Int(int64(byLimit[n])) + " worker"
+		if byLimit[n] != 1 {
+			who += "s"
+		}
+		if n == 0 {
+			parts = append(parts, who+" of an earlier release, which report none")
+			continue
+		}
+		shown = append(shown, display.Int(int64(n)))
+		parts = append(parts, display.Int(int64(n))+" on "+who)
+	}
+	if len(shown) == 0 {
+		shown = append(shown, "unknown")
+	}
+	return strings.Join(shown, " or "), "the workers serving queue " + qn + " differ: " + strings.Join(parts, ", ") + "; the worker that takes the job decides"
 }

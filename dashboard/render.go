@@ -33,6 +33,7 @@ var funcs = template.FuncMap{
 	"join":  strings.Join,
 	"half":  func(n int) int { return n / 2 },
 	"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05 UTC") },
 }
 
 func parseTemplates() map[string]*template.Template {
@@ -103,6 +104,32 @@ type page struct {
 	FlashOK bool
 	Refresh int // live refresh interval in milliseconds; 0 for none
 	Data    any
+	// ReadAt is when the page's figures were read: when the request's
+	// own reads ended, or, on a page that shows only the shared figures
+	// (the overview), when the read that produced them ended.
+	ReadAt time.Time
+	// FiguresAt is when the shared figures a page shows beside its own
+	// reads (the queue page's counts, a list's tab counts) were read,
+	// zero when the page shows none or they are of ReadAt's second.
+	FiguresAt time.Time
+	// Stale: the shared figures are the last ones read because the store
+	// did not answer (StatsView.Stale).
+	Stale bool
+}
+
+// sharedFigures records on p when the shared figures sv it shows were
+// read (see Figures, which serves them for statsTTL, and up to
+// figuresMaxAge while a refresh runs): as the page's ReadAt when they are
+// all it shows, else as its FiguresAt.
+func (p *page) sharedFigures(sv StatsView, only bool) {
+	p.Stale = p.Stale || sv.Stale
+	switch {
+	case sv.At.IsZero():
+	case only:
+		p.ReadAt = sv.At
+	case !sv.At.Truncate(time.Second).Equal(p.ReadAt.Truncate(time.Second)):
+		p.FiguresAt = sv.At
+	}
 }
 
 // newPage fills in what every page needs. It sets the CSRF cookie when the
@@ -112,6 +139,7 @@ func (h *handler) newPage(w http.ResponseWriter, r *http.Request, title, nav str
 		Title: title, App: h.cfg.title, Base: relBase(r), Nav: nav, Caps: h.src.Abilities(),
 		CanAct: canAct(r), Return: returnPath(r), Data: data,
 		Refresh: int(h.cfg.refresh / time.Millisecond),
+		ReadAt:  time.Now(),
 	}
 	if p.CanAct {
 		p.CSRF = csrfToken(w, r)
@@ -184,6 +212,12 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	tmpl := "layout"
 	if r.Header.Get("X-Meridian-Partial") != "" {
 		tmpl = "live"
+		// The live region begins with the time its figures were read.
+		if err := h.pages[name].ExecuteTemplate(&buf, "readat", p); err != nil {
+			h.cfg.logger.Error("dashboard: rendering page", "page", name, "err", err)
+			http.Error(w, "dashboard: rendering failed", http.StatusInternalServerError)
+			return
+		}
 	}
 	if err := h.pages[name].ExecuteTemplate(&buf, tmpl, p); err != nil {
 		h.cfg.logger.Error("dashboard: rendering page", "page", name, "err", err)

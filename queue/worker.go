@@ -533,8 +533,9 @@ func newRun(w *Worker) *run {
 
 	if reg := r.caps.Reporter; reg != nil {
 		r.heartbeat = &heartbeat{
-			reg:   reg,
-			info:  driver.WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: queues, Concurrency: concurrency, StartedAt: time.Now()},
+			reg: reg,
+			info: driver.WorkerInfo{ID: r.id, Host: hostname(), PID: os.Getpid(), Queues: queues, Concurrency: concurrency, StartedAt: time.Now(),
+				MaxAttempts: w.maxRetry},
 			every: w.heartbeat, held: r.held.counts, ctx: r.bgCtx, halt: r.halt, log: w.log,
 		}
 	}

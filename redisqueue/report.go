@@ -94,6 +94,7 @@ type workerRecord struct {
 	StartedAt   int64          `json:"s,omitempty"` // ms
 	Running     map[string]int `json:"r,omitempty"`
 	Reserved    map[string]int `json:"v,omitempty"`
+	MaxAttempts int            `json:"m,omitempty"`
 }
 
 // Heartbeat creates or refreshes the registry entry w.ID, with LastSeen
@@ -111,7 +112,7 @@ func (q *Queue) Heartbeat(ctx context.Context, w driver.WorkerInfo) error {
 		w.StartedAt = time.Now()
 	}
 	rec, err := json.Marshal(workerRecord{Host: w.Host, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
-		StartedAt: millis(w.StartedAt), Running: held(w.Running), Reserved: held(w.Reserved)})
+		StartedAt: millis(w.StartedAt), Running: held(w.Running), Reserved: held(w.Reserved), MaxAttempts: w.MaxAttempts})
 	if err != nil {
 		return fmt.Errorf("redisqueue: %s: %w", doing, err)
 	}
@@ -183,7 +184,8 @@ func (q *Queue) Workers(ctx context.Context) ([]driver.WorkerInfo, error) {
 			q.log.Warn("redisqueue: a worker's registry entry is not valid JSON; listed without it", "prefix", q.prefix, "worker", id, "err", err)
 		}
 		ws = append(ws, driver.WorkerInfo{ID: id, Host: rec.Host, PID: rec.PID, Queues: rec.Queues, Concurrency: rec.Concurrency,
-			StartedAt: time.UnixMilli(rec.StartedAt), LastSeen: timeOrZero(seen), Running: rec.Running, Reserved: rec.Reserved})
+			StartedAt: time.UnixMilli(rec.StartedAt), LastSeen: timeOrZero(seen), Running: rec.Running, Reserved: rec.Reserved,
+			MaxAttempts: rec.MaxAttempts})
 	}
 	slices.SortFunc(ws, func(a, b driver.WorkerInfo) int { return cmp.Compare(a.ID, b.ID) })
 	return ws, nil

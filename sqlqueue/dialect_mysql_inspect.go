@@ -24,7 +24,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`,
 FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`,
 	qPruneMetrics: "DELETE FROM {metrics} WHERE minute_at < ?",
 	qWorkerDelete: "DELETE FROM {workers} WHERE id = ?",
-	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved FROM {workers}
+	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qWorkersHeld:        "SELECT running, reserved FROM {workers} WHERE last_seen >= ? AND (running IS NOT NULL OR reserved IS NOT NULL) LIMIT " + maxHeldWorkersLit,
 	qPruneWorkers:       "DELETE FROM {workers} WHERE last_seen < ?",
@@ -81,8 +81,9 @@ ON DUPLICATE KEY UPDATE
   runtime_total_us = runtime_total_us + VALUES(runtime_total_us),
   runtime_max_us = GREATEST(runtime_max_us, VALUES(runtime_max_us)),
   wait_total_us = wait_total_us + VALUES(wait_total_us)`,
-	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), queues = VALUES(queues),
-  concurrency = VALUES(concurrency), last_seen = VALUES(last_seen), running = VALUES(running), reserved = VALUES(reserved)`,
+  concurrency = VALUES(concurrency), last_seen = VALUES(last_seen), running = VALUES(running), reserved = VALUES(reserved),
+  max_attempts = VALUES(max_attempts)`,
 }

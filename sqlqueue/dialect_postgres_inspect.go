@@ -21,7 +21,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`,
 FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`,
 	qPruneMetrics: "DELETE FROM {metrics} WHERE minute_at < ?",
 	qWorkerDelete: "DELETE FROM {workers} WHERE id = ?",
-	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved FROM {workers}
+	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qWorkersHeld:        "SELECT running, reserved FROM {workers} WHERE last_seen >= ? AND (running IS NOT NULL OR reserved IS NOT NULL) LIMIT " + maxHeldWorkersLit,
 	qPruneWorkers:       "DELETE FROM {workers} WHERE last_seen < ?",
@@ -82,10 +82,11 @@ ON CONFLICT (queue, minute_at) DO UPDATE SET
   runtime_total_us = m.runtime_total_us + EXCLUDED.runtime_total_us,
   runtime_max_us = GREATEST(m.runtime_max_us, EXCLUDED.runtime_max_us),
   wait_total_us = m.wait_total_us + EXCLUDED.wait_total_us`,
-	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues = EXCLUDED.queues,
-  concurrency = EXCLUDED.concurrency, last_seen = EXCLUDED.last_seen, running = EXCLUDED.running, reserved = EXCLUDED.reserved`,
+  concurrency = EXCLUDED.concurrency, last_seen = EXCLUDED.last_seen, running = EXCLUDED.running, reserved = EXCLUDED.reserved,
+  max_attempts = EXCLUDED.max_attempts`,
 }
 
 // pgPriorities is the loose scan of one queue's priorities as a recursive

@@ -23,7 +23,7 @@ FROM {metrics} WHERE minute_at >= ? GROUP BY queue`,
 FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`,
 	qPruneMetrics: "DELETE FROM {metrics} WHERE minute_at < ?",
 	qWorkerDelete: "DELETE FROM {workers} WHERE id = ?",
-	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved FROM {workers}
+	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qWorkersHeld:        "SELECT running, reserved FROM {workers} WHERE last_seen >= ? AND (running IS NOT NULL OR reserved IS NOT NULL) LIMIT " + maxHeldWorkersLit,
 	qPruneWorkers:       "DELETE FROM {workers} WHERE last_seen < ?",
@@ -79,10 +79,11 @@ ON CONFLICT (queue, minute_at) DO UPDATE SET
   runtime_total_us = runtime_total_us + excluded.runtime_total_us,
   runtime_max_us = MAX(runtime_max_us, excluded.runtime_max_us),
   wait_total_us = wait_total_us + excluded.wait_total_us`,
-	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,
-  concurrency = excluded.concurrency, last_seen = excluded.last_seen, running = excluded.running, reserved = excluded.reserved`,
+  concurrency = excluded.concurrency, last_seen = excluded.last_seen, running = excluded.running, reserved = excluded.reserved,
+  max_attempts = excluded.max_attempts`,
 }
 
 // sqlitePriorities is the loose scan of one queue's priorities as a

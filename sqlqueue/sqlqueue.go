@@ -744,7 +744,8 @@ const (
 	// qPruneMetrics deletes the metrics rows before a minute.
 	qPruneMetrics
 	// qWorkerUpsert creates or refreshes one worker row (id, host, pid,
-	// queues, concurrency, started_at, last_seen, running, reserved).
+	// queues, concurrency, started_at, last_seen, running, reserved,
+	// max_attempts).
 	qWorkerUpsert
 	// qWorkerDelete deletes one worker row (id).
 	qWorkerDelete

@@ -28,7 +28,7 @@ func (q *Queue) Heartbeat(ctx context.Context, w queue.WorkerInfo) error {
 	}
 	queues, _ := json.Marshal(w.Queues) // a []string always marshals
 	_, err := q.db.ExecContext(ctx, q.stmt(qWorkerUpsert), w.ID, w.Host, w.PID, string(queues), w.Concurrency, micros(w.StartedAt), micros(now),
-		heldJSON(w.Running), heldJSON(w.Reserved))
+		heldJSON(w.Running), heldJSON(w.Reserved), w.MaxAttempts)
 	if err != nil {
 		return q.wrap(ctx, err, "recording heartbeat of worker %s", w.ID)
 	}
@@ -106,6 +106,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 		Seen        int64          `db:"last_seen"`
 		Running     sql.NullString `db:"running"`
 		Reserved    sql.NullString `db:"reserved"`
+		MaxAttempts int            `db:"max_attempts"`
 	}
 	if err := sqlx.StructScan(rs, &got); err != nil {
 		return nil, q.wrap(ctx, err, "listing workers")
@@ -113,7 +114,7 @@ func (q *Queue) Workers(ctx context.Context) ([]queue.WorkerInfo, error) {
 	out := make([]queue.WorkerInfo, len(got))
 	for i, w := range got {
 		out[i] = queue.WorkerInfo{ID: w.ID, Host: w.Host, PID: w.PID, Concurrency: w.Concurrency,
-			StartedAt: fromMicros(w.Started), LastSeen: fromMicros(w.Seen)}
+			StartedAt: fromMicros(w.Started), LastSeen: fromMicros(w.Seen), MaxAttempts: w.MaxAttempts}
 		if err := json.Unmarshal([]byte(w.Queues), &out[i].Queues); err != nil {
 			q.log.Warn("sqlqueue: a worker's queue list is not valid JSON; listed without it", "table", q.t.raw, "worker", w.ID, "err", err)
 		}

@@ -110,7 +110,10 @@
     for (var i = 0; i < ts.length; i++) {
       var d = new Date(ts[i].getAttribute("datetime"));
       if (isNaN(d.getTime())) continue;
-      var s = d.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
+      // A clock (a page's "read at") shows the time of day only.
+      var s = ts[i].classList.contains("clock")
+        ? d.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" })
+        : d.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
       if (ts[i].textContent !== s) ts[i].textContent = s;
     }
   }

@@ -2,6 +2,7 @@ package browsertest_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,14 @@ func TestBrowserLocalTimes(t *testing.T) {
 	}
 	if !strings.Contains(got.Text, "GMT+9") || !strings.HasSuffix(got.Title, "UTC") {
 		t.Errorf("job time shows %q (title %q), want Tokyo time (GMT+9) and UTC in the title", got.Text, got.Title)
+	}
+	// The page's "read at" is a time of day, in Tokyo time too.
+	got, err = chromedp.Run(ctx, chromedp.Evaluate[tm](`(() => { const t = document.querySelector("#read-at time"); return {Text: t.textContent, Title: t.title}; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	year := strconv.Itoa(time.Now().Year())
+	if !strings.Contains(got.Text, "GMT+9") || strings.Contains(got.Text, year) || strings.Count(got.Text, ":") != 2 || !strings.HasSuffix(got.Title, "UTC") {
+		t.Errorf("read-at shows %q (title %q), want the time of day in Tokyo (GMT+9) and UTC in the title", got.Text, got.Title)
 	}
 }

@@ -180,6 +180,12 @@ type WorkerInfo struct {
 	// running jobs as their sum over the live workers (see Counter).
 	Running  map[string]int
 	Reserved map[string]int
+	// MaxAttempts is the attempt limit the worker applies to a job that
+	// carries none of its own (Job.MaxAttempts 0): the Worker's
+	// MaxAttempts setting, the first attempt included. 0 when the
+	// reporter did not say (a worker of a release before it reported
+	// one). The dashboard's job page shows a job's limit from it.
+	MaxAttempts int
 }
 
 // Held reports the jobs w held in queueName when it sent its heartbeat:

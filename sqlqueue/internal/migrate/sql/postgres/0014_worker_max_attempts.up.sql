@@ -1,0 +1,8 @@
+-- 0014_worker_max_attempts: the attempt limit each worker applies to jobs
+-- that carry none of their own (queue.WorkerInfo.MaxAttempts: its
+-- Worker's MaxAttempts setting), as it reports it with its heartbeat; 0
+-- from a worker of an earlier release. The dashboard's job page shows a
+-- job's limit from it.
+ALTER TABLE {workers} ADD COLUMN IF NOT EXISTS max_attempts INTEGER NOT NULL DEFAULT 0;
+
+UPDATE {meta} SET value = '14' WHERE name = 'schema_version';
