@@ -164,4 +164,6 @@ func ExampleSchema() {
 	// UPDATE "jobs_meta" SET value = '12' WHERE name = 'schema_version'
 	// CREATE TABLE IF NOT EXISTS "jobs_fleet"
 	// UPDATE "jobs_meta" SET value = '13' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs_workers" ADD COLUMN IF NOT EXISTS max_attempts INTEGER NOT NULL DEFAULT 0
+	// UPDATE "jobs_meta" SET value = '14' WHERE name = 'schema_version'
 }
