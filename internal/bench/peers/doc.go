@@ -32,14 +32,17 @@
 //     a job, so workers beyond --pool, and the producers' inserts, wait for
 //     one: at the default --concurrency of 1,000 that wait dominates; set
 //     --concurrency to the pool's size to see gue without it. It queues
-//     with EnqueueBatch and deletes finished jobs.
+//     with EnqueueBatch and deletes finished jobs; its workers stop with
+//     gue's graceful shutdown, so a running job's deletion commits.
 //   - neoq: a handler of Concurrency --concurrency; it announces every job
 //     by NOTIFY and looks for jobs no notification announced every
 //     PendingJobCheckInterval (60 s), so a burn-down's backlog, queued
 //     before its workers start, waits for that check. It queues one job
 //     per Enqueue (it has no batch), and keeps processed jobs. neoq
 //     refuses a job whose payload matches one not yet processed, so each
-//     bench job carries a fingerprint of its own.
+//     bench job carries a fingerprint of its own. Its Shutdown does not
+//     wait for running jobs, so the last few completions of a mode may be
+//     cut off rather than stored.
 //   - goqite: a jobs.Runner with Limit --concurrency, polling every
 //     100 ms, on a database/sql pool of one connection with WAL, a busy
 //     timeout and foreign keys (its README's settings). It queues a

@@ -115,7 +115,11 @@ func (e *gueEngine) StartWorkers(o bench.Options, handle func(t int64)) (func() 
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, o.Workers)
 	for range o.Workers {
-		wp, err := gue.NewWorkerPool(e.client, wm, o.Concurrency, gue.WithPoolQueue(gueQueue), gue.WithPoolPollInterval(e.settings.guePoll))
+		// Graceful shutdown (gue's own option for it): a job running when
+		// stop cancels finishes and its deletion commits, as the Engine's
+		// stop promises.
+		wp, err := gue.NewWorkerPool(e.client, wm, o.Concurrency, gue.WithPoolQueue(gueQueue), gue.WithPoolPollInterval(e.settings.guePoll),
+			gue.WithPoolGracefulShutdown(nil))
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("making a gue worker pool: %w", err)

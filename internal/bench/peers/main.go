@@ -161,10 +161,10 @@ func (c config) peerText() string {
 	s := c.settings
 	switch c.peer.name {
 	case "gue":
-		return fmt.Sprintf("adapter/pgxv5 over a pgxpool of %d (its --concurrency workers hold a connection each while they poll and work), poll %s, PriorityPollStrategy (its defaults), EnqueueBatch; deletes finished jobs (its only way)",
+		return fmt.Sprintf("adapter/pgxv5 over a pgxpool of %d (its --concurrency workers hold a connection each while they poll and work), poll %s, PriorityPollStrategy (its defaults), graceful shutdown, EnqueueBatch; deletes finished jobs (its only way)",
 			c.pool, s.guePoll)
 	case "neoq":
-		return fmt.Sprintf("postgres backend, pool_max_conns %d, a handler of Concurrency --concurrency, a NOTIFY per job, PendingJobCheckInterval %s, synchronous_commit off (its defaults), one Enqueue per job, each job fingerprinted uniquely (neoq drops a payload already queued); keeps processed jobs (its only way)",
+		return fmt.Sprintf("postgres backend, pool_max_conns %d, a handler of Concurrency --concurrency, a NOTIFY per job, PendingJobCheckInterval %s, synchronous_commit off (its defaults), one Enqueue per job, Shutdown to stop (it does not wait for running jobs), each job fingerprinted uniquely (neoq drops a payload already queued); keeps processed jobs (its only way)",
 			c.pool, s.neoqPendingCheck)
 	default:
 		return fmt.Sprintf("jobs.Runner, Limit --concurrency, PollInterval %s, Extend 5s (its defaults), on a file of its own over modernc.org/sqlite with one connection, WAL, busy_timeout 5s, foreign keys (its README); queues in one transaction per DispatchMany (jobs.CreateTx); deletes finished jobs",
