@@ -223,6 +223,10 @@ type apiWorker struct {
 	// Paused is set while the worker is paused, by the fleet's pause or
 	// its own (FleetSource).
 	Paused bool `json:"paused"`
+	// MaxAttempts is the attempt limit the worker applies to jobs that
+	// carry none of their own (driver.WorkerInfo.MaxAttempts); 0 when it
+	// did not report one.
+	MaxAttempts int `json:"max_attempts"`
 }
 
 func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
@@ -333,7 +337,8 @@ func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
 			ID: wi.ID, Host: wi.Host, PID: wi.PID, Queues: qs, Concurrency: wi.Concurrency,
 			StartedAt: utc(wi.StartedAt), LastSeen: utc(wi.LastSeen), Stale: time.Since(wi.LastSeen) > staleAfter,
 			Running: nonNil(wi.Running), Reserved: nonNil(wi.Reserved),
-			Paused: paused[wi.ID] || (out.FleetPaused != nil && *out.FleetPaused),
+			Paused:      paused[wi.ID] || (out.FleetPaused != nil && *out.FleetPaused),
+			MaxAttempts: wi.MaxAttempts,
 		}
 	}
 	writeJSON(w, out)

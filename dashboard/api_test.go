@@ -84,7 +84,7 @@ func TestAPIFieldNames(t *testing.T) {
 	// The worker reports its runs to the driver's metrics.
 	q.ObserveRun(driver.RunRecord{Queue: "emails", Start: time.Now(), Runtime: 20 * time.Millisecond, Outcome: driver.OutcomeDone})
 	now := time.Now()
-	if err := q.Heartbeat(ctx, driver.WorkerInfo{ID: "w-1", Host: "box", PID: 9, Queues: []string{"emails"}, Concurrency: 4, StartedAt: now, LastSeen: now}); err != nil {
+	if err := q.Heartbeat(ctx, driver.WorkerInfo{ID: "w-1", Host: "box", PID: 9, Queues: []string{"emails"}, Concurrency: 4, StartedAt: now, LastSeen: now, MaxAttempts: 3}); err != nil {
 		t.Fatal(err)
 	}
 	s := serve(t, dashboard.ForQueue(q))
@@ -153,7 +153,10 @@ func TestAPIFieldNames(t *testing.T) {
 	ws := decode(t, s.page("api/workers").Body)
 	sameKeys(t, "workers", ws, "workers", "fleet_paused")
 	w0 := ws["workers"].([]any)[0]
-	sameKeys(t, "worker", w0, "id", "host", "pid", "queues", "concurrency", "started_at", "last_seen", "stale", "running", "reserved", "paused")
+	sameKeys(t, "worker", w0, "id", "host", "pid", "queues", "concurrency", "started_at", "last_seen", "stale", "running", "reserved", "paused", "max_attempts")
+	if w0.(map[string]any)["max_attempts"] != 3.0 {
+		t.Errorf("worker max_attempts = %v, want 3, as its heartbeat reported", w0.(map[string]any)["max_attempts"])
+	}
 
 	for p, status := range map[string]int{"api/jobs/nope": 404, "api/jobs?state=bogus": 400, "api/jobs?state=ready&after=zz%21": 400} {
 		r := s.get(s.url(p))

@@ -226,7 +226,9 @@
 //
 // payload is the job's payload as JSON when it is valid JSON; otherwise it
 // is left out and payload_base64 holds the bytes (standard base64).
-// max_attempts 0 means the worker's MaxRetry applies; timeout_ms,
+// max_attempts 0 means the job carries no limit of its own: the
+// MaxAttempts setting of the worker that takes it applies (api/workers
+// gives each worker's); timeout_ms,
 // unique_key, meta, last_error and the times are left out when unset. The
 // lease token is never shown. started_at and worker are the latest
 // attempt's start and the worker that reserved it; history lists the
@@ -251,7 +253,12 @@
 //
 //	{"workers": [{"id": "...", "host": "web-1", "pid": 4242, "queues": ["emails"],
 //	  "concurrency": 4, "started_at": "...", "last_seen": "...", "stale": false,
-//	  "running": {"emails": 2}, "reserved": {}, "paused": false}], "fleet_paused": false}
+//	  "running": {"emails": 2}, "reserved": {}, "paused": false, "max_attempts": 5}],
+//	 "fleet_paused": false}
+//
+// max_attempts is the attempt limit the worker applies to jobs that carry
+// none of their own (its MaxAttempts setting); 0 for a worker of an
+// earlier release, which does not report it.
 //
 // POST api/workers/{cmd} and api/workers/{id}/{cmd} (cmd: terminate,
 // pause or continue) record a fleet command in the store, which every
