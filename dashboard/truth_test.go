@@ -95,6 +95,18 @@ func TestJobPageAttemptLimits(t *testing.T) {
 	check("workers differing", def, "3 or 8", "differ: 3 on 2 workers, 8 on 1 worker")
 	beat(driver.WorkerInfo{ID: "w-old", Queues: []string{"mail"}, Concurrency: 1})
 	check("a worker reporting none", def, "3 or 8", "1 worker of an earlier release, which report none")
+
+	// The Workers page gives each worker's limit.
+	doc := s.page("workers").Doc
+	for id, want := range map[string]string{"w-1": "3", "w-3": "8", "w-old": "—"} {
+		row := find(doc, func(n *html.Node) bool { return attr(n, "data-worker") == id })
+		if row == nil {
+			t.Fatalf("the Workers page has no row for %s", id)
+		}
+		if got := text(find(row, func(n *html.Node) bool { return hasAttr(n, "data-max-attempts") })); got != want {
+			t.Errorf("the Workers page gives %s max attempts %q, want %q", id, got, want)
+		}
+	}
 }
 
 // readAt returns the page's "read at" time, checking that it is given in
