@@ -83,6 +83,8 @@ func TestBrowserPeriodic(t *testing.T) {
 	}
 	confirmed()
 	err = chromedp.Do(ctx,
+		// The pause's flash goes first, so the one waited for is the run's.
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("p.flash")?.remove()`),
 		chromedp.Click(chromedp.CSS(row+` button[data-run]`)),
 		chromedp.WaitVisible(chromedp.CSS(`p.flash`)),
 	)
