@@ -93,6 +93,9 @@ func TestBrowserWorkersFleet(t *testing.T) {
 	}
 	confirmed()
 	err = chromedp.Do(ctx,
+		// The last action's flash goes first, so the one waited for is
+		// the terminate's.
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("p.flash")?.remove()`),
 		chromedp.Click(chromedp.CSS(`#fleet-terminate`)),
 		chromedp.WaitVisible(chromedp.CSS(`p.flash`)),
 	)
