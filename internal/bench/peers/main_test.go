@@ -20,11 +20,9 @@ func TestMain(m *testing.M) { testutil.Main(m, waitGoqiteExtenders) }
 // is over, so it outlives its job, and the leak check would catch it.
 func waitGoqiteExtenders() {
 	buf := make([]byte, 1<<22)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("maragu.dev/goqite/jobs.(*Runner)")) {
-			return
-		}
-	}
+	testutil.WaitFor(10*time.Second, func() bool {
+		return !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("maragu.dev/goqite/jobs.(*Runner)"))
+	})
 }
 
 // TestCompareGue runs one small round of gue and Meridian on a real
