@@ -8,7 +8,10 @@
 // or opens one from a URL, importing this package for its side effect:
 // queue.Open(ctx, "redis://127.0.0.1:6379/0?prefix=app") (rediss:// for
 // TLS; go-redis' own parameters such as pool_size are passed on, and any
-// other parameter is refused).
+// other parameter is refused). With master_name=NAME the URL names Redis
+// Sentinels instead and the client follows the primary through failovers
+// (FailoverParam):
+// queue.Open(ctx, "redis://127.0.0.1:26379/0?master_name=mymaster&addr=127.0.0.1:26380").
 //
 // # What it implements
 //

@@ -39,9 +39,12 @@ var redisParams = []string{
 // form (redis://[user:password@]host:port/db?pool_size=20, rediss:// for
 // TLS), with prefix=NAME for WithPrefix (and setup=true|false, which
 // changes nothing: see URLParams), and returns a Queue that owns
-// its client: Close closes it. A parameter neither redisqueue nor go-redis
-// reads is refused, naming it. The server is pinged, so a wrong address
-// or password fails here.
+// its client: Close closes it. With master_name=NAME (FailoverParam) the
+// URL names Sentinels instead, in go-redis' ParseFailoverURL form, and the
+// client follows the primary through failovers. A parameter neither
+// redisqueue nor go-redis reads is refused, naming it, and so are the
+// failover parameters that would send commands to replicas. The server is
+// pinged, so a wrong address or password fails here.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -51,10 +54,14 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisqueue: %w", err)
 	}
+	known := redisParams
+	if isFailover(params) {
+		known = failoverParams
+	}
 	for key := range params {
-		if !slices.Contains(URLParams, key) && !slices.Contains(redisParams, key) {
+		if !slices.Contains(URLParams, key) && !slices.Contains(known, key) {
 			return nil, fmt.Errorf("redisqueue: unknown URL parameter %q: redisqueue's are %s; go-redis's are %s: %w",
-				key, strings.Join(URLParams, ", "), strings.Join(redisParams, ", "), queue.ErrConfig)
+				key, strings.Join(URLParams, ", "), strings.Join(known, ", "), queue.ErrConfig)
 		}
 	}
 	if p, ok := params["prefix"]; ok {
@@ -69,14 +76,26 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 	}
 	rest := *u
 	rest.RawQuery = params.Encode()
-	o, err := redis.ParseURL(rest.String())
-	if err != nil {
-		return nil, fmt.Errorf("redisqueue: parsing the URL: %w (%w)", err, queue.ErrConfig)
+	var rdb *redis.Client
+	var server string
+	if isFailover(params) {
+		o, err := failoverOptions(&rest)
+		if err != nil {
+			return nil, err
+		}
+		rdb = redis.NewFailoverClient(o)
+		server = fmt.Sprintf("primary %q through Sentinel %s", o.MasterName, strings.Join(o.SentinelAddrs, ", "))
+	} else {
+		o, err := redis.ParseURL(rest.String())
+		if err != nil {
+			return nil, fmt.Errorf("redisqueue: parsing the URL: %w (%w)", err, queue.ErrConfig)
+		}
+		// The queue's calls honour their contexts' deadlines and
+		// cancellation, not only the client's read and write timeouts.
+		o.ContextTimeoutEnabled = true
+		rdb = redis.NewClient(o)
+		server = o.Addr
 	}
-	// The queue's calls honour their contexts' deadlines and
-	// cancellation, not only the client's read and write timeouts.
-	o.ContextTimeoutEnabled = true
-	rdb := redis.NewClient(o)
 	q, err := New(rdb, opts...)
 	if err != nil {
 		rdb.Close()
@@ -85,7 +104,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 	q.ownsClient = true
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		q.Close()
-		return nil, wrap("connecting to "+o.Addr, err)
+		return nil, wrap("connecting to "+server, err)
 	}
 	return q, nil
 }

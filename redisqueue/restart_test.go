@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -19,25 +17,14 @@ import (
 )
 
 // privateRedis starts a redis-server of the test's own on a free port
-// picked at random in 20000-29999, with conf as its configuration
+// (freePort), with conf as its configuration
 // arguments (default: keep nothing on disk). It returns the address and a
 // restart that kills the server (SIGKILL, a crash) and starts it again on
 // the same port and directory: empty, or with what its persistence kept.
 func privateRedis(t *testing.T, conf ...string) (addr string, restart func()) {
 	t.Helper()
 	testutil.NeedPrograms(t, "the Redis restart test", "redis-server")
-	var port int
-	for range 50 {
-		p := 20000 + rand.IntN(10000)
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
-			l.Close()
-			port = p
-			break
-		}
-	}
-	if port == 0 {
-		t.Fatal("no free port in 20000-29999")
-	}
+	port := freePort(t)
 	addr = fmt.Sprintf("127.0.0.1:%d", port)
 	dir := t.TempDir()
 	var cmd *exec.Cmd
