@@ -32,6 +32,18 @@
 // server's memory per queued job (INFO memory's used_memory before and
 // after the fill), so the Redis server should serve nothing else meanwhile.
 //
+// # Memory by key kind
+//
+// Before the rounds (--memory-jobs N, default 100,000; 0 skips it, and
+// --rounds 0 runs only it) each system queues N jobs three ways (ready as
+// in the burn-down, scheduled an hour ahead, ready and unique by payload:
+// asynq.Unique, queue.UniqueByPayload) and works none. The harness SCANs
+// the system's keys, groups them by kind (the key with Meridian's prefix
+// written "p" and every part of 20 characters or more, an ID or a digest,
+// written <id>), reads MEMORY USAGE (SAMPLES 0) of up to 200 keys of each
+// kind, and prints each kind's bytes per key and per queued job, their sum
+// and the growth of used_memory per job.
+//
 // # Rounds
 //
 // Round r runs every mode for both systems, asynq first in odd rounds and

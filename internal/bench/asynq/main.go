@@ -35,6 +35,7 @@ type config struct {
 	rounds int
 	fanout int
 	check  time.Duration
+	memory int // jobs queued for the memory measurement; 0 skips it
 	modes  []bench.Mode
 	opts   bench.Options
 }
@@ -47,7 +48,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	var (
 		addr        = fs.String("redis-addr", os.Getenv("MERIDIAN_REDIS_ADDR"), "Redis server, host:port (default $MERIDIAN_REDIS_ADDR)")
 		db          = fs.Int("redis-db", 15, "Redis database both systems use; asynq's side empties it (FLUSHDB) before and after each measurement")
-		rounds      = fs.Int("rounds", 3, "interleaved rounds; each runs every mode for both systems")
+		rounds      = fs.Int("rounds", 3, "interleaved rounds; each runs every mode for both systems (0: only the memory measurement)")
+		memory      = fs.Int("memory-jobs", 100_000, "jobs queued (ready, scheduled, unique) for the memory per job by key kind, measured once before the rounds; 0 skips it")
 		modes       = fs.String("modes", "burndown,continuous,latency", "comma-separated modes: burndown, continuous, dispatch, latency")
 		jobs        = fs.Int("jobs", 200_000, "jobs queued before each burn-down")
 		duration    = fs.Duration("duration", 60*time.Second, "length of the continuous mode")
@@ -78,10 +80,13 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"rounds", *rounds}, {"jobs", *jobs}, {"concurrency", *concurrency}, {"rate", *rate}, {"asynq-fanout", *fanout}} {
+	}{{"jobs", *jobs}, {"concurrency", *concurrency}, {"rate", *rate}, {"asynq-fanout", *fanout}} {
 		if v.n < 1 {
 			return config{}, fmt.Errorf("--%s must be at least 1, not %d", v.name, v.n)
 		}
+	}
+	if *rounds < 0 || *memory < 0 || *rounds == 0 && *memory == 0 {
+		return config{}, fmt.Errorf("--rounds (%d) and --memory-jobs (%d) must be at least 0, and one of them positive", *rounds, *memory)
 	}
 	if *check < 0 {
 		return config{}, fmt.Errorf("--asynq-task-check-interval must be at least 0, not %s", *check)
@@ -104,7 +109,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	o.Modes = ms
 	o.Jobs, o.Duration, o.Warmup = *jobs, *duration, *warmup
 	o.Concurrency, o.Poll, o.Rate, o.LatencyDuration = *concurrency, *poll, *rate, *latencyDur
-	return config{addr: *addr, db: *db, rounds: *rounds, fanout: *fanout, check: *check, modes: ms, opts: o}, nil
+	return config{addr: *addr, db: *db, rounds: *rounds, fanout: *fanout, check: *check, memory: *memory, modes: ms, opts: o}, nil
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -120,14 +125,44 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	fmt.Fprintf(out, "asynq bench: asynq v0.26.0 against Meridian's redisqueue, %s %s/%s, %d CPUs, %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "%d round(s); Redis %s db %d; jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d; Meridian poll %s; asynq TaskCheckInterval %s, enqueue fan-out %d\n\n",
-		c.rounds, c.addr, c.db, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency,
+	fmt.Fprintf(out, "%d round(s); Redis %s db %d; memory by key kind %d jobs of each variant; jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d; Meridian poll %s; asynq TaskCheckInterval %s, enqueue fan-out %d\n\n",
+		c.rounds, c.addr, c.db, c.memory, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency,
 		c.opts.Poll, checkName(c.check), c.fanout)
-	res, err := compare(ctx, c)
-	if werr := res.WriteTable(out); werr != nil {
-		return errors.Join(err, werr)
+	mem, err := measureAll(ctx, c)
+	if c.rounds > 0 {
+		if werr := mem.rounds.WriteTable(out); werr != nil {
+			return errors.Join(err, werr)
+		}
 	}
-	return err
+	return errors.Join(err, writeMemory(out, mem.memory))
+}
+
+// measured is what a run measured: the rounds' figures and the memory by
+// key kind.
+type measured struct {
+	rounds *bench.Rounds
+	memory []memoryResult
+}
+
+// measureAll measures the memory by key kind (unless c.memory is 0), then
+// runs the rounds, and returns what it measured before an error.
+func measureAll(ctx context.Context, c config) (measured, error) {
+	m := measured{rounds: bench.NewRounds(systems...)}
+	if c.memory > 0 {
+		target, err := bench.NewRedis("redis://" + c.addr + "/" + strconv.Itoa(c.db))
+		if err != nil {
+			return m, err
+		}
+		if m.memory, err = measureMemory(ctx, c, target, c.memory); err != nil {
+			return m, err
+		}
+	}
+	if c.rounds == 0 {
+		return m, nil
+	}
+	var err error
+	m.rounds, err = compare(ctx, c)
+	return m, err
 }
 
 // systems are the two sides of the comparison, in the order of odd rounds.

@@ -31,7 +31,7 @@ func TestCompareRuns(t *testing.T) {
 	var out strings.Builder
 	err := run(context.Background(), []string{"--redis-addr", redisAddr(t), "--redis-db", "14", "--rounds", "1", "--jobs", "2000",
 		"--modes", "burndown,latency", "--rate", "200", "--latency-duration", "500ms", "--duration", "1s", "--warmup", "0s",
-		"--concurrency", "50"}, &out, io.Discard)
+		"--concurrency", "50", "--memory-jobs", "0"}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,9 @@ func TestParseRejectsBadFlags(t *testing.T) {
 		want string
 	}{
 		{"no server", []string{"--redis-addr", ""}, "no Redis"},
-		{"zero rounds", []string{"--redis-addr", "x:1", "--rounds", "0"}, "--rounds must be at least 1"},
+		{"nothing to measure", []string{"--redis-addr", "x:1", "--rounds", "0", "--memory-jobs", "0"}, "one of them positive"},
+		{"negative rounds", []string{"--redis-addr", "x:1", "--rounds", "-1"}, "must be at least 0"},
+		{"negative memory jobs", []string{"--redis-addr", "x:1", "--memory-jobs", "-5"}, "must be at least 0"},
 		{"unknown mode", []string{"--redis-addr", "x:1", "--modes", "fast"}, "unknown mode"},
 		{"fail-once", []string{"--redis-addr", "x:1", "--modes", "failonce"}, "not compared"},
 		{"negative db", []string{"--redis-addr", "x:1", "--redis-db", "-1"}, "--redis-db"},
