@@ -142,7 +142,8 @@ func (p *redisProc) kill() {
 // jobs are pushed one by one, SIGKILLs the primary and lets Sentinel
 // promote the replica. The Worker rides it out (no error from Run, no
 // goroutine left behind: goleak runs after the tests), work goes on on the
-// new primary, and no acknowledged job stays waiting past its lease. It
+// new primary, the wake-up subscription moves there, and no acknowledged
+// job stays waiting past its lease. It
 // counts, among the pushes acknowledged, the jobs lost (never run and gone
 // from the new primary) and run twice, and holds the lost ones to
 // docs/drivers.md's bound for asynchronous replication: only writes
@@ -274,6 +275,14 @@ sentinel parallel-syncs %[1]s 1
 	}
 	close(stop)
 	<-produced
+	// The wake-up subscription moved to the new primary too (the Worker
+	// polls as well, so the work going on does not show it).
+	rnew := redis.NewClient(&redis.Options{Addr: replica.addr})
+	defer rnew.Close()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		n, err := rnew.PubSubNumSub(t.Context(), "{fo}:wake").Result()
+		return err == nil && n["{fo}:wake"] > 0
+	}, "no subscriber of {fo}:wake on the promoted primary")
 	select {
 	case err := <-done:
 		t.Fatalf("Worker.Run returned %v during the failover", err)
