@@ -34,6 +34,14 @@ var (
 	faultErr  error
 )
 
+// removeFaultWorker deletes the directory of the faultworker binary, if
+// a test built one; TestMain calls it after the tests.
+func removeFaultWorker() {
+	if faultBin != "" {
+		os.RemoveAll(filepath.Dir(faultBin))
+	}
+}
+
 // buildFaultWorker builds testdata/faultworker once per test binary.
 func buildFaultWorker(t *testing.T) string {
 	t.Helper()
