@@ -64,6 +64,33 @@ func (g *gate) wait(done <-chan struct{}) bool {
 	}
 }
 
+// isPaused reports whether the gate is paused. A nil gate never is.
+func (g *gate) isPaused() bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paused
+}
+
+// opened returns a channel closed once the gate is open (already closed
+// while it is). A nil gate is always open.
+func (g *gate) opened() <-chan struct{} {
+	if g == nil {
+		return closedChan
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // fleetWatch is the part of a run that obeys fleet commands
 // (driver.Fleet): it reads the worker's orders once as the run starts,
 // keeping the fleet's count of terminations then, and every fleetPoll

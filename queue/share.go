@@ -28,9 +28,16 @@ func (w *Worker) Balance(o balance.Options) *Worker {
 
 // budget is the share of a budget of handlers among a run's queues
 // (balance.Simple and balance.Auto): each queue's allotment, and the jobs
-// each holds. The fetcher alone reserves and reads the allotments; the
-// executors count finished jobs per queue; the balancer (Auto) sets new
-// allotments.
+// each holds. The fetcher alone reserves, hands jobs on and reads the
+// allotments; the executors count finished jobs per queue; the balancer
+// (Auto) sets new allotments.
+//
+// A queue's jobs are handed on (to the executors: running, or about to)
+// only while the queue has fewer handed on than its allotment and the run
+// fewer than max, so no queue runs more handlers than its allotment and
+// the run never more than max. Beyond them, a queue may hold jobs reserved
+// ahead (waiting), at most its allotment and max in all: leased, their
+// leases extended, handed on as its handlers free up.
 type budget struct {
 	max    int
 	queues []string
@@ -38,22 +45,29 @@ type budget struct {
 	// finished counts, per queue, the jobs the executors finished.
 	finished []atomic.Int64
 
-	// The fetcher's own: what it counted finished, and the jobs reserved
-	// and not finished, per queue and in all.
-	seen  []int64
-	out   []int
-	total int
+	// The fetcher's own: per queue, the finished jobs it counted, the jobs
+	// reserved and not finished (waiting or handed on), the jobs reserved
+	// ahead and not yet handed on, and the pace of its completions; the
+	// jobs handed on and not finished, and those waiting, in all.
+	seen    []int64
+	out     []int
+	waiting [][]*held
+	pace    []pacer
+	handed  int
+	waits   int
 
 	mu    sync.Mutex
 	allot []int
 }
 
-func newBudget(queues []string, max int) *budget {
+func newBudget(queues []string, max, prefetch int) *budget {
 	b := &budget{max: max, queues: queues, index: make(map[string]int, len(queues)),
 		finished: make([]atomic.Int64, len(queues)), seen: make([]int64, len(queues)), out: make([]int, len(queues)),
+		waiting: make([][]*held, len(queues)), pace: make([]pacer, len(queues)),
 		allot: balance.Even(len(queues), max)}
 	for i, q := range queues {
 		b.index[q] = i
+		b.pace[i] = pacer{horizon: prefetchHorizon, max: prefetch}
 	}
 	return b
 }
@@ -73,31 +87,69 @@ func (b *budget) sync() {
 		d := int(n - b.seen[i])
 		b.seen[i] = n
 		b.out[i] -= d
-		b.total -= d
+		b.handed -= d
+		b.pace[i].done(d)
 	}
 }
 
-// reserved counts n jobs reserved from queue i.
-func (b *budget) reserved(i, n int) {
-	b.out[i] += n
-	b.total += n
+// handedOn returns the jobs of queue i handed on and not finished.
+func (b *budget) handedOn(i int) int { return b.out[i] - len(b.waiting[i]) }
+
+// free returns how many more jobs of queue i may be handed on now: up to
+// its allotment, the budget as a whole never exceeded (after a shift, a
+// queue may hold more than its new allotment until its jobs finish).
+func (b *budget) free(i int, allot []int) int {
+	return max(0, min(allot[i]-b.handedOn(i), b.max-b.handed))
 }
 
-// rooms returns how many jobs each queue may reserve now: up to its
-// allotment, the budget as a whole never exceeded (after a shift, a queue
-// may hold more than its new allotment until its jobs finish).
-func (b *budget) rooms() []int {
-	allot := b.allotments()
-	free := b.max - b.total
-	rooms := make([]int, len(allot))
-	for i, a := range allot {
-		r := min(a-b.out[i], free)
-		if r > 0 {
-			rooms[i] = r
-			free -= r
+// ahead returns how many jobs queue i may hold reserved ahead of its free
+// handlers at now: the jobs it finishes in prefetchHorizon at its recent
+// rate, capped by Prefetch, by its allotment and by the budget's room for
+// waiting jobs; none while fewer than half its allotment run (then the
+// reservations, not the handlers, are what it waits for, as in the
+// fetcher's run).
+func (b *budget) ahead(i int, allot []int, now time.Time) int {
+	a := b.pace[i].ahead(now)
+	if 2*b.handedOn(i) < allot[i] {
+		return 0
+	}
+	return max(0, min(a, allot[i], b.max-b.waits+len(b.waiting[i])))
+}
+
+// take counts the jobs hs reserved from queue i as waiting.
+func (b *budget) take(i int, hs []held) {
+	for k := range hs {
+		b.waiting[i] = append(b.waiting[i], &hs[k])
+	}
+	b.out[i] += len(hs)
+	b.waits += len(hs)
+}
+
+// handOn sends queue i's waiting jobs to the executors while it has free
+// handlers.
+func (b *budget) handOn(i int, allot []int, out chan<- *held) {
+	n := min(b.free(i, allot), len(b.waiting[i]))
+	for _, h := range b.waiting[i][:n] {
+		out <- h
+	}
+	b.waiting[i] = b.waiting[i][n:]
+	b.handed += n
+	b.waits -= n
+}
+
+// flush sends every waiting job to the executors, whatever the
+// allotments: the run is stopping, and they run within ShutdownTimeout as
+// the jobs prefetched without a budget do. The executors' channel holds
+// them all (its capacity is twice the budget).
+func (b *budget) flush(out chan<- *held) {
+	for i := range b.waiting {
+		for _, h := range b.waiting[i] {
+			out <- h
 		}
+		b.handed += len(b.waiting[i])
+		b.waits -= len(b.waiting[i])
+		b.waiting[i] = nil
 	}
-	return rooms
 }
 
 func (b *budget) allotments() []int {
@@ -117,54 +169,61 @@ func (b *budget) set(a []int) bool {
 	return true
 }
 
-// runBudget is the fetcher's loop under a budget: it reserves, queue by
-// queue, up to each queue's room (no prefetch: a queue never holds more
-// jobs than its allotment), and waits for a job to finish when no queue
-// has room, or for work, a finished job or new allotments when the queues
-// with room have nothing ready.
+// runBudget is the fetcher's loop under a budget. Each turn it hands
+// waiting jobs on to their queues' free handlers, then reserves, queue by
+// queue, for the free handlers and ahead of them (see budget.ahead), in
+// one call per queue; it reserves ahead again only once a queue's waiting
+// jobs fell to half of what it may hold, so a flooded queue of fast jobs
+// costs a round trip per several jobs, not one per job. A queue whose
+// reservation came back short is not asked again until it is woken (see
+// naps). Then it waits for a job to finish, a queue to wake, new
+// allotments or the end of a fleet pause. While a fleet command pauses
+// the worker it reserves nothing but still hands on what it holds.
 func (f *fetcher) runBudget(stopCtx context.Context) {
 	b := f.budget
+	naps := newNaps(f, stopCtx)
+	defer naps.stop()
+	defer b.flush(f.out)
 	var seen int64
 	bo := retry.Backoff{Initial: 50 * time.Millisecond, Max: max(f.poll, 5*time.Second)}
 	fails := streak{log: f.log, doing: "reserving jobs", level: slog.LevelError}
 	for {
 		f.freed.since(&seen)
 		b.sync()
-		if stopCtx.Err() != nil || !f.gate.wait(stopCtx.Done()) {
+		if stopCtx.Err() != nil {
 			return
 		}
-		rooms := b.rooms()
-		var open []string
-		for i, r := range rooms {
-			if r > 0 {
-				open = append(open, b.queues[i])
-			}
+		naps.wakeUp()
+		allot := b.allotments()
+		for i := range b.queues {
+			b.handOn(i, allot, f.out)
 		}
-		if len(open) == 0 {
-			if !f.freed.wait(seen+1, stopCtx.Done()) {
-				return
-			}
-			continue
-		}
-		drained := true
+		paused := f.gate.isPaused()
 		var err error
-		for i, room := range rooms {
-			if room <= 0 {
+		now := time.Now()
+		for i := range b.queues {
+			ahead := b.ahead(i, allot, now) // samples the pace of every queue
+			if paused || naps.asleep[i] {
+				continue
+			}
+			free := b.free(i, allot)
+			want := free + ahead - len(b.waiting[i])
+			if want <= 0 || (free == 0 && want < max(1, ahead/2)) {
 				continue
 			}
 			var jobs []Job
-			jobs, err = f.q.ReserveUnstarted(f.ctx, []string{b.queues[i]}, room, f.lease)
-			f.handOut(jobs)
-			b.reserved(i, len(jobs))
-			if len(jobs) == room {
-				drained = false
+			jobs, err = f.q.ReserveUnstarted(f.ctx, []string{b.queues[i]}, want, f.lease)
+			b.take(i, f.hold(jobs))
+			b.handOn(i, allot, f.out)
+			if len(jobs) < want && err == nil {
+				naps.sleep(i)
 			}
 			if err != nil {
 				break
 			}
 		}
-		switch {
-		case err != nil:
+		naps.watch()
+		if err != nil {
 			if f.halt.check("reserving jobs", err) {
 				return
 			}
@@ -173,22 +232,25 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 			if retry.Sleep(stopCtx, d) != nil {
 				return
 			}
-		case drained:
-			fails.ok()
-			bo.Reset()
-			f.idleOrFreed(stopCtx, open, seen)
-		default:
-			fails.ok()
-			bo.Reset()
+			continue
+		}
+		fails.ok()
+		bo.Reset()
+		var opened <-chan struct{}
+		if paused {
+			opened = f.gate.opened()
+		}
+		if !f.freed.waitOr(seen+1, stopCtx.Done(), opened) {
+			return
 		}
 	}
 }
 
-// handOut holds the leases of jobs, reserved without their attempts
-// counted, and sends them to the executors.
-func (f *fetcher) handOut(jobs []Job) {
+// hold holds the leases of jobs, reserved without their attempts counted,
+// and returns their entries for the executors.
+func (f *fetcher) hold(jobs []Job) []held {
 	if len(jobs) == 0 {
-		return
+		return nil
 	}
 	ptrs := make([]*Job, len(jobs))
 	for i := range jobs {
@@ -197,24 +259,91 @@ func (f *fetcher) handOut(jobs []Job) {
 	hs := f.leases.addAll(ptrs, f.lease)
 	for i := range hs {
 		hs[i].unstarted = true
-		f.out <- &hs[i]
+	}
+	return hs
+}
+
+// naps keeps the queues whose last reservation came back short (nothing
+// more ready) from being asked again until they are woken: one goroutine
+// waits for work on them, through the store's Waiter or, without one, for
+// the poll, and wakes the fetcher when it returns; the queues it waited
+// on are then asked again. So a queue with nothing ready costs no store
+// call per finished job of the others, only one per wake-up or poll.
+// Only the fetcher calls its methods.
+type naps struct {
+	f      *fetcher
+	ctx    context.Context
+	asleep []bool
+	// The running waiter, if any: the queues it waits on, and whether it
+	// returned.
+	watching []bool
+	cancel   context.CancelFunc // nil: none runs
+	done     chan struct{}
+	woke     atomic.Bool
+}
+
+func newNaps(f *fetcher, ctx context.Context) *naps {
+	return &naps{f: f, ctx: ctx, asleep: make([]bool, len(f.queues)), watching: make([]bool, len(f.queues))}
+}
+
+// sleep marks queue i asleep.
+func (n *naps) sleep(i int) { n.asleep[i] = true }
+
+// wakeUp wakes the queues the waiter waited on, if it returned.
+func (n *naps) wakeUp() {
+	if n.cancel == nil || !n.woke.Load() {
+		return
+	}
+	n.stop()
+	for i, w := range n.watching {
+		if w {
+			n.asleep[i] = false
+		}
 	}
 }
 
-// idleOrFreed waits for work on queues (the Waiter, or the poll), for a
-// job to finish after the seen'th, or for new allotments, whichever comes
-// first.
-func (f *fetcher) idleOrFreed(stopCtx context.Context, queues []string, seen int64) {
-	ctx, cancel := context.WithCancel(stopCtx)
-	done := make(chan struct{})
+// watch has a waiter wait on every queue asleep, starting one (and
+// stopping one that waits on fewer) when needed.
+func (n *naps) watch() {
+	if n.woke.Load() {
+		n.wakeUp()
+		n.f.freed.poke() // the fetcher asks the woken queues at its next turn
+	}
+	if n.cancel != nil && slices.Equal(n.asleep, n.watching) {
+		return
+	}
+	n.stop()
+	var names []string
+	for i, a := range n.asleep {
+		n.watching[i] = a
+		if a {
+			names = append(names, n.f.queues[i])
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(n.ctx)
+	n.cancel, n.done = cancel, make(chan struct{})
 	go func() {
-		defer close(done)
-		defer cancel()
-		f.idle(ctx, queues)
+		defer close(n.done)
+		n.f.idle(ctx, names)
+		if ctx.Err() == nil {
+			n.woke.Store(true)
+			n.f.freed.poke()
+		}
 	}()
-	f.freed.wait(seen+1, ctx.Done())
-	cancel()
-	<-done
+}
+
+// stop stops the waiter, if one runs, and waits for it to return.
+func (n *naps) stop() {
+	if n.cancel == nil {
+		return
+	}
+	n.cancel()
+	<-n.done
+	n.cancel = nil
+	n.woke.Store(false)
 }
 
 // balancer is the part of a run that rebalances a budget (balance.Auto):

@@ -67,11 +67,20 @@ func (g *gauge) started() int {
 
 // handle registers a Greet handler on w that runs for d, measured by g.
 func (g *gauge) handle(w *queue.Worker, d time.Duration) {
+	g.handleFor(w, func(int) time.Duration { return d })
+}
+
+// handleFor registers a Greet handler on w that runs the n'th start for
+// d(n), measured by g.
+func (g *gauge) handleFor(w *queue.Worker, d func(n int) time.Duration) {
 	queue.Handle(w, func(ctx context.Context, _ Greet) error {
 		j, _ := queue.JobFromContext(ctx)
 		g.start(j.Queue)
 		defer g.end(j.Queue)
-		time.Sleep(d)
+		g.mu.Lock()
+		n := len(g.starts)
+		g.mu.Unlock()
+		time.Sleep(d(n))
 		return nil
 	})
 }
@@ -214,4 +223,112 @@ func TestWorkerBalanceRefusesBadOptions(t *testing.T) {
 			t.Errorf("%s: Run = %v, want ErrOptions", name, err)
 		}
 	}
+}
+
+// reserveCounter is a memqueue that counts its reservations per queue,
+// and those that came back empty.
+type reserveCounter struct {
+	*memqueue.Queue
+	mu           sync.Mutex
+	calls, empty map[string]int
+}
+
+func newReserveCounter() *reserveCounter {
+	return &reserveCounter{Queue: memqueue.New(), calls: map[string]int{}, empty: map[string]int{}}
+}
+
+func (c *reserveCounter) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	jobs, err := c.Queue.ReserveUnstarted(ctx, queues, n, lease)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, qn := range queues {
+		c.calls[qn]++
+		if len(jobs) == 0 {
+			c.empty[qn]++
+		}
+	}
+	return jobs, err
+}
+
+func (c *reserveCounter) counts(qn string) (calls, empty int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[qn], c.empty[qn]
+}
+
+// TestWorkerEmptyQueueSleepsUntilWoken: under a budget and under weights,
+// a queue whose reservation came back empty is not asked again while the
+// other queue's jobs finish, only once it is woken (here by a push, the
+// poll being an hour); then its job starts at once.
+func TestWorkerEmptyQueueSleepsUntilWoken(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		o balance.Options
+		// within bounds the start of b's job after its push: the jobs of
+		// a reserved ahead run first (without a budget, the worker's
+		// prefetch: about 50ms of work).
+		within time.Duration
+	}{
+		"simple":   {balance.Options{Strategy: balance.Simple, Max: 10}, 5 * time.Millisecond},
+		"auto":     {balance.Options{Strategy: balance.Auto, Max: 10}, 5 * time.Millisecond},
+		"weighted": {balance.Options{Strategy: balance.Weighted, Weights: map[string]int{"a": 6, "b": 1}}, 100 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				q := newReserveCounter()
+				fill(t, q, "a", 1000)
+				g := newGauge()
+				w := queue.NewWorker(q).Slog(quiet).Concurrency(10).Poll(time.Hour).Queues("a", "b").Balance(tc.o)
+				g.handle(w, time.Millisecond)
+				startWorker(t, w)
+				waitWithin(t, time.Minute, "500 starts", func() bool { return g.started() >= 500 })
+				if calls, empty := q.counts("b"); calls > 1 || empty > 1 {
+					t.Fatalf("b, empty, was asked %d times (%d empty) while 500 jobs of a started; want at most once until woken", calls, empty)
+				}
+				fill(t, q, "b", 1)
+				at := time.Now()
+				waitWithin(t, time.Minute, "b's job", func() bool {
+					g.mu.Lock()
+					defer g.mu.Unlock()
+					return g.most["b"] == 1
+				})
+				if d := time.Since(at); d > tc.within {
+					t.Errorf("b's job started %s after its push; want within %s (woken by the push)", d, tc.within)
+				}
+			})
+		})
+	}
+}
+
+// TestWorkerBudgetReservesAhead: under a budget a flooded queue of fast
+// jobs is reserved ahead of its free handlers, several jobs per round
+// trip rather than one per finished job, while it never runs more
+// handlers than its allotment nor the worker more than the budget.
+func TestWorkerBudgetReservesAhead(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := newReserveCounter()
+		fill(t, q, "a", 2000)
+		fill(t, q, "b", 2000)
+		g := newGauge()
+		w := queue.NewWorker(q).Slog(quiet).Queues("a", "b").Balance(balance.Options{Strategy: balance.Simple, Max: 16})
+		// 1 to 2ms, varied so that the handlers finish one by one.
+		g.handleFor(w, func(n int) time.Duration { return time.Millisecond + time.Duration(n*37%101)*10*time.Microsecond })
+		startWorker(t, w)
+		waitWithin(t, time.Minute, "all 4000 jobs", func() bool { return g.started() == 4000 })
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.most["a"] > 8 || g.most["b"] > 8 || g.mostTotal > 16 {
+			t.Fatalf("most running at once: a %d, b %d, all %d; want at most 8, 8, 16 (Max 16 split evenly)", g.most["a"], g.most["b"], g.mostTotal)
+		}
+		for _, qn := range []string{"a", "b"} {
+			// Reserving ahead up to the allotment of 8, again when half of
+			// that is left: 4 jobs per reservation once paced, more than 3
+			// over the run (one per finished job without it).
+			if calls, _ := q.counts(qn); calls > 2000/3 {
+				t.Errorf("%s was reserved %d times for its 2000 jobs; want at most %d (several jobs per round trip)", qn, calls, 2000/3)
+			}
+		}
+	})
 }

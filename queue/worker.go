@@ -321,7 +321,9 @@ func (w *Worker) LeaseMargin(d time.Duration) *Worker {
 // slow jobs are never hoarded by one process; fast jobs are reserved in
 // large batches, one round trip each. Prefetched jobs are leased (and their
 // leases extended) while they wait; at shutdown they run like the others
-// within ShutdownTimeout.
+// within ShutdownTimeout. Under a budget (balance.Simple, Auto) each queue
+// holds ahead at most its allotment of handlers (see docs/semantics.md,
+// "Sharing handlers among queues").
 func (w *Worker) Prefetch(n int) *Worker {
 	w.prefetch = max(n, 0)
 	return w
@@ -466,10 +468,11 @@ func newRun(w *Worker) *run {
 	opts := w.balance.WithDefaults(w.concurrency)
 	queues := opts.Queues(w.queues, w.queuesSet)
 	concurrency, prefetch := w.concurrency, w.prefetch
-	if opts.Budgeted() {
-		concurrency, prefetch = opts.Max, 0
-	}
 	buf := concurrency + prefetch
+	if opts.Budgeted() {
+		// Handed on, at most Max; waiting, at most Max more (see budget).
+		concurrency, buf = opts.Max, 2*opts.Max
+	}
 	lease := w.leaseFor()
 	r := &run{
 		w:           w,
@@ -516,7 +519,7 @@ func newRun(w *Worker) *run {
 	}
 	switch {
 	case opts.Budgeted():
-		r.budget = newBudget(queues, opts.Max)
+		r.budget = newBudget(queues, opts.Max, prefetch)
 		r.fetcher.budget = r.budget
 		if opts.Strategy == balance.Auto {
 			r.balancer = &balancer{opts: opts, budget: r.budget, q: w.q, insp: r.caps.Inspector, ctx: r.bgCtx, wake: r.freed.poke, log: w.log}
@@ -743,6 +746,9 @@ type fetcher struct {
 	// pick splits each reservation among the queues by their weights
 	// (balance.Weighted); nil: strict order.
 	pick *balance.Picker
+	// naps, with pick, keeps queues that had nothing ready from being
+	// asked again until woken (set by run).
+	naps *naps
 	// budget, when set, is the budget the queues share (balance.Simple,
 	// Auto): the fetcher runs runBudget instead.
 	budget *budget
@@ -800,6 +806,11 @@ func (f *freed) since(seen *int64) int {
 // be spurious) and reports true, or until done is closed and reports
 // false.
 func (f *freed) wait(target int64, done <-chan struct{}) bool {
+	return f.waitOr(target, done, nil)
+}
+
+// waitOr is wait that also returns true once also is closed (nil: never).
+func (f *freed) waitOr(target int64, done, also <-chan struct{}) bool {
 	f.want.Store(target)
 	defer f.want.Store(math.MaxInt64)
 	if f.n.Load() >= target {
@@ -807,6 +818,8 @@ func (f *freed) wait(target int64, done <-chan struct{}) bool {
 	}
 	select {
 	case <-f.wake:
+		return true
+	case <-also:
 		return true
 	case <-done:
 		return false
@@ -827,6 +840,10 @@ func (f *fetcher) run(stopCtx context.Context) {
 	if f.budget != nil {
 		f.runBudget(stopCtx)
 		return
+	}
+	if f.pick != nil {
+		f.naps = newNaps(f, stopCtx)
+		defer f.naps.stop()
 	}
 	outstanding := 0 // reserved and not finished: buffered or running
 	var seen int64   // finished jobs counted in outstanding
@@ -866,6 +883,9 @@ func (f *fetcher) run(stopCtx context.Context) {
 			outstanding++
 			f.out <- &hs[i]
 		}
+		if f.naps != nil {
+			f.naps.watch()
+		}
 		switch {
 		case err != nil:
 			if f.halt.check("reserving jobs", err) {
@@ -874,6 +894,14 @@ func (f *fetcher) run(stopCtx context.Context) {
 			d := bo.Next()
 			fails.failed(err, "retry_in", d)
 			if retry.Sleep(stopCtx, d) != nil {
+				return
+			}
+		case len(jobs) == 0 && f.naps != nil:
+			// Every queue is asleep (see naps): wait for one to wake, or
+			// for a handler to finish.
+			fails.ok()
+			bo.Reset()
+			if !f.freed.wait(seen+1, stopCtx.Done()) {
 				return
 			}
 		case len(jobs) == 0:
@@ -921,10 +949,19 @@ func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
 // reserveWeighted takes up to n jobs split among the queues by their
 // weights (balance.Picker); what a queue lacks goes to the others, in the
 // worker's order of queues, so no handler idles while a queue has work.
+// A queue asleep (see naps) is not asked: its share goes to the others;
+// one that returns fewer than asked falls asleep.
 func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err error) {
 	counts := f.pick.Split(n)
 	short := 0
-	came := make([]bool, len(f.queues)) // asked, and returned fewer than asked
+	came := make([]bool, len(f.queues)) // asked, and returned fewer than asked; or asleep
+	for i, k := range counts {
+		if f.naps.asleep[i] {
+			came[i] = true
+			short += k
+			counts[i] = 0
+		}
+	}
 	take := func(i, k int) error {
 		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{f.queues[i]}, k, f.lease)
 		for j := range jobs {
@@ -933,6 +970,9 @@ func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err erro
 		}
 		if len(jobs) < k {
 			came[i] = true
+			if err == nil {
+				f.naps.sleep(i)
+			}
 		}
 		short += k - len(jobs)
 		return err
