@@ -67,20 +67,20 @@ func (g *gauge) started() int {
 
 // handle registers a Greet handler on w that runs for d, measured by g.
 func (g *gauge) handle(w *queue.Worker, d time.Duration) {
-	g.handleFor(w, func(int) time.Duration { return d })
+	g.handleFor(w, func(int, Greet) time.Duration { return d })
 }
 
-// handleFor registers a Greet handler on w that runs the n'th start for
-// d(n), measured by g.
-func (g *gauge) handleFor(w *queue.Worker, d func(n int) time.Duration) {
-	queue.Handle(w, func(ctx context.Context, _ Greet) error {
+// handleFor registers a Greet handler on w that runs the n'th start, of
+// v, for d(n, v), measured by g.
+func (g *gauge) handleFor(w *queue.Worker, d func(n int, v Greet) time.Duration) {
+	queue.Handle(w, func(ctx context.Context, v Greet) error {
 		j, _ := queue.JobFromContext(ctx)
 		g.start(j.Queue)
 		defer g.end(j.Queue)
 		g.mu.Lock()
 		n := len(g.starts)
 		g.mu.Unlock()
-		time.Sleep(d(n))
+		time.Sleep(d(n, v))
 		return nil
 	})
 }
@@ -314,7 +314,9 @@ func TestWorkerBudgetReservesAhead(t *testing.T) {
 		g := newGauge()
 		w := queue.NewWorker(q).Slog(quiet).Queues("a", "b").Balance(balance.Options{Strategy: balance.Simple, Max: 16})
 		// 1 to 2ms, varied so that the handlers finish one by one.
-		g.handleFor(w, func(n int) time.Duration { return time.Millisecond + time.Duration(n*37%101)*10*time.Microsecond })
+		g.handleFor(w, func(n int, _ Greet) time.Duration {
+			return time.Millisecond + time.Duration(n*37%101)*10*time.Microsecond
+		})
 		startWorker(t, w)
 		waitWithin(t, time.Minute, "all 4000 jobs", func() bool { return g.started() == 4000 })
 		g.mu.Lock()
@@ -328,6 +330,75 @@ func TestWorkerBudgetReservesAhead(t *testing.T) {
 			// over the run (one per finished job without it).
 			if calls, _ := q.counts(qn); calls > 2000/3 {
 				t.Errorf("%s was reserved %d times for its 2000 jobs; want at most %d (several jobs per round trip)", qn, calls, 2000/3)
+			}
+		}
+	})
+}
+
+// TestWorkerBudgetWaitingJobsKeepTheirLeases: a job a queue reserved
+// ahead waits, leased, while its allotment's one handler runs a job ten
+// times as long as the lease: the worker extends its lease meanwhile, so
+// none is lost and every job runs once.
+func TestWorkerBudgetWaitingJobsKeepTheirLeases(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := memqueue.New()
+		fill(t, q, "a", 100)
+		if err := queue.Dispatch(context.Background(), q, Greet{Name: "slow"}, queue.OnQueue("a")); err != nil {
+			t.Fatal(err)
+		}
+		fill(t, q, "a", 50)
+		var mu sync.Mutex
+		events := map[queue.EventKind]int{}
+		runs := map[string]int{}
+		var slowAt time.Time
+		w := queue.NewWorker(q).Slog(quiet).Lease(3*time.Second).Queues("a", "b").
+			Balance(balance.Options{Strategy: balance.Simple, Max: 2}).
+			Observer(queue.ObserverFunc(func(e queue.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				events[e.Kind]++
+				if e.Kind == queue.EventStarted {
+					runs[e.Job.ID]++
+				}
+			}))
+		newGauge().handleFor(w, func(_ int, v Greet) time.Duration {
+			if v.Name != "slow" {
+				return time.Millisecond
+			}
+			mu.Lock()
+			slowAt = time.Now()
+			mu.Unlock()
+			return 30 * time.Second
+		})
+		startWorker(t, w)
+		waitWithin(t, time.Minute, "the slow job running for five leases", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return !slowAt.IsZero() && time.Since(slowAt) >= 15*time.Second
+		})
+		counts, err := q.Counts(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range counts {
+			if c.Queue == "a" && c.Ready.N != 49 {
+				t.Fatalf("a has %d ready jobs while its slow job runs; want 49 (one of the 50 after it reserved ahead)", c.Ready.N)
+			}
+		}
+		waitWithin(t, time.Minute, "every job done", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return events[queue.EventDone] == 151
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if events[queue.EventLeaseLost] != 0 || len(runs) != 151 {
+			t.Fatalf("%d leases lost, %d jobs run; want none lost, 151 run", events[queue.EventLeaseLost], len(runs))
+		}
+		for id, n := range runs {
+			if n != 1 {
+				t.Fatalf("job %s ran %d times, want once", id, n)
 			}
 		}
 	})
