@@ -59,7 +59,7 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		redisURL    = fs.String("redis-url", defaultRedisURL(), "Redis URL, redis://host:port/db; the queues use keys under prefixes of their own, deleted afterwards (default redis://$MERIDIAN_REDIS_ADDR/0)")
 		sqlitePath  = fs.String("sqlite", "", "SQLite database file (default: a new file in a temporary directory, removed afterwards)")
 		quick       = fs.Bool("quick", false, "smoke run: seconds per driver, figures too small to quote")
-		modes       = fs.String("modes", "all", "comma-separated modes: burndown, failonce (burn-down where every first attempt fails), continuous, dispatch, latency, flood (a flooded queue beside a trickle, under strict order, auto and weights 6:1), or all (all but failonce and flood)")
+		modes       = fs.String("modes", "all", "comma-separated modes: burndown, failonce (burn-down where every first attempt fails), continuous, dispatch, latency, flood (a flooded queue beside a trickle, under strict order, auto, auto moving half the budget per cooldown, and weights 6:1), or all (all but failonce and flood)")
 		jobs        = fs.Int("jobs", 0, "jobs queued before the burn-down (default 1000000; --quick 20000)")
 		duration    = fs.Duration("duration", 0, "length of the continuous mode and of each dispatch figure (default 8s)")
 		warmup      = fs.Duration("warmup", 0, "start of the continuous mode left uncounted (default 2s)")

@@ -344,7 +344,7 @@ func TestTreeCPU(t *testing.T) {
 }
 
 // TestFloodModeRuns runs the flood mode with tiny numbers on the memory
-// target: its three variants each report the trickle's percentiles and the
+// target: its four variants each report the trickle's percentiles and the
 // flooded queue's rate. It checks the mode works, not the figures.
 func TestFloodModeRuns(t *testing.T) {
 	t.Parallel()
@@ -354,7 +354,7 @@ func TestFloodModeRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []string{"strict", "auto", "weights 6:1"} {
+	for _, v := range []string{"strict", "auto", "auto, shift 2", "weights 6:1"} {
 		for _, f := range []string{"trickle dispatch to start p99", "flooded queue"} {
 			name := "flood, " + v + ": " + f
 			if _, ok := rep.Figure(name); !ok {

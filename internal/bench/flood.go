@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,11 +36,14 @@ type floodVariant struct {
 }
 
 // floodVariants are the ways compared: strict order (the flooded queue
-// first), Auto by wait time, and weights 6:1.
+// first), Auto by wait time at its defaults (one handler moved per queue
+// per 3 s cooldown), Auto moving up to half the budget per cooldown (how
+// much of Auto's rate is its ramp from an even split), and weights 6:1.
 func floodVariants(budget int) []floodVariant {
 	return []floodVariant{
 		{"strict", balance.Options{Strategy: balance.Strict}},
 		{"auto", balance.Options{Strategy: balance.Auto, Max: budget, By: balance.WaitTime}},
+		{"auto, shift " + strconv.Itoa(max(budget/2, 1)), balance.Options{Strategy: balance.Auto, Max: budget, By: balance.WaitTime, MaxShift: max(budget/2, 1)}},
 		{"weights 6:1", balance.Options{Strategy: balance.Weighted, Weights: map[string]int{floodQueue: 6, trickleQueue: 1}}},
 	}
 }
@@ -75,7 +79,9 @@ func floodOnce(ctx context.Context, q queue.Queue, o Options, v floodVariant) ([
 	}
 	var mu sync.Mutex
 	var samples []time.Duration
-	var flooded, trickled, drainedAt atomic.Int64
+	// ran counts every job run, the stall detector's measure of progress:
+	// under strict order the trickle waits for the flood to drain.
+	var flooded, trickled, ran, drainedAt atomic.Int64
 	w := queue.NewWorker(q).Slog(quiet).Concurrency(o.FloodBudget).Poll(o.Poll).ShutdownTimeout(10*time.Second).
 		Queues(floodQueue, trickleQueue).Balance(v.opts)
 	queue.Handle(w, func(ctx context.Context, j floodJob) error {
@@ -85,9 +91,11 @@ func floodOnce(ctx context.Context, q queue.Queue, o Options, v floodVariant) ([
 			samples = append(samples, d)
 			mu.Unlock()
 			trickled.Add(1)
+			ran.Add(1)
 			return nil
 		}
 		time.Sleep(o.FloodWork)
+		ran.Add(1)
 		if flooded.Add(1) == int64(o.FloodJobs) {
 			drainedAt.Store(time.Now().UnixNano())
 		}
@@ -115,7 +123,7 @@ func floodOnce(ctx context.Context, q queue.Queue, o Options, v floodVariant) ([
 		el = min(el, time.Duration(at-start.UnixNano()))
 	}
 	if err == nil {
-		err = waitCount(ctx, &trickled, int64(sent))
+		err = waitCountWhile(ctx, &trickled, int64(sent), &ran)
 	}
 	w.Stop()
 	err = errors.Join(err, <-errc)

@@ -29,16 +29,23 @@ const stallAfter = 30 * time.Second
 // waitCount waits until n reaches want, failing when ctx is done or when
 // n stays still for stallAfter.
 func waitCount(ctx context.Context, n *atomic.Int64, want int64) error {
+	return waitCountWhile(ctx, n, want, n)
+}
+
+// waitCountWhile is waitCount whose stall detector watches progress
+// rather than n: it gives up only when progress stands still for
+// stallAfter.
+func waitCountWhile(ctx context.Context, n *atomic.Int64, want int64, progress *atomic.Int64) error {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	last, lastMove := n.Load(), time.Now()
+	last, lastMove := progress.Load(), time.Now()
 	for {
 		cur := n.Load()
 		if cur >= want {
 			return nil
 		}
-		if cur != last {
-			last, lastMove = cur, time.Now()
+		if p := progress.Load(); p != last {
+			last, lastMove = p, time.Now()
 		} else if time.Since(lastMove) > stallAfter {
 			return fmt.Errorf("stalled at %d of %d jobs: no progress for %s", cur, want, stallAfter)
 		}
