@@ -60,6 +60,13 @@ type Capabilities struct {
 	// fills neither JobInfo.History nor StartedAt and Worker. The history
 	// checks are skipped with this reason.
 	NoAttemptHistory string
+
+	// IDsPerQueue, when not empty, says why the driver holds a job ID
+	// unique within its queue only, not across queues (redisqueue on a
+	// Redis Cluster): the same ID may then be active in two queues, and a
+	// dead letter's ID pushed to another queue stores a new job beside it.
+	// The checks of IDs across queues are skipped with this reason.
+	IDsPerQueue string
 }
 
 // Timing of the suite. Leases that must expire are short; leases that must

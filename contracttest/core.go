@@ -374,9 +374,13 @@ func (s *suite) testUnique(t *testing.T) {
 		wantDup(t, q, again, first.ID) // running
 		nack(t, q, r, time.Now().Add(time.Hour), "later")
 		wantDup(t, q, again, first.ID) // scheduled
-		elsewhere := again
-		elsewhere.Queue = "ids-other"
-		wantDup(t, q, elsewhere, first.ID) // IDs are unique across queues
+		if s.h.Caps.IDsPerQueue != "" {
+			t.Logf("IDs across queues not checked: %s", s.h.Caps.IDsPerQueue)
+		} else {
+			elsewhere := again
+			elsewhere.Queue = "ids-other"
+			wantDup(t, q, elsewhere, first.ID) // IDs are unique across queues
+		}
 		wantLen(t, q, "", 1)
 	})
 

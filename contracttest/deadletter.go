@@ -139,16 +139,21 @@ func (s *suite) testDeadLetters(t *testing.T) {
 		fail(t, q, r, "second")
 
 		// As the cookbook's requeue does: push the dead job back, here with
-		// a new payload and to another queue.
+		// a new payload and to another queue (to its own where IDs are
+		// unique per queue only).
 		again := r
 		again.Payload = []byte(`{"fixed":true}`)
 		again.Queue = "rp-fixed"
+		if s.h.Caps.IDsPerQueue != "" {
+			t.Logf("revived in its own queue: %s", s.h.Caps.IDsPerQueue)
+			again.Queue = "rp"
+		}
 		push(t, q, again)
 		if dl := deadLetters(t, q, "", 10); len(dl) != 0 {
 			t.Fatalf("dead letters after pushing one back: %v, want none", ids(dl))
 		}
 		wantLen(t, q, "", 1)
-		got := reserveOne(t, q, "rp-fixed", j.ID, longLease)
+		got := reserveOne(t, q, again.Queue, j.ID, longLease)
 		if got.Attempts != 1 || !bytes.Equal(got.Payload, again.Payload) {
 			t.Fatalf("revived job: Attempts %d, payload %q; want 1 (reset), %q", got.Attempts, got.Payload, again.Payload)
 		}

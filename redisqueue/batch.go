@@ -621,7 +621,11 @@ func (q *Queue) pushCallback(ctx context.Context, bid string, ev driver.BatchEve
 		q.log.Warn("redisqueue: a batch callback that cannot be pushed dropped", "batch", bid, "event", ev, "err", err)
 		return nil
 	}
-	ks := newKeyset(q.ids, q.queues)
+	b := q.base(j.QueueName())
+	if err := q.register(ctx, j.QueueName()); err != nil {
+		return err
+	}
+	ks := newKeyset(q.idsKey(b), q.qsetKey(b))
 	args, err := q.pushArgs([]any{q.wake, bid + ":" + string(ev)}, ks, &j)
 	if err != nil {
 		return err
@@ -653,7 +657,7 @@ func (q *Queue) cancelMembers(ctx context.Context, bid string) error {
 		}
 		noted := 0
 		for _, n := range names {
-			k, err := cancelMembersScript.Run(ctx, q.rdb, []string{q.ids, q.base(n), q.cancelsKey()}, byQueue[n]...).Int()
+			k, err := cancelMembersScript.Run(ctx, q.rdb, []string{q.idsKey(q.base(n)), q.base(n), q.clogKey(q.base(n))}, byQueue[n]...).Int()
 			if err != nil {
 				return err
 			}

@@ -45,7 +45,11 @@ type notedPush struct {
 func (q *Queue) deliver(ctx context.Context, out string, pushes []notedPush) error {
 	slices.SortFunc(pushes, func(a, b notedPush) int { return cmp.Compare(a.seq, b.seq) })
 	for _, p := range pushes {
-		ks := newKeyset(q.ids, q.queues)
+		b := q.base(p.fields[1])
+		if err := q.register(ctx, p.fields[1]); err != nil {
+			return err
+		}
+		ks := newKeyset(q.idsKey(b), q.qsetKey(b))
 		args := make([]any, 0, 3+pushFields)
 		args = append(args, q.wake, p.guard)
 		for i, f := range p.fields {

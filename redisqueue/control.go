@@ -57,8 +57,31 @@ func (q *Queue) setPaused(ctx context.Context, doing, queueName string, pause bo
 	if pause {
 		flag = "1"
 	}
+	if q.cluster {
+		return wrap(doing, q.setPausedCluster(ctx, queueName, pause))
+	}
 	err := pauseScript.Run(ctx, q.rdb, []string{q.queues, q.pausedKey(), q.base(queueName)}, queueName, flag, q.wake).Err()
 	return wrap(doing, err)
+}
+
+// setPausedCluster is setPaused on a Cluster: the queue registered, then
+// <base>:paused set or deleted (one command, in the queue's slot), and a
+// resume that ended a pause published. The registry is all Paused reads
+// there besides the queues' own keys, so no set of paused names can
+// disagree with them.
+func (q *Queue) setPausedCluster(ctx context.Context, name string, pause bool) error {
+	if err := q.register(ctx, name); err != nil {
+		return err
+	}
+	key := q.base(name) + ":paused"
+	if pause {
+		return q.rdb.Set(ctx, key, "1", 0).Err()
+	}
+	was, err := q.rdb.Del(ctx, key).Result()
+	if err != nil || was == 0 {
+		return err
+	}
+	return q.rdb.Publish(ctx, q.wake, name).Err()
 }
 
 // Paused lists the paused queues, sorted by name.
@@ -67,12 +90,40 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, err
 	}
+	if q.cluster {
+		names, err := q.pausedCluster(ctx)
+		return names, wrap(doing, err)
+	}
 	names, err := q.rdb.SMembers(ctx, q.pausedKey()).Result()
 	if err != nil {
 		return nil, wrap(doing, err)
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// pausedCluster is Paused on a Cluster: one EXISTS of <base>:paused per
+// queue of the registry, in one pipeline.
+func (q *Queue) pausedCluster(ctx context.Context) ([]string, error) {
+	names, err := q.names(ctx, "")
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	pipe := q.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(names))
+	for i, n := range names {
+		cmds[i] = pipe.Exists(ctx, q.base(n)+":paused")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, c := range cmds {
+		if c.Val() > 0 {
+			out = append(out, names[i])
+		}
+	}
+	return out, nil
 }
 
 // Cancel cancels the active job id in one script (see
@@ -90,16 +141,41 @@ func (q *Queue) Cancel(ctx context.Context, id string) (driver.JobState, error) 
 	if err := ctxErr(ctx, doing); err != nil {
 		return "", err
 	}
-	out, err := cancelScript.Run(ctx, q.rdb, []string{q.ids, q.cancelsKey()},
-		id, time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap).Slice()
-	if err != nil {
-		return "", wrap(doing, err)
+	bases := []string{""}
+	if q.cluster {
+		names, err := q.locate(ctx, id)
+		if err != nil {
+			return "", wrap(doing, err)
+		}
+		bases = bases[:0]
+		for _, n := range names {
+			bases = append(bases, q.base(n))
+		}
 	}
-	if len(out) != 3 {
-		return "", fmt.Errorf("redisqueue: %s: the script answered %d values, want 3", doing, len(out))
+	var code int64
+	var was string
+	var out []any
+	for _, b := range bases {
+		// On a Cluster an ID is unique per queue: the first queue (by
+		// name) where it is active has its job cancelled.
+		var err error
+		out, err = cancelScript.Run(ctx, q.rdb, []string{q.idsKey(b), q.clogKey(b)},
+			id, time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap).Slice()
+		if err != nil {
+			return "", wrap(doing, err)
+		}
+		if len(out) != 3 {
+			return "", fmt.Errorf("redisqueue: %s: the script answered %d values, want 3", doing, len(out))
+		}
+		c, _ := out[0].(int64)
+		if code == 0 || c == 1 {
+			code = c
+			was, _ = out[1].(string)
+		}
+		if c == 1 {
+			break
+		}
 	}
-	code, _ := out[0].(int64)
-	was, _ := out[1].(string)
 	switch code {
 	case 1:
 		if settle, _ := out[2].(string); settle != "" {
@@ -123,12 +199,33 @@ func (q *Queue) CancelledSince(ctx context.Context, since time.Time) ([]driver.L
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, err
 	}
-	members, err := q.rdb.ZRangeByScore(ctx, q.cancelsKey(), &redis.ZRangeBy{
-		Min: strconv.FormatInt(millis(since), 10),
-		Max: "+inf",
-	}).Result()
-	if err != nil {
-		return nil, wrap(doing, err)
+	by := &redis.ZRangeBy{Min: strconv.FormatInt(millis(since), 10), Max: "+inf"}
+	var members []string
+	if q.cluster {
+		// One log per queue (cluster.go), read in one pipeline.
+		names, err := q.names(ctx, "")
+		if err != nil {
+			return nil, wrap(doing, err)
+		}
+		if len(names) == 0 {
+			return nil, nil
+		}
+		pipe := q.rdb.Pipeline()
+		cmds := make([]*redis.StringSliceCmd, len(names))
+		for i, n := range names {
+			cmds[i] = pipe.ZRangeByScore(ctx, q.clogKey(q.base(n)), by)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, wrap(doing, err)
+		}
+		for _, c := range cmds {
+			members = append(members, c.Val()...)
+		}
+	} else {
+		var err error
+		if members, err = q.rdb.ZRangeByScore(ctx, q.cancelsKey(), by).Result(); err != nil {
+			return nil, wrap(doing, err)
+		}
 	}
 	out := make([]driver.Lease, 0, len(members))
 	for _, m := range members {
@@ -171,33 +268,50 @@ func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkActi
 	it.want = min(limit, bulkChunk)
 	total := 0
 	ids := make([]string, 0, min(limit, bulkChunk))
+	var names []string // the queue of each of ids
 	for total < limit {
-		ids = ids[:0]
+		ids, names = ids[:0], names[:0]
 		for len(ids) < min(bulkChunk, limit-total) && it.Next(ctx) {
 			ids = append(ids, it.Job().ID)
+			names = append(names, it.Job().Queue)
 		}
 		if len(ids) == 0 {
 			break
 		}
-		n, err := q.actOnIDs(ctx, a, ids)
-		total += n
-		if err != nil {
-			return total, wrap(doing, err)
+		if !q.cluster {
+			n, err := q.actOnIDs(ctx, a, "", ids)
+			total += n
+			if err != nil {
+				return total, wrap(doing, err)
+			}
+			continue
+		}
+		qs, groups := byQueue(len(ids), func(i int) string { return names[i] })
+		for _, qn := range qs {
+			part := make([]string, len(groups[qn]))
+			for k, i := range groups[qn] {
+				part[k] = ids[i]
+			}
+			n, err := q.actOnIDs(ctx, a, q.base(qn), part)
+			total += n
+			if err != nil {
+				return total, wrap(doing, err)
+			}
 		}
 	}
 	return total, it.Err()
 }
 
-// actOnIDs runs bulkScript on ids, settles the outboxes of the queues
-// whose batch members it cancelled, and reports how many jobs it
-// changed.
-func (q *Queue) actOnIDs(ctx context.Context, a driver.BulkAction, ids []string) (int, error) {
+// actOnIDs runs bulkScript on ids (on a Cluster, all of the queue of
+// base), settles the outboxes of the queues whose batch members it
+// cancelled, and reports how many jobs it changed.
+func (q *Queue) actOnIDs(ctx context.Context, a driver.BulkAction, base string, ids []string) (int, error) {
 	args := make([]any, 0, 5+len(ids))
 	args = append(args, string(a), time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap, q.wake)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	out, err := bulkScript.Run(ctx, q.rdb, []string{q.ids, q.cancelsKey()}, args...).Slice()
+	out, err := bulkScript.Run(ctx, q.rdb, []string{q.idsKey(base), q.clogKey(base)}, args...).Slice()
 	if err != nil {
 		return 0, err
 	}

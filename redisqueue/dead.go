@@ -106,18 +106,42 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 	if err := ctxErr(ctx, doing); err != nil {
 		return err
 	}
-	out, err := retryDeadScript.Run(ctx, q.rdb, []string{q.ids}, id, q.wake).Slice()
+	bases, err := q.idBases(ctx, id)
 	if err != nil {
 		return wrap(doing, err)
 	}
-	switch code, _ := out[0].(int64); code {
-	case 1:
-		return nil
-	case 2:
-		holder, _ := out[1].(string)
-		return fmt.Errorf("redisqueue: %s: %w", doing, &driver.DuplicateError{ExistingID: holder})
+	for _, b := range bases {
+		out, err := retryDeadScript.Run(ctx, q.rdb, []string{q.idsKey(b)}, id, q.wake).Slice()
+		if err != nil {
+			return wrap(doing, err)
+		}
+		switch code, _ := out[0].(int64); code {
+		case 1:
+			return nil
+		case 2:
+			holder, _ := out[1].(string)
+			return fmt.Errorf("redisqueue: %s: %w", doing, &driver.DuplicateError{ExistingID: holder})
+		}
 	}
 	return fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+}
+
+// idBases returns the bases whose ID index to look for id in: [""] (the
+// prefix's one index) on a standalone server; on a Cluster those of the
+// queues whose index holds id, by name (cluster.go).
+func (q *Queue) idBases(ctx context.Context, id string) ([]string, error) {
+	if !q.cluster {
+		return []string{""}, nil
+	}
+	names, err := q.locate(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	bases := make([]string, len(names))
+	for i, n := range names {
+		bases[i] = q.base(n)
+	}
+	return bases, nil
 }
 
 // ForgetDead deletes the dead letter id (see queue.Queue).
@@ -126,14 +150,20 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 	if err := ctxErr(ctx, doing); err != nil {
 		return err
 	}
-	n, err := forgetDeadScript.Run(ctx, q.rdb, []string{q.ids}, id).Int()
+	bases, err := q.idBases(ctx, id)
 	if err != nil {
 		return wrap(doing, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
+	for _, b := range bases {
+		n, err := forgetDeadScript.Run(ctx, q.rdb, []string{q.idsKey(b)}, id).Int()
+		if err != nil {
+			return wrap(doing, err)
+		}
+		if n > 0 {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 }
 
 // FlushDead deletes every dead letter of queueName ("" for every queue)
@@ -171,7 +201,7 @@ func (q *Queue) drain(ctx context.Context, doing, queueName string, s *redis.Scr
 	total := 0
 	for _, n := range names {
 		for {
-			k, err := s.Run(ctx, q.rdb, []string{q.ids, q.base(n)}, chunk).Int()
+			k, err := s.Run(ctx, q.rdb, []string{q.idsKey(q.base(n)), q.base(n)}, chunk).Int()
 			if err != nil {
 				return total, wrap(doing, err)
 			}

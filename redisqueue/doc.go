@@ -12,6 +12,8 @@
 // Sentinels instead and the client follows the primary through failovers
 // (FailoverParam):
 // queue.Open(ctx, "redis://127.0.0.1:26379/0?master_name=mymaster&addr=127.0.0.1:26380").
+// Without master_name=, addr= parameters name the further nodes of a Redis
+// Cluster (see Redis Cluster below).
 //
 // # What it implements
 //
@@ -100,7 +102,16 @@
 // server's clock, in milliseconds.
 //
 // Push, Complete and the dead-letter calls also write {prefix}:ids, which
-// keeps job IDs unique across queues and finds a dead letter's queue. On
-// Redis Cluster that key is in another slot than the queue's, so New
-// refuses a *redis.ClusterClient for now.
+// keeps job IDs unique across queues and finds a dead letter's queue.
+//
+// # Redis Cluster
+//
+// New takes a *redis.ClusterClient, and queue.Open a URL in go-redis'
+// ParseClusterURL form (redis://host:7000?addr=host:7001&addr=host:7002).
+// There every script touches one slot: the ID index is the queue's own
+// (base:ids, so an ID is unique within its queue), the cancel log too
+// (base:cancels), a pause is base:paused alone, {prefix}:queues is added
+// to outside the scripts, a call over several queues runs a script per
+// queue, and a periodic tick is claimed and its job pushed in two steps
+// (cluster.go; docs/drivers.md, "Redis Cluster").
 package redisqueue

@@ -136,6 +136,7 @@ type match struct {
 	ordinal int // its place among the chunk's examined jobs, from 1
 	key     listCursor
 	job     driver.JobInfo
+	skip    bool // examined, not a match (asked for on a Cluster)
 }
 
 // matching returns an iterator over the jobs in f.State that match f's
@@ -230,13 +231,41 @@ func (it *jobIter) read(ctx context.Context, budget int) error {
 	if it.seek != nil {
 		hasc, cs, cm = "1", strconv.FormatInt(it.seek.score, 10), it.seek.member
 	}
-	out, err := listScript.RunRO(ctx, it.q.rdb, it.bases, it.kind, it.fin, hasc, cs, cm,
-		it.f.Name, it.f.Tag, it.f.Search, it.want, budget, runningCap, expiredCap).Slice()
+	args := []any{it.kind, it.fin, hasc, cs, cm,
+		it.f.Name, it.f.Tag, it.f.Search, it.want, budget, runningCap, expiredCap, "0"}
+	if it.q.cluster && len(it.bases) > 1 {
+		args[len(args)-1] = "1"
+		return it.readMerged(ctx, doing, args, budget)
+	}
+	out, err := listScript.RunRO(ctx, it.q.rdb, it.bases, args...).Slice()
 	if err != nil {
 		return wrap(doing, err)
 	}
+	c, err := parseChunk(doing, out)
+	if err != nil {
+		return err
+	}
+	it.chunk, it.ended = c.examined, c.ended
+	if c.last != nil {
+		it.seek = c.last
+	}
+	it.buf = append(it.buf, c.rows...)
+	return nil
+}
+
+// listChunk is one answer of listScript.
+type listChunk struct {
+	examined int
+	ended    bool
+	last     *listCursor // the key of the last job examined, if any
+	rows     []match
+}
+
+// parseChunk decodes an answer of listScript.
+func parseChunk(doing string, out []any) (listChunk, error) {
+	var c listChunk
 	if len(out) != 6 {
-		return fmt.Errorf("redisqueue: %s: the script answered %d values, want 6", doing, len(out))
+		return c, fmt.Errorf("redisqueue: %s: the script answered %d values, want 6", doing, len(out))
 	}
 	examined, _ := out[0].(int64)
 	ended, _ := out[1].(int64)
@@ -244,37 +273,41 @@ func (it *jobIter) read(ctx context.Context, budget int) error {
 	lm, _ := out[3].(string)
 	now, err := strconv.ParseInt(fmt.Sprint(out[4]), 10, 64)
 	if err != nil {
-		return fmt.Errorf("redisqueue: %s: the script answered the time %v", doing, out[4])
+		return c, fmt.Errorf("redisqueue: %s: the script answered the time %v", doing, out[4])
 	}
 	rows, _ := out[5].([]any)
-	it.chunk, it.ended = int(examined), ended == 1
+	c.examined, c.ended = int(examined), ended == 1
 	if lm != "" {
 		n, err := strconv.ParseInt(ls, 10, 64)
 		if err != nil {
-			return fmt.Errorf("redisqueue: %s: the script answered the score %q", doing, ls)
+			return c, fmt.Errorf("redisqueue: %s: the script answered the score %q", doing, ls)
 		}
-		it.seek = &listCursor{score: n, member: lm}
+		c.last = &listCursor{score: n, member: lm}
 	}
 	for _, r := range rows {
 		v, _ := r.([]any)
 		if len(v) != 4 {
-			return fmt.Errorf("redisqueue: %s: the script answered a match of %d values, want 4", doing, len(v))
+			return c, fmt.Errorf("redisqueue: %s: the script answered a match of %d values, want 4", doing, len(v))
 		}
 		ord, _ := v[0].(int64)
 		s, _ := v[1].(string)
 		m, _ := v[2].(string)
-		fields, _ := v[3].([]any)
+		fields, isRow := v[3].([]any)
 		score, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return fmt.Errorf("redisqueue: %s: the script answered the score %q", doing, s)
+			return c, fmt.Errorf("redisqueue: %s: the script answered the score %q", doing, s)
+		}
+		if !isRow {
+			c.rows = append(c.rows, match{ordinal: int(ord), key: listCursor{score, m}, skip: true})
+			continue
 		}
 		ji, err := jobInfo(fields, now)
 		if err != nil {
-			return wrap(doing, err)
+			return c, wrap(doing, err)
 		}
-		it.buf = append(it.buf, match{ordinal: int(ord), key: listCursor{score, m}, job: ji})
+		c.rows = append(c.rows, match{ordinal: int(ord), key: listCursor{score, m}, job: ji})
 	}
-	return nil
+	return c, nil
 }
 
 // Job returns the job the last Next read.

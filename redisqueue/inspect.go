@@ -149,9 +149,18 @@ func (q *Queue) GetJob(ctx context.Context, id string) (driver.JobInfo, error) {
 	if err := ctxErr(ctx, doing); err != nil {
 		return driver.JobInfo{}, err
 	}
-	out, err := getJobScript.RunRO(ctx, q.rdb, []string{q.ids}, id).Slice()
+	bases, err := q.idBases(ctx, id)
 	if err != nil {
 		return driver.JobInfo{}, wrap(doing, err)
+	}
+	var out []any
+	for _, b := range bases {
+		if out, err = getJobScript.RunRO(ctx, q.rdb, []string{q.idsKey(b)}, id).Slice(); err != nil {
+			return driver.JobInfo{}, wrap(doing, err)
+		}
+		if len(out) >= 2 {
+			break
+		}
 	}
 	if len(out) < 2 {
 		return driver.JobInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
@@ -200,7 +209,7 @@ func (q *Queue) counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	for i, n := range names {
 		bases[i] = q.base(n)
 	}
-	out, err := countsScript.RunRO(ctx, q.rdb, bases).Slice()
+	out, err := q.perQueueRO(ctx, countsScript, bases)
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +367,7 @@ func (q *Queue) OldestReady(ctx context.Context) (map[string]time.Time, error) {
 	for i, n := range names {
 		bases[i] = q.base(n)
 	}
-	got, err := oldestScript.RunRO(ctx, q.rdb, bases, expiredCap).Slice()
+	got, err := q.perQueueRO(ctx, oldestScript, bases, expiredCap)
 	if err != nil {
 		return nil, wrap(doing, err)
 	}

@@ -223,7 +223,44 @@ func lostErr(doing string) error {
 // the outcome was recorded, the outcome stands (its error is nil) and a
 // later reservation from the queue finishes them (docs/drivers.md). So
 // does a push into another queue than the job's (chain.go).
+//
+// On a Cluster it runs one script per queue (cluster.go), so the outcomes
+// of one queue are recorded together, and an error may come after some
+// queues' were recorded (their leases are then gone: a retry of those
+// reports queue.ErrLeaseLost).
 func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
+	if !q.cluster {
+		return q.completeIn(ctx, starts, outs)
+	}
+	nameOf := func(tok string) string { n, _ := leaseQueue(tok); return n }
+	sn, sg := byQueue(len(starts), func(i int) string { return nameOf(starts[i].Token) })
+	on, og := byQueue(len(outs), func(i int) string { return nameOf(outs[i].Lease.Token) })
+	var lost []driver.Lease
+	errs := make([]error, len(outs))
+	for _, n := range sortedNames(append(sn, on...)) {
+		ps := make([]driver.Lease, len(sg[n]))
+		for k, i := range sg[n] {
+			ps[k] = starts[i]
+		}
+		po := make([]driver.Completion, len(og[n]))
+		for k, i := range og[n] {
+			po[k] = outs[i]
+		}
+		l, e, err := q.completeIn(ctx, ps, po)
+		if err != nil {
+			return nil, nil, err
+		}
+		lost = append(lost, l...)
+		for k, i := range og[n] {
+			errs[i] = e[k]
+		}
+	}
+	return lost, errs, nil
+}
+
+// completeIn is Complete in one script: on a Cluster, of the leases of
+// one queue.
+func (q *Queue) completeIn(ctx context.Context, starts []driver.Lease, outs []driver.Completion) ([]driver.Lease, []error, error) {
 	doing := fmt.Sprintf("completing %d jobs", len(starts)+len(outs))
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, nil, err
@@ -231,6 +268,16 @@ func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driv
 	var lostStarts []driver.Lease
 	errs := make([]error, len(outs))
 	ks := newKeyset(q.ids, q.queues)
+	if q.cluster {
+		var name string
+		if len(starts) > 0 {
+			name, _ = leaseQueue(starts[0].Token)
+		} else if len(outs) > 0 {
+			name, _ = leaseQueue(outs[0].Lease.Token)
+		}
+		b := q.base(name)
+		ks = newKeyset(q.idsKey(b), q.qsetKey(b))
+	}
 	args := []any{q.wake, 0}
 	var sent []int // the starts sent, by index
 	for i, l := range starts {
@@ -274,9 +321,15 @@ func (q *Queue) Complete(ctx context.Context, starts []driver.Lease, outs []driv
 			if p.ID == "" {
 				p.ID = driver.NewID()
 			}
-			crosses[i] = crosses[i] || q.base(p.QueueName()) != q.base(name)
+			cross := q.base(p.QueueName()) != q.base(name)
+			crosses[i] = crosses[i] || cross
 			var err error
-			if args, err = q.pushArgs(args, ks, &p); err != nil {
+			if cross {
+				args, err = q.pushArgsAt(args, 0, &p)
+			} else {
+				args, err = q.pushArgs(args, ks, &p)
+			}
+			if err != nil {
 				return nil, nil, wrap(doing, err)
 			}
 		}
@@ -331,6 +384,24 @@ func (q *Queue) ExtendMany(ctx context.Context, leases []driver.Lease, d time.Du
 	doing := fmt.Sprintf("extending %d leases", len(leases))
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, err
+	}
+	if q.cluster {
+		names, groups := byQueue(len(leases), func(i int) string { n, _ := leaseQueue(leases[i].Token); return n })
+		if len(names) > 1 {
+			var lost []driver.Lease
+			for _, n := range names {
+				part := make([]driver.Lease, len(groups[n]))
+				for k, i := range groups[n] {
+					part[k] = leases[i]
+				}
+				l, err := q.ExtendMany(ctx, part, d)
+				if err != nil {
+					return nil, err
+				}
+				lost = append(lost, l...)
+			}
+			return lost, nil
+		}
 	}
 	var lost []driver.Lease
 	ks := newKeyset()

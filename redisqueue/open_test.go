@@ -31,6 +31,13 @@ func TestOpenRefuses(t *testing.T) {
 		{"redis://127.0.0.1:1/0?prefix=a;b", `parameter "prefix" contains a ";"`},
 		{"redis://127.0.0.1:1/x", "invalid database number"},
 		{"redis://127.0.0.1:1/0?setup=no", "not a boolean"},
+		{"redis://127.0.0.1:1?addr=127.0.0.1:2&db=1", `unknown URL parameter "db"`},
+		{"redis://127.0.0.1:1?addr=127.0.0.1:2&tabel=jobs", `unknown URL parameter "tabel"`},
+		{"redis://127.0.0.1:1/3?addr=127.0.0.1:2", "database 0 only"},
+		{"redis://127.0.0.1:1?cluster=maybe", "not a boolean"},
+		{"redis://127.0.0.1:1?cluster=false&addr=127.0.0.1:2", "cluster=false with addr="},
+		{"redis://127.0.0.1:1?addr=nonsense", "unable to parse addr"},
+		{"redis://127.0.0.1:1?cluster=true&read_only=true", "connecting to the Cluster at 127.0.0.1:1"},
 	}
 	for _, tc := range tests {
 		q, err := queue.Open(t.Context(), tc.url)
@@ -70,14 +77,46 @@ func TestOpenURL(t *testing.T) {
 	}
 }
 
-// TestNewRefusesCluster checks that New refuses the clients whose keys
-// span hash slots it cannot yet cross.
-func TestNewRefusesCluster(t *testing.T) {
+// TestNewClients checks which clients New takes: a Cluster's, and not a
+// Ring's, which shards on the client.
+func TestNewClients(t *testing.T) {
 	t.Parallel()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer cc.Close()
-	if _, err := redisqueue.New(cc); !errors.Is(err, queue.ErrConfig) {
-		t.Fatalf("New(*redis.ClusterClient) = %v, want an error matching ErrConfig", err)
+	q, err := redisqueue.New(cc)
+	if err != nil {
+		t.Fatalf("New(*redis.ClusterClient) = %v, want a Queue", err)
+	}
+	q.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	if _, err := redisqueue.New(ring); !errors.Is(err, queue.ErrConfig) {
+		t.Fatalf("New(*redis.Ring) = %v, want an error matching ErrConfig", err)
+	}
+}
+
+// TestOpenClusterURL opens a Cluster by a URL in ParseClusterURL's form
+// (the first node in the host, the others as addr=) and works a job
+// through it.
+func TestOpenClusterURL(t *testing.T) {
+	t.Parallel()
+	rdb := clusterClient(t)
+	p := clusterPrefix(t, rdb)
+	addrs := rdb.Options().Addrs
+	v := url.Values{"prefix": {p}, "pool_size": {"4"}, "addr": addrs[1:]}
+	u := url.URL{Scheme: "redis", Host: addrs[0], RawQuery: v.Encode()}
+	q, err := queue.Open(t.Context(), u.String())
+	if err != nil {
+		t.Fatalf("Open(%s): %v", u.String(), err)
+	}
+	defer q.Close()
+	for _, n := range []string{"a", "b", "c", "d"} { // spread over the masters
+		if err := q.Push(t.Context(), queue.Job{Queue: n, Name: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := newQueue(t, rdb, p).Len(t.Context(), ""); err != nil || n != 4 {
+		t.Fatalf("Len through another handle = %d, %v; want 4", n, err)
 	}
 }
 

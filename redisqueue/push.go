@@ -30,6 +30,15 @@ func ceilMillis(d time.Duration) int64 {
 // in push_one's order, its queue's base taken from ks.
 func (q *Queue) pushArgs(args []any, ks *keyset, j *queue.Job) ([]any, error) {
 	qn := j.QueueName()
+	return q.pushArgsAt(args, ks.of(q.base(qn)), j)
+}
+
+// pushArgsAt is pushArgs with the base's index given: 0 for a push that a
+// completing script notes in its outbox instead of storing (a chain's
+// next job in another queue), which on a Cluster must not name a key of
+// another slot.
+func (q *Queue) pushArgsAt(args []any, index int, j *queue.Job) ([]any, error) {
+	qn := j.QueueName()
 	var tags, meta string
 	if len(j.Tags) > 0 {
 		b, err := json.Marshal(j.Tags)
@@ -64,7 +73,7 @@ func (q *Queue) pushArgs(args []any, ks *keyset, j *queue.Job) ([]any, error) {
 		replace = "1"
 	}
 	return append(args,
-		j.ID, qn, ks.of(q.base(qn)), j.Name, j.Payload,
+		j.ID, qn, index, j.Name, j.Payload,
 		strconv.Itoa(j.Priority), strconv.Itoa(j.MaxAttempts), strconv.FormatInt(int64(j.Timeout), 10),
 		j.UniqueKey, ufor, replace, tags, meta, avail, created, until,
 	), nil
@@ -129,9 +138,44 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 }
 
 // push runs pushScript on jobs (validated, with IDs) and returns a
-// *driver.DuplicateError or nil per job.
+// *driver.DuplicateError or nil per job. On a Cluster it runs once per
+// queue, after registering the queues (cluster.go): each queue's jobs
+// are stored all or none.
 func (q *Queue) push(ctx context.Context, jobs []queue.Job) ([]error, error) {
+	if !q.cluster {
+		return q.pushIn(ctx, "", jobs)
+	}
+	names, groups := byQueue(len(jobs), func(i int) string { return jobs[i].QueueName() })
+	if err := q.register(ctx, names...); err != nil {
+		return nil, err
+	}
+	if len(names) == 1 {
+		return q.pushIn(ctx, q.base(names[0]), jobs)
+	}
+	res := make([]error, len(jobs))
+	for _, n := range names {
+		part := make([]queue.Job, len(groups[n]))
+		for k, i := range groups[n] {
+			part[k] = jobs[i]
+		}
+		got, err := q.pushIn(ctx, q.base(n), part)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range groups[n] {
+			res[i] = got[k]
+		}
+	}
+	return res, nil
+}
+
+// pushIn runs pushScript on jobs, all of the queue of base on a Cluster
+// (base is "" on a standalone server).
+func (q *Queue) pushIn(ctx context.Context, base string, jobs []queue.Job) ([]error, error) {
 	ks := newKeyset(q.ids, q.queues)
+	if q.cluster {
+		ks = newKeyset(q.idsKey(base), q.qsetKey(base))
+	}
 	args := make([]any, 0, 2+len(jobs)*pushFields)
 	args = append(args, q.wake, len(jobs))
 	var err error

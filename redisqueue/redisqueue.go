@@ -28,6 +28,10 @@ type Queue struct {
 
 	ownsClient bool // Close closes rdb (queue.Open's queues)
 
+	// cluster is set for a *redis.ClusterClient: every script then touches
+	// the keys of one slot only (cluster.go).
+	cluster bool
+
 	waker  waker
 	report reporter // run metrics not yet written (report.go)
 
@@ -85,18 +89,22 @@ func WithLogger(l *slog.Logger) Option {
 // what the Queue started (its wake-up subscription); the client stays the
 // caller's.
 //
-// A *redis.ClusterClient or *redis.Ring is refused with an error matching
-// queue.ErrConfig: a push and a completion also write the prefix's ID
-// index, which on a Cluster lives in another slot than the queue's keys,
-// and the protocol that crosses slots is not built yet (docs/drivers.md).
+// A *redis.ClusterClient is a Redis Cluster: every script then touches
+// one hash slot, and a job's ID is unique within its queue rather than
+// across queues (docs/drivers.md, "Redis Cluster"). A *redis.Ring is
+// refused with an error matching queue.ErrConfig: it shards by key on
+// the client, so a queue's keys could not be read together.
 func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
+	var cluster bool
 	switch rdb.(type) {
 	case nil:
 		return nil, fmt.Errorf("redisqueue: New with a nil client: %w", queue.ErrConfig)
-	case *redis.ClusterClient, *redis.Ring:
-		return nil, fmt.Errorf("redisqueue: %T is not supported yet: use a standalone or Sentinel *redis.Client: %w", rdb, queue.ErrConfig)
+	case *redis.Ring:
+		return nil, fmt.Errorf("redisqueue: %T is not supported: use a standalone, Sentinel or Cluster client: %w", rdb, queue.ErrConfig)
+	case *redis.ClusterClient:
+		cluster = true
 	}
-	q := &Queue{rdb: rdb, prefix: DefaultPrefix, log: slog.New(slog.DiscardHandler)}
+	q := &Queue{rdb: rdb, prefix: DefaultPrefix, log: slog.New(slog.DiscardHandler), cluster: cluster}
 	for _, o := range opts {
 		if err := o(q); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -236,15 +237,7 @@ func (q *Queue) FlushMetrics(ctx context.Context) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	ks := newKeyset(q.queues)
-	args := []any{}
-	for k, a := range batch {
-		hour := k.minute - k.minute%3600
-		expire := (hour+3600)*1000 + metricsRetention.Milliseconds()
-		args = append(args, ks.of(q.metricsKey(k.queue, hour)), k.queue, (k.minute-hour)/60,
-			a.processed, a.failed, a.runtimeTotal, a.runtimeMax, a.waitTotl, expire)
-	}
-	if err := flushMetricsScript.Run(ctx, q.rdb, ks.keys, args...).Err(); err != nil {
+	if err := q.writeMetrics(ctx, batch); err != nil {
 		q.report.mu.Lock()
 		for k, a := range batch {
 			q.report.addLocked(k, *a)
@@ -348,4 +341,42 @@ func (q *Queue) metrics(ctx context.Context, since, now time.Time) ([]driver.Met
 		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Queue, b.Queue))
 	})
 	return out, nil
+}
+
+// writeMetrics adds batch to the metrics hashes: in one script on a
+// standalone server, which also registers the queues; on a Cluster one
+// script per queue, the queues registered first (cluster.go).
+func (q *Queue) writeMetrics(ctx context.Context, batch map[metricKey]*metricAgg) error {
+	run := func(keys []metricKey, fixed string, register string) error {
+		ks := newKeyset(fixed)
+		args := []any{register}
+		for _, k := range keys {
+			a := batch[k]
+			hour := k.minute - k.minute%3600
+			expire := (hour+3600)*1000 + metricsRetention.Milliseconds()
+			args = append(args, ks.of(q.metricsKey(k.queue, hour)), k.queue, (k.minute-hour)/60,
+				a.processed, a.failed, a.runtimeTotal, a.runtimeMax, a.waitTotl, expire)
+		}
+		return flushMetricsScript.Run(ctx, q.rdb, ks.keys, args...).Err()
+	}
+	keys := slices.Collect(maps.Keys(batch))
+	if !q.cluster {
+		return run(keys, q.queues, "1")
+	}
+	names, groups := byQueue(len(keys), func(i int) string { return keys[i].queue })
+	if err := q.register(ctx, names...); err != nil {
+		return err
+	}
+	for _, n := range names {
+		part := make([]metricKey, len(groups[n]))
+		for k, i := range groups[n] {
+			part[k] = keys[i]
+		}
+		// The first key is the queue's ID index, never written here:
+		// KEYS[1] must be of the queue's slot.
+		if err := run(part, q.idsKey(q.base(n)), "0"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

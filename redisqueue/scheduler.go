@@ -180,6 +180,9 @@ func (q *Queue) ClaimTick(ctx context.Context, p driver.PeriodicInfo, j queue.Jo
 	if f, ok := driver.FenceFrom(ctx); ok {
 		fenceKey, epoch = q.leaseKey(f.Lease), strconv.FormatInt(f.Epoch, 10)
 	}
+	if q.cluster {
+		return q.claimTickCluster(ctx, doing, p, j, rec, fenceKey, epoch)
+	}
 	ks := newKeyset(q.ids, q.queues, rec, fenceKey)
 	args, err := q.pushArgs([]any{q.wake, 1}, ks, &j)
 	if err != nil {

@@ -145,7 +145,9 @@ local function push_one(ids, qset, now, i)
     if opt[k+1] ~= '' and opt[k+1] ~= opt[k+2] then redis.call('HSET', jk, opt[k], opt[k+1]) end
   end
   redis.call('HSET', ids, id, B)
-  redis.call('SADD', qset, qn)
+  -- On a Cluster the registry is written outside the script, and qset
+  -- names the queue's own ID index (cluster.go).
+  if qset ~= ids then redis.call('SADD', qset, qn) end
   if uk ~= '' then
     redis.call('HSET', B..':uniq', uk, id)
     if ufor > 0 then redis.call('ZADD', B..':ufor', int(now + ufor), uk) end

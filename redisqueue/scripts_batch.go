@@ -332,16 +332,17 @@ return n
 // batch's ID and event, or the completed job's lease and the push's
 // place), then the job's pushFields, then the guard's retention in ms.
 // The guard stays in <base>:once for that long so that a push run again
-// after a crash stores nothing. It returns 1 when it pushed (or found an
-// active job of the ID), 0 when the guard was there.
+// after a crash stores nothing. It returns {1, push_one's status} when it
+// pushed (status 1 stored, 0 an active job of the ID, 2 or 3 a unique
+// key held), {0} when the guard was there.
 var pushOnceScript = redis.NewScript(prelude + `
 local ids, qset, B = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
 local keep = tonumber(ARGV[3 + ` + itoa(pushFields) + `])
 redis.call('ZREMRANGEBYSCORE', B..':once', '-inf', int(now - keep))
-if redis.call('ZSCORE', B..':once', ARGV[2]) then return 0 end
-local _, _, ready = push_one(ids, qset, now, 3)
+if redis.call('ZSCORE', B..':once', ARGV[2]) then return {0} end
+local st, _, ready = push_one(ids, qset, now, 3)
 redis.call('ZADD', B..':once', int(now), ARGV[2])
 if ready then redis.call('PUBLISH', ARGV[1], ARGV[4]) end
-return 1
+return {1, st}
 `)

@@ -161,7 +161,8 @@ end
 // its score and member, the name, the tag and the payload substring to
 // match ("" for any), the most matches to return, the most jobs to
 // examine, the most running jobs to read per queue, the most expired
-// leases to read per queue.
+// leases to read per queue, and "1" to return every job examined (on a
+// Cluster, where the client merges the queues' answers).
 //
 // It returns {examined, ended (1 when no job is left after the last
 // examined), the last examined key's score and member ("" when none),
@@ -170,7 +171,8 @@ end
 // in the ready set, a scheduled one whose time has come, or a leased one
 // whose lease expired (not yet moved back by a reservation); a scheduled
 // one is in sord with its time to come; a running one is in the run set
-// with its lease live.
+// with its lease live. With every job examined asked for, a job that does
+// not match comes as {ordinal, score, member, 0}.
 var listScript = redis.NewScript(prelude + listPrelude + `
 local now = now_ms()
 local kind, fin = ARGV[1], ARGV[2]
@@ -178,6 +180,7 @@ local hasc, cs, cm = ARGV[3] == '1', tonumber(ARGV[4]), ARGV[5]
 local fname, ftag, fsearch = ARGV[6], ARGV[7], ARGV[8]
 local want, budget = tonumber(ARGV[9]), tonumber(ARGV[10])
 local runcap, expcap = tonumber(ARGV[11]), tonumber(ARGV[12])
+local every = ARGV[13] == '1'
 desc = kind == 'fin'
 local srcs = {}
 for _, B in ipairs(KEYS) do
@@ -267,11 +270,15 @@ while #out < want and examined < budget do
     end
     if ok and fsearch ~= '' then ok = v[3] and string.find(v[3], fsearch, 1, true) ~= nil end
   end
+  local row
   if ok then
-    local row = redis.call('HMGET', jk, unpack(JFX))
-    if row[1] then
-      out[#out+1] = {examined, ls, bm, row}
-    end
+    row = redis.call('HMGET', jk, unpack(JFX))
+    if not row[1] then row = nil end
+  end
+  if row then
+    out[#out+1] = {examined, ls, bm, row}
+  elseif every then
+    out[#out+1] = {examined, ls, bm, 0}
   end
 end
 if ended == 0 then
@@ -374,15 +381,17 @@ return out
 `)
 
 // flushMetricsScript adds buffered run metrics to the metrics hashes:
-// KEYS = queues, then the hashes; ARGV = per (queue, minute): the hash's
+// KEYS = queues, then the hashes; ARGV = "1" to add each queue to the
+// queues set KEYS[1] ("0" on a Cluster, where KEYS[1] is only a key of
+// the queue's slot), then per (queue, minute): the hash's
 // index in KEYS, the queue, the minute within the hour, processed,
 // failed, total runtime, max runtime, total wait, and when the hash
 // expires (ms).
 var flushMetricsScript = redis.NewScript(prelude + `
-for k = 0, #ARGV / 9 - 1 do
-  local a = k * 9
+for k = 0, (#ARGV - 1) / 9 - 1 do
+  local a = 1 + k * 9
   local H, m = KEYS[tonumber(ARGV[a+1])], ARGV[a+3]
-  redis.call('SADD', KEYS[1], ARGV[a+2])
+  if ARGV[1] == '1' then redis.call('SADD', KEYS[1], ARGV[a+2]) end
   local fs = {'p', 'f', 'rt', '', 'wt'}
   for i, f in ipairs(fs) do
     local n = tonumber(ARGV[a+3+i])

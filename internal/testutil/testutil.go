@@ -50,6 +50,11 @@ const (
 	// (redis://...). Tests on it use keys of their own prefix and delete
 	// them when they end: the server may be shared.
 	RedisEnv = "MERIDIAN_REDIS_ADDR"
+	// RedisClusterEnv names a Redis Cluster by the addresses of its nodes,
+	// comma-separated (127.0.0.1:7000,127.0.0.1:7001,...); .ci/redis-cluster
+	// starts one on loopback and prints them. Tests on it use keys of
+	// their own prefix and delete them when they end.
+	RedisClusterEnv = "MERIDIAN_REDIS_CLUSTER"
 )
 
 // Examples are the DSNs of the servers on the project's machines, shown in
@@ -58,6 +63,8 @@ var Examples = map[string]string{
 	PostgresEnv: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable",
 	MySQLEnv:    "root@tcp(127.0.0.1:3306)/test?parseTime=true",
 	RedisEnv:    "127.0.0.1:6379",
+	RedisClusterEnv: "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005" +
+		" (.ci/redis-cluster start prints it)",
 }
 
 var (
