@@ -36,8 +36,8 @@ func (w *Worker) Balance(o balance.Options) *Worker {
 // only while the queue has fewer handed on than its allotment and the run
 // fewer than max, so no queue runs more handlers than its allotment and
 // the run never more than max. Beyond them, a queue may hold jobs reserved
-// ahead (waiting), at most its allotment and max in all: leased, their
-// leases extended, handed on as its handlers free up.
+// ahead (waiting), at most Prefetch (see ahead): leased, their leases
+// extended, handed on as its handlers free up.
 type budget struct {
 	max    int
 	queues []string
@@ -48,13 +48,12 @@ type budget struct {
 	// The fetcher's own: per queue, the finished jobs it counted, the jobs
 	// reserved and not finished (waiting or handed on), the jobs reserved
 	// ahead and not yet handed on, and the pace of its completions; the
-	// jobs handed on and not finished, and those waiting, in all.
+	// jobs handed on and not finished in all.
 	seen    []int64
 	out     []int
 	waiting [][]*held
 	pace    []pacer
 	handed  int
-	waits   int
 
 	mu    sync.Mutex
 	allot []int
@@ -103,17 +102,16 @@ func (b *budget) free(i int, allot []int) int {
 }
 
 // ahead returns how many jobs queue i may hold reserved ahead of its free
-// handlers at now: the jobs it finishes in prefetchHorizon at its recent
-// rate, capped by Prefetch, by its allotment and by the budget's room for
-// waiting jobs; none while fewer than half its allotment run (then the
-// reservations, not the handlers, are what it waits for, as in the
-// fetcher's run).
+// handlers at now, as the fetcher's run does for a worker without a
+// budget: the jobs the queue finishes in prefetchHorizon at its recent
+// rate, capped by Prefetch; none while fewer than half its allotment run
+// (then the reservations, not the handlers, are what it waits for).
 func (b *budget) ahead(i int, allot []int, now time.Time) int {
 	a := b.pace[i].ahead(now)
 	if 2*b.handedOn(i) < allot[i] {
 		return 0
 	}
-	return max(0, min(a, allot[i], b.max-b.waits+len(b.waiting[i])))
+	return a
 }
 
 // take counts the jobs hs reserved from queue i as waiting.
@@ -122,7 +120,6 @@ func (b *budget) take(i int, hs []held) {
 		b.waiting[i] = append(b.waiting[i], &hs[k])
 	}
 	b.out[i] += len(hs)
-	b.waits += len(hs)
 }
 
 // handOn sends queue i's waiting jobs to the executors while it has free
@@ -134,20 +131,18 @@ func (b *budget) handOn(i int, allot []int, out chan<- *held) {
 	}
 	b.waiting[i] = b.waiting[i][n:]
 	b.handed += n
-	b.waits -= n
 }
 
 // flush sends every waiting job to the executors, whatever the
 // allotments: the run is stopping, and they run within ShutdownTimeout as
 // the jobs prefetched without a budget do. The executors' channel holds
-// them all (its capacity is twice the budget).
+// them all (its capacity is the budget and Prefetch per queue).
 func (b *budget) flush(out chan<- *held) {
 	for i := range b.waiting {
 		for _, h := range b.waiting[i] {
 			out <- h
 		}
 		b.handed += len(b.waiting[i])
-		b.waits -= len(b.waiting[i])
 		b.waiting[i] = nil
 	}
 }

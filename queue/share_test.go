@@ -302,9 +302,9 @@ func TestWorkerEmptyQueueSleepsUntilWoken(t *testing.T) {
 }
 
 // TestWorkerBudgetReservesAhead: under a budget a flooded queue of fast
-// jobs is reserved ahead of its free handlers, several jobs per round
-// trip rather than one per finished job, while it never runs more
-// handlers than its allotment nor the worker more than the budget.
+// jobs is reserved ahead of its free handlers, many jobs per round trip
+// rather than one per finished job, while it never runs more handlers
+// than its allotment nor the worker more than the budget.
 func TestWorkerBudgetReservesAhead(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -325,20 +325,20 @@ func TestWorkerBudgetReservesAhead(t *testing.T) {
 			t.Fatalf("most running at once: a %d, b %d, all %d; want at most 8, 8, 16 (Max 16 split evenly)", g.most["a"], g.most["b"], g.mostTotal)
 		}
 		for _, qn := range []string{"a", "b"} {
-			// Reserving ahead up to the allotment of 8, again when half of
-			// that is left: 4 jobs per reservation once paced, more than 3
-			// over the run (one per finished job without it).
-			if calls, _ := q.counts(qn); calls > 2000/3 {
-				t.Errorf("%s was reserved %d times for its 2000 jobs; want at most %d (several jobs per round trip)", qn, calls, 2000/3)
+			// Reserving ahead 50ms of work (over 200 jobs at 8 handlers'
+			// rate), again when half of that is left: tens of jobs per
+			// reservation once paced (one per finished job without it).
+			if calls, _ := q.counts(qn); calls > 2000/10 {
+				t.Errorf("%s was reserved %d times for its 2000 jobs; want at most %d (many jobs per round trip)", qn, calls, 2000/10)
 			}
 		}
 	})
 }
 
-// TestWorkerBudgetWaitingJobsKeepTheirLeases: a job a queue reserved
-// ahead waits, leased, while its allotment's one handler runs a job ten
-// times as long as the lease: the worker extends its lease meanwhile, so
-// none is lost and every job runs once.
+// TestWorkerBudgetWaitingJobsKeepTheirLeases: jobs a queue reserved
+// ahead wait, leased, while its allotment's one handler runs a job ten
+// times as long as the lease: the worker extends their leases meanwhile,
+// so none is lost and every job runs once.
 func TestWorkerBudgetWaitingJobsKeepTheirLeases(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -382,8 +382,8 @@ func TestWorkerBudgetWaitingJobsKeepTheirLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range counts {
-			if c.Queue == "a" && c.Ready.N != 49 {
-				t.Fatalf("a has %d ready jobs while its slow job runs; want 49 (one of the 50 after it reserved ahead)", c.Ready.N)
+			if c.Queue == "a" && c.Ready.N >= 50 {
+				t.Fatalf("a has %d ready jobs while its slow job runs; want fewer than the 50 after it (some reserved ahead)", c.Ready.N)
 			}
 		}
 		waitWithin(t, time.Minute, "every job done", func() bool {

@@ -322,7 +322,7 @@ func (w *Worker) LeaseMargin(d time.Duration) *Worker {
 // large batches, one round trip each. Prefetched jobs are leased (and their
 // leases extended) while they wait; at shutdown they run like the others
 // within ShutdownTimeout. Under a budget (balance.Simple, Auto) each queue
-// holds ahead at most its allotment of handlers (see docs/semantics.md,
+// reserves ahead so, up to Prefetch of its own (see docs/semantics.md,
 // "Sharing handlers among queues").
 func (w *Worker) Prefetch(n int) *Worker {
 	w.prefetch = max(n, 0)
@@ -470,8 +470,9 @@ func newRun(w *Worker) *run {
 	concurrency, prefetch := w.concurrency, w.prefetch
 	buf := concurrency + prefetch
 	if opts.Budgeted() {
-		// Handed on, at most Max; waiting, at most Max more (see budget).
-		concurrency, buf = opts.Max, 2*opts.Max
+		// Handed on, at most Max; waiting, at most Prefetch per queue
+		// (see budget).
+		concurrency, buf = opts.Max, opts.Max+len(queues)*prefetch
 	}
 	lease := w.leaseFor()
 	r := &run{
