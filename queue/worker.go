@@ -956,12 +956,21 @@ func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err erro
 	counts := f.pick.Split(n)
 	short := 0
 	came := make([]bool, len(f.queues)) // asked, and returned fewer than asked; or asleep
+	awake := -1                         // the first queue awake
 	for i, k := range counts {
 		if f.naps.asleep[i] {
 			came[i] = true
 			short += k
 			counts[i] = 0
+		} else if awake < 0 {
+			awake = i
 		}
+	}
+	if awake >= 0 {
+		// The sleepers' shares go to the first queue awake in this call,
+		// not in a second one.
+		counts[awake] += short
+		short = 0
 	}
 	take := func(i, k int) error {
 		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{f.queues[i]}, k, f.lease)
