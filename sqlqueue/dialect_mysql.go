@@ -361,22 +361,29 @@ func deletesOnly(parts []leaseStmt) bool {
 }
 
 // finishReturning is finishLeases on MariaDB for parts that ack by
-// deleting (deletesOnly). An ack part is one DELETE ... RETURNING id,
-// lease_token (qAckLeasesReturning), with no locking read first, that
-// matches the tokens alone (lease_token IN, beside the id list that finds
-// the rows by primary key): comparing (id, token) pairs in SQL costs the
-// server more per row than checking them here. The rows it returns are
-// checked here against the leases, and a token that is current for a job
-// other than the one its lease names (a caller's mistake, never the
-// Worker's) rolls everything back with errPairMismatch; the caller then
-// runs the statements that match pairs. A part that does not finish
-// (start marks) is lockAndChange: as one UPDATE matching the pairs,
-// inside this transaction, it made claims come back empty with jobs
-// queued (MariaDB 10.11, in half the 200,000-job burn-downs, up to 19
-// times each; never with the locking read first). On error out is
-// cleared: nothing is known to be finished.
+// deleting (deletesOnly). An ack part is one DELETE ... RETURNING
+// (qAckLeasesReturning), with no locking read first, that matches the
+// tokens alone (lease_token IN, beside the id list that finds the rows by
+// primary key): comparing (id, token) pairs in SQL costs the server more
+// per row than checking them here. The rows it returns are checked here
+// against the leases, and a token that is current for a job other than
+// the one its lease names (a caller's mistake, never the Worker's) rolls
+// everything back with errPairMismatch; the caller then runs the
+// statements that match pairs. A part that does not finish (start marks)
+// is lockAndChange: as one UPDATE matching the pairs, inside this
+// transaction, it made claims come back empty with jobs queued (MariaDB
+// 10.11, in half the 200,000-job burn-downs, up to 19 times each; never
+// with the locking read first). On error out is cleared: nothing is known
+// to be finished.
+//
+// The deletions count themselves (see ackCounted): the delete trigger
+// skips the rows a session deletes while mysqlCountedVar is set
+// (migration 0022_ack_counts), and the jobs each deletion returned are
+// subtracted from the counts in the same transaction, one upsert for the
+// whole ack rather than one per job.
 func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []leaseStmt, ps []mysqlLeases, now int64, out []map[queue.Lease]bool) error {
-	err := d.writeTx(ctx, q, func(ex execer) error {
+	err := ackCounted(ctx, q, func(ex execer) error {
+		var gone countDelta
 		for i, p := range parts {
 			if !p.finish() {
 				var err error
@@ -391,7 +398,7 @@ func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []lea
 				args = append(args, l.Token)
 			}
 			args = append(args, now)
-			done, err := scanFinished(ctx, stmts(ex), q.stmtN(qAckLeasesReturning, len(p.leases)), args)
+			done, err := scanDeleted(ctx, ex, q.stmtN(qAckLeasesReturning, len(p.leases)), args, &gone)
 			if err != nil {
 				return err
 			}
@@ -400,11 +407,105 @@ func (d mysqlDialect) finishReturning(ctx context.Context, q *Queue, parts []lea
 			}
 			out[i] = done
 		}
-		return nil
+		return gone.subtract(ctx, q, ex)
 	})
 	if err != nil {
 		clear(out)
 	}
+	return err
+}
+
+// mysqlCountedVar is the session variable the delete trigger tests
+// (migration 0022_ack_counts): while it is set, the trigger skips the rows
+// the session deletes, because the statement that deletes them counts
+// them itself.
+const mysqlCountedVar = "@meridian_acks_counted"
+
+// ackCounted runs fn in a READ COMMITTED transaction on a connection of
+// its own with mysqlCountedVar set, and clears the variable before the
+// commit. The variable belongs to the session, not to the transaction:
+// when fn fails or the commit does, it is cleared again on the
+// connection, and a connection on which that fails too is discarded
+// (errBadConn), so that no later statement on it goes uncounted.
+func ackCounted(ctx context.Context, q *Queue, fn func(ex execer) error) error {
+	conn, err := q.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET "+mysqlCountedVar+" = 1"); err != nil {
+		return discardUnlessCleared(conn, err)
+	}
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return discardUnlessCleared(conn, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return discardUnlessCleared(conn, err)
+	}
+	if _, err := tx.ExecContext(ctx, "SET "+mysqlCountedVar+" = NULL"); err != nil {
+		_ = tx.Rollback()
+		return discardUnlessCleared(conn, err)
+	}
+	return tx.Commit()
+}
+
+// discardUnlessCleared clears mysqlCountedVar on conn after err ended an
+// ack, or marks conn bad so database/sql closes it, and returns err.
+func discardUnlessCleared(conn *sql.Conn, err error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, cerr := conn.ExecContext(ctx, "SET "+mysqlCountedVar+" = NULL"); cerr != nil {
+		_ = conn.Raw(func(any) error { return errBadConn })
+	}
+	return err
+}
+
+// countDelta is what deletions took from the counts: jobs per queue and
+// state, and per queue and scheduled bucket (the "at:" states).
+type countDelta map[[2]string]int64
+
+// scanDeleted runs qAckLeasesReturning, whose rows are (id, lease_token,
+// queue, state, scheduled bucket or NULL), adding each deleted job to
+// gone, and returns the leases it finished.
+func scanDeleted(ctx context.Context, ex execer, query string, args []any, gone *countDelta) (map[queue.Lease]bool, error) {
+	rows, err := ex.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if *gone == nil {
+		*gone = countDelta{}
+	}
+	done := map[queue.Lease]bool{}
+	for rows.Next() {
+		var l queue.Lease
+		var qn, state string
+		var at sql.NullString
+		if err := rows.Scan(&l.JobID, &l.Token, &qn, &state, &at); err != nil {
+			return nil, err
+		}
+		done[l] = true
+		(*gone)[[2]string{qn, state}]++
+		if at.Valid {
+			(*gone)[[2]string{qn, at.String}]++
+		}
+	}
+	return done, rows.Err()
+}
+
+// subtract takes the deleted jobs from this connection's shard of the
+// counts (qSubtractCounts), in the deleting transaction ex.
+func (g countDelta) subtract(ctx context.Context, q *Queue, ex execer) error {
+	if len(g) == 0 {
+		return nil
+	}
+	args := make([]any, 0, 3*len(g))
+	for k, n := range g {
+		args = append(args, k[0], k[1], -n)
+	}
+	_, err := ex.ExecContext(ctx, q.stmtN(qSubtractCounts, len(g)), args...)
 	return err
 }
 
@@ -644,16 +745,22 @@ var mysqlWrites = queryTemplates{
 	// still held are locked and read (qLockLeases) and changed by primary
 	// key (the IDs). On MariaDB an ack is one DELETE ... RETURNING by ID
 	// and token lists (the IDs, the tokens, now).
-	qStartLeases:        mysqlStartHead + mysqlLeasesWhere,
-	qAckLeases:          mysqlAckHead + mysqlLeasesWhere,
-	qDoneLeases:         mysqlDoneHead + mysqlLeasesWhere,
-	qExtendLeases:       mysqlExtendHead + mysqlLeasesWhere,
-	qLockLeases:         "SELECT id, lease_token FROM {jobs}" + mysqlLeasesWhere + " FOR UPDATE",
-	qStartByID:          mysqlStartHead + " WHERE id IN ({list ?})",
-	qAckByID:            mysqlAckHead + " WHERE id IN ({list ?})",
-	qDoneByID:           mysqlDoneHead + " WHERE id IN ({list ?})",
-	qExtendByID:         mysqlExtendHead + " WHERE id IN ({list ?})",
-	qAckLeasesReturning: "DELETE FROM {jobs} WHERE id IN ({list ?}) AND lease_token IN ({list ?}) AND state = 'pending' AND lease_expires_at > ? RETURNING id, lease_token",
+	qStartLeases:  mysqlStartHead + mysqlLeasesWhere,
+	qAckLeases:    mysqlAckHead + mysqlLeasesWhere,
+	qDoneLeases:   mysqlDoneHead + mysqlLeasesWhere,
+	qExtendLeases: mysqlExtendHead + mysqlLeasesWhere,
+	qLockLeases:   "SELECT id, lease_token FROM {jobs}" + mysqlLeasesWhere + " FOR UPDATE",
+	qStartByID:    mysqlStartHead + " WHERE id IN ({list ?})",
+	qAckByID:      mysqlAckHead + " WHERE id IN ({list ?})",
+	qDoneByID:     mysqlDoneHead + " WHERE id IN ({list ?})",
+	qExtendByID:   mysqlExtendHead + " WHERE id IN ({list ?})",
+	// The ack returns what the counts lose with each job (see ackCounted):
+	// its queue, its state and, when it is scheduled, its bucket, as the
+	// delete trigger would have computed them; qSubtractCounts takes them
+	// from this connection's shard.
+	qAckLeasesReturning: "DELETE FROM {jobs} WHERE id IN ({list ?}) AND lease_token IN ({list ?}) AND state = 'pending' AND lease_expires_at > ?" +
+		" RETURNING id, lease_token, queue, state, CASE WHEN state = 'pending' AND run_at > updated_at THEN CONCAT('at:', run_at DIV 300000000) END",
+	qSubtractCounts: "INSERT INTO {counts} (queue, state, shard, n) VALUES {list (?, ?, CONNECTION_ID(), ?)} ON DUPLICATE KEY UPDATE n = n + VALUES(n)",
 
 	// Pushes and revivals. An insert has no RETURNING: what it stored is
 	// learned from LastInsertId and the affected rows, or read back.

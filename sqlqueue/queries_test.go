@@ -10,7 +10,7 @@ import (
 // key (MySQL).
 var (
 	pairQueries = []query{qStartLeasesPairs, qAckLeasesPairs, qDoneLeasesPairs, qExtendLeasesPairs}
-	byIDQueries = []query{qStartByID, qAckByID, qDoneByID, qExtendByID, qLockLeases, qAckLeasesReturning}
+	byIDQueries = []query{qStartByID, qAckByID, qDoneByID, qExtendByID, qLockLeases, qAckLeasesReturning, qSubtractCounts}
 )
 
 // TestQueriesRender checks that every dialect writes every named

@@ -942,6 +942,10 @@ const (
 	qExtendByID
 	qLockLeases
 	qAckLeasesReturning
+	// qSubtractCounts adds n (negative) to this connection's counter rows
+	// of n (queue, state) pairs (queue, state, n each): the jobs
+	// qAckLeasesReturning deleted (MariaDB).
+	qSubtractCounts
 
 	// qInsertJobs inserts n jobs (insertParams each: see insertArgs),
 	// skipping those whose ID or unique key is taken, returning the IDs
