@@ -456,7 +456,7 @@ func (h *handler) apiBatchRetry(w http.ResponseWriter, r *http.Request) {
 }
 
 // batchRoutes adds the batches pages, actions and API to m.
-func (h *handler) batchRoutes(m *http.ServeMux) {
+func (h *handler) batchRoutes(m *router) {
 	m.HandleFunc("GET /queues/batches", h.batchesPage)
 	m.HandleFunc("GET /queues/batches/{id}", h.batchPage)
 	m.HandleFunc("POST /queues/batches/{id}/cancel", h.cancelBatch)

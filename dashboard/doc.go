@@ -61,9 +61,18 @@
 //	GET  /queues/api/batches/{id}     JSON: a batch and a page of its members (?state=, ?after=)
 //	POST /queues/api/batches/{id}/cancel  JSON: cancel a batch; the batch afterwards
 //	POST /queues/api/batches/{id}/retry   JSON: retry failed members; {"retried": n, "more": bool}
+//	POST /queues/api/jobs/{id}/retry  JSON: retry a failed job
+//	POST /queues/api/jobs/{id}/forget JSON: forget (delete) a failed job
+//	POST /queues/api/jobs/{id}/cancel JSON: cancel a job that has not finished
+//	POST /queues/api/jobs/bulk        JSON: retry, forget or cancel listed or matching jobs; dry_run counts
+//	POST /queues/api/failed/flush     JSON: delete the failed jobs of a queue or of all
+//	POST /queues/api/queues/{name}/pause  JSON: pause (and .../resume) a queue
+//	GET  /queues/api/openapi.json     the OpenAPI 3 document of the api/ routes
 //
-// An unknown address gets the dashboard's own 404 page (a JSON error under
-// api/); a known one asked with the wrong method gets 405; jobs?state= with
+// An unknown address gets the dashboard's own 404 page (a JSON 404 under
+// api/, whatever the method, before any form-token check); a known one
+// asked with the wrong method gets 405 (under api/ a JSON 405 with an
+// Allow header); jobs?state= with
 // an unknown state gets 400. Pages follow the system's dark preference, and
 // a sidebar toggle overrides it (kept in the browser's localStorage).
 //
@@ -163,8 +172,13 @@
 // {"n": 151200, "estimate": true} is an estimate, at most n (a ready count
 // derived from exact totals past the cap of its scheduled or running
 // parts). Errors are
-// {"error": "..."} with status 400, 404 (unknown job, or a part this
-// Source does not offer) or 500.
+// {"error": "..."} with status 400, 401 (a bearer token refused), 403 (not
+// allowed), 404 (unknown job, or a part this Source does not offer), 405,
+// 409 (an action the job's state refuses), 415 or 500.
+//
+// GET api/openapi.json serves an OpenAPI 3 document of every api/ route;
+// its paths are relative to api/, so it holds under any mount prefix, and
+// a test holds it against the router.
 //
 // GET api/stats is the overview's snapshot:
 //
@@ -263,7 +277,8 @@
 // POST api/workers/{cmd} and api/workers/{id}/{cmd} (cmd: terminate,
 // pause or continue) record a fleet command in the store, which every
 // worker reads within about a second (driver.Fleet, docs/semantics.md
-// "Fleet commands"); like every POST they need the double-submit token.
+// "Fleet commands"); like every POST they need a caller that may act
+// (see "Acting through the API").
 //
 // GET api/periodic lists the periodic jobs (driver mode), sorted by name;
 // last_tick is the latest tick enqueued, last_job_id that tick's job, seen
@@ -275,8 +290,7 @@
 //	  "last_tick": "...", "next_tick": "...", "last_job_id": "...", "paused": false,
 //	  "seen": "...", "runnable": true}]}
 //
-// POST api/periodic/{name}/pause, /resume and /run (with the CSRF token,
-// as every action) answer {"periodic": {...}} as above, after the change,
+// POST api/periodic/{name}/pause, /resume and /run answer {"periodic": {...}} as above, after the change,
 // and run adds "job_id", the job it pushed; 404 for an unknown name, and
 // for run on a record without the job its ticks enqueue.
 //
@@ -289,9 +303,43 @@
 //	  "progress": 98, "created_at": "...", "catch_at": "..."}], "next": "..."}
 //
 // Its POSTs (cancel, retry) need what every action needs: a caller that
-// may act, a same-origin request and the double-submit token (the
-// X-Csrf-Token header or the csrf_token field, equal to the
-// meridian_csrf cookie a page set).
+// may act and, for a cookie session, a same-origin request and the
+// double-submit token (the X-Csrf-Token header or the csrf_token field,
+// equal to the meridian_csrf cookie a page set), or a bearer token.
+//
+// # Acting through the API
+//
+// Every action the pages offer is a POST under api/ that answers JSON.
+// An action on one job answers
+//
+//	{"action": "retry", "id": "...", "changed": true, "job": {...}}
+//
+// with job as GET api/jobs/{id} shows it afterwards (when the Source reads
+// jobs by id) and, for cancel, "was": the state the job was in. They are
+// idempotent where they can be: retrying a job that is already waiting or
+// running (retried before) and cancelling a cancelled job answer 200 with
+// "changed": false and the job as it is. An action the job's state
+// refuses (retrying or cancelling a done job, forgetting one that is not
+// failed) is a 409 with the job and "error"; an unknown id is a 404, and
+// so is forgetting a job twice (the first forget deleted it).
+//
+// POST api/jobs/bulk takes {"action": "retry"|"forget"|"cancel", "ids":
+// [...]} (at most 500 a call) or {"action": ..., "match": {"state": ...,
+// "queue": ..., "name": ..., "tag": ..., "q": ...}}: every job the filter
+// selects, as the pages' "all matching" buttons do (state dead, the
+// default, for retry and forget; ready, scheduled or running for cancel).
+// It answers {"action": ..., "changed": n, "more": bool, "limit": n}: more
+// says jobs remain, call again. With "dry_run": true and a match it
+// changes nothing and counts, as the confirmation page does: "matching":
+// {"n": 2590} (exact up to 10,000, then "more"), absent when the Source
+// cannot count. Jobs that moved on or went away meanwhile are skipped.
+//
+// POST api/failed/flush, with an optional body {"queue": name}, deletes
+// the failed jobs of the queue, or of every queue, and answers {"queue":
+// name, "flushed": n} (null when the Source cannot count). POST
+// api/queues/{name}/pause and /resume answer {"queue": name, "paused":
+// bool}, the same however often they are repeated. Bodies are JSON
+// (Content-Type application/json, or none); an unknown field is a 400.
 //
 // # Access control
 //
@@ -321,6 +369,31 @@
 // forwarder add X-Forwarded-For (nginx: proxy_set_header X-Forwarded-For
 // $proxy_add_x_forwarded_for), which the default then refuses.
 //
+// Scripts authenticate with "Authorization: Bearer TOKEN", checked by the
+// BearerTokens hook the application supplies; it returns the Identity
+// that holds the token and whether it may act:
+//
+//	dashboard.Handler(src, dashboard.Authorize(access),
+//		dashboard.BearerTokens(func(ctx context.Context, token string) (dashboard.Identity, bool) {
+//			t, ok := apiTokens.Lookup(ctx, token)
+//			return dashboard.Identity{Name: t.Owner, Act: t.CanAct}, ok
+//		}),
+//		dashboard.Identify(func(r *http.Request) string { return currentUser(r).Email }))
+//
+// A request with a bearer token is decided by the hook alone (Authorize
+// and the local-only default do not apply to it) and skips the
+// cross-origin and double-submit checks below, which protect cookie
+// sessions; without BearerTokens, or with a token the hook refuses, it
+// gets 401 with a JSON error and a WWW-Authenticate header.
+//
+// Identify names the user of a request without a token. Every action
+// (every POST) is logged through the Logger option's slog.Logger as
+// "dashboard: action" with method, path, status, by (the Identity's
+// Name: the token's holder, Identify's answer, "local" under the
+// local-only default) and bearer, plus what the action did (job, changed,
+// queue, flushed, bulk). The Identity is in the context every Source
+// method receives (IdentityOf), for a Source that records who acted.
+//
 // # CSRF
 //
 // Actions are POST only (other methods get 405) and answer with a 303
@@ -331,7 +404,8 @@
 // random token in an HttpOnly, SameSite=Strict cookie whose Path is the
 // dashboard's mount point and echo it in every form; a POST whose
 // csrf_token field (or X-CSRF-Token header) does not match the cookie is
-// refused. Every response carries a Content-Security-Policy that allows
+// refused. Under api/ the refusals are JSON 403s; a request with a bearer
+// token needs neither check. Every response carries a Content-Security-Policy that allows
 // only the embedded script and stylesheet, and everything shown, payloads
 // and error messages included, is escaped by html/template.
 package dashboard

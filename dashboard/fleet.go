@@ -117,7 +117,7 @@ func (h *handler) fleetCommand(r *http.Request) (string, driver.WorkerCommand, e
 }
 
 // fleetRoutes adds the fleet's actions and API to m.
-func (h *handler) fleetRoutes(m *http.ServeMux) {
+func (h *handler) fleetRoutes(m *router) {
 	m.HandleFunc("POST /queues/workers/{cmd}", h.commandWorkers)
 	m.HandleFunc("POST /queues/workers/{id}/{cmd}", h.commandWorkers)
 	m.HandleFunc("POST /queues/api/workers/{cmd}", h.apiCommandWorkers)

@@ -33,6 +33,8 @@ type config struct {
 	title     string
 	origins   []string
 	warnings  func(context.Context) map[string][]string
+	bearer    func(ctx context.Context, token string) (Identity, bool)
+	identify  func(r *http.Request) string
 }
 
 // Authorize sets the access check: fn reports, per request, whether the
@@ -124,12 +126,25 @@ type handler struct {
 	cfg   config
 	src   Source
 	cop   *http.CrossOriginProtection
-	mux   *http.ServeMux
+	mux   *router
 	pages map[string]*template.Template
 }
 
+// router is the handler's ServeMux, keeping the patterns it was given so
+// that a test can hold the API's routes against the OpenAPI document.
+type router struct {
+	*http.ServeMux
+	patterns []string
+}
+
+// HandleFunc registers fn for pattern and remembers the pattern.
+func (m *router) HandleFunc(pattern string, fn func(http.ResponseWriter, *http.Request)) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.HandleFunc(pattern, fn)
+}
+
 func (h *handler) routes() {
-	m := http.NewServeMux()
+	m := &router{ServeMux: http.NewServeMux()}
 	m.HandleFunc("GET /queues/{$}", h.overview)
 	m.HandleFunc("GET /queues/failed", h.failed)
 	m.HandleFunc("POST /queues/failed/{id}/retry", h.retryOne)
@@ -155,6 +170,7 @@ func (h *handler) routes() {
 	h.batchRoutes(m)
 	h.periodicRoutes(m)
 	h.fleetRoutes(m)
+	h.actRoutes(m)
 	m.HandleFunc("GET /queues", func(w http.ResponseWriter, r *http.Request) {
 		// Relative to /prefix/queues, "queues/" is the dashboard root.
 		seeOther(w, "queues/")
@@ -181,34 +197,53 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	hd.Set("Cache-Control", "no-store")
 
-	read, act, why := h.access(r)
-	if !read {
-		h.deny(w, r, why)
+	id, ok := h.identify(w, r)
+	if !ok {
 		return
 	}
-	if !isSafe(r.Method) {
-		if !act {
-			h.fail(w, r, http.StatusForbidden, "You may view this dashboard but not act on it.", nil)
-			return
-		}
-		if err := h.cop.Check(r); err != nil {
-			h.fail(w, r, http.StatusForbidden, "Cross-site request refused.", nil)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-		if !validCSRF(r) {
-			h.fail(w, r, http.StatusForbidden, "Missing or stale form token: reload the page and try again.", nil)
-			return
-		}
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
-	defer cancel()
-	r = r.WithContext(context.WithValue(ctx, actKey{}, act))
+	// An unknown address, or a known one asked with a method it does not
+	// take, changes nothing: it is answered before the POST checks, so an
+	// API client learns that the endpoint does not exist, not that its
+	// form token is missing.
 	if h.unknownPath(r) {
 		h.notFound(w, r)
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	if isAPI(r) && h.wrongMethod(w, r) {
+		return
+	}
+	if !isSafe(r.Method) {
+		if !id.Act {
+			h.refuse(w, r, http.StatusForbidden, "You may view this dashboard but not act on it.")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		// The cross-origin and double-submit checks guard cookie
+		// sessions; a bearer token is no cookie a cross-site form can
+		// make the browser send.
+		if !id.Bearer {
+			if err := h.cop.Check(r); err != nil {
+				h.refuse(w, r, http.StatusForbidden, "Cross-site request refused.")
+				return
+			}
+			if !validCSRF(r) {
+				h.refuse(w, r, http.StatusForbidden, "Missing or stale form token: reload the page and try again.")
+				return
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
+	defer cancel()
+	a := &actor{Identity: id}
+	ctx = context.WithValue(ctx, actorKey{}, a)
+	r = r.WithContext(context.WithValue(ctx, actKey{}, id.Act))
+	if isSafe(r.Method) {
+		h.mux.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	h.mux.ServeHTTP(sw, r)
+	h.logAction(r, a, sw.status)
 }
 
 // unknownPath reports whether no route has r's path for any method: the

@@ -141,7 +141,7 @@ func (h *handler) apiPeriodicAction(w http.ResponseWriter, r *http.Request) {
 }
 
 // periodicRoutes adds the periodic controls and their API to m.
-func (h *handler) periodicRoutes(m *http.ServeMux) {
+func (h *handler) periodicRoutes(m *router) {
 	for _, verb := range []string{"pause", "resume", "run"} {
 		m.HandleFunc("POST /queues/periodic/{name}/"+verb, h.periodicAction)
 		m.HandleFunc("POST /queues/api/periodic/{name}/"+verb, h.apiPeriodicAction)
