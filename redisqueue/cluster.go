@@ -3,9 +3,11 @@ package redisqueue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -392,4 +394,59 @@ func (q *Queue) pushNotedTick(ctx context.Context, rec string) error {
 		}
 	}
 	return tickPushed.Run(ctx, q.rdb, []string{rec}, guard, stored).Err()
+}
+
+// reloadHook makes a Cluster client reload its map of slots as soon as a
+// command fails for want of a node (a dial refused, a connection lost,
+// CLUSTERDOWN): go-redis reloads it on a MOVED reply, which a dead master
+// never sends, and otherwise only every ClusterStateReloadInterval (60 s
+// by default), so without it a client would keep dialling a failed
+// master that its replica replaced seconds before. The reload is
+// go-redis' own (ReloadState: asynchronous, coalesced, 200 ms apart).
+type reloadHook struct{ cc *redis.ClusterClient }
+
+// hooked holds the Cluster clients given a reloadHook, so that a client
+// shared by several Queues gets one.
+var hooked sync.Map
+
+// hookReload adds a reloadHook to cc, once.
+func hookReload(cc *redis.ClusterClient) {
+	if _, dup := hooked.LoadOrStore(cc, true); !dup {
+		cc.AddHook(reloadHook{cc})
+	}
+}
+
+// nodeFailed reports whether err says a node did not answer rather than
+// what a node answered (other than CLUSTERDOWN).
+func nodeFailed(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return redis.HasErrorPrefix(err, "CLUSTERDOWN")
+	}
+	return true
+}
+
+func (h reloadHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h reloadHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if nodeFailed(err) {
+			h.cc.ReloadState(ctx)
+		}
+		return err
+	}
+}
+
+func (h reloadHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if nodeFailed(err) {
+			h.cc.ReloadState(ctx)
+		}
+		return err
+	}
 }

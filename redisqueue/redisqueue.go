@@ -91,18 +91,22 @@ func WithLogger(l *slog.Logger) Option {
 //
 // A *redis.ClusterClient is a Redis Cluster: every script then touches
 // one hash slot, and a job's ID is unique within its queue rather than
-// across queues (docs/drivers.md, "Redis Cluster"). A *redis.Ring is
+// across queues (docs/drivers.md, "Redis Cluster"); New adds a hook to
+// that client (once) that reloads its map of slots when a node fails to
+// answer, so that a failover is followed in well under a second, not at
+// go-redis' next periodic reload. A *redis.Ring is
 // refused with an error matching queue.ErrConfig: it shards by key on
 // the client, so a queue's keys could not be read together.
 func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 	var cluster bool
-	switch rdb.(type) {
+	switch c := rdb.(type) {
 	case nil:
 		return nil, fmt.Errorf("redisqueue: New with a nil client: %w", queue.ErrConfig)
 	case *redis.Ring:
 		return nil, fmt.Errorf("redisqueue: %T is not supported: use a standalone, Sentinel or Cluster client: %w", rdb, queue.ErrConfig)
 	case *redis.ClusterClient:
 		cluster = true
+		hookReload(c)
 	}
 	q := &Queue{rdb: rdb, prefix: DefaultPrefix, log: slog.New(slog.DiscardHandler), cluster: cluster}
 	for _, o := range opts {
