@@ -245,6 +245,10 @@ func (h *handler) apiStats(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
+	if msg := unknownParam(v, jobsParams); msg != "" {
+		h.apiStatus(w, http.StatusBadRequest, msg)
+		return
+	}
 	st := driver.JobState(v.Get("state"))
 	if st == "failed" {
 		st = queue.StateDead

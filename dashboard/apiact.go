@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -396,4 +400,19 @@ func (h *handler) actEach(ctx context.Context, a driver.BulkAction, ids []string
 		}
 	}
 	return n, nil
+}
+
+// jobsParams are the query parameters GET api/jobs reads.
+var jobsParams = []string{"state", "queue", "name", "tag", "q", "after", "page", "back", "limit"}
+
+// unknownParam says which parameter of v is not one of known, "" when
+// every one is: a misspelt filter (search= for q=) must not be ignored,
+// which would answer with every job.
+func unknownParam(v url.Values, known []string) string {
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		if !slices.Contains(known, k) {
+			return "unknown query parameter " + strconv.Quote(k) + ": use " + strings.Join(known, ", ") + " (q is the payload search)"
+		}
+	}
+	return ""
 }

@@ -577,6 +577,17 @@ func TestAPIUnknownPaths(t *testing.T) {
 			}
 		}
 	}
+	// A misspelt filter is refused, not ignored (which would list every
+	// job).
+	for _, rel := range []string{"jobs?state=dead&search=vip", "jobs?State=dead"} {
+		code, m := s.apiCall("GET", rel, "", nil)
+		if e, _ := m["error"].(string); code != 400 || !strings.Contains(e, "unknown query parameter") {
+			t.Errorf("GET api/%s: %d %v, want a 400 naming the parameter", rel, code, m)
+		}
+	}
+	if code, m := s.apiCall("GET", "jobs?state=dead&queue=a&name=b&tag=c&q=d&limit=5", "", nil); code != 200 {
+		t.Errorf("GET api/jobs with every filter: %d %v", code, m)
+	}
 	wrong := []struct{ method, rel, allow string }{
 		{"DELETE", "stats", "GET, HEAD"},
 		{"POST", "stats", "GET, HEAD"},

@@ -217,7 +217,8 @@
 // running, dead (also accepted as failed; the default) or done. It takes
 // the pages' filters queue, name, tag and q (payload search), limit (up to
 // 500; the driver's default page otherwise) and after, the cursor of the
-// previous answer's next:
+// previous answer's next; any other parameter (search= for q=) is a 400
+// that names the accepted ones, not a filter silently ignored:
 //
 //	{"state": "dead", "jobs": [JOB, ...], "next": "f1795593573392417.8123"}
 //
