@@ -184,18 +184,65 @@ type apiJobs struct {
 
 // apiMetrics is the body of GET api/metrics.
 type apiMetrics struct {
-	Since  time.Time  `json:"since"`
-	Points []apiPoint `json:"points"`
+	Window      string     `json:"window"`
+	StepSeconds int        `json:"step_seconds"`
+	Since       time.Time  `json:"since"`
+	Points      []apiPoint `json:"points"`
+	// Queues and Jobs are the points summed per queue and per job name
+	// (job class), with runtime percentiles.
+	Queues []apiSeries `json:"queues"`
+	Jobs   []apiSeries `json:"jobs"`
+}
+
+// apiSeries is one queue's or job name's figures over the window, and
+// its steps that have runs.
+type apiSeries struct {
+	Name string `json:"name"`
+	apiFigures
+	Points []apiStep `json:"points"`
+}
+
+type apiFigures struct {
+	Processed    int64   `json:"processed"`
+	Failed       int64   `json:"failed"`
+	P50RuntimeMS float64 `json:"p50_runtime_ms"`
+	P95RuntimeMS float64 `json:"p95_runtime_ms"`
+	MaxRuntimeMS float64 `json:"max_runtime_ms"`
+}
+
+type apiStep struct {
+	At time.Time `json:"at"`
+	apiFigures
+}
+
+func figuresOf(p driver.MetricPoint) apiFigures {
+	return apiFigures{Processed: p.Processed, Failed: p.Failed, P50RuntimeMS: ms(p50(p)), P95RuntimeMS: ms(p95(p)), MaxRuntimeMS: ms(p.MaxRuntime)}
+}
+
+func apiSeriesOf(ss []*metricSeries, w metricsWindow) []apiSeries {
+	out := make([]apiSeries, len(ss))
+	for i, s := range ss {
+		out[i] = apiSeries{Name: s.Name, apiFigures: figuresOf(s.Total), Points: []apiStep{}}
+		for j, p := range s.Slots {
+			if p.Processed+p.Failed > 0 {
+				out[i].Points = append(out[i].Points, apiStep{At: s.Start.Add(time.Duration(j) * w.Step), apiFigures: figuresOf(p)})
+			}
+		}
+	}
+	return out
 }
 
 type apiPoint struct {
 	Queue          string    `json:"queue"`
+	Name           string    `json:"name"`
 	Minute         time.Time `json:"minute"`
 	Processed      int64     `json:"processed"`
 	Failed         int64     `json:"failed"`
 	TotalRuntimeMS float64   `json:"total_runtime_ms"`
 	MaxRuntimeMS   float64   `json:"max_runtime_ms"`
 	TotalWaitMS    float64   `json:"total_wait_ms"`
+	// Runtimes are the runtime buckets of driver.RuntimeHistogram.
+	Runtimes []int64 `json:"runtimes"`
 }
 
 // apiWorkers is the body of GET api/workers.
@@ -289,17 +336,27 @@ func (h *handler) apiMetrics(w http.ResponseWriter, r *http.Request) {
 		h.apiError(w, r, queue.ErrUnsupported)
 		return
 	}
-	since := time.Now().Add(-chartWindow)
-	pts, err := h.src.Metrics(r.Context(), since)
+	win, err := windowOf(r.URL.Query().Get("window"))
 	if err != nil {
 		h.apiError(w, r, err)
 		return
 	}
-	out := apiMetrics{Since: since.UTC().Truncate(time.Minute), Points: make([]apiPoint, len(pts))}
+	now := time.Now()
+	pts, err := h.windowPoints(r.Context(), win, now)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	qs, js := seriesOf(pts, win, now)
+	out := apiMetrics{
+		Window: win.Name, StepSeconds: int(win.Step / time.Second), Since: now.Add(-win.Span).UTC().Truncate(win.Step),
+		Points: make([]apiPoint, len(pts)), Queues: apiSeriesOf(qs, win), Jobs: apiSeriesOf(js, win),
+	}
 	for i, p := range pts {
 		out.Points[i] = apiPoint{
-			Queue: p.Queue, Minute: utc(p.Minute), Processed: p.Processed, Failed: p.Failed,
+			Queue: p.Queue, Name: p.Name, Minute: utc(p.Minute), Processed: p.Processed, Failed: p.Failed,
 			TotalRuntimeMS: ms(p.TotalRuntime), MaxRuntimeMS: ms(p.MaxRuntime), TotalWaitMS: ms(p.TotalWait),
+			Runtimes: p.Runtimes[:],
 		}
 	}
 	writeJSON(w, out)

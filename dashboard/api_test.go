@@ -142,13 +142,23 @@ func TestAPIFieldNames(t *testing.T) {
 	}
 
 	m := decode(t, s.page("api/metrics").Body)
-	sameKeys(t, "metrics", m, "since", "points")
+	sameKeys(t, "metrics", m, "window", "step_seconds", "since", "points", "queues", "jobs")
 	isTime(t, "metrics.since", m["since"])
 	pts, _ := m["points"].([]any)
 	if len(pts) == 0 {
 		t.Fatal("no metric points after a run")
 	}
-	sameKeys(t, "metric point", pts[0], "queue", "minute", "processed", "failed", "total_runtime_ms", "max_runtime_ms", "total_wait_ms")
+	sameKeys(t, "metric point", pts[0], "queue", "name", "minute", "processed", "failed", "total_runtime_ms", "max_runtime_ms", "total_wait_ms", "runtimes")
+	mq, _ := m["queues"].([]any)
+	if len(mq) == 0 {
+		t.Fatal("no queue series after a run")
+	}
+	sameKeys(t, "metric series", mq[0], "name", "processed", "failed", "p50_runtime_ms", "p95_runtime_ms", "max_runtime_ms", "points")
+	steps, _ := mq[0].(map[string]any)["points"].([]any)
+	if len(steps) == 0 {
+		t.Fatal("no steps in a queue series after a run")
+	}
+	sameKeys(t, "metric step", steps[0], "at", "processed", "failed", "p50_runtime_ms", "p95_runtime_ms", "max_runtime_ms")
 
 	ws := decode(t, s.page("api/workers").Body)
 	sameKeys(t, "workers", ws, "workers", "fleet_paused")

@@ -38,6 +38,9 @@ type chart struct {
 	End     string // label of the right edge
 	Legend  []chartLegend
 	Empty   bool
+	// EmptyText is said instead of the chart when it is Empty; "" for
+	// "No runs in the last hour."
+	EmptyText string
 }
 
 type chartBar struct {

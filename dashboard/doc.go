@@ -51,7 +51,8 @@
 //	GET  /queues/api/stats            JSON: the figures of every queue
 //	GET  /queues/api/jobs             JSON: one page of jobs by state
 //	GET  /queues/api/jobs/{id}        JSON: one job
-//	GET  /queues/api/metrics          JSON: per-minute points of the last hour
+//	GET  /queues/metrics              throughput, failures, p50 / p95 runtime per queue and job class (?window=1h|24h|7d)
+//	GET  /queues/api/metrics          JSON: the same, with the raw points (?window=1h|24h|7d)
 //	GET  /queues/api/workers          JSON: the worker registry
 //	POST /queues/api/workers/{cmd}        JSON: command every worker; {"worker": "", "command": cmd}
 //	POST /queues/api/workers/{id}/{cmd}   JSON: command one worker; {"worker": id, "command": cmd}
@@ -251,14 +252,26 @@
 // are left out where the driver does not record them (every bundled driver
 // does).
 //
-// GET api/metrics gives the chart data, one point per queue and minute
-// with runs, oldest first:
+// GET api/metrics?window=1h|24h|7d (default 1h; any other window is a
+// 400) gives the Metrics page's data: the store's points of the window,
+// one per queue, job name and minute (1h) or hour (24h, 7d, from a
+// HourlySource; a source without hourly points answers 404), oldest
+// first, and their sums per queue and per job name, each with its steps
+// that have runs:
 //
-//	{"since": "...", "points": [{"queue": "emails", "minute": "2026-11-21T14:36:00Z",
+//	{"window": "1h", "step_seconds": 60, "since": "...",
+//	 "points": [{"queue": "emails", "name": "SendEmail", "minute": "2026-11-21T14:36:00Z",
 //	  "processed": 58, "failed": 2, "total_runtime_ms": 1782.2,
-//	  "max_runtime_ms": 57.4, "total_wait_ms": 197.9}]}
+//	  "max_runtime_ms": 57.4, "total_wait_ms": 197.9, "runtimes": [0, 0, 3, ...]}],
+//	 "queues": [{"name": "emails", "processed": 58, "failed": 2, "p50_runtime_ms": 22.6,
+//	  "p95_runtime_ms": 45.3, "max_runtime_ms": 57.4,
+//	  "points": [{"at": "2026-11-21T14:36:00Z", "processed": 58, ...}]}],
+//	 "jobs": [{"name": "SendEmail", ...}]}
 //
-// Totals rather than averages, so points add up across queues and minutes.
+// Points carry totals rather than averages, so they add up across queues,
+// names and minutes; runtimes are the 24 buckets of
+// driver.RuntimeHistogram, from which p50 and p95 are read (within a
+// factor of √2).
 //
 // GET api/workers lists the worker registry (driver mode), sorted by id;
 // stale is set for a worker not seen for a minute; with a FleetSource

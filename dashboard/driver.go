@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,6 +44,7 @@ type QueueInspector struct {
 
 	figures shared[StatsView]
 	points  shared[[]driver.MetricPoint]
+	hourly  shared[[]driver.MetricPoint]
 
 	lastMu sync.Mutex
 	last   StatsView // the last figures read, served marked stale when a read fails
@@ -106,6 +108,31 @@ func (qi *QueueInspector) Metrics(ctx context.Context, since time.Time) ([]drive
 	return qi.points.get(ctx, statsTTL, func(ctx context.Context) ([]driver.MetricPoint, error) {
 		return qi.metrics(ctx, since)
 	})
+}
+
+// HourlyMetrics returns the driver's hourly points since since (at most
+// driver.MetricsRetention back), read for the whole retention and shared
+// for statsTTL, so the 24-hour and 7-day views share one read. It fails
+// with an error wrapping queue.ErrUnsupported when the driver lacks the
+// MetricsHistory ability.
+func (qi *QueueInspector) HourlyMetrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
+	hist, ok := qi.insp.(driver.MetricsHistory)
+	if !ok || qi.insp == nil {
+		return nil, fmt.Errorf("dashboard: reading hourly metrics: the driver keeps the last hour only: %w", queue.ErrUnsupported)
+	}
+	pts, err := qi.hourly.get(ctx, statsTTL, func(ctx context.Context) ([]driver.MetricPoint, error) {
+		pts, err := hist.HourlyMetrics(ctx, time.Now().Add(-driver.MetricsRetention))
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: reading hourly metrics: %w", err)
+		}
+		return pts, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	from := since.Truncate(time.Hour)
+	i, _ := slices.BinarySearchFunc(pts, from, func(p driver.MetricPoint, t time.Time) int { return p.Minute.Compare(t) })
+	return pts[i:], nil
 }
 
 // changed drops the shared reads after an action.

@@ -157,6 +157,7 @@ func (h *handler) routes() {
 	m.HandleFunc("POST /queues/jobs/bulk", h.cancelBulk)
 	m.HandleFunc("GET /queues/confirm", h.confirm)
 	m.HandleFunc("GET /queues/periodic", h.periodicPage)
+	m.HandleFunc("GET /queues/metrics", h.metricsPage)
 	m.HandleFunc("GET /queues/api/periodic", h.apiPeriodic)
 	m.HandleFunc("GET /queues/queue/{name}", h.queue)
 	m.HandleFunc("POST /queues/queue/{name}/pause", h.pause)

@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "error", "confirm", "batches", "batch"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "error", "confirm", "batches", "batch"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -278,6 +278,8 @@ func (h *handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusNotFound, "not available with this queue driver or inspector"
 	case errors.Is(err, queue.ErrBadCursor):
 		status, msg = http.StatusBadRequest, "after is not a cursor a previous answer gave; start from the first page"
+	case errors.Is(err, errBadWindow):
+		status, msg = http.StatusBadRequest, `window must be "1h", "24h" or "7d"`
 	default:
 		h.cfg.logger.Error("dashboard: api", "path", r.URL.Path, "err", err)
 	}

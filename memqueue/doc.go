@@ -40,8 +40,11 @@
 // Acked jobs are kept in a bounded ring, the last DefaultRetention (1,000)
 // by default (WithRetention to change it), so that inspection can list and
 // get them in queue.StateDone; older ones are deleted. Dead letters are
-// kept until retried, forgotten or flushed. Per-minute run metrics
-// (ObserveRun) are kept per queue for the last hour; worker registry
+// kept until retried, forgotten or flushed. Run metrics (ObserveRun) are
+// kept per queue and job name, per minute for the last hour and per hour
+// (HourlyMetrics) for driver.MetricsRetention (seven days), at most 1,000
+// names per queue and minute or hour (more are counted as "(other)"),
+// updated in place as each run is observed; worker registry
 // entries are dropped a minute after their last heartbeat.
 //
 // # Speed

@@ -18,17 +18,55 @@ const (
 	maxPageSize     = 500
 )
 
-// metricsWindow is how far back metrics are kept and QueueStats looks.
+// metricsWindow is how far back per-minute metrics are kept and
+// QueueStats looks; hourly points are kept for driver.MetricsRetention.
 const metricsWindow = time.Hour
 
-// metricBucket is one minute of one queue's metrics in a ring of 60.
-type metricBucket struct {
-	minute int64 // Unix minute the bucket holds; 0 when unused
-	point  driver.MetricPoint
+// Ring sizes of the per-minute and hourly metrics, and the most job names
+// one slot keeps apart: the runs of further names in that minute or hour
+// are counted under the name "(other)".
+const (
+	minuteSlots     = 60
+	hourSlots       = int64(driver.MetricsRetention / time.Hour)
+	maxNamesPerSlot = 1000
+	otherName       = "(other)"
+)
+
+// metricSlot is one minute (or hour) of one queue's metrics, a point per
+// job name, in a ring.
+type metricSlot struct {
+	at     int64 // Unix minute (or hour) the slot holds; 0 when unused
+	points map[string]*driver.MetricPoint
 }
 
-// ObserveRun records r in its queue's per-minute metrics, which are kept
-// for the last hour. It never blocks on I/O.
+// observe adds r to the slot for period at (a Unix minute or hour, of
+// length span), unless the slot holds a newer one.
+func (s *metricSlot) observe(at int64, span time.Duration, queueName string, r driver.RunRecord) {
+	if s.at > at {
+		return
+	}
+	if s.at != at {
+		*s = metricSlot{at: at, points: make(map[string]*driver.MetricPoint)}
+	}
+	name := r.Name
+	p := s.points[name]
+	if p == nil {
+		if len(s.points) >= maxNamesPerSlot {
+			name = otherName
+			p = s.points[name]
+		}
+		if p == nil {
+			p = &driver.MetricPoint{Queue: queueName, Name: name, Minute: time.Unix(at*int64(span/time.Second), 0).UTC()}
+			s.points[name] = p
+		}
+	}
+	p.Observe(r)
+}
+
+// ObserveRun records r in its queue's per-minute metrics, kept for the
+// last hour, and hourly ones, kept for driver.MetricsRetention, by job
+// name. It updates them in place (a map lookup and a few additions under
+// the queue's lock): memqueue has no store to write to.
 func (q *Queue) ObserveRun(r driver.RunRecord) {
 	name := r.Queue
 	if name == "" {
@@ -40,38 +78,35 @@ func (q *Queue) ObserveRun(r driver.RunRecord) {
 	if start.IsZero() {
 		start = q.now()
 	}
-	minute := start.Unix() / 60
-	if minute <= q.now().Unix()/60-60 {
-		return // older than the window
+	now := q.now().Unix()
+	minute, hour := start.Unix()/60, start.Unix()/3600
+	if hour <= now/3600-hourSlots {
+		return // older than the retention
 	}
 	nq := q.namedQueueLocked(name)
-	b := &nq.metrics[((minute%60)+60)%60]
-	if b.minute > minute {
-		return // the slot holds a newer minute
+	if minute > now/60-minuteSlots {
+		nq.metrics[((minute%minuteSlots)+minuteSlots)%minuteSlots].observe(minute, time.Minute, name, r)
 	}
-	if b.minute != minute {
-		*b = metricBucket{minute: minute, point: driver.MetricPoint{Queue: name, Minute: time.Unix(minute*60, 0).UTC()}}
-	}
-	p := &b.point
-	if r.Outcome == driver.OutcomeDone {
-		p.Processed++
-	} else {
-		p.Failed++
-	}
-	p.TotalRuntime += r.Runtime
-	p.MaxRuntime = max(p.MaxRuntime, r.Runtime)
-	p.TotalWait += r.Wait
+	nq.hours[((hour%hourSlots)+hourSlots)%hourSlots].observe(hour, time.Hour, name, r)
 }
 
-// liveBuckets calls fn for each of nq's buckets within the window ending at
-// nowMinute and starting no earlier than sinceMinute.
-func (nq *namedQueue) liveBuckets(nowMinute, sinceMinute int64, fn func(p driver.MetricPoint)) {
-	for _, b := range nq.metrics {
-		if b.minute == 0 || b.minute <= nowMinute-60 || b.minute < sinceMinute || b.minute > nowMinute {
+// livePoints calls fn for each point of ring whose period is within the
+// last len(ring) periods up to now and no earlier than since.
+func livePoints(ring []metricSlot, now, since int64, fn func(p driver.MetricPoint)) {
+	for _, s := range ring {
+		if s.at == 0 || s.at <= now-int64(len(ring)) || s.at < since || s.at > now {
 			continue
 		}
-		fn(b.point)
+		for _, p := range s.points {
+			fn(*p)
+		}
 	}
+}
+
+// liveBuckets calls fn for each of nq's per-minute points within the
+// window ending at nowMinute and starting no earlier than sinceMinute.
+func (nq *namedQueue) liveBuckets(nowMinute, sinceMinute int64, fn func(p driver.MetricPoint)) {
+	livePoints(nq.metrics[:], nowMinute, sinceMinute, fn)
 }
 
 // QueueStats returns one entry per queue that has jobs (dead letters
@@ -124,9 +159,9 @@ func (q *Queue) QueueStats(ctx context.Context) ([]driver.QueueStats, error) {
 	return out, nil
 }
 
-// Metrics returns the per-minute points of every queue from since's minute
-// to now (at most the last hour), oldest first and by queue name within a
-// minute. Minutes without runs have no point.
+// Metrics returns the per-minute points of every queue and job name from
+// since's minute to now (at most the last hour), oldest first, then by
+// queue and name. Minutes without runs have no point.
 func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reading metrics: %w", err)
@@ -139,13 +174,33 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]driver.MetricPo
 	for _, nq := range q.queues {
 		nq.liveBuckets(nowMinute, sinceMinute, func(p driver.MetricPoint) { out = append(out, p) })
 	}
-	slices.SortFunc(out, func(a, b driver.MetricPoint) int {
-		if c := a.Minute.Compare(b.Minute); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Queue, b.Queue)
-	})
+	sortPoints(out)
 	return out, nil
+}
+
+// HourlyMetrics returns the hourly points of every queue and job name
+// from since's hour to now (at most driver.MetricsRetention), oldest
+// first, then by queue and name.
+func (q *Queue) HourlyMetrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memqueue: reading hourly metrics: %w", err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	nowHour := q.now().Unix() / 3600
+	var out []driver.MetricPoint
+	for _, nq := range q.queues {
+		livePoints(nq.hours[:], nowHour, since.Unix()/3600, func(p driver.MetricPoint) { out = append(out, p) })
+	}
+	sortPoints(out)
+	return out, nil
+}
+
+// sortPoints orders points by time, then queue, then name.
+func sortPoints(points []driver.MetricPoint) {
+	slices.SortFunc(points, func(a, b driver.MetricPoint) int {
+		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Name, b.Name))
+	})
 }
 
 // ListJobs returns one page of jobs in f.State matching f, in the order

@@ -147,7 +147,8 @@ type namedQueue struct {
 	paused    bool
 	leased    map[string]*entry // the Queue's leased
 	wake      chan struct{}     // closed and cleared when a job may have become ready
-	metrics   [60]metricBucket
+	metrics   [minuteSlots]metricSlot
+	hours     [hourSlots]metricSlot
 }
 
 // A memory queue has every ability of a store.

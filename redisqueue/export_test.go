@@ -9,3 +9,18 @@ func SetBatchHook(q *Queue, hook func(step string) error) { q.batchSweep.hook = 
 
 // SetSweepEvery sets how often q's reservations look in a queue's outbox.
 func SetSweepEvery(q *Queue, d time.Duration) { q.batchSweep.every = d }
+
+// MetricsFlushes is how many writes of q's buffered run metrics were made.
+func MetricsFlushes(q *Queue) int {
+	q.report.mu.Lock()
+	defer q.report.mu.Unlock()
+	return q.report.flushes
+}
+
+// MetricsKeys are the hashes that hold queue name's per-minute and hourly
+// points at t.
+func MetricsKeys(q *Queue, name string, t time.Time) (minute, hourly string) {
+	m, _, _ := q.pointHash(metricKey{span: 60, at: t.Unix() - mod(t.Unix(), 60), queue: name})
+	h, _, _ := q.pointHash(metricKey{span: 3600, at: t.Unix() - mod(t.Unix(), 3600), queue: name})
+	return m, h
+}

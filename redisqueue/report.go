@@ -22,65 +22,62 @@ import (
 //	{prefix}:workers        hash: worker ID -> its WorkerInfo as JSON (LastSeen aside)
 //	{prefix}:seen           sorted set: worker ID, scored by its last heartbeat (ms)
 //	base:m:<hour>           hash: the run metrics of the queue's minutes of one hour
-//	                        (Unix seconds of its start), fields <minute><p|f|rt|rm|wt>:
-//	                        processed, failed, total and max runtime and total wait (µs)
+//	                        (Unix seconds of its start), fields <minute><stat>[.<job name>]
+//	base:mh:<day>           hash: the same by hour of one day, fields <hour><stat>[.<job name>]
 //
-// A heartbeat drops the entries not seen within workerTTL (a hundred at a
-// time); Workers lists only those seen within it. A metrics hash expires
-// metricsRetention after its hour ends.
+// A stat is p, f, rt, rm or wt (processed, failed, total and max runtime
+// and total wait, µs) or b0 to b23, the runtime buckets of
+// driver.RuntimeHistogram (only those that count something). A field
+// without a job name is the queue's runs recorded without one (or by a
+// release before job names). A minute hash expires minuteRetention after
+// its hour ends, a day's hash metricsRetention after the day ends. A
+// heartbeat drops the registry entries not seen within workerTTL (a
+// hundred at a time); Workers lists only those seen within it.
 
 // Bounds of the registry and the metrics.
 const (
 	workerTTL        = 2 * time.Minute
 	maxWorkers       = 1000 // the most entries Workers lists
-	metricsRetention = 7 * 24 * time.Hour
+	metricsRetention = driver.MetricsRetention
+	minuteRetention  = 24 * time.Hour
 	// metricsFlushIn is the least time between two writes of the
 	// buffered metrics that a heartbeat makes.
 	metricsFlushIn = time.Second
-	// maxMetricKeys bounds the buffer: the (queue, minute) pairs it
-	// holds; records of new pairs beyond it are dropped until a flush.
+	// maxMetricKeys bounds the buffer: the (queue, job name, minute or
+	// hour) keys it holds; records of new keys beyond it are dropped
+	// until a flush.
 	maxMetricKeys = 10000
 )
 
-// metricKey is one queue's minute, and metricAgg its runs.
+// metricKey is one queue's job name in one minute or hour.
 type metricKey struct {
-	queue  string
-	minute int64 // Unix seconds of its start
-}
-
-type metricAgg struct {
-	processed, failed                  int64
-	runtimeTotal, runtimeMax, waitTotl int64 // µs
-}
-
-func (a *metricAgg) add(b metricAgg) {
-	a.processed += b.processed
-	a.failed += b.failed
-	a.runtimeTotal += b.runtimeTotal
-	a.runtimeMax = max(a.runtimeMax, b.runtimeMax)
-	a.waitTotl += b.waitTotl
+	span  int64 // 60 or 3600
+	at    int64 // Unix seconds of its start
+	queue string
+	name  string
 }
 
 // reporter is the Queue's buffer of run metrics not yet written.
 type reporter struct {
 	mu        sync.Mutex
-	m         map[metricKey]*metricAgg
+	m         map[metricKey]*driver.MetricPoint
 	lastFlush time.Time
+	flushes   int // writes made, for tests
 }
 
-func (r *reporter) addLocked(k metricKey, a metricAgg) {
+func (r *reporter) addLocked(k metricKey, p driver.MetricPoint) {
 	if r.m == nil {
-		r.m = make(map[metricKey]*metricAgg)
+		r.m = make(map[metricKey]*driver.MetricPoint)
 	}
 	cur := r.m[k]
 	if cur == nil {
 		if len(r.m) >= maxMetricKeys {
 			return
 		}
-		cur = &metricAgg{}
+		cur = &driver.MetricPoint{}
 		r.m[k] = cur
 	}
-	cur.add(a)
+	cur.Add(p)
 }
 
 func (q *Queue) workersKey() string { return "{" + q.prefix + "}:workers" }
@@ -193,11 +190,12 @@ func (q *Queue) Workers(ctx context.Context) ([]driver.WorkerInfo, error) {
 }
 
 // ObserveRun records one finished attempt in the Queue's buffer of run
-// metrics, summed by queue and minute, without I/O. The next heartbeat
-// at least a second after the last write (or Deregister, FlushMetrics,
-// QueueStats, Metrics, Close) adds the buffer to the metrics hashes in
-// one script, so every process reads the same sums. Safe for concurrent
-// use.
+// metrics, summed by queue, job name and minute, and by hour, without I/O
+// (two map updates under a mutex). The next heartbeat at least a second
+// after the last write (or Deregister, FlushMetrics, QueueStats, Metrics,
+// HourlyMetrics, Close) adds the buffer to the metrics hashes in one
+// script, so every process reads the same sums: never one write per job.
+// Safe for concurrent use.
 func (q *Queue) ObserveRun(r driver.RunRecord) {
 	start := r.Start
 	if start.IsZero() {
@@ -207,17 +205,17 @@ func (q *Queue) ObserveRun(r driver.RunRecord) {
 	if name == "" {
 		name = driver.DefaultQueue
 	}
-	a := metricAgg{runtimeTotal: r.Runtime.Microseconds(), runtimeMax: r.Runtime.Microseconds(), waitTotl: max(r.Wait.Microseconds(), 0)}
-	if r.Outcome == driver.OutcomeDone {
-		a.processed = 1
-	} else {
-		a.failed = 1
-	}
-	k := metricKey{queue: name, minute: start.Truncate(time.Minute).Unix()}
+	var p driver.MetricPoint
+	p.Observe(r)
+	at := start.Unix()
 	q.report.mu.Lock()
-	q.report.addLocked(k, a)
+	q.report.addLocked(metricKey{span: 60, at: at - mod(at, 60), queue: name, name: r.Name}, p)
+	q.report.addLocked(metricKey{span: 3600, at: at - mod(at, 3600), queue: name, name: r.Name}, p)
 	q.report.mu.Unlock()
 }
+
+// mod is a modulo that is never negative.
+func mod(a, b int64) int64 { return ((a % b) + b) % b }
 
 // metricsKey is the hash of queue name's metrics of the hour that starts
 // at hour (Unix seconds).
@@ -225,7 +223,26 @@ func (q *Queue) metricsKey(name string, hour int64) string {
 	return q.base(name) + ":m:" + strconv.FormatInt(hour, 10)
 }
 
-// FlushMetrics writes the buffered run metrics now, in one script. On
+// hourlyKey is the hash of queue name's hourly metrics of the day that
+// starts at day (Unix seconds).
+func (q *Queue) hourlyKey(name string, day int64) string {
+	return q.base(name) + ":mh:" + strconv.FormatInt(day, 10)
+}
+
+// pointHash returns the hash that holds the point of k, its field prefix
+// (the minute within the hour, or the hour within the day) and when the
+// hash expires (ms).
+func (q *Queue) pointHash(k metricKey) (key, prefix string, expire int64) {
+	if k.span == 60 {
+		hour := k.at - mod(k.at, 3600)
+		return q.metricsKey(k.queue, hour), strconv.FormatInt((k.at-hour)/60, 10), (hour+3600)*1000 + minuteRetention.Milliseconds()
+	}
+	day := k.at - mod(k.at, 86400)
+	return q.hourlyKey(k.queue, day), strconv.FormatInt((k.at-day)/3600, 10), (day+86400)*1000 + metricsRetention.Milliseconds()
+}
+
+// FlushMetrics writes the buffered run metrics now, in one script (one
+// per queue on a Cluster). On
 // error they stay buffered for the next write.
 func (q *Queue) FlushMetrics(ctx context.Context) error {
 	const doing = "writing run metrics"
@@ -239,12 +256,15 @@ func (q *Queue) FlushMetrics(ctx context.Context) error {
 	}
 	if err := q.writeMetrics(ctx, batch); err != nil {
 		q.report.mu.Lock()
-		for k, a := range batch {
-			q.report.addLocked(k, *a)
+		for k, p := range batch {
+			q.report.addLocked(k, *p)
 		}
 		q.report.mu.Unlock()
 		return wrap(doing, err)
 	}
+	q.report.mu.Lock()
+	q.report.flushes++
+	q.report.mu.Unlock()
 	return nil
 }
 
@@ -257,10 +277,10 @@ func (q *Queue) flushMetricsLogged(ctx context.Context) {
 	}
 }
 
-// Metrics returns the per-minute metrics of every queue from since
-// (truncated to the minute, at most seven days back) to now, oldest
-// first, with this process's buffered ones written first: one HGETALL
-// per queue and hour.
+// Metrics returns the per-minute metrics of every queue and job name
+// from since (truncated to the minute, at most a day back) to now, oldest
+// first, then by queue and name, with this process's buffered ones
+// written first: one HGETALL per queue and hour.
 func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
 	const doing = "reading metrics"
 	if err := ctxErr(ctx, doing); err != nil {
@@ -274,36 +294,70 @@ func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]driver.MetricPo
 	return points, nil
 }
 
-// metrics reads the points of every queue from since to now.
+// HourlyMetrics returns the hourly metrics of every queue and job name
+// from since (truncated to the hour, at most seven days back) to now,
+// oldest first, then by queue and name, with this process's buffered
+// ones written first: one HGETALL per queue and day.
+func (q *Queue) HourlyMetrics(ctx context.Context, since time.Time) ([]driver.MetricPoint, error) {
+	const doing = "reading hourly metrics"
+	if err := ctxErr(ctx, doing); err != nil {
+		return nil, err
+	}
+	q.flushMetricsLogged(ctx)
+	points, err := q.readPoints(ctx, 3600, since, time.Now())
+	if err != nil {
+		return nil, wrap(doing, err)
+	}
+	return points, nil
+}
+
+// metrics reads the per-minute points of every queue from since to now.
 func (q *Queue) metrics(ctx context.Context, since, now time.Time) ([]driver.MetricPoint, error) {
-	if oldest := now.Add(-metricsRetention); since.Before(oldest) {
+	return q.readPoints(ctx, 60, since, now)
+}
+
+// readPoints reads the points of span seconds (60 or 3600) of every
+// queue from since to now, within their retention.
+func (q *Queue) readPoints(ctx context.Context, span int64, since, now time.Time) ([]driver.MetricPoint, error) {
+	keep, per := minuteRetention, int64(3600) // a minute hash holds an hour
+	if span == 3600 {
+		keep, per = metricsRetention, 86400 // an hourly hash holds a day
+	}
+	if oldest := now.Add(-keep); since.Before(oldest) {
 		since = oldest
 	}
-	since = since.Truncate(time.Minute)
 	names, err := q.names(ctx, "")
 	if err != nil || len(names) == 0 {
 		return nil, err
 	}
-	from := since.Unix()
-	first := from - from%3600
+	from := since.Unix() - mod(since.Unix(), span)
+	first := from - mod(from, per)
 	type read struct {
-		name string
-		hour int64
-		cmd  *redis.MapStringStringCmd
+		name  string
+		start int64
+		cmd   *redis.MapStringStringCmd
 	}
 	var reads []read
 	pipe := q.rdb.Pipeline()
 	for _, name := range names {
-		for h := first; h <= now.Unix(); h += 3600 {
-			reads = append(reads, read{name, h, pipe.HGetAll(ctx, q.metricsKey(name, h))})
+		for h := first; h <= now.Unix(); h += per {
+			key := q.metricsKey(name, h)
+			if span == 3600 {
+				key = q.hourlyKey(name, h)
+			}
+			reads = append(reads, read{name, h, pipe.HGetAll(ctx, key)})
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
+	type at struct {
+		t    int64
+		name string
+	}
 	var out []driver.MetricPoint
 	for _, r := range reads {
-		byMinute := map[int64]*driver.MetricPoint{}
+		points := map[at]*driver.MetricPoint{}
 		for field, val := range r.cmd.Val() {
 			i := strings.IndexFunc(field, func(c rune) bool { return c < '0' || c > '9' })
 			if i <= 0 {
@@ -311,16 +365,17 @@ func (q *Queue) metrics(ctx context.Context, since, now time.Time) ([]driver.Met
 			}
 			m, _ := strconv.ParseInt(field[:i], 10, 64)
 			n, _ := strconv.ParseInt(val, 10, 64)
-			minute := r.hour + 60*m
-			if minute < from {
+			t := r.start + span*m
+			if t < from {
 				continue
 			}
-			p := byMinute[minute]
+			stat, job, _ := strings.Cut(field[i:], ".")
+			p := points[at{t, job}]
 			if p == nil {
-				p = &driver.MetricPoint{Queue: r.name, Minute: time.Unix(minute, 0).UTC()}
-				byMinute[minute] = p
+				p = &driver.MetricPoint{Queue: r.name, Name: job, Minute: time.Unix(t, 0).UTC()}
+				points[at{t, job}] = p
 			}
-			switch field[i:] {
+			switch stat {
 			case "p":
 				p.Processed = n
 			case "f":
@@ -331,14 +386,18 @@ func (q *Queue) metrics(ctx context.Context, since, now time.Time) ([]driver.Met
 				p.MaxRuntime = time.Duration(n) * time.Microsecond
 			case "wt":
 				p.TotalWait = time.Duration(n) * time.Microsecond
+			default:
+				if b, err := strconv.Atoi(strings.TrimPrefix(stat, "b")); err == nil && strings.HasPrefix(stat, "b") && b >= 0 && b < driver.RuntimeBuckets {
+					p.Runtimes[b] = n
+				}
 			}
 		}
-		for _, p := range byMinute {
+		for _, p := range points {
 			out = append(out, *p)
 		}
 	}
 	slices.SortFunc(out, func(a, b driver.MetricPoint) int {
-		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Queue, b.Queue))
+		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Name, b.Name))
 	})
 	return out, nil
 }
@@ -346,16 +405,23 @@ func (q *Queue) metrics(ctx context.Context, since, now time.Time) ([]driver.Met
 // writeMetrics adds batch to the metrics hashes: in one script on a
 // standalone server, which also registers the queues; on a Cluster one
 // script per queue, the queues registered first (cluster.go).
-func (q *Queue) writeMetrics(ctx context.Context, batch map[metricKey]*metricAgg) error {
+func (q *Queue) writeMetrics(ctx context.Context, batch map[metricKey]*driver.MetricPoint) error {
 	run := func(keys []metricKey, fixed string, register string) error {
 		ks := newKeyset(fixed)
 		args := []any{register}
 		for _, k := range keys {
-			a := batch[k]
-			hour := k.minute - k.minute%3600
-			expire := (hour+3600)*1000 + metricsRetention.Milliseconds()
-			args = append(args, ks.of(q.metricsKey(k.queue, hour)), k.queue, (k.minute-hour)/60,
-				a.processed, a.failed, a.runtimeTotal, a.runtimeMax, a.waitTotl, expire)
+			p := batch[k]
+			key, prefix, expire := q.pointHash(k)
+			suffix := ""
+			if k.name != "" {
+				suffix = "." + k.name
+			}
+			args = append(args, ks.of(key), k.queue, prefix, suffix, p.Processed, p.Failed,
+				p.TotalRuntime.Microseconds(), p.MaxRuntime.Microseconds(), p.TotalWait.Microseconds())
+			for _, c := range p.Runtimes {
+				args = append(args, c)
+			}
+			args = append(args, expire)
 		}
 		return flushMetricsScript.Run(ctx, q.rdb, ks.keys, args...).Err()
 	}

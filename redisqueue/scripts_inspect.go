@@ -383,23 +383,26 @@ return out
 // flushMetricsScript adds buffered run metrics to the metrics hashes:
 // KEYS = queues, then the hashes; ARGV = "1" to add each queue to the
 // queues set KEYS[1] ("0" on a Cluster, where KEYS[1] is only a key of
-// the queue's slot), then per (queue, minute): the hash's
-// index in KEYS, the queue, the minute within the hour, processed,
-// failed, total runtime, max runtime, total wait, and when the hash
-// expires (ms).
+// the queue's slot), then per point (34 values): the hash's index in
+// KEYS, the queue, the field prefix (minute within the hour or hour
+// within the day), the field suffix ("" or "." and the job name),
+// processed, failed, total runtime, max runtime, total wait, the 24
+// runtime buckets, and when the hash expires (ms).
 var flushMetricsScript = redis.NewScript(prelude + `
-for k = 0, (#ARGV - 1) / 9 - 1 do
-  local a = 1 + k * 9
-  local H, m = KEYS[tonumber(ARGV[a+1])], ARGV[a+3]
+local fs = {'p', 'f', 'rt', '', 'wt'}
+for b = 0, 23 do fs[#fs + 1] = 'b' .. b end
+local stride = 5 + #fs
+for k = 0, (#ARGV - 1) / stride - 1 do
+  local a = 1 + k * stride
+  local H, pre, suf = KEYS[tonumber(ARGV[a+1])], ARGV[a+3], ARGV[a+4]
   if ARGV[1] == '1' then redis.call('SADD', KEYS[1], ARGV[a+2]) end
-  local fs = {'p', 'f', 'rt', '', 'wt'}
   for i, f in ipairs(fs) do
-    local n = tonumber(ARGV[a+3+i])
-    if f ~= '' and n ~= 0 then redis.call('HINCRBY', H, m..f, n) end
+    local n = tonumber(ARGV[a+4+i])
+    if f ~= '' and n ~= 0 then redis.call('HINCRBY', H, pre..f..suf, n) end
   end
-  local rm = tonumber(ARGV[a+7])
-  if rm > tonumber(redis.call('HGET', H, m..'rm') or '0') then redis.call('HSET', H, m..'rm', int(rm)) end
-  redis.call('PEXPIREAT', H, ARGV[a+9])
+  local rm = tonumber(ARGV[a+8])
+  if rm > tonumber(redis.call('HGET', H, pre..'rm'..suf) or '0') then redis.call('HSET', H, pre..'rm'..suf, int(rm)) end
+  redis.call('PEXPIREAT', H, ARGV[a+stride])
 end
 return 1
 `)

@@ -18,11 +18,14 @@ var mysqlReads = queryTemplates{
 	qPausedSorted:         "SELECT queue FROM {pauses} ORDER BY queue",
 	qResume:               "DELETE FROM {pauses} WHERE queue = ?",
 	qStatsMetrics: `SELECT queue, SUM(processed), SUM(failed), SUM(runtime_total_us), MAX(runtime_max_us), SUM(wait_total_us),
-  SUM(CASE WHEN minute_at >= ? THEN processed ELSE 0 END)
-FROM {metrics} WHERE minute_at >= ? GROUP BY queue`,
-	qMetrics: `SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
-FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`,
-	qPruneMetrics: "DELETE FROM {metrics} WHERE minute_at < ?",
+  SUM(CASE WHEN at_s >= ? THEN processed ELSE 0 END)
+FROM {run_metrics} WHERE span_s = 60 AND at_s >= ? GROUP BY queue`,
+	qMetrics: `SELECT
+  queue, name, at_s, processed, failed, runtime_total_us, runtime_max_us, wait_total_us, rt0, rt1,
+  rt2, rt3, rt4, rt5, rt6, rt7, rt8, rt9, rt10, rt11, rt12, rt13, rt14, rt15, rt16, rt17, rt18,
+  rt19, rt20, rt21, rt22, rt23
+FROM {run_metrics} WHERE span_s = ? AND at_s >= ? ORDER BY at_s, queue, name LIMIT 100000`,
+	qPruneMetrics: "DELETE FROM {run_metrics} WHERE span_s = ? AND at_s < ?",
 	qWorkerDelete: "DELETE FROM {workers} WHERE id = ?",
 	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
@@ -73,14 +76,24 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qNotPendingOfIDs:  "SELECT id FROM {jobs} WHERE id IN (?) AND state <> 'pending'",
 	qPause:            "INSERT IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
 	qUniqueTake:       "INSERT IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
-	qMetricsUpsert: `INSERT INTO {metrics} (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+	qMetricsUpsert: `INSERT INTO {run_metrics} (
+  span_s, at_s, queue, name, processed, failed, runtime_total_us, runtime_max_us, wait_total_us,
+  rt0, rt1, rt2, rt3, rt4, rt5, rt6, rt7, rt8, rt9, rt10, rt11, rt12, rt13, rt14, rt15, rt16, rt17,
+  rt18, rt19, rt20, rt21, rt22, rt23)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
-  processed = processed + VALUES(processed),
-  failed = failed + VALUES(failed),
+  processed = processed + VALUES(processed), failed = failed + VALUES(failed),
   runtime_total_us = runtime_total_us + VALUES(runtime_total_us),
   runtime_max_us = GREATEST(runtime_max_us, VALUES(runtime_max_us)),
-  wait_total_us = wait_total_us + VALUES(wait_total_us)`,
+  wait_total_us = wait_total_us + VALUES(wait_total_us), rt0 = rt0 + VALUES(rt0),
+  rt1 = rt1 + VALUES(rt1), rt2 = rt2 + VALUES(rt2), rt3 = rt3 + VALUES(rt3),
+  rt4 = rt4 + VALUES(rt4), rt5 = rt5 + VALUES(rt5), rt6 = rt6 + VALUES(rt6),
+  rt7 = rt7 + VALUES(rt7), rt8 = rt8 + VALUES(rt8), rt9 = rt9 + VALUES(rt9),
+  rt10 = rt10 + VALUES(rt10), rt11 = rt11 + VALUES(rt11), rt12 = rt12 + VALUES(rt12),
+  rt13 = rt13 + VALUES(rt13), rt14 = rt14 + VALUES(rt14), rt15 = rt15 + VALUES(rt15),
+  rt16 = rt16 + VALUES(rt16), rt17 = rt17 + VALUES(rt17), rt18 = rt18 + VALUES(rt18),
+  rt19 = rt19 + VALUES(rt19), rt20 = rt20 + VALUES(rt20), rt21 = rt21 + VALUES(rt21),
+  rt22 = rt22 + VALUES(rt22), rt23 = rt23 + VALUES(rt23)`,
 	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE host = VALUES(host), pid = VALUES(pid), queues = VALUES(queues),

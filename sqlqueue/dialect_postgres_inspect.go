@@ -15,11 +15,14 @@ var pgReads = queryTemplates{
 	qPausedSorted:         "SELECT queue FROM {pauses} ORDER BY queue",
 	qResume:               "DELETE FROM {pauses} WHERE queue = ?",
 	qStatsMetrics: `SELECT queue, SUM(processed), SUM(failed), SUM(runtime_total_us), MAX(runtime_max_us), SUM(wait_total_us),
-  SUM(CASE WHEN minute_at >= ? THEN processed ELSE 0 END)
-FROM {metrics} WHERE minute_at >= ? GROUP BY queue`,
-	qMetrics: `SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
-FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`,
-	qPruneMetrics: "DELETE FROM {metrics} WHERE minute_at < ?",
+  SUM(CASE WHEN at_s >= ? THEN processed ELSE 0 END)
+FROM {run_metrics} WHERE span_s = 60 AND at_s >= ? GROUP BY queue`,
+	qMetrics: `SELECT
+  queue, name, at_s, processed, failed, runtime_total_us, runtime_max_us, wait_total_us, rt0, rt1,
+  rt2, rt3, rt4, rt5, rt6, rt7, rt8, rt9, rt10, rt11, rt12, rt13, rt14, rt15, rt16, rt17, rt18,
+  rt19, rt20, rt21, rt22, rt23
+FROM {run_metrics} WHERE span_s = ? AND at_s >= ? ORDER BY at_s, queue, name LIMIT 100000`,
+	qPruneMetrics: "DELETE FROM {run_metrics} WHERE span_s = ? AND at_s < ?",
 	qWorkerDelete: "DELETE FROM {workers} WHERE id = ?",
 	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
@@ -74,14 +77,24 @@ ON CONFLICT (queue, state, shard) DO UPDATE SET n = t.n + EXCLUDED.n`,
 	qPause:            "INSERT INTO {pauses} (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
 	qUniqueTake:       "INSERT INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 	qPriorities:       pgPriorities,
-	qMetricsUpsert: `INSERT INTO {metrics} AS m (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (queue, minute_at) DO UPDATE SET
-  processed = m.processed + EXCLUDED.processed,
-  failed = m.failed + EXCLUDED.failed,
+	qMetricsUpsert: `INSERT INTO {run_metrics} AS m (
+  span_s, at_s, queue, name, processed, failed, runtime_total_us, runtime_max_us, wait_total_us,
+  rt0, rt1, rt2, rt3, rt4, rt5, rt6, rt7, rt8, rt9, rt10, rt11, rt12, rt13, rt14, rt15, rt16, rt17,
+  rt18, rt19, rt20, rt21, rt22, rt23)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (span_s, at_s, queue, name) DO UPDATE SET
+  processed = m.processed + EXCLUDED.processed, failed = m.failed + EXCLUDED.failed,
   runtime_total_us = m.runtime_total_us + EXCLUDED.runtime_total_us,
   runtime_max_us = GREATEST(m.runtime_max_us, EXCLUDED.runtime_max_us),
-  wait_total_us = m.wait_total_us + EXCLUDED.wait_total_us`,
+  wait_total_us = m.wait_total_us + EXCLUDED.wait_total_us, rt0 = m.rt0 + EXCLUDED.rt0,
+  rt1 = m.rt1 + EXCLUDED.rt1, rt2 = m.rt2 + EXCLUDED.rt2, rt3 = m.rt3 + EXCLUDED.rt3,
+  rt4 = m.rt4 + EXCLUDED.rt4, rt5 = m.rt5 + EXCLUDED.rt5, rt6 = m.rt6 + EXCLUDED.rt6,
+  rt7 = m.rt7 + EXCLUDED.rt7, rt8 = m.rt8 + EXCLUDED.rt8, rt9 = m.rt9 + EXCLUDED.rt9,
+  rt10 = m.rt10 + EXCLUDED.rt10, rt11 = m.rt11 + EXCLUDED.rt11, rt12 = m.rt12 + EXCLUDED.rt12,
+  rt13 = m.rt13 + EXCLUDED.rt13, rt14 = m.rt14 + EXCLUDED.rt14, rt15 = m.rt15 + EXCLUDED.rt15,
+  rt16 = m.rt16 + EXCLUDED.rt16, rt17 = m.rt17 + EXCLUDED.rt17, rt18 = m.rt18 + EXCLUDED.rt18,
+  rt19 = m.rt19 + EXCLUDED.rt19, rt20 = m.rt20 + EXCLUDED.rt20, rt21 = m.rt21 + EXCLUDED.rt21,
+  rt22 = m.rt22 + EXCLUDED.rt22, rt23 = m.rt23 + EXCLUDED.rt23`,
 	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, queues = EXCLUDED.queues,

@@ -17,11 +17,14 @@ var sqliteReads = queryTemplates{
 	qPausedSorted:         "SELECT queue FROM {pauses} ORDER BY queue",
 	qResume:               "DELETE FROM {pauses} WHERE queue = ?",
 	qStatsMetrics: `SELECT queue, SUM(processed), SUM(failed), SUM(runtime_total_us), MAX(runtime_max_us), SUM(wait_total_us),
-  SUM(CASE WHEN minute_at >= ? THEN processed ELSE 0 END)
-FROM {metrics} WHERE minute_at >= ? GROUP BY queue`,
-	qMetrics: `SELECT queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us
-FROM {metrics} WHERE minute_at >= ? ORDER BY minute_at, queue LIMIT 100000`,
-	qPruneMetrics: "DELETE FROM {metrics} WHERE minute_at < ?",
+  SUM(CASE WHEN at_s >= ? THEN processed ELSE 0 END)
+FROM {run_metrics} WHERE span_s = 60 AND at_s >= ? GROUP BY queue`,
+	qMetrics: `SELECT
+  queue, name, at_s, processed, failed, runtime_total_us, runtime_max_us, wait_total_us, rt0, rt1,
+  rt2, rt3, rt4, rt5, rt6, rt7, rt8, rt9, rt10, rt11, rt12, rt13, rt14, rt15, rt16, rt17, rt18,
+  rt19, rt20, rt21, rt22, rt23
+FROM {run_metrics} WHERE span_s = ? AND at_s >= ? ORDER BY at_s, queue, name LIMIT 100000`,
+	qPruneMetrics: "DELETE FROM {run_metrics} WHERE span_s = ? AND at_s < ?",
 	qWorkerDelete: "DELETE FROM {workers} WHERE id = ?",
 	qWorkers: `SELECT id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts FROM {workers}
 WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
@@ -71,14 +74,24 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qPause:            "INSERT OR IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
 	qUniqueTake:       "INSERT OR IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
 	qPriorities:       sqlitePriorities,
-	qMetricsUpsert: `INSERT INTO {metrics} (queue, minute_at, processed, failed, runtime_total_us, runtime_max_us, wait_total_us)
-VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (queue, minute_at) DO UPDATE SET
-  processed = processed + excluded.processed,
-  failed = failed + excluded.failed,
+	qMetricsUpsert: `INSERT INTO {run_metrics} (
+  span_s, at_s, queue, name, processed, failed, runtime_total_us, runtime_max_us, wait_total_us,
+  rt0, rt1, rt2, rt3, rt4, rt5, rt6, rt7, rt8, rt9, rt10, rt11, rt12, rt13, rt14, rt15, rt16, rt17,
+  rt18, rt19, rt20, rt21, rt22, rt23)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (span_s, at_s, queue, name) DO UPDATE SET
+  processed = processed + excluded.processed, failed = failed + excluded.failed,
   runtime_total_us = runtime_total_us + excluded.runtime_total_us,
   runtime_max_us = MAX(runtime_max_us, excluded.runtime_max_us),
-  wait_total_us = wait_total_us + excluded.wait_total_us`,
+  wait_total_us = wait_total_us + excluded.wait_total_us, rt0 = rt0 + excluded.rt0,
+  rt1 = rt1 + excluded.rt1, rt2 = rt2 + excluded.rt2, rt3 = rt3 + excluded.rt3,
+  rt4 = rt4 + excluded.rt4, rt5 = rt5 + excluded.rt5, rt6 = rt6 + excluded.rt6,
+  rt7 = rt7 + excluded.rt7, rt8 = rt8 + excluded.rt8, rt9 = rt9 + excluded.rt9,
+  rt10 = rt10 + excluded.rt10, rt11 = rt11 + excluded.rt11, rt12 = rt12 + excluded.rt12,
+  rt13 = rt13 + excluded.rt13, rt14 = rt14 + excluded.rt14, rt15 = rt15 + excluded.rt15,
+  rt16 = rt16 + excluded.rt16, rt17 = rt17 + excluded.rt17, rt18 = rt18 + excluded.rt18,
+  rt19 = rt19 + excluded.rt19, rt20 = rt20 + excluded.rt20, rt21 = rt21 + excluded.rt21,
+  rt22 = rt22 + excluded.rt22, rt23 = rt23 + excluded.rt23`,
 	qWorkerUpsert: `INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running, reserved, max_attempts)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, queues = excluded.queues,

@@ -35,7 +35,7 @@
 // # Tables and migrations
 //
 // WithTable names the jobs table (default meridian_jobs); the other tables
-// take it as a prefix: _pauses, _workers, _metrics, _meta, _periodic,
+// take it as a prefix: _pauses, _workers, _run_metrics, _meta, _periodic,
 // _uniques, _counts, _batches, _batch_jobs and _fleet. New creates
 // nothing. The schema is a series of numbered migrations per dialect
 // (embedded SQL files): Setup applies those the tables lack, in order,
@@ -156,10 +156,17 @@
 //
 // # Metrics and inspection
 //
-// ObserveRun buffers run records in memory, aggregated per queue and
-// minute; the next ack, nack, fail or heartbeat at least a second later
-// (or FlushMetrics, Close) adds them to the _metrics rows with one upsert
-// per queue and minute, so every replica reads the same sums. Inspection
+// ObserveRun buffers run records in memory (two map updates per finished
+// attempt), aggregated per queue, job name and minute, and per hour; the
+// process's next heartbeat at least a second after the previous flush (or
+// FlushMetrics, Close, or a metrics read in the same process) writes them
+// in one transaction, one upsert per queue, name and period, to the
+// _run_metrics rows, so every replica reads the same sums. No ack waits
+// for it: a process writes its metrics at most once a second however many
+// jobs it runs. Each row counts its runtimes in the log-scale buckets of
+// driver.RuntimeHistogram, for p50 and p95. Minutes are kept a day, hours
+// seven days (pruned by Maintain); Metrics reads minutes, HourlyMetrics
+// hours, at most 100,000 rows. Inspection
 // is bounded: counts are exact (kept as jobs change, see Counts) except
 // running jobs, counted up to 10,000 then reported as 10,000+; lists page
 // by keyset in the order of the index that serves them (waiting and

@@ -166,4 +166,7 @@ func ExampleSchema() {
 	// UPDATE "jobs_meta" SET value = '13' WHERE name = 'schema_version'
 	// ALTER TABLE "jobs_workers" ADD COLUMN IF NOT EXISTS max_attempts INTEGER NOT NULL DEFAULT 0
 	// UPDATE "jobs_meta" SET value = '14' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_run_metrics"
+	// DROP TABLE IF EXISTS "jobs_metrics"
+	// UPDATE "jobs_meta" SET value = '15' WHERE name = 'schema_version'
 }

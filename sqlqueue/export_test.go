@@ -20,3 +20,11 @@ func Waiting(q *Queue) bool {
 	defer q.wake.mu.Unlock()
 	return q.wake.ch != nil
 }
+
+// MetricsFlushes is how many flushes of q's buffered run metrics wrote
+// rows.
+func MetricsFlushes(q *Queue) int {
+	q.metrics.mu.Lock()
+	defer q.metrics.mu.Unlock()
+	return q.metrics.flushes
+}

@@ -86,7 +86,7 @@ type store struct {
 }
 
 // tableSuffixes name a queue's tables after its jobs table's name.
-var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_meta", "_periodic", "_uniques", "_counts", "_batches", "_batch_jobs"}
+var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_run_metrics", "_meta", "_periodic", "_uniques", "_counts", "_batches", "_batch_jobs"}
 
 func newStore(t testing.TB, b backend) store {
 	t.Helper()

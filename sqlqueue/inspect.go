@@ -180,11 +180,12 @@ func (q *Queue) queueStats(ctx context.Context, st statements, now time.Time) ([
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading metrics")
 	}
-	sums := map[string]metricAgg{}
+	type sum struct{ processed, failed, runtimeTotal, runtimeMax, waitTotal int64 }
+	sums := map[string]sum{}
 	recent := map[string]int64{}
 	for rs.Next() {
 		var name string
-		var a metricAgg
+		var a sum
 		var r int64
 		if err := rs.Scan(&name, &a.processed, &a.failed, &a.runtimeTotal, &a.runtimeMax, &a.waitTotal, &r); err != nil {
 			rs.Close()

@@ -1,9 +1,11 @@
 package sqlqueue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
@@ -406,7 +407,6 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 		o := outs[i]
 		errs[i] = q.completeMember(ctx, o.Lease, o.Batch, o.Outcome, o.Reason)
 	}
-	q.flushMetricsIfDue(ctx)
 	return lostStarts, errs, nil
 }
 
@@ -633,55 +633,61 @@ func (q *Queue) closeVacuum() {
 	v.wg.Wait()
 }
 
-// maxMetricKeys bounds the buffer of unflushed metrics (queues x minutes)
-// while the database is unreachable; records beyond it are dropped.
+// maxMetricKeys bounds the buffer of unflushed metrics (queues x job
+// names x minutes and hours) while the database is unreachable; records
+// beyond it are dropped.
 const maxMetricKeys = 10000
 
+// The periods of the metrics rows (span_s), and how long each is kept.
+const (
+	minuteSpan = 60
+	hourSpan   = 3600
+	minuteKeep = 24 * time.Hour
+)
+
 type metricKey struct {
-	queue  string
-	minute int64 // Unix seconds of the minute's start
+	span  int64 // minuteSpan or hourSpan
+	at    int64 // Unix seconds of the period's start
+	queue string
+	name  string
 }
 
-type metricAgg struct {
-	processed, failed                   int64
-	runtimeTotal, runtimeMax, waitTotal int64 // microseconds
+// metricKeyCmp orders keys as the table's primary key, so that two
+// processes' flushes lock shared rows in the same order.
+func metricKeyCmp(a, b metricKey) int {
+	return cmp.Or(cmp.Compare(a.span, b.span), cmp.Compare(a.at, b.at), cmp.Compare(a.queue, b.queue), cmp.Compare(a.name, b.name))
 }
 
-func (a *metricAgg) add(b metricAgg) {
-	a.processed += b.processed
-	a.failed += b.failed
-	a.runtimeTotal += b.runtimeTotal
-	a.runtimeMax = max(a.runtimeMax, b.runtimeMax)
-	a.waitTotal += b.waitTotal
-}
-
-// metricsBuffer aggregates run records per queue per minute until a flush
-// writes them.
+// metricsBuffer aggregates run records per queue, job name and minute
+// (and hour) until a flush writes them.
 type metricsBuffer struct {
 	mu        sync.Mutex
-	m         map[metricKey]*metricAgg
+	m         map[metricKey]*queue.MetricPoint
 	lastFlush time.Time
+	flushes   int // flushes that wrote rows, for tests
 }
 
-func (b *metricsBuffer) addLocked(k metricKey, a metricAgg) {
+func (b *metricsBuffer) addLocked(k metricKey, p queue.MetricPoint) {
 	if b.m == nil {
-		b.m = make(map[metricKey]*metricAgg)
+		b.m = make(map[metricKey]*queue.MetricPoint)
 	}
 	cur := b.m[k]
 	if cur == nil {
 		if len(b.m) >= maxMetricKeys {
 			return
 		}
-		cur = &metricAgg{}
+		cur = &queue.MetricPoint{}
 		b.m[k] = cur
 	}
-	cur.add(a)
+	cur.Add(p)
 }
 
-// ObserveRun records one finished attempt for the per-minute metrics. It
-// only buffers in memory; the next ack, nack, fail or heartbeat at least a
-// second after the previous flush writes the buffer (one upsert per queue
-// and minute), as do FlushMetrics and Close. Safe for concurrent use.
+// ObserveRun records one finished attempt for the run metrics. It only
+// buffers in memory, adding to the points of the attempt's queue, job
+// name, minute and hour (two map updates under a mutex; no I/O). The
+// process's next heartbeat at least a second after the previous flush
+// writes the buffer in one transaction, as do FlushMetrics and Close: no
+// job's ack waits for it. Safe for concurrent use.
 func (q *Queue) ObserveRun(r queue.RunRecord) {
 	start := r.Start
 	if start.IsZero() {
@@ -691,17 +697,17 @@ func (q *Queue) ObserveRun(r queue.RunRecord) {
 	if name == "" {
 		name = queue.DefaultQueue
 	}
-	a := metricAgg{runtimeTotal: r.Runtime.Microseconds(), runtimeMax: r.Runtime.Microseconds(), waitTotal: max(r.Wait.Microseconds(), 0)}
-	if r.Outcome == queue.OutcomeDone {
-		a.processed = 1
-	} else {
-		a.failed = 1
-	}
-	k := metricKey{queue: name, minute: start.Truncate(time.Minute).Unix()}
+	var p queue.MetricPoint
+	p.Observe(r)
+	at := start.Unix()
 	q.metrics.mu.Lock()
-	q.metrics.addLocked(k, a)
+	q.metrics.addLocked(metricKey{span: minuteSpan, at: at - mod(at, minuteSpan), queue: name, name: r.Name}, p)
+	q.metrics.addLocked(metricKey{span: hourSpan, at: at - mod(at, hourSpan), queue: name, name: r.Name}, p)
 	q.metrics.mu.Unlock()
 }
+
+// mod is a modulo that is never negative.
+func mod(a, b int64) int64 { return ((a % b) + b) % b }
 
 // flushMetricsIfDue flushes the buffer if it holds records and the last
 // flush is at least a second old. A failed flush keeps the records for the
@@ -715,9 +721,10 @@ func (q *Queue) flushMetricsIfDue(ctx context.Context) {
 	}
 }
 
-// FlushMetrics writes the buffered run metrics now, adding them to the
-// per-minute rows in the <table>_metrics table. On error the records stay
-// buffered for the next flush.
+// FlushMetrics writes the buffered run metrics now, in one transaction
+// that adds them to the rows of the <table>_run_metrics table (one upsert
+// per queue, job name and minute, and per hour). On error the records
+// stay buffered for the next flush.
 func (q *Queue) FlushMetrics(ctx context.Context) error {
 	q.metrics.mu.Lock()
 	batch := q.metrics.m
@@ -731,15 +738,32 @@ func (q *Queue) FlushMetrics(ctx context.Context) error {
 		q.restoreMetrics(batch)
 		return err
 	}
+	keys := slices.SortedFunc(maps.Keys(batch), metricKeyCmp)
 	upsert := q.stmt(qMetricsUpsert)
-	for k, a := range batch {
-		_, err := q.db.ExecContext(ctx, upsert, k.queue, k.minute, a.processed, a.failed, a.runtimeTotal, a.runtimeMax, a.waitTotal)
-		if err != nil {
-			q.restoreMetrics(batch)
-			return q.wrap(ctx, err, "writing run metrics")
-		}
-		delete(batch, k)
+	err := q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error {
+			for _, k := range keys {
+				p := batch[k]
+				args := make([]any, 0, 9+queue.RuntimeBuckets)
+				args = append(args, k.span, k.at, k.queue, k.name, p.Processed, p.Failed,
+					p.TotalRuntime.Microseconds(), p.MaxRuntime.Microseconds(), p.TotalWait.Microseconds())
+				for _, c := range p.Runtimes {
+					args = append(args, c)
+				}
+				if _, err := ex.ExecContext(ctx, upsert, args...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		q.restoreMetrics(batch)
+		return q.wrap(ctx, err, "writing run metrics")
 	}
+	q.metrics.mu.Lock()
+	q.metrics.flushes++
+	q.metrics.mu.Unlock()
 	return nil
 }
 
@@ -751,7 +775,7 @@ func (q *Queue) flushMetricsLogged(ctx context.Context) {
 	}
 }
 
-func (q *Queue) restoreMetrics(batch map[metricKey]*metricAgg) {
+func (q *Queue) restoreMetrics(batch map[metricKey]*queue.MetricPoint) {
 	q.metrics.mu.Lock()
 	defer q.metrics.mu.Unlock()
 	for k, a := range batch {
@@ -759,38 +783,53 @@ func (q *Queue) restoreMetrics(batch map[metricKey]*metricAgg) {
 	}
 }
 
-// Metrics returns the per-minute points from since (rounded down to its
-// minute) to now, oldest first, at most 100,000 of them. It flushes this
+// Metrics returns the per-minute points by queue and job name from since
+// (rounded down to its minute, at most a day back: older minutes are
+// pruned) to now, oldest first, at most 100,000 of them. It flushes this
 // process's buffered records first so they are included.
 func (q *Queue) Metrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+	return q.readMetrics(ctx, minuteSpan, since)
+}
+
+// HourlyMetrics returns the hourly points by queue and job name from
+// since (rounded down to its hour, at most queue.MetricsRetention back)
+// to now, oldest first, at most 100,000 of them, with this process's
+// buffered records flushed first.
+func (q *Queue) HourlyMetrics(ctx context.Context, since time.Time) ([]queue.MetricPoint, error) {
+	return q.readMetrics(ctx, hourSpan, since)
+}
+
+// readMetrics reads the points of span seconds from since's period on.
+func (q *Queue) readMetrics(ctx context.Context, span int64, since time.Time) ([]queue.MetricPoint, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
 	q.flushMetricsLogged(ctx)
-	rs, err := q.readDB().QueryContext(ctx, q.stmt(qMetrics), since.Truncate(time.Minute).Unix())
+	from := since.Unix()
+	rs, err := q.readDB().QueryContext(ctx, q.stmt(qMetrics), span, from-mod(from, span))
 	if err != nil {
 		return nil, q.wrap(ctx, err, "reading metrics")
 	}
-	var got []struct {
-		Queue      string `db:"queue"`
-		Minute     int64  `db:"minute_at"`
-		Processed  int64  `db:"processed"`
-		Failed     int64  `db:"failed"`
-		Runtime    int64  `db:"runtime_total_us"`
-		RuntimeMax int64  `db:"runtime_max_us"`
-		Wait       int64  `db:"wait_total_us"`
-	}
-	if err := sqlx.StructScan(rs, &got); err != nil {
-		return nil, q.wrap(ctx, err, "reading metrics")
-	}
-	out := make([]queue.MetricPoint, len(got))
-	for i, m := range got {
-		out[i] = queue.MetricPoint{
-			Queue: m.Queue, Minute: time.Unix(m.Minute, 0).UTC(), Processed: m.Processed, Failed: m.Failed,
-			TotalRuntime: time.Duration(m.Runtime) * time.Microsecond,
-			MaxRuntime:   time.Duration(m.RuntimeMax) * time.Microsecond,
-			TotalWait:    time.Duration(m.Wait) * time.Microsecond,
+	defer rs.Close()
+	var out []queue.MetricPoint
+	for rs.Next() {
+		var p queue.MetricPoint
+		var at, runtime, runtimeMax, wait int64
+		dest := []any{&p.Queue, &p.Name, &at, &p.Processed, &p.Failed, &runtime, &runtimeMax, &wait}
+		for i := range p.Runtimes {
+			dest = append(dest, &p.Runtimes[i])
 		}
+		if err := rs.Scan(dest...); err != nil {
+			return nil, q.wrap(ctx, err, "reading metrics")
+		}
+		p.Minute = time.Unix(at, 0).UTC()
+		p.TotalRuntime = time.Duration(runtime) * time.Microsecond
+		p.MaxRuntime = time.Duration(runtimeMax) * time.Microsecond
+		p.TotalWait = time.Duration(wait) * time.Microsecond
+		out = append(out, p)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, q.wrap(ctx, err, "reading metrics")
 	}
 	return out, nil
 }

@@ -19,8 +19,9 @@ const maxPruneBatches = 20
 // finished (done and cancelled) jobs older than their retention, expired
 // UniqueFor holds, dead letters older than theirs
 // (WithRetention) and batches that finished as long ago, with their
-// members' records, workers not seen within the worker TTL and metrics older
-// than seven days. On PostgreSQL it then vacuums and analyzes the jobs
+// members' records, workers not seen within the worker TTL, per-minute
+// run metrics older than a day and hourly ones older than seven days
+// (queue.MetricsRetention). On PostgreSQL it then vacuums and analyzes the jobs
 // table when the server's statistics count at least 10,000 dead rows in
 // it (the table's own autovacuum settings, from Setup, make autovacuum do
 // so too where it is on). It reports whether this process was the leader
@@ -87,7 +88,12 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	}
 	if err == nil {
 		var n int64
-		n, err = q.fencedExec(ctx, qPruneMetrics, now.Add(-q.cfg.metricsKeep).Unix())
+		n, err = q.fencedExec(ctx, qPruneMetrics, minuteSpan, now.Add(-minuteKeep).Unix())
+		pruned += int(n)
+	}
+	if err == nil {
+		var n int64
+		n, err = q.fencedExec(ctx, qPruneMetrics, hourSpan, now.Add(-q.cfg.metricsKeep).Unix())
 		pruned += int(n)
 	}
 	if err != nil {

@@ -34,6 +34,7 @@ func LatestSchemaVersion(d Dialect) (int, error) {
 type tableNames struct {
 	raw                                  string
 	jobs, pauses, workers, metrics, meta string
+	runMetrics                           string
 	periodic, uniques, counts            string
 	batches, batchJobs                   string
 	fleet                                string
@@ -47,7 +48,10 @@ func names(d dialect, table string) tableNames {
 		pauses:  d.quote(table + "_pauses"),
 		workers: d.quote(table + "_workers"),
 		metrics: d.quote(table + "_metrics"),
-		meta:    d.quote(table + "_meta"),
+		// runMetrics holds the run metrics by queue, job name and minute
+		// or hour (see FlushMetrics); metrics is gone since it came.
+		runMetrics: d.quote(table + "_run_metrics"),
+		meta:       d.quote(table + "_meta"),
 		// periodic records periodic jobs' ticks; uniques holds the unique
 		// keys of UniqueFor pushes until their hold ends.
 		periodic: d.quote(table + "_periodic"),
@@ -64,7 +68,7 @@ func names(d dialect, table string) tableNames {
 	}
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
-		"{metrics}", t.metrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
+		"{metrics}", t.metrics, "{run_metrics}", t.runMetrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
 	)
 	return t
 }
@@ -101,7 +105,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 // tables and indexes, quoted (the table prefix is validated by WithTable).
 func migrationVars(d dialect, table string) map[string]string {
 	vars := map[string]string{"jobs": d.quote(table)}
-	for _, s := range []string{"pauses", "workers", "metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet"} {
+	for _, s := range []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet"} {
 		vars[s] = d.quote(table + "_" + s)
 	}
 	// The counting triggers and their functions (see the counts migration),

@@ -61,7 +61,7 @@ var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
 
 // WithTable names the jobs table (default "meridian_jobs"). The queue's
 // other tables take it as a prefix: <table>_pauses, <table>_workers,
-// <table>_metrics, <table>_meta, <table>_periodic, <table>_uniques,
+// <table>_run_metrics, <table>_meta, <table>_periodic, <table>_uniques,
 // <table>_counts, <table>_batches, <table>_batch_jobs and <table>_fleet.
 // The name must match
 // [A-Za-z_][A-Za-z0-9_]{0,39}; it is always quoted in SQL.
@@ -250,7 +250,7 @@ func New(db DB, opts ...Option) (*Queue, error) {
 		keepDead:       7 * 24 * time.Hour,
 		workerTTL:      2 * time.Minute,
 		maintainEvery:  time.Minute,
-		metricsKeep:    7 * 24 * time.Hour,
+		metricsKeep:    queue.MetricsRetention,
 		metricsFlushIn: time.Second,
 	}
 	for _, o := range opts {

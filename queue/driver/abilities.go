@@ -209,6 +209,7 @@ type Capabilities struct {
 	Reporter   Reporter
 	Waiter     Waiter
 	Fleet      Fleet
+	History    MetricsHistory
 	// DefaultLease is the store's configured lease length, 0 when it has
 	// none (see LeaseDefaulter).
 	DefaultLease time.Duration
@@ -224,6 +225,7 @@ func CapabilitiesOf(q Queue) Capabilities {
 	c.Reporter, _ = q.(Reporter)
 	c.Waiter, _ = q.(Waiter)
 	c.Fleet, _ = q.(Fleet)
+	c.History, _ = q.(MetricsHistory)
 	if d, ok := q.(LeaseDefaulter); ok {
 		c.DefaultLease = d.DefaultLease()
 	}
@@ -243,6 +245,7 @@ var abilities = []struct {
 	{"Reporter", "no worker registry or run metrics", func(c Capabilities) bool { return c.Reporter != nil }},
 	{"Waiter", "workers poll", func(c Capabilities) bool { return c.Waiter != nil }},
 	{"Fleet", "no fleet commands: workers cannot be terminated, paused or continued through the store", func(c Capabilities) bool { return c.Fleet != nil }},
+	{"MetricsHistory", "run metrics for the last hour only, no 24-hour or 7-day views", func(c Capabilities) bool { return c.History != nil }},
 }
 
 // Missing lists the abilities the store lacks, each as its interface's
@@ -260,7 +263,7 @@ func (c Capabilities) Missing() []string {
 
 // Require returns nil when the store has the ability named (an interface
 // of this package: "Inspector", "Controller", "Workflows", "Scheduler",
-// "Reporter", "Waiter" or "Fleet"), and otherwise an error matching ErrUnsupported
+// "Reporter", "Waiter", "Fleet" or "MetricsHistory"), and otherwise an error matching ErrUnsupported
 // that names it and what goes without it.
 func (c Capabilities) Require(name string) error {
 	for _, a := range abilities {

@@ -108,15 +108,49 @@ func PerMinute(n int64, now time.Time) float64 {
 	return float64(n) / span.Minutes()
 }
 
-// MetricPoint aggregates the attempts of one queue in one minute.
+// MetricPoint aggregates the attempts of one job name (RunRecord.Name, the
+// job class) in one queue in one minute (or hour, from
+// MetricsHistory.HourlyMetrics). Points add up: a queue's figures are the
+// sums over its names, a window's over its minutes, and Runtimes merge
+// bucket by bucket.
 type MetricPoint struct {
-	Queue        string
-	Minute       time.Time // start of the minute, UTC
+	Queue string
+	// Name is the job name the attempts ran; "" for attempts recorded
+	// without one.
+	Name         string
+	Minute       time.Time // start of the minute (or hour), UTC
 	Processed    int64
 	Failed       int64
 	TotalRuntime time.Duration
 	MaxRuntime   time.Duration
 	TotalWait    time.Duration
+	// Runtimes counts the attempts' runtimes in log-scale buckets, from
+	// which the p50 and p95 runtimes are read (RuntimeHistogram.Quantile).
+	Runtimes RuntimeHistogram
+}
+
+// Add adds the attempts of o to p (a sum over queues, names or minutes;
+// p keeps its own Queue, Name and Minute).
+func (p *MetricPoint) Add(o MetricPoint) {
+	p.Processed += o.Processed
+	p.Failed += o.Failed
+	p.TotalRuntime += o.TotalRuntime
+	p.MaxRuntime = max(p.MaxRuntime, o.MaxRuntime)
+	p.TotalWait += o.TotalWait
+	p.Runtimes.Merge(&o.Runtimes)
+}
+
+// Observe adds the attempt r to p.
+func (p *MetricPoint) Observe(r RunRecord) {
+	if r.Outcome == OutcomeDone {
+		p.Processed++
+	} else {
+		p.Failed++
+	}
+	p.TotalRuntime += r.Runtime
+	p.MaxRuntime = max(p.MaxRuntime, r.Runtime)
+	p.TotalWait += max(r.Wait, 0)
+	p.Runtimes.Observe(r.Runtime)
 }
 
 // JobFilter selects jobs for ListJobs. Zero fields do not filter.
