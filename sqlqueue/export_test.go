@@ -28,3 +28,13 @@ func MetricsFlushes(q *Queue) int {
 	defer q.metrics.mu.Unlock()
 	return q.metrics.flushes
 }
+
+// TableSuffixes are what a queue's table names append to its jobs
+// table's name: "" (the jobs table itself) and "_" and each kind.
+func TableSuffixes() []string {
+	s := []string{""}
+	for _, k := range tableKinds {
+		s = append(s, "_"+k)
+	}
+	return s
+}

@@ -85,8 +85,9 @@ type store struct {
 	path  string
 }
 
-// tableSuffixes name a queue's tables after its jobs table's name.
-var tableSuffixes = []string{"", "_pauses", "_workers", "_metrics", "_run_metrics", "_meta", "_periodic", "_uniques", "_counts", "_batches", "_batch_jobs"}
+// tableSuffixes name a queue's tables after its jobs table's name: every
+// table the migrations make, so a test drops them all.
+var tableSuffixes = sqlqueue.TableSuffixes()
 
 func newStore(t testing.TB, b backend) store {
 	t.Helper()

@@ -101,11 +101,15 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 	return dl.migrations().Script(migrationVars(dl, cfg.table), 0)
 }
 
+// tableKinds name a queue's tables besides its jobs table: each is named
+// after the jobs table with "_" and the kind appended.
+var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet"}
+
 // migrationVars are the names the migration files use for one queue's
 // tables and indexes, quoted (the table prefix is validated by WithTable).
 func migrationVars(d dialect, table string) map[string]string {
 	vars := map[string]string{"jobs": d.quote(table)}
-	for _, s := range []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet"} {
+	for _, s := range tableKinds {
 		vars[s] = d.quote(table + "_" + s)
 	}
 	// The counting triggers and their functions (see the counts migration),
