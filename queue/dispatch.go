@@ -10,6 +10,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue/driver"
@@ -76,30 +77,125 @@ func Priority(p int) Option { return func(j *Job) { j.Priority = p } }
 func Unique(key string) Option { return func(j *Job) { j.UniqueKey = key } }
 
 // UniqueFor is Unique(key) with the key held for d after the push, even
-// once the job has finished (see Job.UniqueFor).
+// once the job has finished (see Job.UniqueFor). An empty key keeps the
+// key another option gives: with UniqueByPayload, the payload's key is
+// held for d.
 func UniqueFor(key string, d time.Duration) Option {
-	return func(j *Job) { j.UniqueKey, j.UniqueFor = key, d }
+	return func(j *Job) {
+		if key != "" {
+			j.UniqueKey = key
+		}
+		j.UniqueFor = d
+	}
 }
 
 // UniqueByPayload makes the job unique among active jobs of its queue by
-// its name and payload: the key is derived from both (a SHA-256), so two
-// dispatches of equal values are one job. Apply it after options that
-// change the payload.
+// its name and payload: the key is "payload:" and a SHA-256 of both, so
+// two dispatches of equal values are one job. When the job type tags
+// fields `meridian:"unique"`, only those fields count: their JSON names
+// and values (top-level fields of a struct, in declaration order), so
+// values that differ elsewhere are duplicates. NewJob derives the key
+// after every option, so their order does not matter; UniqueFor("", d)
+// and Replace("") hold the same key for a period or replace its waiting
+// holder.
 func UniqueByPayload() Option {
-	return func(j *Job) {
-		h := sha256.New()
-		h.Write([]byte(j.Name))
-		h.Write([]byte{0})
-		h.Write(j.Payload)
-		j.UniqueKey = "payload:" + hex.EncodeToString(h.Sum(nil))
+	return func(j *Job) { j.UniqueKey = byPayload }
+}
+
+// byPayload is the unique key UniqueByPayload leaves for NewJob to
+// replace with the derived one. A NUL byte makes it a key no caller can
+// mean: the drivers refuse keys that hold one.
+const byPayload = "\x00payload"
+
+// payloadKey is the unique key UniqueByPayload derives for v, encoded as
+// payload under name: from v's fields tagged `meridian:"unique"` when it
+// has any, else from the whole payload.
+func payloadKey(name string, v any, payload []byte) (string, error) {
+	h := sha256.New()
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	fields, err := uniqueFields(v)
+	if err != nil {
+		return "", err
 	}
+	if fields == nil {
+		h.Write(payload)
+	}
+	for _, f := range fields {
+		h.Write([]byte(f.name))
+		h.Write([]byte{0})
+		h.Write(f.value)
+		h.Write([]byte{0})
+	}
+	return "payload:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// uniqueField is one field of a job's value that its unique key covers:
+// its JSON name and JSON-encoded value.
+type uniqueField struct {
+	name  string
+	value []byte
+}
+
+// uniqueFields returns v's top-level fields tagged `meridian:"unique"`,
+// in declaration order, or nil when v is no struct (or pointer to one) or
+// tags none. A meridian tag of another value is an error, so a typo does
+// not silently widen the key to the whole payload.
+func uniqueFields(v any) ([]uniqueField, error) {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return nil, nil
+		}
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Struct {
+		return nil, nil
+	}
+	t := rv.Type()
+	var out []uniqueField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, ok := sf.Tag.Lookup("meridian")
+		if !ok {
+			continue
+		}
+		if tag != "unique" {
+			return nil, fmt.Errorf("queue: field %s of %s has the tag meridian:%q; the only one is meridian:\"unique\"", sf.Name, t, tag)
+		}
+		if !sf.IsExported() {
+			return nil, fmt.Errorf("queue: field %s of %s is tagged unique but not exported, so it is not in the payload", sf.Name, t)
+		}
+		b, err := json.Marshal(rv.Field(i).Interface())
+		if err != nil {
+			return nil, fmt.Errorf("queue: encoding the unique field %s of %s: %w", sf.Name, t, err)
+		}
+		out = append(out, uniqueField{name: jsonName(sf), value: b})
+	}
+	return out, nil
+}
+
+// jsonName is the name encoding/json gives the struct field sf.
+func jsonName(sf reflect.StructField) string {
+	if tag, ok := sf.Tag.Lookup("json"); ok {
+		if name, _, _ := strings.Cut(tag, ","); name != "" && name != "-" {
+			return name
+		}
+	}
+	return sf.Name
 }
 
 // Replace is Unique(key) where a second push replaces the waiting job that
 // holds key, taking its place with the new payload and run time (debounce;
-// see Job.UniqueReplace).
+// see Job.UniqueReplace). An empty key keeps the key another option gives
+// (UniqueByPayload).
 func Replace(key string) Option {
-	return func(j *Job) { j.UniqueKey, j.UniqueReplace = key, true }
+	return func(j *Job) {
+		if key != "" {
+			j.UniqueKey = key
+		}
+		j.UniqueReplace = true
+	}
 }
 
 // MaxAttempts caps this job's total attempts, overriding the worker's
@@ -145,6 +241,11 @@ func NewJob[T any](v T, opts ...Option) (Job, error) {
 	typeDefaults(v, &j)
 	for _, o := range opts {
 		o(&j)
+	}
+	if j.UniqueKey == byPayload {
+		if j.UniqueKey, err = payloadKey(name, v, payload); err != nil {
+			return Job{}, err
+		}
 	}
 	if j.Queue == "" {
 		j.Queue = DefaultQueue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,6 +206,103 @@ func TestPerMinute(t *testing.T) {
 	for _, tc := range tests {
 		if got := driver.PerMinute(tc.n, tc.now); got != tc.want {
 			t.Errorf("PerMinute(%d, %s) = %v, want %v", tc.n, tc.now.Format(time.TimeOnly), got, tc.want)
+		}
+	}
+}
+
+// Jobs whose unique key UniqueByPayload derives from their fields.
+type (
+	invoiceReminder struct {
+		InvoiceID int64  `json:"invoice_id" meridian:"unique"`
+		Tenant    string `meridian:"unique"`
+		Message   string `json:"message"`
+	}
+	badUniqueTag struct {
+		ID int `meridian:"uniq"`
+	}
+	hiddenUnique struct {
+		id int `meridian:"unique"`
+	}
+)
+
+func TestUniqueByPayloadKeys(t *testing.T) {
+	t.Parallel()
+	key := func(t *testing.T, v any, opts ...queue.Option) queue.Job {
+		t.Helper()
+		j, err := queue.NewJob(v, append(opts, queue.UniqueByPayload())...)
+		if err != nil {
+			t.Fatalf("NewJob(%+v) = %v", v, err)
+		}
+		if len(j.UniqueKey) != len("payload:")+64 || j.UniqueKey[:8] != "payload:" {
+			t.Fatalf("key %q is not payload: and a SHA-256", j.UniqueKey)
+		}
+		return j
+	}
+	base := invoiceReminder{InvoiceID: 7, Tenant: "acme", Message: "due soon"}
+	tests := []struct {
+		name string
+		a, b any
+		same bool
+	}{
+		{"untagged field differs", base, invoiceReminder{InvoiceID: 7, Tenant: "acme", Message: "overdue"}, true},
+		{"tagged field differs", base, invoiceReminder{InvoiceID: 8, Tenant: "acme", Message: "due soon"}, false},
+		{"second tagged field differs", base, invoiceReminder{InvoiceID: 7, Tenant: "other", Message: "due soon"}, false},
+		{"pointer and value", base, &base, true},
+		{"no tags: the whole payload", Greet{Name: "a"}, Greet{Name: "b"}, false},
+		{"no tags: equal payloads", Greet{Name: "a"}, Greet{Name: "a"}, true},
+		{"same fields, another type", namedJob{N: 1}, ptrNamed{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, b := key(t, tt.a), key(t, tt.b)
+			if (a.UniqueKey == b.UniqueKey) != tt.same {
+				t.Errorf("keys %s and %s: same = %v, want %v", a.UniqueKey, b.UniqueKey, !tt.same, tt.same)
+			}
+		})
+	}
+
+	t.Run("order of options", func(t *testing.T) {
+		t.Parallel()
+		first := key(t, base)
+		for _, opts := range [][]queue.Option{
+			{queue.UniqueFor("", time.Hour)},
+			{queue.Replace("")},
+		} {
+			j := key(t, base, opts...)
+			if j.UniqueKey != first.UniqueKey {
+				t.Errorf("an option before UniqueByPayload changed the key: %s, want %s", j.UniqueKey, first.UniqueKey)
+			}
+			after, err := queue.NewJob(base, append([]queue.Option{queue.UniqueByPayload()}, opts...)...)
+			if err != nil || after.UniqueKey != first.UniqueKey {
+				t.Errorf("an option after UniqueByPayload: key %s, %v; want %s", after.UniqueKey, err, first.UniqueKey)
+			}
+			if after.UniqueFor != j.UniqueFor || after.UniqueReplace != j.UniqueReplace {
+				t.Errorf("the mode depends on the order: %v/%v, %v/%v", after.UniqueFor, j.UniqueFor, after.UniqueReplace, j.UniqueReplace)
+			}
+		}
+	})
+
+	t.Run("a key given later wins", func(t *testing.T) {
+		t.Parallel()
+		j, err := queue.NewJob(base, queue.UniqueByPayload(), queue.Unique("by-hand"))
+		if err != nil || j.UniqueKey != "by-hand" {
+			t.Errorf("key %q, %v; want by-hand", j.UniqueKey, err)
+		}
+	})
+
+	for _, bad := range []struct {
+		v    any
+		want string
+	}{
+		{badUniqueTag{ID: 1}, `meridian:"uniq"`},
+		{hiddenUnique{id: 1}, "not exported"},
+	} {
+		if _, err := queue.NewJob(bad.v, queue.UniqueByPayload()); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("NewJob(%T) = %v, want an error naming %s", bad.v, err, bad.want)
+		}
+		if _, err := queue.NewJob(bad.v); err != nil {
+			t.Errorf("NewJob(%T) without UniqueByPayload = %v: the tag matters only to it", bad.v, err)
 		}
 	}
 }

@@ -147,3 +147,21 @@ func ExampleUniqueByPayload() {
 	fmt.Println(a, b, c)
 	// Output: false true false
 }
+
+// A job type narrows its payload key to the fields that identify it:
+// a second reminder for the same invoice is a duplicate whatever its
+// message says, held for a day.
+func ExampleUniqueByPayload_fields() {
+	type RemindInvoice struct {
+		InvoiceID int64  `json:"invoice_id" meridian:"unique"`
+		Message   string `json:"message"`
+	}
+	ctx := context.Background()
+	q := memqueue.New()
+	day := queue.UniqueFor("", 24*time.Hour)
+	_, a, _ := queue.Enqueue(ctx, q, RemindInvoice{InvoiceID: 7, Message: "due soon"}, queue.UniqueByPayload(), day)
+	_, b, _ := queue.Enqueue(ctx, q, RemindInvoice{InvoiceID: 7, Message: "overdue"}, day, queue.UniqueByPayload())
+	_, c, _ := queue.Enqueue(ctx, q, RemindInvoice{InvoiceID: 8, Message: "overdue"}, queue.UniqueByPayload(), day)
+	fmt.Println(a, b, c)
+	// Output: false true false
+}
