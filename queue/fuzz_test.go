@@ -88,3 +88,50 @@ func FuzzCron(f *testing.F) {
 		_ = s.String()
 	})
 }
+
+// uniqueTarget is the job type FuzzUniqueByFields keys: two fields that
+// identify it and one that does not.
+type uniqueTarget struct {
+	Account string  `json:"account" meridian:"unique"`
+	Amount  float64 `meridian:"unique"`
+	Note    string  `json:"note"`
+}
+
+// FuzzUniqueByFields checks UniqueByPayload's key on a type with unique
+// fields, for any values: values equal in those fields have one key
+// whatever the other field holds, and values whose unique fields encode
+// differently have different keys; it never panics.
+func FuzzUniqueByFields(f *testing.F) {
+	f.Add("acct-1", 12.5, "a", "b", "acct-2", 12.5)
+	f.Add("", 0.0, "", "\x00", "\ufffd", -0.0)
+	f.Add("x\x00y", 1e300, "note", "", "x", 1e300)
+	f.Fuzz(func(t *testing.T, account string, amount float64, note1, note2, account2 string, amount2 float64) {
+		key := func(v uniqueTarget) (string, bool) {
+			j, err := NewJob(v, UniqueByPayload())
+			if err != nil {
+				// Only a value encoding/json refuses (NaN, ±Inf) may fail.
+				if _, jerr := json.Marshal(v); jerr == nil {
+					t.Fatalf("NewJob(%+v) = %v, but the value encodes", v, err)
+				}
+				return "", false
+			}
+			return j.UniqueKey, true
+		}
+		a, ok := key(uniqueTarget{account, amount, note1})
+		if !ok {
+			return
+		}
+		if b, _ := key(uniqueTarget{account, amount, note2}); a != b {
+			t.Fatalf("notes %q and %q gave keys %s and %s: the note is no unique field", note1, note2, a, b)
+		}
+		c, ok := key(uniqueTarget{account2, amount2, note1})
+		if !ok {
+			return
+		}
+		e1, _ := json.Marshal([]any{account, amount})
+		e2, _ := json.Marshal([]any{account2, amount2})
+		if (a == c) != (string(e1) == string(e2)) {
+			t.Fatalf("unique fields %s and %s gave keys %s and %s", e1, e2, a, c)
+		}
+	})
+}
