@@ -43,6 +43,15 @@ func defaultRedisURL() string {
 	return ""
 }
 
+// queuesText describes Options.Queues for the run's header: nothing for
+// the default queue alone.
+func queuesText(n int) string {
+	if n < 2 {
+		return ""
+	}
+	return fmt.Sprintf("%d queues, ", n)
+}
+
 func runBench(ctx context.Context, args []string) error {
 	return benchMain(ctx, args, os.Stdout, os.Stderr)
 }
@@ -56,7 +65,8 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		drivers     = fs.String("driver", "", "comma-separated drivers to measure: memory, sqlite, postgres, mysql, redis (default: memory, sqlite and each server whose DSN is set)")
 		pgDSN       = fs.String("postgres-dsn", os.Getenv("MERIDIAN_POSTGRES_DSN"), "PostgreSQL DSN (default $MERIDIAN_POSTGRES_DSN)")
 		myDSN       = fs.String("mysql-dsn", os.Getenv("MERIDIAN_MYSQL_DSN"), "MySQL/MariaDB DSN, user@tcp(host:port)/db (default $MERIDIAN_MYSQL_DSN)")
-		redisURL    = fs.String("redis-url", defaultRedisURL(), "Redis URL, redis://host:port/db; the queues use keys under prefixes of their own, deleted afterwards (default redis://$MERIDIAN_REDIS_ADDR/0)")
+		redisURL    = fs.String("redis-url", defaultRedisURL(), "Redis URL, redis://host:port/db, or a Redis Cluster's, redis://host:7000?addr=host:7001&addr=host:7002 (or ?cluster=true); the queues use keys under prefixes of their own, deleted afterwards (default redis://$MERIDIAN_REDIS_ADDR/0)")
+		queues      = fs.Int("queues", 0, "queues to spread the jobs over, each dispatch to the next in turn, worker i working them all in strict order from queue i (default 1: the default queue); on a Redis Cluster they are named to fall on different masters, and one queue is served by one master")
 		sqlitePath  = fs.String("sqlite", "", "SQLite database file (default: a new file in a temporary directory, removed afterwards)")
 		quick       = fs.Bool("quick", false, "smoke run: seconds per driver, figures too small to quote")
 		modes       = fs.String("modes", "all", "comma-separated modes: burndown, failonce (burn-down where every first attempt fails), continuous, dispatch, latency, flood (a flooded queue beside a trickle, under strict order, auto, auto moving half the budget per cooldown, and weights 6:1), or all (all but failonce and flood)")
@@ -131,7 +141,7 @@ flags:`)
 		{"jobs", *jobs, &o.Jobs}, {"workers", *workers, &o.Workers}, {"concurrency", *concurrency, &o.Concurrency},
 		{"producers", *producers, &o.Producers}, {"batch", *batch, &o.BatchSize}, {"chunk", *chunk, &o.ChunkSize},
 		{"backlog", *backlog, &o.MaxBacklog}, {"dispatchers", *dispatchers, &o.Dispatchers}, {"rate", *rate, &o.Rate},
-		{"baseline-conns", *baseConns, &o.BaselineConns},
+		{"baseline-conns", *baseConns, &o.BaselineConns}, {"queues", *queues, &o.Queues},
 	} {
 		if set[v.name] {
 			if v.val < 1 {
@@ -233,8 +243,8 @@ flags:`)
 
 	fmt.Fprintf(out, "meridian bench: %s %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
-		o.Jobs, o.Duration, o.Warmup, o.Workers, o.Concurrency, prefetchText(o.Prefetch), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
+	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %s%d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
+		o.Jobs, o.Duration, o.Warmup, queuesText(o.Queues), o.Workers, o.Concurrency, prefetchText(o.Prefetch), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
 		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone))
 	var errs []error
 	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}

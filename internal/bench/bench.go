@@ -126,6 +126,15 @@ type Options struct {
 	// more jobs than Concurrency.
 	Prefetch int
 
+	// Queues is how many queues the modes spread their jobs over (the
+	// flood mode has its own two): each DispatchMany and Dispatch goes to
+	// the next queue in turn, and Worker i works every queue in strict
+	// order starting at queue i, so with Workers a multiple of Queues each
+	// queue has workers of its own first. Zero or one is the default
+	// queue alone. A target that is a Spreader names them (a Redis
+	// Cluster: on different masters); otherwise they are q0, q1, ... .
+	Queues int
+
 	// Producers is how many goroutines dispatch batches with DispatchMany
 	// (burn-down fill, continuous, dispatch-only); BatchSize is the batch
 	// of a continuous producer and ChunkSize the batch of the fill and of
@@ -168,6 +177,11 @@ type Options struct {
 	// ServerCPU), for the burn-down's server CPU figures. Run sets it from
 	// a target that is a ServerCPU.
 	ReadServerCPU func() (time.Duration, bool)
+
+	// ReadNodesCPU, when set, reads each server node's CPU time (see
+	// NodesCPU), for the per-master CPU figures. Run sets it from a target
+	// that is a NodesCPU.
+	ReadNodesCPU func() (map[string]time.Duration, bool)
 
 	// ReadStoreMemory, when set, reads the memory the store holds (see
 	// StoreMemory): the burn-down then reports the store's memory per
@@ -283,9 +297,12 @@ type Unit string
 
 // The units of figures.
 const (
-	PerSecond    Unit = "jobs/s"
-	Milliseconds Unit = "ms"
-	Bytes        Unit = "B"
+	PerSecond Unit = "jobs/s"
+	// PerCoreSecond counts jobs per second of one server core wholly
+	// busy with them: jobs divided by the server CPU seconds they took.
+	PerCoreSecond Unit = "jobs/core-s"
+	Milliseconds  Unit = "ms"
+	Bytes         Unit = "B"
 )
 
 // Figure is one measured number.
@@ -402,6 +419,9 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	if _, ok := t.(InProcess); ok {
 		o.heldPerJob = true
 	}
+	if n, ok := t.(NodesCPU); ok && o.ReadNodesCPU == nil {
+		o.ReadNodesCPU = n.NodesCPU
+	}
 	if m, ok := t.(StoreMemory); ok && o.ReadStoreMemory == nil {
 		o.ReadStoreMemory = m.UsedMemory
 	}
@@ -423,12 +443,16 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 			continue
 		}
 		measure := func(name string, fn func(e Engine, o Options) ([]Figure, error)) error {
-			figs, calls, err := withQueue(ctx, t, func(q queue.Queue) ([]Figure, error) {
+			figs, calls, err := withQueue(ctx, t, func(q, raw queue.Queue) ([]Figure, error) {
 				o := o
 				if a, ok := t.(Analyzer); ok && o.Analyze {
 					o.analyze = func(ctx context.Context) error { return a.Analyze(ctx, q) }
 				}
-				return fn(QueueEngine(q), o)
+				names, err := spreadQueues(ctx, t, raw, o.Queues)
+				if err != nil {
+					return nil, err
+				}
+				return fn(QueuesEngine(q, names...), o)
 			})
 			rep.Figures = append(rep.Figures, figs...)
 			rep.Calls = append(rep.Calls, ModeCalls{Mode: name, Calls: calls.String()})
@@ -467,15 +491,43 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 	return rep, nil
 }
 
-// withQueue runs fn on a fresh queue of t, counting its calls, and drops
-// the queue afterwards, even when fn fails or ctx is done.
-func withQueue(ctx context.Context, t Target, fn func(q queue.Queue) ([]Figure, error)) ([]Figure, *Calls, error) {
+// Spreader is a Target whose store shards queues by name (a Redis
+// Cluster, by the hash slot of the queue's keys): it names queues that
+// fall on different shards.
+type Spreader interface {
+	// SpreadQueues names n queues of q, a queue the target made, spread
+	// over the shards as evenly as they can be.
+	SpreadQueues(ctx context.Context, q queue.Queue, n int) ([]string, error)
+}
+
+// spreadQueues names the n queues of Options.Queues on q, a queue t made:
+// none (the default queue) for n below 2, t's own names when it is a
+// Spreader, else q0, q1, ... .
+func spreadQueues(ctx context.Context, t Target, q queue.Queue, n int) ([]string, error) {
+	if n < 2 {
+		return nil, nil
+	}
+	s, ok := t.(Spreader)
+	if !ok {
+		return queueNames(n), nil
+	}
+	names, err := s.SpreadQueues(ctx, q, n)
+	if err != nil {
+		return nil, fmt.Errorf("naming %d queues: %w", n, err)
+	}
+	return names, nil
+}
+
+// withQueue runs fn on a fresh queue of t, counting its calls (q; raw is
+// the queue as t made it), and drops the queue afterwards, even when fn
+// fails or ctx is done.
+func withQueue(ctx context.Context, t Target, fn func(q, raw queue.Queue) ([]Figure, error)) ([]Figure, *Calls, error) {
 	q, drop, err := t.NewQueue(ctx)
 	if err != nil {
 		return nil, &Calls{}, fmt.Errorf("making a fresh queue: %w", err)
 	}
 	cq, calls := count(q)
-	figs, err := fn(cq)
+	figs, err := fn(cq, q)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if derr := drop(dctx); derr != nil {

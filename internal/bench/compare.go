@@ -67,7 +67,7 @@ func Compare(old, cur Results, threshold float64) []Delta {
 			}
 			d := Delta{Driver: r.Driver, Name: f.Name, Unit: f.Unit, Old: p.Value, New: f.Value,
 				Change: (f.Value - p.Value) / p.Value * 100}
-			if f.Unit != PerSecond { // times and sizes: more is worse
+			if f.Unit != PerSecond && f.Unit != PerCoreSecond { // times and sizes: more is worse
 				d.Worse = d.Change > threshold
 			} else {
 				d.Worse = -d.Change > threshold

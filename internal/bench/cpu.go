@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,21 +18,38 @@ type ServerCPU interface {
 	ServerCPU() (time.Duration, bool)
 }
 
+// NodesCPU is a Target whose store runs as several server processes that
+// share the work (a Redis Cluster's masters) and can read each one's CPU
+// time: the burn-down and the continuous mode then also report the CPU
+// per job of the busiest and of the least busy node, and their mean.
+type NodesCPU interface {
+	// NodesCPU returns the CPU time (user and system) each node has used
+	// so far, by node, and false when it cannot be read.
+	NodesCPU() (map[string]time.Duration, bool)
+}
+
 // cpuMark is the CPU time of this process, and of the database server
-// when known, at the start of a measured phase.
+// (and of its nodes) when known, at the start of a measured phase.
 type cpuMark struct {
 	client, server time.Duration
 	hasClient      bool
 	hasServer      bool
 	serverCPU      func() (time.Duration, bool)
+	nodes          map[string]time.Duration
+	nodesCPU       func() (map[string]time.Duration, bool)
 }
 
 // startCPU marks the CPU time used so far.
 func (o Options) startCPU() cpuMark {
-	m := cpuMark{serverCPU: o.ReadServerCPU}
+	m := cpuMark{serverCPU: o.ReadServerCPU, nodesCPU: o.ReadNodesCPU}
 	m.client, m.hasClient = ProcessCPU()
 	if o.ReadServerCPU != nil {
 		m.server, m.hasServer = o.ReadServerCPU()
+	}
+	if o.ReadNodesCPU != nil {
+		if n, ok := o.ReadNodesCPU(); ok {
+			m.nodes = n
+		}
 	}
 	return m
 }
@@ -48,9 +66,46 @@ func (m cpuMark) figures(phase string, jobs int) []Figure {
 	if m.hasServer {
 		if s, ok := m.serverCPU(); ok {
 			out = append(out, Figure{Name: phase + ": server CPU per 1,000 jobs", Value: per(s - m.server), Unit: Milliseconds})
+			if used := (s - m.server).Seconds(); used > 0 {
+				// The sizing model: the jobs one server core carries,
+				// had it nothing else to do (a Redis master is one
+				// core's worth: its scripts run on one thread).
+				out = append(out, Figure{Name: phase + ": jobs per server core-second", Value: float64(jobs) / used, Unit: PerCoreSecond})
+			}
+		}
+	}
+	if len(m.nodes) > 1 {
+		if now, ok := m.nodesCPU(); ok {
+			out = append(out, nodeFigures(phase, jobs, m.nodes, now)...)
 		}
 	}
 	return out
+}
+
+// nodeFigures returns the CPU per 1,000 jobs of the busiest node and of
+// the least busy one between the two readings, and the nodes' mean; a node
+// in one reading only is left out.
+func nodeFigures(phase string, jobs int, before, after map[string]time.Duration) []Figure {
+	var used []time.Duration
+	for addr, a := range after {
+		if b, ok := before[addr]; ok {
+			used = append(used, a-b)
+		}
+	}
+	if len(used) == 0 {
+		return nil
+	}
+	per := func(d time.Duration) float64 { return ms(d) * 1000 / float64(max(jobs, 1)) }
+	var sum time.Duration
+	for _, d := range used {
+		sum += d
+	}
+	n := len(used)
+	return []Figure{
+		{Name: fmt.Sprintf("%s: server CPU per 1,000 jobs per master, mean of %d", phase, n), Value: per(sum / time.Duration(n)), Unit: Milliseconds},
+		{Name: fmt.Sprintf("%s: server CPU per 1,000 jobs, busiest of %d masters", phase, n), Value: per(slices.Max(used)), Unit: Milliseconds},
+		{Name: fmt.Sprintf("%s: server CPU per 1,000 jobs, least busy of %d masters", phase, n), Value: per(slices.Min(used)), Unit: Milliseconds},
+	}
 }
 
 // TreeCPU returns the CPU time (user and system) used so far by the

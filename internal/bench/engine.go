@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -36,7 +38,40 @@ type Engine interface {
 // of the bench job type, and queue.Worker values with a typed handler.
 func QueueEngine(q queue.Queue) Engine { return queueEngine{q: q} }
 
-type queueEngine struct{ q queue.Queue }
+// QueuesEngine is QueueEngine over the queues names of q (none: the
+// default queue): each DispatchMany and Dispatch goes to the next queue in
+// turn, and worker i works every queue in strict order starting at
+// queue i (see Options.Queues).
+func QueuesEngine(q queue.Queue, names ...string) Engine {
+	if len(names) == 0 {
+		return queueEngine{q: q}
+	}
+	return queueEngine{q: q, names: slices.Clone(names), next: new(atomic.Uint64)}
+}
+
+type queueEngine struct {
+	q     queue.Queue
+	names []string       // the queues; none: the default queue
+	next  *atomic.Uint64 // the calls made, picking each call's queue
+}
+
+// opts returns the options of the next dispatch: the next queue in turn.
+func (e queueEngine) opts() []queue.Option {
+	if len(e.names) == 0 {
+		return nil
+	}
+	return []queue.Option{queue.OnQueue(e.names[(e.next.Add(1)-1)%uint64(len(e.names))])}
+}
+
+// rotated returns the queues in strict order starting at the i-th
+// (modulo their number), or nil for the default queue alone.
+func rotated(names []string, i int) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	k := i % len(names)
+	return slices.Concat(names[k:], names[:k])
+}
 
 // errFirstAttempt is the fail-once mode's failure of a first attempt.
 var errFirstAttempt = errors.New("bench: the first attempt fails")
@@ -53,18 +88,19 @@ func (e queueEngine) DispatchMany(ctx context.Context, n int) (int, error) {
 	if n > maxBatch {
 		b = make([]job, n)
 	}
-	return queue.DispatchMany(ctx, e.q, b)
+	return queue.DispatchMany(ctx, e.q, b, e.opts()...)
 }
 
 func (e queueEngine) Dispatch(ctx context.Context, t int64) error {
-	return queue.Dispatch(ctx, e.q, job{T: t})
+	return queue.Dispatch(ctx, e.q, job{T: t}, e.opts()...)
 }
 
 func (e queueEngine) StartWorkers(o Options, handle func(t int64)) (func() error, error) {
 	ws := make([]*queue.Worker, 0, o.Workers)
 	errs := make(chan error, o.Workers)
-	for range o.Workers {
-		w := queue.NewWorker(e.q).Slog(quiet).Concurrency(o.Concurrency).Poll(o.Poll).ShutdownTimeout(10 * time.Second)
+	for i := range o.Workers {
+		w := queue.NewWorker(e.q).Slog(quiet).Concurrency(o.Concurrency).Poll(o.Poll).ShutdownTimeout(10 * time.Second).
+			Queues(rotated(e.names, i)...)
 		if o.Prefetch != 0 {
 			w.Prefetch(max(o.Prefetch, 0))
 		}
