@@ -64,16 +64,24 @@ func freeClusterPort(t *testing.T) int {
 // t.TempDir.
 func startCluster(t *testing.T) map[string]*redisProc {
 	t.Helper()
-	testutil.NeedPrograms(t, "the Cluster failover test", "redis-server", "redis-cli")
+	return startClusterOf(t, 3, 1)
+}
+
+// startClusterOf is startCluster with masters masters of replicas
+// replicas each, every node started with the redis-server arguments extra
+// too.
+func startClusterOf(t *testing.T, masters, replicas int, extra ...string) map[string]*redisProc {
+	t.Helper()
+	testutil.NeedPrograms(t, "the Cluster tests of their own", "redis-server", "redis-cli")
 	nodes := map[string]*redisProc{}
 	var addrs []string
-	for range 6 {
+	for range masters * (1 + replicas) {
 		port := freeClusterPort(t)
 		dir := t.TempDir()
 		p := &redisProc{addr: "127.0.0.1:" + strconv.Itoa(port)}
-		p.cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+		p.cmd = exec.Command("redis-server", append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no")
+			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no"}, extra...)...)
 		if err := p.cmd.Start(); err != nil {
 			t.Fatalf("starting redis-server: %v", err)
 		}
@@ -88,7 +96,7 @@ func startCluster(t *testing.T) map[string]*redisProc {
 		c.Close()
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
-	testutil.RunCmd(t, "redis-cli", append(args, "--cluster-replicas", "1", "--cluster-yes")...)
+	testutil.RunCmd(t, "redis-cli", append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")...)
 	for _, a := range addrs {
 		// Every node sees the cluster whole, and every replica has synced
 		// with its master: a replica that never did cannot be promoted.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -24,7 +25,10 @@ var defaultQueues = []string{queue.DefaultQueue}
 // Reserve leases up to max ready jobs from queues (see queue.Queue): one
 // script per queue. From several queues it first reads each queue's best
 // max, then leases from each queue as many as the merged order takes
-// from it, and returns them in that order. A max below 1 reserves
+// from it, and returns them in that order. On a Cluster a queue whose
+// node fails (its master down, before a replica is promoted) is left out
+// with a warning in the Queue's logger, and the others are reserved from;
+// the call fails only when every queue's does. A max below 1 reserves
 // nothing.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
 	return q.reserve(ctx, queues, max, lease, 1)
@@ -62,9 +66,24 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 		queue  int
 	}
 	var cands []cand
+	// On a Cluster each queue is served by its slot's master: a queue whose
+	// master does not answer is left out (and logged), and the others are
+	// reserved from; only when no queue answers does Reserve fail.
+	var failed []error
+	skip := func(name string, err error) bool {
+		if !q.cluster || ctx.Err() != nil {
+			return false
+		}
+		q.log.Warn("redisqueue: a queue's Cluster node failed; reserving from the other queues", "queue", name, "err", err)
+		failed = append(failed, fmt.Errorf("queue %s: %w", name, err))
+		return true
+	}
 	for i, name := range queues {
 		out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, max, 0, "", "", 0, promoteLimit, "peek").Slice()
 		if err != nil {
+			if skip(name, err) {
+				continue
+			}
 			return nil, wrap(doing, err)
 		}
 		for k := 0; k+1 < len(out); k += 2 {
@@ -87,10 +106,16 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 		}
 		got, err := q.reserveFrom(ctx, name, share[i], leaseMs, inc)
 		if err != nil {
+			if skip(name, err) {
+				continue
+			}
 			// The jobs leased so far stay leased until their leases end.
 			return jobs, wrap(doing, err)
 		}
 		jobs = append(jobs, got...)
+	}
+	if len(failed) == len(queues) {
+		return nil, wrap(doing, errors.Join(failed...))
 	}
 	slices.SortStableFunc(jobs, func(a, b queue.Job) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.AvailableAt.Compare(b.AvailableAt))
