@@ -35,6 +35,20 @@
 // times from /proc, other users of the server included). On a shared
 // machine these move far less than throughput does.
 //
+// # Several queues, and a Redis Cluster
+//
+// Options.Queues spreads every mode's jobs over that many queues (each
+// dispatch to the next in turn; worker i works them all in strict order
+// from queue i). On a Redis Cluster a queue's keys share one hash slot, so
+// one queue is served by one master, one script at a time, however many
+// masters there are: only several queues can spread, and the Redis
+// target names them so that their slots fall on different masters. It
+// reads INFO from every master, and reports beside the server's CPU per
+// 1,000 jobs (summed over the masters) the mean, busiest and least busy
+// master's, and jobs per server core-second: the sizing model.
+// internal/bench/redis-scale.sh measures one server against Clusters of
+// 3 and 6 masters.
+//
 // # Baseline
 //
 // A Target backed by a database also measures the database's own pace:

@@ -34,8 +34,12 @@ dir=${TMPDIR:-/tmp}/meridian-redis-scale-$base
 
 cleanup() {
 	MERIDIAN_REDIS_CLUSTER_DIR=$dir .ci/redis-cluster stop "$base" || true
-	if [ -f "$dir-1/pid" ]; then kill "$(cat "$dir-1/pid")" 2>/dev/null || true; fi
-	rm -rf "$dir-1"
+	if [ -f "$dir-1/pid" ]; then
+		pid=$(cat "$dir-1/pid")
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	fi
+	rm -rf "$dir-1" || true
 }
 trap cleanup EXIT
 

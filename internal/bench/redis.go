@@ -326,17 +326,25 @@ func (r *Redis) SpreadQueues(ctx context.Context, q queue.Queue, n int) ([]strin
 	}
 	rdb := redis.NewClusterClient(r.cluster)
 	defer rdb.Close()
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("reading the Cluster's slots: %w", err)
+		return nil, fmt.Errorf("reading the Cluster's shards: %w", err)
 	}
 	owner := make([]string, slotCount)
-	for _, s := range slots {
-		if len(s.Nodes) == 0 {
+	for _, sh := range shards {
+		var master string
+		for _, n := range sh.Nodes {
+			if n.Role == "master" {
+				master = n.IP + ":" + strconv.FormatInt(n.Port, 10)
+			}
+		}
+		if master == "" {
 			continue
 		}
-		for i := max(s.Start, 0); i <= min(s.End, slotCount-1); i++ {
-			owner[i] = s.Nodes[0].Addr
+		for _, r := range sh.Slots {
+			for i := max(r.Start, 0); i <= min(r.End, slotCount-1); i++ {
+				owner[i] = master
+			}
 		}
 	}
 	return spreadNames(rq.Prefix(), n, owner)
