@@ -127,6 +127,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Limits", s.testLimits)
 	t.Run("Leaser", s.testLeaser)
 	t.Run("Canceller", s.testCanceller)
+	t.Run("Amender", s.testAmender)
 	t.Run("Snoozer", s.testSnoozer)
 	t.Run("Complete", s.testComplete)
 	t.Run("UniqueModes", s.testUniqueModes)

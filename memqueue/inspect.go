@@ -325,6 +325,9 @@ func (q *Queue) GetJob(ctx context.Context, id string) (driver.JobInfo, error) {
 	e.nq.promote(now.UnixNano(), now)
 	info := e.info()
 	info.History = e.attempts()
+	if e.history != nil {
+		info.Actions = slices.Clone(e.history.actions)
+	}
 	return info, nil
 }
 

@@ -99,7 +99,14 @@ type entry struct {
 	updatedAt time.Time // also the finish time of a finished job (finishedAt)
 	startedAt time.Time // of the latest attempt
 	worker    string    // that reserved the latest attempt
-	history   *[]driver.Attempt
+	history   *notes
+}
+
+// notes is what a job's history keeps: its failed attempts and the
+// operators' changes (Amend), each the last driver.MaxHistory.
+type notes struct {
+	attempts []driver.Attempt
+	actions  []driver.Action
 }
 
 // finishedAt returns when e finished: its last update while it is done,
@@ -118,20 +125,20 @@ func (e *entry) attempts() []driver.Attempt {
 	if e.history == nil {
 		return nil
 	}
-	return slices.Clone(*e.history)
+	return slices.Clone(e.history.attempts)
 }
 
 // failedAttempt records the attempt under way as failed with reason, at
 // now, keeping the last driver.MaxHistory.
 func (e *entry) failedAttempt(reason string, now time.Time) {
 	if e.history == nil {
-		e.history = new([]driver.Attempt)
+		e.history = new(notes)
 	}
-	h := *e.history
+	h := e.history.attempts
 	if len(h) == driver.MaxHistory {
 		h = append(h[:0], h[1:]...)
 	}
-	*e.history = append(h, driver.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
+	e.history.attempts = append(h, driver.Attempt{Attempt: e.job.Attempts, Started: e.startedAt,
 		Runtime: now.Sub(e.startedAt), Error: reason, Worker: e.worker})
 }
 

@@ -171,6 +171,9 @@ func (q *Queue) GetJob(ctx context.Context, id string) (driver.JobInfo, error) {
 	if err != nil {
 		return driver.JobInfo{}, wrap(doing, err)
 	}
+	if len(out) > 2 {
+		ji.Actions = decodeActions(out[2])
+	}
 	return ji, nil
 }
 

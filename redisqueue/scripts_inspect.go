@@ -290,7 +290,8 @@ return {examined, ended, ls, lm, int(now), out}
 `)
 
 // getJobScript reads one job: KEYS = ids; ARGV = id. It returns {now}
-// when no job has that ID, else {now, the job's JF fields then st and dd}.
+// when no job has that ID, else {now, the job's JF fields then st and dd,
+// its actions (field ac, a JSON array; "" when none)}.
 var getJobScript = redis.NewScript(prelude + listPrelude + `
 local now = now_ms()
 local B = redis.call('HGET', KEYS[1], ARGV[1])
@@ -298,7 +299,7 @@ if not B then return {int(now)} end
 local jk = B..':j:'..ARGV[1]
 local row = redis.call('HMGET', jk, unpack(JFX))
 if not row[1] then return {int(now)} end
-return {int(now), row}
+return {int(now), row, redis.call('HGET', jk, 'ac') or ''}
 `)
 
 // countsScript reads the sizes of the state sets of the queues KEYS

@@ -775,6 +775,8 @@ var mysqlWrites = queryTemplates{
 	// Dead letters, cancels, bulk actions and pruning.
 	qRetryDead:       mysqlRetryDead + " WHERE id = ? AND state = 'dead'",
 	qRetryDeadIn:     mysqlRetryDead + " WHERE id IN (?) AND state = 'dead'",
+	qAmendRetry:      "UPDATE {jobs} SET history = " + mysqlAction + ", payload = ?, state = 'pending', attempts = 0, available_at = ?, run_at = ?, updated_at = ?, finished_at = 0, lease_token = NULL, lease_expires_at = 0 WHERE id = ? AND state = ?",
+	qAmendRunNow:     "UPDATE {jobs} SET history = " + mysqlAction + ", available_at = ?, run_at = ?, updated_at = ? WHERE id = ? AND state = 'pending' AND lease_token IS NULL AND run_at > ?",
 	qForgetDead:      "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'",
 	qForgetDeadIn:    "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'",
 	qCancelJob:       mysqlCancel + " WHERE id = ? AND state = 'pending'",
@@ -806,6 +808,12 @@ var (
 	// left to right, each assignment seeing the ones before).
 	mysqlHistory = `JSON_ARRAY_APPEND(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN JSON_LENGTH(history) >= ` + maxHistoryLit +
 		` THEN JSON_REMOVE(history, '$[0]') ELSE history END, '$', JSON_OBJECT('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
+
+	// mysqlAction is the history column with an operator's action
+	// appended (at, by, what), the oldest entry dropped once it holds
+	// queue.MaxHistory, as mysqlHistory does for attempts.
+	mysqlAction = `JSON_ARRAY_APPEND(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN JSON_LENGTH(history) >= ` + maxHistoryLit +
+		` THEN JSON_REMOVE(history, '$[0]') ELSE history END, '$', JSON_OBJECT('t', ?, 'by', ?, 'do', ?))`
 
 	// The heads of the changes of many jobs under their leases: a start
 	// mark (now, now), an ack that deletes (none), one that keeps the job

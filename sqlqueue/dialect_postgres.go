@@ -499,6 +499,8 @@ WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE
 	// Dead letters, cancels, bulk actions and pruning.
 	qRetryDead:       pgRetryDead + " WHERE id = ? AND state = 'dead'",
 	qRetryDeadIn:     pgRetryDead + " WHERE id IN (?) AND state = 'dead'",
+	qAmendRetry:      "UPDATE {jobs} SET history = " + pgAction + ", payload = ?, state = 'pending', attempts = 0, available_at = ?, run_at = ?, updated_at = ?, finished_at = 0, lease_token = NULL, lease_expires_at = 0 WHERE id = ? AND state = ?",
+	qAmendRunNow:     "UPDATE {jobs} SET history = " + pgAction + ", available_at = ?, run_at = ?, updated_at = ? WHERE id = ? AND state = 'pending' AND lease_token IS NULL AND run_at > ?",
 	qForgetDead:      "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'",
 	qForgetDeadIn:    "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'",
 	qCancelJob:       pgCancel + " WHERE id = ? AND state = 'pending'",
@@ -533,6 +535,12 @@ var (
 	// has them.
 	pgHistory = `(CASE WHEN history IS NULL OR history = '' THEN '[]'::jsonb WHEN jsonb_array_length(history::jsonb) >= ` + maxHistoryLit +
 		` THEN history::jsonb - 0 ELSE history::jsonb END || jsonb_build_object('a', attempts, 's', started_at, 'f', CAST(? AS BIGINT), 'e', CAST(? AS TEXT), 'w', worker))::text`
+
+	// pgAction is the history column with an operator's action appended
+	// (at, by, what), the oldest entry dropped once it holds
+	// queue.MaxHistory, as pgHistory does for attempts.
+	pgAction = `(CASE WHEN history IS NULL OR history = '' THEN '[]'::jsonb WHEN jsonb_array_length(history::jsonb) >= ` + maxHistoryLit +
+		` THEN history::jsonb - 0 ELSE history::jsonb END || jsonb_build_object('t', CAST(? AS BIGINT), 'by', CAST(? AS TEXT), 'do', CAST(? AS TEXT)))::text`
 
 	// pgLeasesFrom ends a change of many jobs under their leases: the
 	// leases as two text arrays and now. The lease terms are wrapped in

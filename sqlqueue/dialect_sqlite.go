@@ -346,6 +346,8 @@ WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE
 	// Dead letters, cancels, bulk actions and pruning.
 	qRetryDead:       sqliteRetryDead + " WHERE id = ? AND state = 'dead'",
 	qRetryDeadIn:     sqliteRetryDead + " WHERE id IN (?) AND state = 'dead'",
+	qAmendRetry:      "UPDATE {jobs} SET history = " + sqliteAction + ", payload = ?, state = 'pending', attempts = 0, available_at = ?, run_at = ?, updated_at = ?, finished_at = 0, lease_token = NULL, lease_expires_at = 0 WHERE id = ? AND state = ?",
+	qAmendRunNow:     "UPDATE {jobs} SET history = " + sqliteAction + ", available_at = ?, run_at = ?, updated_at = ? WHERE id = ? AND state = 'pending' AND lease_token IS NULL AND run_at > ?",
 	qForgetDead:      "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'",
 	qForgetDeadIn:    "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'",
 	qCancelJob:       sqliteCancel + " WHERE id = ? AND state = 'pending'",
@@ -376,6 +378,12 @@ var (
 	// the row has them.
 	sqliteHistory = `json_insert(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN json_array_length(history) >= ` + maxHistoryLit +
 		` THEN json_remove(history, '$[0]') ELSE history END, '$[#]', json_object('a', attempts, 's', started_at, 'f', ?, 'e', ?, 'w', worker))`
+
+	// sqliteAction is the history column with an operator's action
+	// appended (at, by, what), the oldest entry dropped once it holds
+	// queue.MaxHistory, as sqliteHistory does for attempts.
+	sqliteAction = `json_insert(CASE WHEN history IS NULL OR history = '' THEN '[]' WHEN json_array_length(history) >= ` + maxHistoryLit +
+		` THEN json_remove(history, '$[0]') ELSE history END, '$[#]', json_object('t', ?, 'by', ?, 'do', ?))`
 
 	// The heads of the changes of many jobs under their leases, their
 	// parameters numbered: a start mark (now, now), an ack that deletes

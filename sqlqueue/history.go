@@ -19,12 +19,18 @@ const maxHistoryError = 4096
 // historyEntry is one attempt in the history column: its number, when it
 // started and ended (microseconds), its error and its worker. The names
 // are short: the column holds up to queue.MaxHistory of them per job.
+//
+// An operator's action (Amend) is an entry of its own: when (t,
+// microseconds), by whom and what changed.
 type historyEntry struct {
 	Attempt  int    `json:"a"`
 	Started  int64  `json:"s"`
 	Finished int64  `json:"f"`
 	Error    string `json:"e"`
 	Worker   string `json:"w"`
+	At       int64  `json:"t"`
+	By       string `json:"by"`
+	Did      string `json:"do"`
 }
 
 // historyError is reason as the history keeps it (the error of the
@@ -50,7 +56,7 @@ var maxHistoryLit = strconv.Itoa(queue.MaxHistory)
 // withAttempts).
 const attemptCols = ", started_at, worker, history"
 
-// withAttempts fills info's StartedAt, Worker and History from the
+// withAttempts fills info's StartedAt, Worker, History and Actions from the
 // columns of attemptCols. A history that is not valid JSON is left out:
 // the job itself still shows.
 func withAttempts(info *queue.JobInfo, started int64, worker string, history sql.NullString) {
@@ -65,8 +71,11 @@ func withAttempts(info *queue.JobInfo, started int64, worker string, history sql
 	if json.Unmarshal([]byte(history.String), &hs) != nil {
 		return
 	}
-	info.History = make([]queue.Attempt, 0, len(hs))
 	for _, h := range hs {
+		if h.At != 0 {
+			info.Actions = append(info.Actions, queue.Action{At: fromMicros(h.At), By: h.By, What: h.Did})
+			continue
+		}
 		a := queue.Attempt{Attempt: h.Attempt, Error: h.Error, Worker: h.Worker}
 		if h.Started > 0 {
 			a.Started = fromMicros(h.Started)

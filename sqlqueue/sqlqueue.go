@@ -985,6 +985,13 @@ const (
 	// a state (ids, state).
 	qRetryDead
 	qRetryDeadIn
+	// qAmendRetry (Amend) moves a finished job back to pending under its
+	// ID, attempts reset, payload set, the action appended to its history
+	// (action at, by, what, payload, now, now, now, id, state it is in).
+	// qAmendRunNow makes a scheduled job available now, the action
+	// appended (action at, by, what, now, now, now, id, now).
+	qAmendRetry
+	qAmendRunNow
 	qForgetDead
 	qForgetDeadIn
 	qCancelJob

@@ -84,6 +84,15 @@ type Controller interface {
 	// none are left. Jobs that leave the state meanwhile are skipped, not
 	// errors. On an error, the count says how many changed before it.
 	ActOn(ctx context.Context, f JobFilter, a BulkAction, limit int) (int, error)
+	// Amend changes the job id as a says (AmendRetry, AmendRunNow) in
+	// one atomic step with the check of its state, and records a.Action
+	// in its history (JobInfo.Actions, the last MaxHistory entries with
+	// its failed attempts). It returns the state the job was in, an error
+	// matching ErrNotFound when no job has that ID (or the store no longer
+	// keeps it), ErrJobState when the job's state refuses the change, and
+	// ErrDuplicate when a retried job's unique key is held by another
+	// active job; then nothing changed.
+	Amend(ctx context.Context, id string, a Amendment) (JobState, error)
 	// CountJobs counts the jobs that match f, exact up to limit (More set
 	// beyond it), for a bulk action's confirmation. With f.Search it
 	// counts the matches among the jobs one bounded search examines, and

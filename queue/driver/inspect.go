@@ -43,6 +43,9 @@ type JobInfo struct {
 	// failed), oldest first: the last MaxHistory of them. GetJob fills
 	// it; ListJobs leaves it nil, as do drivers that keep no history.
 	History []Attempt
+	// Actions lists what operators changed on the job (Controller.Amend),
+	// oldest first. GetJob fills it; ListJobs leaves it nil.
+	Actions []Action
 }
 
 // MaxHistory is how many failed attempts JobInfo.History keeps: the last

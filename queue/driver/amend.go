@@ -1,0 +1,52 @@
+package driver
+
+import (
+	"errors"
+	"time"
+)
+
+// AmendOp is what Controller.Amend does to a job.
+type AmendOp string
+
+// The amendments.
+const (
+	// AmendRetry runs a finished job again under its ID: a dead letter
+	// and, on a store that keeps finished jobs (retention on), a
+	// cancelled or done one goes back to ready, available now, with its
+	// attempts reset and, when Amendment.Payload is set, that payload in
+	// place of its own. Its history stays. A job that was cancelled or
+	// done as a batch member is refused (its batch has counted it).
+	AmendRetry AmendOp = "retry"
+	// AmendRunNow makes a scheduled job (delayed or backing off) ready
+	// now, its attempts as they are.
+	AmendRunNow AmendOp = "run_now"
+)
+
+// Amendment is one change Controller.Amend makes to a job.
+type Amendment struct {
+	Op AmendOp
+	// Payload, with AmendRetry and when not nil, replaces the job's
+	// payload. The store stores it as bytes; whoever amends validates it
+	// (the dashboard decodes it into the job's registered type first).
+	Payload []byte
+	// Action is recorded in the job's history (JobInfo.Actions) with
+	// the change; the store sets its At to now when it is zero.
+	Action Action
+}
+
+// Action is one change an operator made to a job, as its history keeps
+// it.
+type Action struct {
+	At time.Time
+	// By names who acted (the dashboard's identity hook, the CLI's user),
+	// "" when unknown.
+	By string
+	// What says what changed ("retried from cancelled, payload edited
+	// (12 → 14 bytes)").
+	What string
+}
+
+// ErrJobState reports an amendment asked of a job in a state it does
+// not apply to (AmendRunNow on a job that is not scheduled, AmendRetry
+// on one that has not finished). Nothing changed.
+var ErrJobState = errors.New("queue: the job is not in a state for that change")
