@@ -92,6 +92,27 @@ func (s *suite) testAmender(t *testing.T) {
 		}
 		wantActions(t, q, j.ID)
 	})
+	checkAs(s, t, "Note", func(t *testing.T, q queue.Queue, c driver.Controller) {
+		j := newJob("amend")
+		push(t, q, j)
+		if was := amend(t, c, j.ID, driver.Amendment{Op: driver.AmendNote, Action: by("dispatched")}); was != queue.StateReady {
+			t.Fatalf("Amend(note) of a ready job: was %q, want ready", was)
+		}
+		r := reserveOne(t, q, "amend", j.ID, longLease)
+		amend(t, c, j.ID, driver.Amendment{Op: driver.AmendNote, Action: by("looked")})
+		wantActions(t, q, j.ID, "dispatched", "looked")
+		fail(t, q, r, "boom")
+		amend(t, c, j.ID, driver.Amendment{Op: driver.AmendRetry, Action: by("retried")})
+		wantActions(t, q, j.ID, "dispatched", "looked", "retried")
+		if in := inspector(q); in != nil && s.h.Caps.NoAttemptHistory == "" {
+			ji, err := in.GetJob(t.Context(), j.ID)
+			if err != nil || len(ji.History) != 1 || ji.History[0].Error != "boom" {
+				t.Fatalf("GetJob after actions: History %+v, %v; want the failed attempt kept beside the actions", ji.History, err)
+			}
+		}
+		_, err := c.Amend(t.Context(), "no-such-job", driver.Amendment{Op: driver.AmendNote, Action: by("x")})
+		wantErr(t, "Amend(note) of an unknown ID", err, queue.ErrNotFound)
+	})
 	checkAs(s, t, "RunNow", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		j := newJob("amend")
 		j.AvailableAt = time.Now().Add(time.Hour)

@@ -29,6 +29,7 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 	e.nq.promote(now.UnixNano(), now)
 	was := e.state
 	switch {
+	case a.Op == driver.AmendNote:
 	case a.Op == driver.AmendRunNow && was == queue.StateScheduled:
 		e.nq.scheduled.remove(e.idx)
 		e.job.AvailableAt, e.avail, e.updatedAt = now, now.UnixNano(), now

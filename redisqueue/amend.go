@@ -48,7 +48,7 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 	if err := ctxErr(ctx, doing); err != nil {
 		return "", err
 	}
-	if a.Op != driver.AmendRetry && a.Op != driver.AmendRunNow {
+	if a.Op != driver.AmendRetry && a.Op != driver.AmendRunNow && a.Op != driver.AmendNote {
 		return "", fmt.Errorf("redisqueue: %s: unknown change: %w", doing, driver.ErrJobState)
 	}
 	if a.Payload != nil {
@@ -89,8 +89,8 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 	return "", fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 }
 
-// amendScript makes one change of Amend: KEYS = ids; ARGV = id, "retry"
-// or "run_now", "1" when a payload follows, the payload, the action
+// amendScript makes one change of Amend: KEYS = ids; ARGV = id, "retry",
+// "run_now" or "note", "1" when a payload follows, the payload, the action
 // entry (JSON), channel, how many actions to keep. It returns {1, the
 // state the job was in}, {0, ""} when no job has that ID, {2, holder}
 // when a retry's unique key is held by another active job, {3, state}
@@ -103,7 +103,8 @@ if not B then return {0, ''} end
 local jk = B..':j:'..id
 local was = state_of(jk, now)
 if not was then return {0, ''} end
-if ARGV[2] == 'retry' and was == 'dead' then
+if ARGV[2] == 'note' then
+elseif ARGV[2] == 'retry' and was == 'dead' then
   local code, v = retry_dead(ids, id, now)
   if code == 2 then return {2, v} end
   if ARGV[3] == '1' then redis.call('HSET', jk, 'p', ARGV[4]) end

@@ -39,6 +39,8 @@ func (q *Queue) Amend(ctx context.Context, id string, a queue.Amendment) (queue.
 			was = r.info(micros(now)).State
 			var n int64
 			switch {
+			case a.Op == queue.AmendNote:
+				n, err = st.Exec(ctx, q.stmt(qAmendNote), append(act, id)...)
 			case a.Op == queue.AmendRunNow && was == queue.StateScheduled:
 				n, err = st.Exec(ctx, q.stmt(qAmendRunNow), append(act, micros(now), micros(now), micros(now), id, micros(now))...)
 			case a.Op == queue.AmendRetry && retryable(r):

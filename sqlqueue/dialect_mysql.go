@@ -777,6 +777,7 @@ var mysqlWrites = queryTemplates{
 	qRetryDeadIn:     mysqlRetryDead + " WHERE id IN (?) AND state = 'dead'",
 	qAmendRetry:      "UPDATE {jobs} SET history = " + mysqlAction + ", payload = ?, state = 'pending', attempts = 0, available_at = ?, run_at = ?, updated_at = ?, finished_at = 0, lease_token = NULL, lease_expires_at = 0 WHERE id = ? AND state = ?",
 	qAmendRunNow:     "UPDATE {jobs} SET history = " + mysqlAction + ", available_at = ?, run_at = ?, updated_at = ? WHERE id = ? AND state = 'pending' AND lease_token IS NULL AND run_at > ?",
+	qAmendNote:       "UPDATE {jobs} SET history = " + mysqlAction + " WHERE id = ?",
 	qForgetDead:      "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'",
 	qForgetDeadIn:    "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'",
 	qCancelJob:       mysqlCancel + " WHERE id = ? AND state = 'pending'",

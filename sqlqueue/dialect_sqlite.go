@@ -348,6 +348,7 @@ WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE
 	qRetryDeadIn:     sqliteRetryDead + " WHERE id IN (?) AND state = 'dead'",
 	qAmendRetry:      "UPDATE {jobs} SET history = " + sqliteAction + ", payload = ?, state = 'pending', attempts = 0, available_at = ?, run_at = ?, updated_at = ?, finished_at = 0, lease_token = NULL, lease_expires_at = 0 WHERE id = ? AND state = ?",
 	qAmendRunNow:     "UPDATE {jobs} SET history = " + sqliteAction + ", available_at = ?, run_at = ?, updated_at = ? WHERE id = ? AND state = 'pending' AND lease_token IS NULL AND run_at > ?",
+	qAmendNote:       "UPDATE {jobs} SET history = " + sqliteAction + " WHERE id = ?",
 	qForgetDead:      "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'",
 	qForgetDeadIn:    "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'",
 	qCancelJob:       sqliteCancel + " WHERE id = ? AND state = 'pending'",

@@ -990,8 +990,10 @@ const (
 	// (action at, by, what, payload, now, now, now, id, state it is in).
 	// qAmendRunNow makes a scheduled job available now, the action
 	// appended (action at, by, what, now, now, now, id, now).
+	// qAmendNote only appends the action (at, by, what, id).
 	qAmendRetry
 	qAmendRunNow
+	qAmendNote
 	qForgetDead
 	qForgetDeadIn
 	qCancelJob

@@ -84,7 +84,8 @@ type Controller interface {
 	// none are left. Jobs that leave the state meanwhile are skipped, not
 	// errors. On an error, the count says how many changed before it.
 	ActOn(ctx context.Context, f JobFilter, a BulkAction, limit int) (int, error)
-	// Amend changes the job id as a says (AmendRetry, AmendRunNow) in
+	// Amend changes the job id as a says (AmendRetry, AmendRunNow,
+	// AmendNote) in
 	// one atomic step with the check of its state, and records a.Action
 	// in its history (JobInfo.Actions, the last MaxHistory entries with
 	// its failed attempts). It returns the state the job was in, an error

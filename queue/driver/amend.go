@@ -20,6 +20,9 @@ const (
 	// AmendRunNow makes a scheduled job (delayed or backing off) ready
 	// now, its attempts as they are.
 	AmendRunNow AmendOp = "run_now"
+	// AmendNote changes nothing but the history: it records the action
+	// on a job in any state (the dashboard notes who dispatched a job).
+	AmendNote AmendOp = "note"
 )
 
 // Amendment is one change Controller.Amend makes to a job.
