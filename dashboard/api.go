@@ -131,6 +131,16 @@ type apiJob struct {
 	StartedAt time.Time    `json:"started_at,omitzero"`
 	Worker    string       `json:"worker,omitempty"`
 	History   []apiAttempt `json:"history,omitempty"`
+	// Actions are what operators changed (retry, run now, dispatch),
+	// oldest first (api/jobs/{id} only).
+	Actions []apiJobAction `json:"actions,omitempty"`
+}
+
+// apiJobAction is one operator action on a job.
+type apiJobAction struct {
+	At   time.Time `json:"at"`
+	By   string    `json:"by"`
+	What string    `json:"what"`
 }
 
 // apiAttempt is one failed attempt of a job.
@@ -153,6 +163,9 @@ func toAPIJob(j JobView) apiJob {
 	}
 	for _, h := range j.History {
 		a.History = append(a.History, apiAttempt{Attempt: h.Attempt, StartedAt: utc(h.Started), RuntimeMS: ms(h.Runtime), Error: h.Error, Worker: h.Worker})
+	}
+	for _, x := range j.Actions {
+		a.Actions = append(a.Actions, apiJobAction{At: utc(x.At), By: x.By, What: x.What})
 	}
 	if a.Tags == nil {
 		a.Tags = []string{}

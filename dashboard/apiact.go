@@ -30,6 +30,9 @@ func (h *handler) actRoutes(m *router) {
 	m.HandleFunc("POST /queues/api/jobs/{id}/retry", h.apiRetry)
 	m.HandleFunc("POST /queues/api/jobs/{id}/forget", h.apiForget)
 	m.HandleFunc("POST /queues/api/jobs/{id}/cancel", h.apiCancel)
+	m.HandleFunc("POST /queues/api/jobs/{id}/run-now", h.apiRunNow)
+	m.HandleFunc("POST /queues/api/jobs", h.apiDispatch)
+	m.HandleFunc("GET /queues/api/job-types", h.apiJobTypes)
 	m.HandleFunc("POST /queues/api/jobs/bulk", h.apiBulk)
 	m.HandleFunc("POST /queues/api/failed/flush", h.apiFlush)
 	m.HandleFunc("POST /queues/api/queues/{name}/pause", h.apiPause)
@@ -103,26 +106,142 @@ func (h *handler) notApplied(w http.ResponseWriter, r *http.Request, out apiActi
 // waiting is a state in which a job will run without a retry.
 func waiting(s driver.JobState) bool { return cancellable(s) }
 
-// apiRetry serves POST api/jobs/{id}/retry: a failed job back to ready.
+// apiRetry serves POST api/jobs/{id}/retry, with an optional body
+// {"payload": JSON}: the job back to ready, with that payload when given
+// (checked against the job's JobType first: 422 when it does not decode,
+// or when no JobType names the job). With a Source that offers the job
+// actions (Abilities().Amend) a failed, cancelled or done job is retried
+// and the change recorded in its history; otherwise only a failed one.
 // A job already waiting or running (retried before) answers 200 with
-// "changed": false; a done or cancelled one 409.
+// "changed": false; one whose state refuses a retry 409.
 func (h *handler) apiRetry(w http.ResponseWriter, r *http.Request) {
 	out := apiAction{Action: "retry", ID: r.PathValue("id")}
-	err := h.src.RetryJob(r.Context(), out.ID)
-	switch {
-	case isNotFound(err):
-		h.notApplied(w, r, out, waiting, "only failed jobs can be retried", err)
-		return
-	case err != nil:
-		h.apiError(w, r, err)
+	var in struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	if !h.readBody(w, r, &in) {
 		return
 	}
-	out.Changed = true
+	var payload []byte
+	if len(in.Payload) > 0 && string(in.Payload) != "null" {
+		payload = in.Payload
+	}
+	var err error
+	var was JobView
+	if _, ok := h.amender(); ok {
+		was, err = h.amendJob(r.Context(), out.ID, driver.AmendRetry, payload)
+	} else if payload != nil {
+		h.apiStatus(w, http.StatusNotFound, "editing a payload is not available with this queue driver or inspector")
+		return
+	} else {
+		err = h.src.RetryJob(r.Context(), out.ID)
+	}
+	if h.amendRefused(w, r, &out, err, waiting, "only failed, cancelled and done jobs can be retried") {
+		return
+	}
+	out.Changed, out.Was = true, was.State
 	if out.Job, err = h.current(r.Context(), out.ID); err != nil {
 		h.apiError(w, r, err)
 		return
 	}
 	h.answerAction(w, r, http.StatusOK, out)
+}
+
+// apiRunNow serves POST api/jobs/{id}/run-now: a scheduled job (delayed
+// or waiting to be retried) made ready now, recorded in its history. A
+// job already ready or running answers 200 with "changed": false; one
+// that finished 409.
+func (h *handler) apiRunNow(w http.ResponseWriter, r *http.Request) {
+	out := apiAction{Action: "run-now", ID: r.PathValue("id")}
+	was, err := h.amendJob(r.Context(), out.ID, driver.AmendRunNow, nil)
+	due := func(s driver.JobState) bool { return s == queue.StateReady || s == queue.StateRunning }
+	if h.amendRefused(w, r, &out, err, due, "only scheduled jobs can be run now") {
+		return
+	}
+	out.Changed, out.Was = true, was.State
+	if out.Job, err = h.current(r.Context(), out.ID); err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	h.answerAction(w, r, http.StatusOK, out)
+}
+
+// amendRefused answers a job action that did not apply and reports
+// true; it reports false for err nil. A payload refused is 422, a state
+// that refuses the action goes to notApplied (ok: where the action
+// leads), a unique key held by another job 409.
+func (h *handler) amendRefused(w http.ResponseWriter, r *http.Request, out *apiAction, err error, ok func(driver.JobState) bool, why string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errPayload), errors.Is(err, driver.ErrInvalid):
+		h.apiStatus(w, http.StatusUnprocessableEntity, err.Error())
+	case errors.Is(err, driver.ErrJobState), isNotFound(err):
+		h.notApplied(w, r, *out, ok, why, queue.ErrNotFound)
+	case errors.Is(err, queue.ErrDuplicate):
+		j, rerr := h.current(r.Context(), out.ID)
+		if rerr != nil {
+			h.apiError(w, r, rerr)
+			return true
+		}
+		out.Job, out.Error = j, "its unique key is held by another active job: "+err.Error()
+		h.answerAction(w, r, http.StatusConflict, *out)
+	default:
+		h.apiError(w, r, err)
+	}
+	return true
+}
+
+// apiDispatchRequest is the body of POST api/jobs.
+type apiDispatchRequest struct {
+	Name    string          `json:"name"`  // a type JobType registered
+	Queue   string          `json:"queue"` // "" for the type's default
+	Payload json.RawMessage `json:"payload"`
+}
+
+// apiDispatch serves POST api/jobs: a new job of a registered type
+// (JobType), its payload decoded into the type first (422 when it does
+// not, or when no JobType has the name). It answers 201 with the job's
+// ID and the job as stored, 409 when its unique key is held.
+func (h *handler) apiDispatch(w http.ResponseWriter, r *http.Request) {
+	var in apiDispatchRequest
+	if !h.readBody(w, r, &in) {
+		return
+	}
+	if in.Name == "" || len(in.Payload) == 0 {
+		h.apiStatus(w, http.StatusBadRequest, `give "name" (a registered job type: GET api/job-types) and "payload"`)
+		return
+	}
+	j, err := h.dispatchJob(r.Context(), in.Name, clip(in.Queue), in.Payload)
+	switch {
+	case errors.Is(err, errPayload), errors.Is(err, driver.ErrInvalid):
+		h.apiStatus(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	case errors.Is(err, queue.ErrDuplicate):
+		h.apiStatus(w, http.StatusConflict, "not dispatched: "+err.Error())
+		return
+	case err != nil:
+		h.apiError(w, r, err)
+		return
+	}
+	out := apiAction{Action: "dispatch", ID: j.ID, Changed: true}
+	if out.Job, err = h.current(r.Context(), j.ID); err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	h.answerAction(w, r, http.StatusCreated, out)
+}
+
+// apiJobTypes serves GET api/job-types: the names JobType registered,
+// which POST api/jobs dispatches.
+func (h *handler) apiJobTypes(w http.ResponseWriter, r *http.Request) {
+	names := h.cfg.typeNames
+	if names == nil {
+		names = []string{}
+	}
+	writeJSON(w, struct {
+		Types []string `json:"types"`
+	}{names})
 }
 
 // apiForget serves POST api/jobs/{id}/forget: a failed job deleted. A job

@@ -122,7 +122,7 @@ func TestAPIJobActions(t *testing.T) {
 	}{
 		{"memqueue", func(*testing.T) queue.Queue { return memqueue.New() }},
 		{"sqlite", func(t *testing.T) queue.Queue {
-			// Retention keeps the done job the 409s need.
+			// Retention keeps the done job the 409 and the retry need.
 			q, err := queue.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "jobs.db")+"?retention=1h")
 			if err != nil {
 				t.Fatal(err)
@@ -147,9 +147,8 @@ func TestAPIJobActions(t *testing.T) {
 				state, was  string
 				errContains string
 			}{
-				{"retry a dead job", "jobs/" + dead[0] + "/retry", 200, true, "ready", "", ""},
+				{"retry a dead job", "jobs/" + dead[0] + "/retry", 200, true, "ready", "dead", ""},
 				{"retry it again", "jobs/" + dead[0] + "/retry", 200, false, "ready", "", ""},
-				{"retry a done job", "jobs/" + done + "/retry", 409, false, "done", "", "only failed jobs"},
 				{"retry an unknown job", "jobs/nope/retry", 404, false, "", "", "not found"},
 				{"forget a dead job", "jobs/" + dead[1] + "/forget", 200, true, "", "", ""},
 				{"forget it again", "jobs/" + dead[1] + "/forget", 404, false, "", "", "not found"},
@@ -158,6 +157,12 @@ func TestAPIJobActions(t *testing.T) {
 				{"cancel it again", "jobs/" + ready + "/cancel", 200, false, "cancelled", "", ""},
 				{"cancel a done job", "jobs/" + done + "/cancel", 409, false, "done", "", "finished"},
 				{"cancel an unknown job", "jobs/nope/cancel", 404, false, "", "", "not found"},
+				// A kept done or cancelled job runs again under its ID.
+				{"retry a done job", "jobs/" + done + "/retry", 200, true, "ready", "done", ""},
+				{"retry a cancelled job", "jobs/" + ready + "/retry", 200, true, "ready", "cancelled", ""},
+				{"retry a ready job", "jobs/" + ready + "/retry", 200, false, "ready", "", ""},
+				{"run a ready job now", "jobs/" + ready + "/run-now", 200, false, "ready", "", ""},
+				{"run an unknown job now", "jobs/nope/run-now", 404, false, "", "", "not found"},
 			}
 			for _, step := range steps {
 				code, m := s.apiCall(http.MethodPost, step.rel, actToken, nil)

@@ -62,7 +62,10 @@
 //	GET  /queues/api/batches/{id}     JSON: a batch and a page of its members (?state=, ?after=)
 //	POST /queues/api/batches/{id}/cancel  JSON: cancel a batch; the batch afterwards
 //	POST /queues/api/batches/{id}/retry   JSON: retry failed members; {"retried": n, "more": bool}
-//	POST /queues/api/jobs/{id}/retry  JSON: retry a failed job
+//	POST /queues/api/jobs             JSON: dispatch a job of a registered type (JobType)
+//	GET  /queues/api/job-types        JSON: the registered job types
+//	POST /queues/api/jobs/{id}/retry  JSON: retry a failed (or kept cancelled or done) job, optionally with a new payload
+//	POST /queues/api/jobs/{id}/run-now JSON: run a scheduled job now
 //	POST /queues/api/jobs/{id}/forget JSON: forget (delete) a failed job
 //	POST /queues/api/jobs/{id}/cancel JSON: cancel a job that has not finished
 //	POST /queues/api/jobs/bulk        JSON: retry, forget or cancel listed or matching jobs; dry_run counts
@@ -331,11 +334,40 @@
 // with job as GET api/jobs/{id} shows it afterwards (when the Source reads
 // jobs by id) and, for cancel, "was": the state the job was in. They are
 // idempotent where they can be: retrying a job that is already waiting or
-// running (retried before) and cancelling a cancelled job answer 200 with
-// "changed": false and the job as it is. An action the job's state
-// refuses (retrying or cancelling a done job, forgetting one that is not
-// failed) is a 409 with the job and "error"; an unknown id is a 404, and
+// running (retried before), running a job now that is already due and
+// cancelling a cancelled job answer 200 with "changed": false and the job
+// as it is; retry and run-now also give "was". An action the job's state
+// refuses (cancelling a done job, forgetting one that is not failed,
+// running a finished job now, retrying a done job over a Source without
+// the job actions) is a 409 with the job and "error"; an unknown id is a 404, and
 // so is forgetting a job twice (the first forget deleted it).
+//
+// # Job actions and their history
+//
+// Over a driver with a Controller (Abilities().Amend) the job page
+// offers, as the API does: Run now on a scheduled job; Run again on a
+// cancelled or done job the store still keeps (the page says that this
+// needs retention on: a pruned job is gone), under its ID with its
+// attempts reset; and, for a failed, cancelled or done job whose type
+// the application registered with JobType, an edit of its payload before
+// the retry. The Dispatch page (and POST api/jobs {"name", "queue",
+// "payload"}) pushes a new job of a registered type. An edited or
+// dispatched payload is decoded into the type first, strictly (an unknown
+// or misspelt field is refused): a payload that does not decode is a 422
+// that names the problem, and nothing is stored. A job whose type is not
+// registered can be retried and run now, not edited.
+//
+// Each action is recorded in the job's history through
+// driver.Controller.Amend: when, who (IdentityOf: the bearer token's
+// Identity, or Identify's name for a cookie session) and what changed
+// ("retried (was dead) with its payload edited (12 → 14 bytes)"), shown
+// in the job page's Actions table and as "actions" in api/jobs/{id}.
+// The failed list's Retry button records its retries too.
+//
+//	dashboard.Handler(dashboard.ForQueue(q),
+//		dashboard.JobType[SendEmail](),
+//		dashboard.JobType[Report](queue.OnQueue("reports")),
+//		dashboard.Identify(func(r *http.Request) string { return userOf(r) }))
 //
 // POST api/jobs/bulk takes {"action": "retry"|"forget"|"cancel", "ids":
 // [...]} (at most 500 a call) or {"action": ..., "match": {"state": ...,

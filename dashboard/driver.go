@@ -62,7 +62,8 @@ func ForQueue(q queue.Queue) *QueueInspector {
 
 // Abilities follow the driver's capabilities: its Inspector gives
 // browsing, figures by state, charts, job detail and the workers page; its
-// Controller pause and resume and the cancel buttons; its Scheduler the
+// Controller pause and resume, the cancel buttons and the job actions
+// (with the Inspector); its Scheduler the
 // periodic page; its Workflows the batches pages; its Fleet the Workers
 // page's terminate, pause and continue buttons.
 func (qi *QueueInspector) Abilities() Abilities {
@@ -71,6 +72,7 @@ func (qi *QueueInspector) Abilities() Abilities {
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
 		Pause: qi.ctl != nil, Workers: ok,
 		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil, Fleet: qi.fleet != nil && ok,
+		Amend: qi.ctl != nil && ok,
 	}
 }
 

@@ -35,6 +35,8 @@ type config struct {
 	warnings  func(context.Context) map[string][]string
 	bearer    func(ctx context.Context, token string) (Identity, bool)
 	identify  func(r *http.Request) string
+	types     map[string]jobType // JobType's, by job name
+	typeNames []string           // their names, in registration order
 }
 
 // Authorize sets the access check: fn reports, per request, whether the
@@ -172,6 +174,7 @@ func (h *handler) routes() {
 	h.periodicRoutes(m)
 	h.fleetRoutes(m)
 	h.actRoutes(m)
+	h.amendRoutes(m)
 	m.HandleFunc("GET /queues", func(w http.ResponseWriter, r *http.Request) {
 		// Relative to /prefix/queues, "queues/" is the dashboard root.
 		seeOther(w, "queues/")

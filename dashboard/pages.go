@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -433,6 +434,15 @@ type jobData struct {
 	MaxHistory int    // driver.MaxHistory: a history this long may have lost older attempts
 	ListURL    string // the list the job is in
 	ListName   string
+	// RunNowURL and AmendURL are the job actions the job's state allows
+	// (amendLinks), "" for none: run a scheduled job now, retry a failed
+	// job or run a kept cancelled or done one again. Editable: its type
+	// is registered (JobType), so its payload can be edited, starting
+	// from EditPayload.
+	RunNowURL   string
+	AmendURL    string
+	Editable    bool
+	EditPayload string
 }
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
@@ -471,6 +481,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
 	d.MaxHistory = driver.MaxHistory
 	d.MaxAttempt, d.MaxNote = h.attemptLimit(r.Context(), j)
+	h.amendLinks(r, &d)
 	nav := "jobs"
 	if d.Dead {
 		nav = "failed"
@@ -753,7 +764,18 @@ func back(w http.ResponseWriter, r *http.Request, fallback, flash string, n int,
 }
 
 func (h *handler) retryOne(w http.ResponseWriter, r *http.Request) {
-	h.actOne(w, r, h.src.RetryJob, "retried")
+	retry := h.src.RetryJob
+	if _, ok := h.amender(); ok {
+		// Recorded in the job's history, with who retried it.
+		retry = func(ctx context.Context, id string) error {
+			_, err := h.amendJob(ctx, id, driver.AmendRetry, nil)
+			if errors.Is(err, driver.ErrJobState) {
+				return fmt.Errorf("dashboard: retrying job %s: %w", id, ErrNotFound)
+			}
+			return err
+		}
+	}
+	h.actOne(w, r, retry, "retried")
 }
 
 func (h *handler) forgetOne(w http.ResponseWriter, r *http.Request) {

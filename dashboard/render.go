@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "error", "confirm", "batches", "batch"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "error", "confirm", "batches", "batch", "dispatch"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -186,6 +186,10 @@ var flashes = map[string]struct {
 	"cancelled":       {"Cancelled %s job(s).", true},
 	"nojob":           {"That job is no longer in the store.", false},
 	"finished":        {"That job had already finished: there was nothing to cancel.", false},
+	"amended":         {"The job is ready to run again; its history records the change.", true},
+	"rannow":          {"The job is ready to run now; its history records the change.", true},
+	"dispatched":      {"Job dispatched; its history records who dispatched it.", true},
+	"notamended":      {"The job has moved on since the page was read: nothing changed.", false},
 	// The fleet's commands (the Workers page).
 	"terminated": {"Told to terminate: running jobs finish, then the workers exit for their supervisor to restart them (within about a second).", true},
 	"wpaused":    {"Paused: the workers take no new jobs until continued (within about a second).", true},

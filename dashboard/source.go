@@ -80,6 +80,9 @@ type Abilities struct {
 	Periodic bool // Periodics lists periodic jobs: the periodic page
 	Batches  bool // the Source is a BatchSource that serves batches: the batches pages
 	Fleet    bool // the Source is a FleetSource: terminate, pause and continue workers
+	// Amend: the Source is an AmendSource: retry with an edited payload,
+	// run now, run a cancelled or done job again, dispatch a new job.
+	Amend bool
 }
 
 // ListQuery selects a page of a job list.
