@@ -341,6 +341,11 @@ func failedMain(ctx context.Context, args []string, s stdio) error {
 		_, err = fmt.Fprintf(out, "flushed %d dead letters\n", n)
 		return err
 	}
+	if action == "retry" && driver.CapabilitiesOf(q).Controller != nil {
+		// Recorded in each job's history; a kept cancelled or done job
+		// runs again too.
+		return amendJobs(ctx, q, driver.AmendRetry, ids, nil, out)
+	}
 	var failed []error
 	for _, id := range ids {
 		do, done := q.RetryDead, "retried"

@@ -150,3 +150,75 @@ func TestPeriodicControlCommands(t *testing.T) {
 		}
 	}
 }
+
+// jobs retry (with a new payload), jobs run-now and failed retry of a
+// cancelled job: each job changed once, recorded in its history as the
+// CLI user's; a payload that is not JSON and a job in the wrong state
+// change nothing.
+func TestJobsRetryAndRunNowCommands(t *testing.T) {
+	t.Parallel()
+	dsn := fillSQLite(t)
+	ctx := t.Context()
+	q, err := openQueue(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := q.Push(ctx, queue.Job{ID: "later", Queue: "mail", Name: "Send", Payload: []byte(`{}`), AvailableAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string) driver.JobInfo {
+		t.Helper()
+		j, err := q.(driver.Inspector).GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+
+	if code, _, stderr := runCLI(t, "", "jobs", "retry", "deadbeef", "--payload", "{not json", "--dsn", dsn); code != exitUsage || !strings.Contains(stderr, "not JSON") {
+		t.Errorf("retry with a payload that is not JSON: exit %d\n%s", code, stderr)
+	}
+	if code, _, _ := runCLI(t, "", "jobs", "retry", "deadbeef", "cafe", "--payload", "{}", "--dsn", dsn); code != exitUsage {
+		t.Errorf("one payload for two jobs: exit %d, want %d", code, exitUsage)
+	}
+	if j := job("deadbeef"); j.State != queue.StateDead || string(j.Payload) != `{"to":"ada"}` {
+		t.Fatalf("refused retries changed the job: %s %s", j.State, j.Payload)
+	}
+	code, out, stderr := runCLI(t, "", "jobs", "retry", "deadbeef", "--payload", `{"to":"eve"}`, "--dsn", dsn)
+	if code != exitOK || out != "retried deadbeef\n" {
+		t.Fatalf("jobs retry --payload: exit %d, %q\n%s", code, out, stderr)
+	}
+	j := job("deadbeef")
+	if j.State != queue.StateReady || string(j.Payload) != `{"to":"eve"}` || len(j.Actions) != 1 ||
+		!strings.HasSuffix(j.Actions[0].By, "(cli)") || !strings.Contains(j.Actions[0].What, "payload replaced") {
+		t.Errorf("after jobs retry --payload: %s %s, actions %+v", j.State, j.Payload, j.Actions)
+	}
+
+	// cafe is ready: a retry does not apply; later is scheduled.
+	code, out, stderr = runCLI(t, "", "jobs", "run-now", "later", "cafe", "--dsn", dsn)
+	if code != exitFailure || out != "ran now later (was scheduled)\n" || !strings.Contains(stderr, "cafe") {
+		t.Errorf("jobs run-now: exit %d, %q\n%s", code, out, stderr)
+	}
+	if j := job("later"); j.State != queue.StateReady || len(j.Actions) != 1 {
+		t.Errorf("after run-now: %s, actions %+v", j.State, j.Actions)
+	}
+	if code, out, _ := runCLI(t, "", "jobs", "show", "later", "--dsn", dsn); code != exitOK || !strings.Contains(out, "actions:") || !strings.Contains(out, "(cli): run now from the CLI") {
+		t.Errorf("jobs show does not print the action:\n%s", out)
+	}
+	if code, out, _ := runCLI(t, "", "jobs", "show", "later", "--json", "--dsn", dsn); code != exitOK || !strings.Contains(out, `"what": "run now from the CLI"`) {
+		t.Errorf("jobs show --json does not carry the action:\n%s", out)
+	}
+
+	// The issue's `failed retry <cancelled-id>`.
+	if code, _, stderr := runCLI(t, "", "jobs", "cancel", "cafe", "--dsn", dsn); code != exitOK {
+		t.Fatalf("jobs cancel: exit %d\n%s", code, stderr)
+	}
+	code, out, stderr = runCLI(t, "", "failed", "retry", "cafe", "--dsn", dsn)
+	if code != exitOK || out != "retried cafe (was cancelled)\n" {
+		t.Errorf("failed retry of a cancelled job: exit %d, %q\n%s", code, out, stderr)
+	}
+	if j := job("cafe"); j.State != queue.StateReady {
+		t.Errorf("after failed retry the cancelled job is %s", j.State)
+	}
+}

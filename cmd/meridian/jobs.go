@@ -15,10 +15,8 @@ import (
 
 func init() {
 	commands["jobs"] = command{
-		summary: "list jobs by state, show one job, or cancel jobs",
-		main: func(ctx context.Context, args []string, s stdio) error {
-			return jobsMain(ctx, args, s.out, s.errOut)
-		},
+		summary: "list jobs by state, show one job, cancel, retry or run jobs now",
+		main:    jobsMain,
 	}
 }
 
@@ -40,13 +38,26 @@ type jobJSON struct {
 	UpdatedAt   *time.Time        `json:"updated_at,omitempty"`
 	FinishedAt  *time.Time        `json:"finished_at,omitempty"`
 	LastError   string            `json:"last_error,omitempty"`
+	// Actions are what operators changed (jobs show only).
+	Actions []actionJSON `json:"actions,omitempty"`
 	// Payload is the job's payload as stored: JSON for jobs made by
 	// Dispatch, shown as a string so that any bytes survive.
 	Payload string `json:"payload"`
 }
 
+// actionJSON is one operator action on a job, as jobs show --json prints it.
+type actionJSON struct {
+	At   time.Time `json:"at"`
+	By   string    `json:"by"`
+	What string    `json:"what"`
+}
+
 func newJobJSON(j driver.JobInfo) jobJSON {
-	return jobJSON{
+	var acts []actionJSON
+	for _, a := range j.Actions {
+		acts = append(acts, actionJSON{At: a.At.UTC(), By: a.By, What: a.What})
+	}
+	return jobJSON{Actions: acts,
 		ID: j.ID, Queue: j.QueueName(), Name: j.Name, State: j.State,
 		Priority: j.Priority, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		UniqueKey: j.UniqueKey, Tags: j.Tags, Meta: j.Meta,
@@ -55,27 +66,41 @@ func newJobJSON(j driver.JobInfo) jobJSON {
 	}
 }
 
-func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
+func jobsMain(ctx context.Context, args []string, s stdio) error {
+	out, errOut := s.out, s.errOut
 	states := make([]string, len(driver.JobStates))
 	for i, s := range driver.JobStates {
 		states[i] = string(s)
 	}
-	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json] | cancel ID...  [--dsn URL]", errOut)
+	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json] | cancel ID... | retry ID... [--payload JSON | --payload-file FILE] | run-now ID...  [--dsn URL]", errOut)
 	state := fs.String("state", string(queue.StateReady), "list: jobs in this state: "+strings.Join(states, ", "))
 	queueName := fs.String("queue", "", "list: only this queue")
 	name := fs.String("name", "", "list: only jobs of this name (job type)")
 	tag := fs.String("tag", "", "list: only jobs with this tag")
 	limit := fs.Int("limit", 50, "list: how many to list (the driver caps it, at 500 for the SQL drivers)")
 	asJSON := fs.Bool("json", false, "print JSON: one object per job")
+	payloadText := fs.String("payload", "", "retry: the new payload (one JSON value), for one job")
+	payloadFile := fs.String("payload-file", "", "retry: read the new payload from this file (- for standard input)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
 		fs.Usage()
-		return usagef("name an action: list, show or cancel")
+		return usagef("name an action: list, show, cancel, retry or run-now")
 	}
+	var payload []byte
 	switch {
+	case pos[0] == "retry" && len(pos) >= 2:
+		if payload, err = readPayload(*payloadText, *payloadFile, s.in); err != nil {
+			return err
+		}
+		if payload != nil && len(pos) > 2 {
+			return usagef("--payload replaces one job's payload: name one job")
+		}
+	case pos[0] == "run-now" && len(pos) >= 2:
+	case pos[0] == "retry" || pos[0] == "run-now":
+		return usagef("usage: meridian jobs %s ID...", pos[0])
 	case pos[0] == "list" && len(pos) == 1:
 		if !strings.Contains(","+strings.Join(states, ",")+",", ","+*state+",") {
 			return usagef("unknown --state %q: %s", *state, strings.Join(states, ", "))
@@ -86,15 +111,20 @@ func jobsMain(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return usagef("usage: meridian jobs list, meridian jobs show ID, or meridian jobs cancel ID...")
 	default:
 		fs.Usage()
-		return usagef("unknown action %q: list, show or cancel", pos[0])
+		return usagef("unknown action %q: list, show, cancel, retry or run-now", pos[0])
 	}
 	q, err := openExisting(ctx, *dsn)
 	if err != nil {
 		return err
 	}
 	defer q.Close()
-	if pos[0] == "cancel" {
+	switch pos[0] {
+	case "cancel":
 		return cancelJobs(ctx, q, pos[1:], out)
+	case "retry":
+		return amendJobs(ctx, q, driver.AmendRetry, pos[1:], payload, out)
+	case "run-now":
+		return amendJobs(ctx, q, driver.AmendRunNow, pos[1:], nil, out)
 	}
 	caps := driver.CapabilitiesOf(q)
 	insp := caps.Inspector
@@ -160,6 +190,16 @@ func printJob(out io.Writer, j driver.JobInfo) error {
 	row("payload", string(j.Payload))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(j.Actions) > 0 {
+		fmt.Fprintln(out, "actions:")
+		for _, a := range j.Actions {
+			by := a.By
+			if by == "" {
+				by = "unknown"
+			}
+			fmt.Fprintf(out, "  %s  %s: %s\n", a.At.UTC().Format(time.RFC3339), by, a.What)
+		}
 	}
 	if j.LastError != "" {
 		_, err := fmt.Fprintf(out, "last error:\n%s\n", j.LastError)
