@@ -80,6 +80,13 @@
 // an unknown state gets 400. Pages follow the system's dark preference, and
 // a sidebar toggle overrides it (kept in the browser's localStorage).
 //
+// A payload search (q=) goes on by itself: when the store stops a call at
+// its row bound before the page is full, the handler asks again from
+// where it stopped, within SearchBudget (5 s by default), so the first
+// page holds the first matches however deep they lie; only a search that
+// runs out of budget says how many jobs it examined, with a link that
+// goes on from there.
+//
 // Lists page by keyset cursor, never by offset. Each page's links carry
 // the cursors of the pages before it, so Previous and First work as well
 // as Next; the links carry at most the last 50 cursors, and on a page

@@ -37,6 +37,9 @@ type config struct {
 	identify  func(r *http.Request) string
 	types     map[string]jobType // JobType's, by job name
 	typeNames []string           // their names, in registration order
+	// searchBudget is how long a payload search goes on by itself
+	// (SearchBudget).
+	searchBudget time.Duration
 }
 
 // Authorize sets the access check: fn reports, per request, whether the
@@ -102,7 +105,7 @@ func TrustedOrigin(origin string) Option {
 // goroutine that outlives a request. It panics if src is nil or an Option
 // is invalid (a TrustedOrigin that is not an origin).
 func Handler(src Source, opts ...Option) http.Handler {
-	cfg := config{refresh: 5 * time.Second, timeout: 10 * time.Second, title: "Meridian"}
+	cfg := config{refresh: 5 * time.Second, timeout: 10 * time.Second, title: "Meridian", searchBudget: 5 * time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}

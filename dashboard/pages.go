@@ -144,6 +144,9 @@ func readQuery(r *http.Request, state driver.JobState) (ListQuery, pageRef) {
 // not show.
 func (h *handler) listJobs(ctx context.Context, q ListQuery) (JobList, error) {
 	l, err := h.src.List(ctx, q)
+	if err == nil && q.Search != "" {
+		l = h.searchOn(ctx, q, l)
+	}
 	for i := range l.Jobs {
 		l.Jobs[i] = hide(l.Jobs[i])
 	}
