@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,8 +39,26 @@ func privateRedis(t *testing.T, conf ...string) (addr string, restart func()) {
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		defer rdb.Close()
-		testutil.Eventually(t, 30*time.Second, func() bool { return rdb.Ping(t.Context()).Err() == nil },
-			"redis-server on %s did not answer", addr)
+		// The server answering must be this one: between a kill and the
+		// restart another test process may bind the port (its own private
+		// server), and a test talking to that one would count its jobs
+		// as lost. process_id tells them apart.
+		pid := strconv.Itoa(cmd.Process.Pid)
+		var other string
+		answered := testutil.WaitFor(30*time.Second, func() bool {
+			info, err := rdb.Info(t.Context(), "server").Result()
+			if err != nil {
+				return false
+			}
+			if got := infoField(info, "process_id"); got != pid {
+				other = got
+				return false
+			}
+			return true
+		})
+		if !answered {
+			t.Fatalf("redis-server (pid %s) on %s did not answer within 30s; the port's server has pid %q (another process took the port while it restarted)", pid, addr, other)
+		}
 	}
 	stop := func() {
 		cmd.Process.Kill()
@@ -91,4 +110,14 @@ func TestWorkerRidesOutRestart(t *testing.T) {
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("Worker.Run: %v", err)
 	}
+}
+
+// infoField returns the value of field in an INFO reply ("" if absent).
+func infoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
