@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,60 @@ type Calls struct {
 	// Complete's calls, the leases of each list and its time.
 	Complete, CompleteStarts, CompleteOuts atomic.Int64
 	CompleteNanos                          atomic.Int64
+
+	// byQueue counts the reservations (Reserve and ReserveUnstarted) of
+	// one queue each, by queue name (see ByQueue).
+	mu      sync.Mutex
+	byQueue map[string]*queueCalls
+}
+
+// queueCalls are the reservations of one queue: calls, jobs returned,
+// calls that returned none, and their time.
+type queueCalls struct {
+	calls, jobs, empty int
+	nanos              time.Duration
+}
+
+// reserved counts a reservation of one queue (of several: not counted).
+func (c *Calls) reserved(queues []string, jobs int, d time.Duration) {
+	if len(queues) != 1 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byQueue == nil {
+		c.byQueue = make(map[string]*queueCalls)
+	}
+	qc := c.byQueue[queues[0]]
+	if qc == nil {
+		qc = &queueCalls{}
+		c.byQueue[queues[0]] = qc
+	}
+	qc.calls++
+	qc.jobs += jobs
+	qc.nanos += d
+	if jobs == 0 {
+		qc.empty++
+	}
+}
+
+// ByQueue summarises the reservations of one queue each, per queue in
+// the order given: calls, jobs per call, how many came back empty, and
+// the mean time of one.
+func (c *Calls) ByQueue(queues ...string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for _, q := range queues {
+		qc := c.byQueue[q]
+		if qc == nil || qc.calls == 0 {
+			parts = append(parts, q+" no reservation")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %d calls x %.1f jobs, %d empty, %.2f ms each", q, qc.calls,
+			float64(qc.jobs)/float64(qc.calls), qc.empty, qc.nanos.Seconds()*1e3/float64(qc.calls)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // String summarises the calls on one line, leaving out those never made.
@@ -94,7 +149,9 @@ func count(q queue.Queue) (queue.Queue, *Calls) {
 func (q *counted) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
 	start := time.Now()
 	jobs, err := q.Queue.ReserveUnstarted(ctx, queues, max, lease)
-	q.c.UnstartedNanos.Add(int64(time.Since(start)))
+	d := time.Since(start)
+	q.c.reserved(queues, len(jobs), d)
+	q.c.UnstartedNanos.Add(int64(d))
 	q.c.Unstarted.Add(1)
 	q.c.Prefetched.Add(int64(len(jobs)))
 	return jobs, err
@@ -103,7 +160,9 @@ func (q *counted) ReserveUnstarted(ctx context.Context, queues []string, max int
 func (q *counted) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
 	start := time.Now()
 	jobs, err := q.Queue.Reserve(ctx, queues, max, lease)
-	q.c.ReserveNanos.Add(int64(time.Since(start)))
+	d := time.Since(start)
+	q.c.reserved(queues, len(jobs), d)
+	q.c.ReserveNanos.Add(int64(d))
 	q.c.Reserve.Add(1)
 	q.c.Reserved.Add(int64(len(jobs)))
 	if len(jobs) == 0 {

@@ -77,12 +77,15 @@ func floodOnce(ctx context.Context, q queue.Queue, o Options, v floodVariant) ([
 		}
 		done += n
 	}
+	// The worker's reservations are counted per queue: the evidence for
+	// what a variant's throughput costs in round trips.
+	wq, calls := count(q)
 	var mu sync.Mutex
 	var samples []time.Duration
 	// ran counts every job run, the stall detector's measure of progress:
 	// under strict order the trickle waits for the flood to drain.
 	var flooded, trickled, ran, drainedAt atomic.Int64
-	w := queue.NewWorker(q).Slog(quiet).Concurrency(o.FloodBudget).Poll(o.Poll).ShutdownTimeout(10*time.Second).
+	w := queue.NewWorker(wq).Slog(quiet).Concurrency(o.FloodBudget).Poll(o.Poll).ShutdownTimeout(10*time.Second).
 		Queues(floodQueue, trickleQueue).Balance(v.opts)
 	queue.Handle(w, func(ctx context.Context, j floodJob) error {
 		if j.T != 0 {
@@ -133,6 +136,7 @@ func floodOnce(ctx context.Context, q queue.Queue, o Options, v floodVariant) ([
 	if err != nil {
 		return nil, err
 	}
+	o.progress("    reservations: %s", calls.ByQueue(floodQueue, trickleQueue))
 	mu.Lock()
 	ps := Percentiles(samples, 50, 99)
 	mu.Unlock()
