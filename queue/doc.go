@@ -66,9 +66,9 @@
 // one round trip per batch while slow jobs are never hoarded by one process.
 // The buffered jobs are reserved without counting an attempt,
 // and the attempts of the jobs that start while one such write is in flight
-// are counted together in the next, just before their handlers run; such a
-// buffer is kept only while at least half the handlers are running jobs
-// (otherwise the reservations, not the handlers, limit the run). Those
+// are counted together in the next, just before their handlers run, as
+// are those of the jobs reserved for idle handlers, so the buffer costs no
+// write more and is kept whether or not the handlers are busy. Those
 // counts ride in the flushes of outcomes: every outcome (done, retried,
 // failed, cancelled, snoozed) is collected and flushed together through the
 // driver's Complete (a batch of acks alone waits up to 5ms for more, so

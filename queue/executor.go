@@ -407,8 +407,6 @@ type heldLeases struct {
 	// byQueue counts the entries of m by queue; an entry is counted as
 	// running while it is in m with running set.
 	byQueue map[string]*heldCount
-	// handlers counts the handlers between run and stop, held or not.
-	handlers int
 	// margin is how long before its stored expiry a lease counts as lost
 	// unless renewed (Worker.LeaseMargin); 0 in tests that set none.
 	margin time.Duration
@@ -590,7 +588,6 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobCont
 		return nil, newJobContext(base, j)
 	}
 	if h.running == nil {
-		s.handlers++
 		if !h.gone {
 			h.count.running++
 		}
@@ -604,13 +601,6 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobCont
 	return h, &h.jc
 }
 
-// runningHandlers reports how many handlers run (between run and stop).
-func (s *heldLeases) runningHandlers() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.handlers
-}
-
 // stop records that h's handler returned and reports whether its lease was
 // lost (cancelled: by a cancel of the job), or given back by shutdown,
 // meanwhile.
@@ -621,7 +611,6 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h.running != nil {
-		s.handlers--
 		if !h.gone {
 			h.count.running--
 		}

@@ -47,19 +47,19 @@ func (s *startingStub) Start(context.Context, []driver.Lease) ([]driver.Lease, e
 	return nil, nil
 }
 
-// TestFetcherPrefetchesOnlyForBusyHandlers checks that with a Starter the
-// fetcher reserves jobs beyond its idle handlers (uncounted, each to be
-// marked as it starts) only while at least half its handlers run a job:
-// otherwise the reservations are what the run waits for, and it reserves
-// for the idle handlers alone.
-func TestFetcherPrefetchesOnlyForBusyHandlers(t *testing.T) {
+// TestFetcherPrefetchesWhateverHandlersRun checks that the fetcher
+// reserves ahead of its idle handlers (about 50ms of work at its measured
+// rate) however many of them run a job: when they idle because the
+// reservations are slower than the jobs, reserving for the idle handlers
+// alone would cap the run at Concurrency jobs per round trip.
+func TestFetcherPrefetchesWhateverHandlersRun(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		running       int // of 4 handlers
 		wantUnstarted []int
 	}{
-		{running: 0, wantUnstarted: []int{4}},
-		{running: 1, wantUnstarted: []int{4}},
+		{running: 0, wantUnstarted: []int{104}},
+		{running: 1, wantUnstarted: []int{104}},
 		{running: 2, wantUnstarted: []int{104}},
 		{running: 3, wantUnstarted: []int{104}},
 	} {

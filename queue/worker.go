@@ -722,10 +722,10 @@ const prefetchHorizon = 50 * time.Millisecond
 // finish quickly, a short buffer beyond them: up to the jobs the worker
 // completes in prefetchHorizon at its recent rate, capped by Prefetch. Slow
 // jobs therefore get no prefetch (no job waits long leased to a busy
-// process), while fast ones are reserved hundreds per round trip. The
-// buffer is kept only while at least half the handlers are
-// running jobs: buffered jobs each cost a start mark, which pays only when
-// handlers, not reservations, are what the run waits for.
+// process), while fast ones are reserved hundreds per round trip, also
+// while the handlers idle because the reservations are slower than the
+// jobs (a buffered job's start mark rides in a batch, as an idle
+// handler's does).
 type fetcher struct {
 	q           Queue
 	waiter      driver.Waiter // nil: poll
@@ -858,16 +858,15 @@ func (f *fetcher) run(stopCtx context.Context) {
 		if stopCtx.Err() != nil || !f.gate.wait(stopCtx.Done()) {
 			return
 		}
+		// Ahead of the handlers, about prefetchHorizon of work at the
+		// recent rate, whether or not the handlers are busy: when they
+		// idle because the reservations are slower than the jobs, a
+		// reservation for the idle handlers alone would cap the run at
+		// Concurrency jobs per round trip. (Every job is reserved
+		// unstarted and its start marked in a batch, so a job reserved
+		// ahead costs no write more than one reserved for an idle
+		// handler.)
 		ahead := f.pace.ahead(time.Now())
-		if 2*f.leases.runningHandlers() < f.concurrency {
-			// Fewer than half the handlers run a job: the reservations,
-			// not the handlers, limit the run, and jobs reserved beyond
-			// the idle handlers would only wait for a start mark each
-			// (a write of its own, the store's largest cost per job when
-			// handlers are fast). Reserve for the idle
-			// handlers only; the next reservation follows at once.
-			ahead = 0
-		}
 		want := f.concurrency + ahead - outstanding
 		// Reserve when a handler is idle, or when the buffer has room for a
 		// batch worth a round trip; else wait for a handler to finish.
