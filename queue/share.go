@@ -33,11 +33,16 @@ func (w *Worker) Balance(o balance.Options) *Worker {
 // (Auto) sets new allotments.
 //
 // A queue's jobs are handed on (to the executors: running, or about to)
-// only while the queue has fewer handed on than its allotment and the run
-// fewer than max, so no queue runs more handlers than its allotment and
-// the run never more than max. Beyond them, a queue may hold jobs reserved
-// ahead (waiting), at most Prefetch (see ahead): leased, their leases
-// extended, handed on as its handlers free up.
+// only while the queue has fewer handed on than its allotment, plus what
+// the queues lending lend it (see free), and the run fewer than max, so
+// the run never runs more than max. The sharing is work-conserving: a
+// queue lends while it has nothing to do (asleep: its last reservation
+// came back short, and no job waiting), and the room it lends (its
+// allotment less its jobs handed on) goes to the queues with work; once
+// it wakes, that room is its own again, kept from the borrowers, and
+// comes back to it as their jobs finish. Beyond that, a queue may hold
+// jobs reserved ahead (waiting), at most Prefetch (see ahead): leased,
+// their leases extended, handed on as its handlers free up.
 type budget struct {
 	max    int
 	queues []string
@@ -54,6 +59,9 @@ type budget struct {
 	waiting [][]*held
 	pace    []pacer
 	handed  int
+	// asleep is the fetcher's naps' (see naps): the queues whose last
+	// reservation came back short, not woken since; nil: none.
+	asleep []bool
 
 	mu    sync.Mutex
 	allot []int
@@ -94,11 +102,33 @@ func (b *budget) sync() {
 // handedOn returns the jobs of queue i handed on and not finished.
 func (b *budget) handedOn(i int) int { return b.out[i] - len(b.waiting[i]) }
 
-// free returns how many more jobs of queue i may be handed on now: up to
-// its allotment, the budget as a whole never exceeded (after a shift, a
-// queue may hold more than its new allotment until its jobs finish).
+// room returns how many more jobs queue i may hand on within its own
+// allotment (none when it holds more: after a shift, or borrowing).
+func (b *budget) room(i int, allot []int) int { return max(0, allot[i]-b.handedOn(i)) }
+
+// lending reports whether queue i lends its room to the others: it is
+// asleep (nothing ready when last asked) and holds no job waiting.
+func (b *budget) lending(i int) bool {
+	return b.asleep != nil && b.asleep[i] && len(b.waiting[i]) == 0
+}
+
+// free returns how many more jobs of queue i may be handed on now: its
+// own room and the room of every queue lending, but never the room of a
+// queue not lending (that is kept for it, so a queue that wakes gets its
+// allotment back as the borrowers' jobs finish), and the budget as a
+// whole never exceeded.
 func (b *budget) free(i int, allot []int) int {
-	return max(0, min(allot[i]-b.handedOn(i), b.max-b.handed))
+	own, lent, kept := b.room(i, allot), 0, 0
+	for j := range b.queues {
+		switch {
+		case j == i:
+		case b.lending(j):
+			lent += b.room(j, allot)
+		default:
+			kept += b.room(j, allot)
+		}
+	}
+	return max(0, min(own+lent, b.max-b.handed-kept))
 }
 
 // ahead returns how many jobs queue i may hold reserved ahead of its free
@@ -136,7 +166,9 @@ func (b *budget) handOn(i int, allot []int, out chan<- *held) {
 // flush sends every waiting job to the executors, whatever the
 // allotments: the run is stopping, and they run within ShutdownTimeout as
 // the jobs prefetched without a budget do. The executors' channel holds
-// them all (its capacity is the budget and Prefetch per queue).
+// them all (its capacity is twice the budget and Prefetch per queue: the
+// jobs handed on, and those waiting, at most each queue's room and
+// Prefetch).
 func (b *budget) flush(out chan<- *held) {
 	for i := range b.waiting {
 		for _, h := range b.waiting[i] {
@@ -178,6 +210,7 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 	b := f.budget
 	naps := newNaps(f, stopCtx)
 	defer naps.stop()
+	b.asleep = naps.asleep
 	defer b.flush(f.out)
 	var seen int64
 	bo := retry.Backoff{Initial: 50 * time.Millisecond, Max: max(f.poll, 5*time.Second)}
@@ -201,9 +234,16 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 			if paused || naps.asleep[i] {
 				continue
 			}
-			free := b.free(i, allot)
-			want := free + ahead - len(b.waiting[i])
-			if want <= 0 || (free == 0 && want < max(1, ahead/2)) {
+			// A queue reserves for what it may hand on now and, when it
+			// may reserve ahead (Prefetch), for its own room even while
+			// borrowers fill the budget: its jobs then wait for theirs
+			// to finish, not for a reservation.
+			claim := b.free(i, allot)
+			if b.pace[i].max > 0 {
+				claim = max(claim, b.room(i, allot))
+			}
+			want := claim + ahead - len(b.waiting[i])
+			if want <= 0 || (claim == 0 && want < max(1, ahead/2)) {
 				continue
 			}
 			var jobs []Job

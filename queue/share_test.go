@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -133,21 +135,21 @@ func TestWorkerWeightedQueuesGiveWayWhenEmpty(t *testing.T) {
 	})
 }
 
-// TestWorkerBudgetSimple: a budget split evenly: each queue runs at most
-// its half, even while the other has nothing, and the whole never more
-// than the budget.
+// TestWorkerBudgetSimple: a budget split evenly: while both queues have
+// work each runs at most its half, and the whole never more than the
+// budget.
 func TestWorkerBudgetSimple(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		q := memqueue.New()
 		fill(t, q, "a", 30)
-		fill(t, q, "b", 6)
+		fill(t, q, "b", 30)
 		g := newGauge()
 		w := queue.NewWorker(q).Slog(quiet).Concurrency(3).Queues("a", "b").
 			Balance(balance.Options{Strategy: balance.Simple, Max: 6})
 		g.handle(w, time.Second)
 		startWorker(t, w)
-		waitWithin(t, time.Minute, "all 36 jobs", func() bool { return g.started() == 36 })
+		waitWithin(t, time.Minute, "all 60 jobs", func() bool { return g.started() == 60 })
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.most["a"] != 3 || g.most["b"] != 3 || g.mostTotal != 6 {
@@ -156,10 +158,123 @@ func TestWorkerBudgetSimple(t *testing.T) {
 	})
 }
 
-// TestWorkerBudgetAutoShiftsBounded: under Auto a flooded queue gains
-// handlers from an idle one by at most MaxShift per Cooldown, down to the
-// idle queue's Min, and never beyond the budget; when the other queue
-// fills, handlers move back.
+// TestWorkerBudgetLendsIdleHandlers: the sharing is work-conserving. A
+// queue with nothing to do lends its allotment to a queue with work, the
+// budget still never exceeded; once it has work again it takes its
+// allotment back as the borrowed handlers' jobs finish, and from then on
+// the borrower runs no more than its own allotment.
+func TestWorkerBudgetLendsIdleHandlers(t *testing.T) {
+	t.Parallel()
+	for name, o := range map[string]balance.Options{
+		"simple": {Strategy: balance.Simple, Max: 6},
+		// A cooldown longer than the test: the allotments stay 3 and 3.
+		"auto": {Strategy: balance.Auto, Max: 6, Cooldown: time.Hour},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				q := memqueue.New()
+				fill(t, q, "a", 200)
+				g := newGauge()
+				w := queue.NewWorker(q).Slog(quiet).Poll(time.Hour).Queues("a", "b").Balance(o)
+				g.handle(w, time.Second)
+				startWorker(t, w)
+				waitWithin(t, time.Minute, "a running 6 (its 3 and b's 3)", func() bool {
+					g.mu.Lock()
+					defer g.mu.Unlock()
+					return g.running["a"] == 6
+				})
+				fill(t, q, "b", 30)
+				pushed := time.Since(g.t0)
+				waitWithin(t, time.Minute, "b's 30 jobs", func() bool {
+					g.mu.Lock()
+					defer g.mu.Unlock()
+					return g.most["b"] == 3 && g.running["b"] == 0 && countOf(g.starts, "b") == 30
+				})
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				if g.mostTotal > 6 {
+					t.Fatalf("%d handlers ran at once, over the budget of 6", g.mostTotal)
+				}
+				// a's borrowed handlers run jobs of 1s: b has its 3 back
+				// within one of them.
+				lastB, back := 0, time.Duration(0)
+				for i, qn := range g.starts {
+					if qn == "b" {
+						lastB = i
+						if g.runningAt[i] == 3 && back == 0 {
+							back = g.startAt[i]
+						}
+					}
+				}
+				if d := back - pushed; d > time.Second {
+					t.Errorf("b ran its allotment of 3 %s after its push; want within the 1s of a borrowed handler's job", d)
+				}
+				for i, qn := range g.starts[:lastB] {
+					if qn == "a" && g.startAt[i] >= back && g.runningAt[i] > 3 {
+						t.Fatalf("at %s, b having work, a ran %d at once; want at most its allotment of 3", g.startAt[i], g.runningAt[i])
+					}
+				}
+			})
+		})
+	}
+}
+
+// countOf returns how many of starts are qn.
+func countOf(starts []string, qn string) int {
+	n := 0
+	for _, s := range starts {
+		if s == qn {
+			n++
+		}
+	}
+	return n
+}
+
+// rebalances records the allotments Auto logs on each rebalance.
+type rebalances struct {
+	mu    sync.Mutex
+	steps [][2][]int // from, to
+}
+
+func (r *rebalances) Enabled(context.Context, slog.Level) bool { return true }
+func (r *rebalances) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *rebalances) WithGroup(string) slog.Handler            { return r }
+func (r *rebalances) Handle(_ context.Context, rec slog.Record) error {
+	if rec.Message != "queue: handlers rebalanced" {
+		return nil
+	}
+	var step [2][]int
+	rec.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "from":
+			step[0], _ = a.Value.Any().([]int)
+		case "to":
+			step[1], _ = a.Value.Any().([]int)
+		}
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, step)
+	return nil
+}
+
+func (r *rebalances) last() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.steps) == 0 {
+		return nil
+	}
+	return r.steps[len(r.steps)-1][1]
+}
+
+// TestWorkerBudgetAutoShiftsBounded: under Auto a flooded queue's
+// allotment grows from an idle one's by at most MaxShift per Cooldown,
+// down to the idle queue's Min, the allotments never summing over the
+// budget, and the worker never runs more than the budget; when the other
+// queue fills, handlers move back. (Meanwhile the flooded queue borrows
+// what the idle one does not use: TestWorkerBudgetLendsIdleHandlers.)
 func TestWorkerBudgetAutoShiftsBounded(t *testing.T) {
 	t.Parallel()
 	for _, by := range []balance.Measure{balance.WaitTime, balance.Backlog} {
@@ -170,29 +285,12 @@ func TestWorkerBudgetAutoShiftsBounded(t *testing.T) {
 				fill(t, q, "a", 400)
 				g := newGauge()
 				const cooldown = 3 * time.Second
-				w := queue.NewWorker(q).Slog(quiet).Queues("a", "b").
+				log := &rebalances{}
+				w := queue.NewWorker(q).Slog(slog.New(log)).Queues("a", "b").
 					Balance(balance.Options{Strategy: balance.Auto, Max: 10, Min: 1, By: by, MaxShift: 1, Cooldown: cooldown})
 				g.handle(w, time.Second)
 				startWorker(t, w)
-				waitWithin(t, time.Minute, "a running 9", func() bool {
-					g.mu.Lock()
-					defer g.mu.Unlock()
-					return g.running["a"] == 9
-				})
-				g.mu.Lock()
-				for i, qn := range g.starts {
-					if qn != "a" {
-						continue
-					}
-					if limit := 5 + int(g.startAt[i]/cooldown); g.runningAt[i] > limit {
-						t.Fatalf("at %s a ran %d at once; from 5 of 10, one more per %s allows %d", g.startAt[i], g.runningAt[i], cooldown, limit)
-					}
-				}
-				if g.most["a"] > 9 || g.mostTotal > 10 {
-					t.Fatalf("most running: a %d, all %d; want a <= 9 (b keeps Min 1), all <= 10", g.most["a"], g.mostTotal)
-				}
-				g.mu.Unlock()
-
+				waitWithin(t, time.Minute, "a allotted 9", func() bool { return slices.Equal(log.last(), []int{9, 1}) })
 				fill(t, q, "b", 400)
 				waitWithin(t, 2*time.Minute, "b running 3", func() bool {
 					g.mu.Lock()
@@ -204,9 +302,35 @@ func TestWorkerBudgetAutoShiftsBounded(t *testing.T) {
 				if g.mostTotal > 10 {
 					t.Fatalf("%d handlers ran at once, over the budget of 10", g.mostTotal)
 				}
+				log.mu.Lock()
+				defer log.mu.Unlock()
+				prev := []int{5, 5}
+				for _, s := range log.steps {
+					from, to := s[0], s[1]
+					if !slices.Equal(from, prev) {
+						t.Fatalf("a rebalance from %v, after one to %v", from, prev)
+					}
+					if to[0]+to[1] > 10 || to[0] < 1 || to[1] < 1 || abs(to[0]-from[0]) > 1 || abs(to[1]-from[1]) > 1 {
+						t.Fatalf("rebalanced from %v to %v; want each moved at most 1 (MaxShift), each at least 1 (Min), at most 10 in all", from, to)
+					}
+					prev = to
+				}
+				if len(log.steps) < 4 || log.steps[3][1][0] != 9 {
+					t.Fatalf("allotments %v; want a from 5 to 9 in four steps, one per cooldown", log.steps)
+				}
+				if prev[1] < 2 {
+					t.Fatalf("allotments end at %v; want b's grown back once it filled", prev)
+				}
 			})
 		})
 	}
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // TestWorkerBalanceRefusesBadOptions: Run says what it cannot honour.
@@ -321,8 +445,20 @@ func TestWorkerBudgetReservesAhead(t *testing.T) {
 		waitWithin(t, time.Minute, "all 4000 jobs", func() bool { return g.started() == 4000 })
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if g.most["a"] > 8 || g.most["b"] > 8 || g.mostTotal > 16 {
-			t.Fatalf("most running at once: a %d, b %d, all %d; want at most 8, 8, 16 (Max 16 split evenly)", g.most["a"], g.most["b"], g.mostTotal)
+		if g.mostTotal > 16 {
+			t.Fatalf("%d handlers ran at once, over the budget of 16", g.mostTotal)
+		}
+		// While both queues have work (until the last 16 starts of the
+		// first to drain), each runs at most its half; after, the other
+		// borrows its idle handlers.
+		last := map[string]int{}
+		for i, qn := range g.starts {
+			last[qn] = i
+		}
+		for i, qn := range g.starts[:min(last["a"], last["b"])-16] {
+			if g.runningAt[i] > 8 {
+				t.Fatalf("start %d: %s ran %d at once, both queues having work; want at most 8 (Max 16 split evenly)", i, qn, g.runningAt[i])
+			}
 		}
 		for _, qn := range []string{"a", "b"} {
 			// Reserving ahead 50ms of work (over 200 jobs at 8 handlers'
@@ -402,4 +538,49 @@ func TestWorkerBudgetWaitingJobsKeepTheirLeases(t *testing.T) {
 			}
 		}
 	})
+}
+
+// slowReserve is a reserveCounter whose reservations take d each, as a
+// store's round trip does.
+type slowReserve struct {
+	*reserveCounter
+	d time.Duration
+}
+
+func (s *slowReserve) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	time.Sleep(s.d)
+	return s.reserveCounter.ReserveUnstarted(ctx, queues, n, lease)
+}
+
+// TestWorkerReservesManyPerRoundTrip: when the reservations are slower
+// than the jobs (10ms a round trip, jobs of 2ms on 20 handlers), a flooded
+// queue is reserved ahead of the handlers whatever the strategy, many
+// more jobs per round trip than the handlers, rather than only for the
+// handlers idle at each turn (which held strict order and weights to 20
+// jobs per round trip at most, 10 in practice: 1,000 jobs/s here).
+func TestWorkerReservesManyPerRoundTrip(t *testing.T) {
+	t.Parallel()
+	for name, o := range map[string]balance.Options{
+		"strict":   {Strategy: balance.Strict},
+		"weighted": {Strategy: balance.Weighted, Weights: map[string]int{"a": 6, "b": 1}},
+		"simple":   {Strategy: balance.Simple, Max: 20},
+		"auto":     {Strategy: balance.Auto, Max: 20},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				q := &slowReserve{reserveCounter: newReserveCounter(), d: 10 * time.Millisecond}
+				fill(t, q, "a", 4000)
+				g := newGauge()
+				w := queue.NewWorker(q).Slog(quiet).Concurrency(20).Poll(50*time.Millisecond).Queues("a", "b").Balance(o)
+				g.handle(w, 2*time.Millisecond)
+				startWorker(t, w)
+				waitWithin(t, time.Minute, "a's 4000 jobs", func() bool { return g.started() == 4000 })
+				calls, _ := q.counts("a")
+				if calls > 4000/40 {
+					t.Fatalf("a's 4000 jobs took %d reservations; want at most %d (at least 40 jobs per round trip, twice the handlers)", calls, 4000/40)
+				}
+			})
+		})
+	}
 }

@@ -470,9 +470,9 @@ func newRun(w *Worker) *run {
 	concurrency, prefetch := w.concurrency, w.prefetch
 	buf := concurrency + prefetch
 	if opts.Budgeted() {
-		// Handed on, at most Max; waiting, at most Prefetch per queue
-		// (see budget).
-		concurrency, buf = opts.Max, opts.Max+len(queues)*prefetch
+		// Handed on, at most Max; waiting, at most each queue's room
+		// (all of them at most Max) and Prefetch per queue (see budget).
+		concurrency, buf = opts.Max, 2*opts.Max+len(queues)*prefetch
 	}
 	lease := w.leaseFor()
 	r := &run{
