@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -947,30 +948,30 @@ func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
 }
 
 // reserveWeighted takes up to n jobs split among the queues by their
-// weights (balance.Picker); what a queue lacks goes to the others, in the
-// worker's order of queues, so no handler idles while a queue has work.
+// weights (balance.Picker); what a queue lacks goes to the others, so no
+// handler idles while a queue has work. The queues are asked from the
+// smallest share to the largest, each for its share and what the queues
+// asked before it lacked, so a queue that just woke with nothing ready
+// (the poll) hands its share to the busy queue in the same round trip,
+// not in a second one for a few jobs; what is still lacking then goes to
+// the queues that returned all they were asked, in the worker's order.
 // A queue asleep (see naps) is not asked: its share goes to the others;
 // one that returns fewer than asked falls asleep.
 func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err error) {
 	counts := f.pick.Split(n)
 	short := 0
 	came := make([]bool, len(f.queues)) // asked, and returned fewer than asked; or asleep
-	awake := -1                         // the first queue awake
+	var ask []int                       // the queues awake with a share
 	for i, k := range counts {
-		if f.naps.asleep[i] {
+		switch {
+		case f.naps.asleep[i]:
 			came[i] = true
 			short += k
-			counts[i] = 0
-		} else if awake < 0 {
-			awake = i
+		case k > 0:
+			ask = append(ask, i)
 		}
 	}
-	if awake >= 0 {
-		// The sleepers' shares go to the first queue awake in this call,
-		// not in a second one.
-		counts[awake] += short
-		short = 0
-	}
+	slices.SortStableFunc(ask, func(a, b int) int { return counts[a] - counts[b] })
 	take := func(i, k int) error {
 		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{f.queues[i]}, k, f.lease)
 		for j := range jobs {
@@ -983,14 +984,12 @@ func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err erro
 				f.naps.sleep(i)
 			}
 		}
-		short += k - len(jobs)
+		short = k - len(jobs)
 		return err
 	}
-	for i, k := range counts {
-		if k > 0 {
-			if err := take(i, k); err != nil {
-				return out, unstarted, err
-			}
+	for _, i := range ask {
+		if err := take(i, counts[i]+short); err != nil {
+			return out, unstarted, err
 		}
 	}
 	for i := range f.queues {
@@ -998,9 +997,7 @@ func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err erro
 			break
 		}
 		if !came[i] {
-			k := short
-			short = 0
-			if err := take(i, k); err != nil {
+			if err := take(i, short); err != nil {
 				return out, unstarted, err
 			}
 		}
