@@ -137,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Batches", s.testBatches)
 	t.Run("Limiters", s.testLimiters)
 	t.Run("RateLimit", s.testRateLimit)
+	t.Run("TagMonitor", s.testTagMonitor)
 }
 
 // suite carries the harness through the checks.

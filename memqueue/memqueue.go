@@ -45,7 +45,7 @@ func WithClock(now func() time.Time) Option {
 
 // Queue is an in-memory queue.Queue. It implements every optional ability
 // of package queue/driver: Inspector, Controller, Workflows, Scheduler,
-// Reporter, Waiter and Fleet.
+// Reporter, Waiter, Fleet, MetricsHistory and TagMonitor.
 //
 // All methods are safe for concurrent use by many goroutines. The zero
 // value is not usable; call New.
@@ -81,6 +81,8 @@ type Queue struct {
 	// (see maxFinishedBatches); clearedBatches counts batchList's nils.
 	finishedBatches []*batch
 	clearedBatches  int
+
+	monitor monitor // monitored tags (TagMonitor)
 }
 
 // entry is one stored job. Every queued job holds one, so its size is most

@@ -29,6 +29,7 @@ const ackFlushers = 2
 type completer struct {
 	q        Queue
 	runObs   driver.Reporter // nil: the store keeps no metrics
+	tags     *tagWatch       // nil: the store monitors no tags
 	ctx      context.Context
 	leases   *heldLeases
 	halt     *halt
@@ -262,6 +263,9 @@ func (c *completer) finished(j *Job, o driver.Outcome, cause error, start time.T
 		kind = EventSnoozed
 	}
 	c.observe(kind, j, cause, rt)
+	if c.tags != nil && o != driver.OutcomeSnoozed {
+		c.tags.note(j, o, cause, start.Add(rt))
+	}
 	// The stores' per-minute metrics count attempts that succeeded or
 	// failed; a snooze gave its attempt back and a cancel is neither.
 	if c.runObs != nil && (o == driver.OutcomeDone || o == driver.OutcomeRetried || o == driver.OutcomeFailed) {

@@ -205,7 +205,7 @@ func MaxAttempts(n int) Option { return func(j *Job) { j.MaxAttempts = n } }
 // Timeout bounds each attempt of this job, overriding the worker's Timeout.
 func Timeout(d time.Duration) Option { return func(j *Job) { j.Timeout = d } }
 
-// Tags adds tags to the job.
+// Tags adds tags to the job, after those its type derives (Tagger).
 func Tags(tags ...string) Option {
 	return func(j *Job) { j.Tags = append(j.Tags, tags...) }
 }
@@ -222,7 +222,7 @@ func Meta(key, value string) Option {
 
 // NewJob encodes v as JSON and builds the Job that Dispatch would push, with
 // a new ID, without pushing it. The options v's type sets by its methods
-// (QueueNamer, AttemptsLimiter, TimeoutSetter) apply first; opts override
+// (QueueNamer, AttemptsLimiter, TimeoutSetter, Tagger) apply first; opts override
 // them. The job is named for T (NameOf), or for v's dynamic type when T is
 // an interface (an unnamed type's jobs are named "", and reach the handler
 // registered for that type).
@@ -253,7 +253,7 @@ func NewJob[T any](v T, opts ...Option) (Job, error) {
 	if j.Meta != nil {
 		j.Meta = maps.Clone(j.Meta)
 	}
-	j.Tags = slices.Clone(j.Tags)
+	j.Tags = uniqueTags(j.Tags)
 	return j, nil
 }
 
@@ -429,6 +429,11 @@ type AttemptsLimiter interface{ MaxAttempts() int }
 // TimeoutSetter is a job type that bounds each attempt.
 type TimeoutSetter interface{ Timeout() time.Duration }
 
+// Tagger is a job type that derives tags from its fields (Horizon tags a
+// job by the models it carries): NewJob, and so Dispatch, puts them first
+// in the job's Tags, before those of the Tags option, each once.
+type Tagger interface{ Tags() []string }
+
 // BackoffSetter is a job type that sets the delay before retry attempt+1
 // after its attempt-th attempt failed (attempt counts from 1). It must work
 // on the zero value.
@@ -447,6 +452,24 @@ func typeDefaults(v any, j *Job) {
 	if t, ok := v.(TimeoutSetter); ok {
 		j.Timeout = t.Timeout()
 	}
+	if t, ok := v.(Tagger); ok {
+		j.Tags = slices.Clone(t.Tags())
+	}
+}
+
+// uniqueTags drops the repeats of a tag, keeping the first: a type's tags
+// and the Tags option's may name the same one.
+func uniqueTags(tags []string) []string {
+	if len(tags) < 2 {
+		return slices.Clone(tags)
+	}
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // RetryUntil stops retrying the job after t: an attempt that fails after t

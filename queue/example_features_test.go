@@ -165,3 +165,30 @@ func ExampleUniqueByPayload_fields() {
 	fmt.Println(a, b, c)
 	// Output: false true false
 }
+
+// ShipOrder derives its tags from its fields, as Horizon tags a job by the
+// models it carries; an operator who monitors "customer:42" on the
+// dashboard sees this customer's jobs.
+type ShipOrder struct {
+	OrderID    int
+	CustomerID int
+}
+
+func (s ShipOrder) Tags() []string {
+	return []string{fmt.Sprintf("order:%d", s.OrderID), fmt.Sprintf("customer:%d", s.CustomerID)}
+}
+
+func ExampleTagger() {
+	ctx := context.Background()
+	q := memqueue.New()
+	// The Tags option adds to the type's tags; a tag named twice is kept once.
+	id, _, err := queue.Enqueue(ctx, q, ShipOrder{OrderID: 7, CustomerID: 42}, queue.Tags("express", "customer:42"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	info, _ := driver.CapabilitiesOf(q).Inspector.GetJob(ctx, id)
+	fmt.Println(info.Tags)
+	// Output:
+	// [order:7 customer:42 express]
+}

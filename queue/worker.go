@@ -495,6 +495,9 @@ func newRun(w *Worker) *run {
 
 	r.caps = driver.CapabilitiesOf(w.q)
 	r.completer = &completer{q: w.q, runObs: r.caps.Reporter, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
+	if tm := r.caps.Tags; tm != nil {
+		r.completer.tags = &tagWatch{store: tm, ctx: r.bgCtx, log: w.log}
+	}
 
 	handlers := make(map[string]Handler, len(w.handlers))
 	for name, h := range w.handlers {
@@ -577,6 +580,9 @@ func (r *run) run(ctx context.Context) error {
 	bg.Go(func() { r.extender.run(bgDone) })
 	if r.heartbeat != nil {
 		bg.Go(func() { r.heartbeat.run(bgDone) })
+	}
+	if t := r.completer.tags; t != nil {
+		bg.Go(func() { t.run(bgDone) })
 	}
 	if c := r.caps.Controller; c != nil {
 		bg.Go(func() { r.watchCancels(c, bgDone) })

@@ -220,6 +220,7 @@ type Capabilities struct {
 	Waiter     Waiter
 	Fleet      Fleet
 	History    MetricsHistory
+	Tags       TagMonitor
 	// DefaultLease is the store's configured lease length, 0 when it has
 	// none (see LeaseDefaulter).
 	DefaultLease time.Duration
@@ -236,6 +237,7 @@ func CapabilitiesOf(q Queue) Capabilities {
 	c.Waiter, _ = q.(Waiter)
 	c.Fleet, _ = q.(Fleet)
 	c.History, _ = q.(MetricsHistory)
+	c.Tags, _ = q.(TagMonitor)
 	if d, ok := q.(LeaseDefaulter); ok {
 		c.DefaultLease = d.DefaultLease()
 	}
@@ -256,6 +258,7 @@ var abilities = []struct {
 	{"Waiter", "workers poll", func(c Capabilities) bool { return c.Waiter != nil }},
 	{"Fleet", "no fleet commands: workers cannot be terminated, paused or continued through the store", func(c Capabilities) bool { return c.Fleet != nil }},
 	{"MetricsHistory", "run metrics for the last hour only, no 24-hour or 7-day views", func(c Capabilities) bool { return c.History != nil }},
+	{"TagMonitor", "no monitored tags", func(c Capabilities) bool { return c.Tags != nil }},
 }
 
 // Missing lists the abilities the store lacks, each as its interface's
@@ -273,7 +276,7 @@ func (c Capabilities) Missing() []string {
 
 // Require returns nil when the store has the ability named (an interface
 // of this package: "Inspector", "Controller", "Workflows", "Scheduler",
-// "Reporter", "Waiter", "Fleet" or "MetricsHistory"), and otherwise an error matching ErrUnsupported
+// "Reporter", "Waiter", "Fleet", "MetricsHistory" or "TagMonitor"), and otherwise an error matching ErrUnsupported
 // that names it and what goes without it.
 func (c Capabilities) Require(name string) error {
 	for _, a := range abilities {
