@@ -20,7 +20,9 @@
 // one database: leases, unique keys, pauses, the worker registry, metrics
 // and the maintenance leader all live in the database. Besides queue.Queue
 // it implements queue.Inspector, queue.Controller, queue.Scheduler,
-// queue.Reporter, queue.LeaseDefaulter and queue.Waiter.
+// queue.Reporter, queue.LeaseDefaulter, queue.Waiter and queue.TagMonitor
+// (monitored tags' records in _tags and _tag_jobs, written by the Worker
+// once a second, never per job).
 //
 // # Waking workers
 //
@@ -36,8 +38,8 @@
 //
 // WithTable names the jobs table (default meridian_jobs); the other tables
 // take it as a prefix: _pauses, _workers, _run_metrics, _meta, _periodic,
-// _uniques, _counts, _batches, _batch_jobs and _fleet. New creates
-// nothing. The schema is a series of numbered migrations per dialect
+// _uniques, _counts, _batches, _batch_jobs, _fleet, _tags and _tag_jobs.
+// New creates nothing. The schema is a series of numbered migrations per dialect
 // (embedded SQL files): Setup applies those the tables lack, in order,
 // under a lock, so it is safe to run at every start and from several
 // processes at once; Migrate and MigrateDown (and `meridian migrate`) move

@@ -38,6 +38,7 @@ type tableNames struct {
 	periodic, uniques, counts            string
 	batches, batchJobs                   string
 	fleet                                string
+	tags, tagJobs                        string
 	replacer                             *strings.Replacer
 }
 
@@ -65,10 +66,15 @@ func names(d dialect, table string) tableNames {
 		batchJobs: d.quote(table + "_batch_jobs"),
 		// fleet holds the fleet's commands to workers (see fleet.go).
 		fleet: d.quote(table + "_fleet"),
+		// tags and tag_jobs hold the monitored tags and their jobs'
+		// records (see tags.go).
+		tags:    d.quote(table + "_tags"),
+		tagJobs: d.quote(table + "_tag_jobs"),
 	}
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
 		"{metrics}", t.metrics, "{run_metrics}", t.runMetrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
+		"{tags}", t.tags, "{tag_jobs}", t.tagJobs,
 	)
 	return t
 }
@@ -103,7 +109,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 
 // tableKinds name a queue's tables besides its jobs table: each is named
 // after the jobs table with "_" and the kind appended.
-var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet"}
+var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet", "tags", "tag_jobs"}
 
 // migrationVars are the names the migration files use for one queue's
 // tables and indexes, quoted (the table prefix is validated by WithTable).
@@ -118,7 +124,7 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars

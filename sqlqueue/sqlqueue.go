@@ -858,6 +858,25 @@ const (
 	qPeriodicList
 	qPeriodicPause
 	qPeriodicExists
+	// The statements of monitored tags (tags.go): qTagMonitor adds a tag
+	// (tag, since) while fewer than a bound (the bound) are monitored,
+	// changing nothing for a monitored one; qTagExists counts a tag's rows
+	// (tag); qTagUnmonitor and qTagDropJobs delete a tag and its records
+	// (tag); qTagList lists the tags, sorted; qTagRecord adds or replaces
+	// a record (tag, list, id, queue, name, state, at, attempts, error)
+	// when its tag is monitored (tag); qTagCutoff reads the (at, id) of a
+	// list's record at an offset from its newest (tag, list, offset), and
+	// qTagTrim deletes that record and the older ones (tag, list, at, at,
+	// id); qTagJobs reads a list, newest first (tag, list, limit).
+	qTagMonitor
+	qTagExists
+	qTagUnmonitor
+	qTagDropJobs
+	qTagList
+	qTagRecord
+	qTagCutoff
+	qTagTrim
+	qTagJobs
 	// qJob reads one job (id): jobCols.
 	qJob
 	// qJobState reads one job's state (id); qPendingByKey the ID of the
