@@ -33,7 +33,9 @@
 // ability: pause and resume (checked inside the reservation script),
 // cancel of waiting and running jobs (a running job's lease goes to a
 // cancel log that its Worker polls through CancelledSince), and bulk
-// actions on the jobs a filter selects, a chunk per script.
+// actions on the jobs a filter selects, a chunk per script; and the
+// TagMonitor ability (monitored tags' recent and failed jobs, each list
+// trimmed to driver.MaxTaggedJobs in the script that adds to it).
 // docs/drivers.md has the details.
 //
 // # Keys
@@ -55,6 +57,9 @@
 //	                  sorted set: the batches, scored by a sequence; its counter
 //	{prefix}:workers, {prefix}:seen
 //	                  the worker registry: ID -> entry (JSON); ID by last heartbeat (ms)
+//	{prefix}:tags, {prefix}:tag:<tag>:r, :rj, :f, :fj
+//	                  monitored tags (set), and per tag its recent and failed
+//	                  jobs: IDs by when their attempt ended (ms), records (JSON)
 //
 // A queue's keys share {prefix:queue} (the base; "%", "{" and "}" of the
 // name escaped as %25, %7B, %7D), so a script on one queue touches one
