@@ -41,6 +41,7 @@ type QueueInspector struct {
 	sched driver.Scheduler  // nil when it keeps no periodic jobs
 	wf    driver.Workflows  // nil when it keeps no batches
 	fleet driver.Fleet      // nil when it carries no fleet commands
+	tags  driver.TagMonitor // nil when it monitors no tags
 
 	figures shared[StatsView]
 	points  shared[[]driver.MetricPoint]
@@ -57,7 +58,7 @@ func ForQueue(q queue.Queue) *QueueInspector {
 		panic("dashboard: ForQueue given a nil queue")
 	}
 	caps := driver.CapabilitiesOf(q)
-	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows, fleet: caps.Fleet}
+	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows, fleet: caps.Fleet, tags: caps.Tags}
 }
 
 // Abilities follow the driver's capabilities: its Inspector gives
@@ -65,7 +66,8 @@ func ForQueue(q queue.Queue) *QueueInspector {
 // Controller pause and resume, the cancel buttons and the job actions
 // (with the Inspector); its Scheduler the
 // periodic page; its Workflows the batches pages; its Fleet the Workers
-// page's terminate, pause and continue buttons.
+// page's terminate, pause and continue buttons; its TagMonitor the Tags
+// pages.
 func (qi *QueueInspector) Abilities() Abilities {
 	ok := qi.insp != nil
 	return Abilities{
@@ -73,6 +75,7 @@ func (qi *QueueInspector) Abilities() Abilities {
 		Pause: qi.ctl != nil, Workers: ok,
 		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil, Fleet: qi.fleet != nil && ok,
 		Amend: qi.ctl != nil && ok,
+		Tags: qi.tags != nil,
 	}
 }
 

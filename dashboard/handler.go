@@ -176,6 +176,7 @@ func (h *handler) routes() {
 	h.batchRoutes(m)
 	h.periodicRoutes(m)
 	h.fleetRoutes(m)
+	h.tagRoutes(m)
 	h.actRoutes(m)
 	h.amendRoutes(m)
 	m.HandleFunc("GET /queues", func(w http.ResponseWriter, r *http.Request) {

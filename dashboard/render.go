@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "error", "confirm", "batches", "batch", "dispatch"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "tags", "tag", "error", "confirm", "batches", "batch", "dispatch"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -180,6 +180,8 @@ var flashes = map[string]struct {
 	"periodicpaused":  {"Periodic job paused: no tick is enqueued until it is resumed.", true},
 	"periodicresumed": {"Periodic job resumed: its next tick is enqueued.", true},
 	"periodicran":     {"Periodic job run now: one job enqueued.", true},
+	"tagmonitored":    {"Tag monitored: the jobs carrying it that workers finish from now on are recorded.", true},
+	"tagunmonitored":  {"Tag no longer monitored: its records are dropped.", true},
 	"gone":            {"That job is no longer a failed job: someone else may have retried or forgotten it.", false},
 	"more":            {"Acted on %s job(s); more match the filter: run the action again.", true},
 	"none":            {"No jobs were selected.", false},
@@ -259,6 +261,8 @@ func (h *handler) failErr(w http.ResponseWriter, r *http.Request, what string, e
 		h.fail(w, r, http.StatusNotFound, what+": not available with this queue driver or inspector.", nil)
 	case errors.Is(err, queue.ErrBadCursor):
 		h.fail(w, r, http.StatusBadRequest, what+": the page link is not one this dashboard made (its after= cursor is unknown). Start again from the first page.", nil)
+	case errors.Is(err, errBadTag):
+		h.fail(w, r, http.StatusBadRequest, what+": "+tagRule+".", nil)
 	default:
 		h.fail(w, r, http.StatusInternalServerError, what+" failed; the server log has the details.", err)
 	}
@@ -284,6 +288,8 @@ func (h *handler) apiError(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusBadRequest, "after is not a cursor a previous answer gave; start from the first page"
 	case errors.Is(err, errBadWindow):
 		status, msg = http.StatusBadRequest, `window must be "1h", "24h" or "7d"`
+	case errors.Is(err, errBadTag):
+		status, msg = http.StatusBadRequest, tagRule
 	default:
 		h.cfg.logger.Error("dashboard: api", "path", r.URL.Path, "err", err)
 	}

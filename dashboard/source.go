@@ -83,6 +83,8 @@ type Abilities struct {
 	// Amend: the Source is an AmendSource: retry with an edited payload,
 	// run now, run a cancelled or done job again, dispatch a new job.
 	Amend bool
+	// Tags: the Source is a TagSource: monitored tags and their pages.
+	Tags bool
 }
 
 // ListQuery selects a page of a job list.
