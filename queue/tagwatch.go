@@ -93,17 +93,18 @@ func (w *tagWatch) refresh() {
 }
 
 // run refreshes every tagEvery until done is closed, then writes what is
-// pending.
+// pending. The Worker refreshes once before it runs a job, so the tags
+// monitored when it starts are recorded from its first job.
 func (w *tagWatch) run(done <-chan struct{}) {
 	t := time.NewTicker(tagEvery)
 	defer t.Stop()
 	for {
-		w.refresh()
 		select {
 		case <-done:
 			w.refresh()
 			return
 		case <-t.C:
+			w.refresh()
 		}
 	}
 }

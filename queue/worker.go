@@ -562,6 +562,9 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}()
 
+	if t := r.completer.tags; t != nil {
+		t.refresh()
+	}
 	for range r.concurrency {
 		r.executors.Go(func() {
 			for h := range r.jobs {
