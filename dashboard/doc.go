@@ -39,6 +39,9 @@
 //	GET  /queues/periodic             periodic jobs: schedule, last and next tick, last run, why overdue
 //	POST /queues/periodic/{name}/pause   pause (and .../resume) a periodic job in the store (a PeriodicSource)
 //	POST /queues/periodic/{name}/run  run a periodic job now, from the job its ticks enqueue
+//	GET  /queues/tags                 monitored tags, and a form to monitor one (a TagSource)
+//	GET  /queues/tags/{tag}           a tag's recent jobs (?list=failed: its failed ones), as recorded
+//	POST /queues/tags/monitor         monitor the form's tag; POST /queues/tags/{tag}/unmonitor stops
 //	GET  /queues/queue/{name}         queue detail
 //	POST /queues/queue/{name}/pause   pause (and .../resume) a queue
 //	GET  /queues/workers              worker registry; with a FleetSource, each worker's state and the fleet's buttons
@@ -58,6 +61,9 @@
 //	POST /queues/api/workers/{id}/{cmd}   JSON: command one worker; {"worker": id, "command": cmd}
 //	GET  /queues/api/periodic         JSON: the periodic jobs
 //	POST /queues/api/periodic/{name}/pause  JSON: pause (and .../resume, .../run); the record afterwards
+//	GET  /queues/api/tags             JSON: the monitored tags and the bounds
+//	GET  /queues/api/tags/{tag}       JSON: a tag's recent (?list=failed: failed) jobs
+//	POST /queues/api/tags/{tag}/monitor   JSON: monitor (and .../unmonitor); the tag's jobs afterwards
 //	GET  /queues/api/batches          JSON: one page of batches
 //	GET  /queues/api/batches/{id}     JSON: a batch and a page of its members (?state=, ?after=)
 //	POST /queues/api/batches/{id}/cancel  JSON: cancel a batch; the batch afterwards
@@ -317,6 +323,22 @@
 // POST api/periodic/{name}/pause, /resume and /run answer {"periodic": {...}} as above, after the change,
 // and run adds "job_id", the job it pushed; 404 for an unknown name, and
 // for run on a record without the job its ticks enqueue.
+//
+// GET api/tags lists the monitored tags (a TagSource: ForQueue's over a
+// driver with driver.TagMonitor) with the bounds, jobs kept per tag and
+// list and tags monitored at once:
+//
+//	{"tags": ["customer:42"], "max_jobs": 1000, "max_tags": 100}
+//
+// GET api/tags/{tag}?list=recent|failed (default recent) answers the
+// tag's records, newest first, as workers recorded them when an attempt
+// ended, kept after the store prunes the jobs; POST
+// api/tags/{tag}/monitor and /unmonitor answer the same after the change,
+// and 400 for a tag that is invalid or past the bound:
+//
+//	{"tag": "customer:42", "monitored": true, "list": "failed", "read_at": "...",
+//	  "jobs": [{"id": "...", "queue": "mail", "name": "SendInvoice", "state": "dead",
+//	  "at": "...", "attempts": 3, "error": "smtp: 550"}]}
 //
 // GET api/batches lists the batches (a BatchSource: ForQueue's over a
 // driver with queue.Workflows), newest first, a page of 50 with next as the cursor for
