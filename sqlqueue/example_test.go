@@ -169,4 +169,8 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS "jobs_run_metrics"
 	// DROP TABLE IF EXISTS "jobs_metrics"
 	// UPDATE "jobs_meta" SET value = '15' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_tags"
+	// CREATE TABLE IF NOT EXISTS "jobs_tag_jobs"
+	// CREATE INDEX IF NOT EXISTS "jobs_tag_jobs_at" ON "jobs_tag_jobs" (tag, list, at_us, id)
+	// UPDATE "jobs_meta" SET value = '16' WHERE name = 'schema_version'
 }
