@@ -75,7 +75,7 @@ func (qi *QueueInspector) Abilities() Abilities {
 		Pause: qi.ctl != nil, Workers: ok,
 		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil, Fleet: qi.fleet != nil && ok,
 		Amend: qi.ctl != nil && ok,
-		Tags: qi.tags != nil,
+		Tags:  qi.tags != nil,
 	}
 }
 
