@@ -8,6 +8,9 @@ import (
 // BackoffPolicy decides how long the worker waits before retrying a job
 // whose attempt failed. attempt is the number of attempts made so far (1
 // after the first failure). Implementations must be safe for concurrent use.
+//
+// A job type that implements it on its zero value sets its own backoff,
+// overriding the worker's (Worker.Backoff) for its jobs.
 type BackoffPolicy interface {
 	Backoff(attempt int) time.Duration
 }

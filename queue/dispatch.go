@@ -434,13 +434,6 @@ type TimeoutSetter interface{ Timeout() time.Duration }
 // in the job's Tags, before those of the Tags option, each once.
 type Tagger interface{ Tags() []string }
 
-// BackoffSetter is a job type that sets the delay before retry attempt+1
-// after its attempt-th attempt failed (attempt counts from 1). It must work
-// on the zero value.
-type BackoffSetter interface {
-	Backoff(attempt int) time.Duration
-}
-
 // typeDefaults applies v's per-type options to j.
 func typeDefaults(v any, j *Job) {
 	if t, ok := v.(QueueNamer); ok {

@@ -32,8 +32,8 @@ type executor struct {
 	grace       time.Duration
 	backoff     BackoffPolicy
 	// typeBackoff holds the backoff of job types that set their own
-	// (BackoffSetter), by job name.
-	typeBackoff map[string]BackoffSetter
+	// (BackoffPolicy), by job name.
+	typeBackoff map[string]BackoffPolicy
 	maxSnoozes  int
 	// base is the parent of handler contexts, cancelled at the end of the
 	// shutdown grace.

@@ -91,7 +91,7 @@ type Worker struct {
 	abandoned       *abandoned
 	maxSnoozes      int
 	cancelPoll      time.Duration
-	typeBackoff     map[string]BackoffSetter
+	typeBackoff     map[string]BackoffPolicy
 	periodics       []*periodic
 
 	stopOnce sync.Once
@@ -119,7 +119,7 @@ func NewWorker(q Queue) *Worker {
 		abandoned:       newAbandoned(0),
 		maxSnoozes:      DefaultMaxSnoozes,
 		cancelPoll:      DefaultCancelPoll,
-		typeBackoff:     make(map[string]BackoffSetter),
+		typeBackoff:     make(map[string]BackoffPolicy),
 		stopCh:          make(chan struct{}),
 	}
 }
@@ -706,12 +706,12 @@ func JobFromContext(ctx context.Context) (Job, bool) {
 // worker decodes each job's JSON payload into a T and calls fn. A payload
 // that does not decode is dead-lettered at once with an error matching
 // ErrDecode. Registering a name twice panics, as http.ServeMux does. When T
-// sets its own backoff (BackoffSetter, on the zero value), it overrides the
+// sets its own backoff (BackoffPolicy, on the zero value), it overrides the
 // worker's policy for these jobs.
 func Handle[T any](w *Worker, fn func(ctx context.Context, v T) error) {
 	name := NameOf[T]()
 	var zero T
-	if b, ok := any(zero).(BackoffSetter); ok {
+	if b, ok := any(zero).(BackoffPolicy); ok {
 		w.typeBackoff[name] = b
 	}
 	w.Register(name, func(ctx context.Context, j Job) error {
