@@ -548,7 +548,11 @@ type slowReserve struct {
 }
 
 func (s *slowReserve) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
-	time.Sleep(s.d)
+	select {
+	case <-time.After(s.d):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	return s.reserveCounter.ReserveUnstarted(ctx, queues, n, lease)
 }
 

@@ -34,7 +34,7 @@ func TestWorkerRecordsMonitoredTags(t *testing.T) {
 		if err := q.MonitorTag(ctx, "customer:42"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Second) // the worker reads the monitored tags once a second
+		advance(2 * time.Second) // the worker reads the monitored tags once a second
 		ok := dispatchID(t, q, ShipOrder{OrderID: 3, CustomerID: 42})
 		bad := dispatchID(t, q, ShipOrder{OrderID: 2, CustomerID: 42})
 		other := dispatchID(t, q, ShipOrder{OrderID: 4, CustomerID: 7})
