@@ -3,7 +3,6 @@ package redisqueue_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -222,29 +221,16 @@ func TestDurabilityUnderKills(t *testing.T) {
 			}
 			// Every acknowledged job ends or is found gone; a job still in
 			// the store after its lease and a retry's worth is stuck.
-			var lost, stuck []string
-			settled := testutil.WaitFor(3*lease+20*time.Second, func() bool {
+			lost := settleAcked(t, q, 3*lease+20*time.Second, func() []string {
 				_, ends := records(t, a.log, b.log)
-				lost, stuck = lost[:0], stuck[:0]
+				var ids []string
 				for id := range want {
-					if ends[id] > 0 {
-						continue
-					}
-					_, err := q.GetJob(t.Context(), id)
-					switch {
-					case err == nil:
-						stuck = append(stuck, id)
-					case errors.Is(err, queue.ErrNotFound):
-						lost = append(lost, id)
-					default:
-						t.Fatalf("GetJob(%s): %v", id, err)
+					if ends[id] == 0 {
+						ids = append(ids, id)
 					}
 				}
-				return len(stuck) == 0
+				return ids
 			})
-			if !settled {
-				t.Errorf("%d acknowledged jobs still waiting or running %s after the last push, e.g. %s", len(stuck), 3*lease+20*time.Second, stuck[0])
-			}
 			starts, _ := records(t, a.log, b.log)
 			twice := 0
 			for id := range want {

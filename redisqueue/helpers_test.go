@@ -2,6 +2,7 @@ package redisqueue_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/redisqueue"
 )
 
@@ -79,4 +81,35 @@ func newQueue(t testing.TB, rdb redis.UniversalClient, p string) *redisqueue.Que
 	}
 	t.Cleanup(func() { q.Close() })
 	return q
+}
+
+// settleAcked waits up to d until every job unended returns (the pushes
+// the server acknowledged that no worker has finished yet) is gone from
+// q's store: a job still in the store after d is stuck, and the test
+// fails naming it. It returns the jobs found gone without a worker
+// finishing them, the lost ones, for the caller to hold against its
+// durability bound. unended is called once per check; it does its own
+// locking.
+func settleAcked(t *testing.T, q *redisqueue.Queue, d time.Duration, unended func() []string) (lost []string) {
+	t.Helper()
+	var stuck []string
+	settled := testutil.WaitFor(d, func() bool {
+		lost, stuck = lost[:0], stuck[:0]
+		for _, id := range unended() {
+			_, err := q.GetJob(t.Context(), id)
+			switch {
+			case err == nil:
+				stuck = append(stuck, id)
+			case errors.Is(err, queue.ErrNotFound):
+				lost = append(lost, id)
+			default:
+				t.Fatalf("GetJob(%s): %v", id, err)
+			}
+		}
+		return len(stuck) == 0
+	})
+	if !settled {
+		t.Errorf("%d acknowledged jobs still waiting or running %s after the last push, e.g. %s", len(stuck), d, stuck[0])
+	}
+	return lost
 }
