@@ -114,8 +114,38 @@ func nodeFigures(phase string, jobs int, before, after map[string]time.Duration)
 // be read (no /proc, or root has ended). The time of a child that ends
 // moves into root's children's time when root reaps it, so the sum never
 // falls while root lives (PostgreSQL's postmaster reaps its backends).
+//
+// The children are read between two readings of root: a child reaped
+// in between is in neither the first reading nor the scan, and read in
+// that order alone its time would vanish (a burn-down once measured a
+// negative server CPU while other tests' backends came and went). When
+// root's time moved during the scan the reading is taken again; if it
+// keeps moving, root's second reading is used, which may count a child
+// twice but never loses one.
 func TreeCPU(root int) (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(root) + "/stat")
+	var ticks int64
+	for range 10 {
+		before, ok := ownTicks(root)
+		if !ok {
+			return 0, false
+		}
+		children := childTicks(root)
+		after, ok := ownTicks(root)
+		if !ok {
+			return 0, false
+		}
+		ticks = after + children
+		if after == before {
+			break
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, true
+}
+
+// ownTicks returns the time of process pid and of its reaped children,
+// in clock ticks; false when it cannot be read.
+func ownTicks(pid int) (int64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
 	}
@@ -123,7 +153,13 @@ func TreeCPU(root int) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	ticks := st.ticks
+	return st.ticks, true
+}
+
+// childTicks returns the time of root's living children (and of their
+// reaped children), in clock ticks.
+func childTicks(root int) int64 {
+	var ticks int64
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range stats {
 		b, err := os.ReadFile(p)
@@ -134,7 +170,7 @@ func TreeCPU(root int) (time.Duration, bool) {
 			ticks += c.ticks
 		}
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, true
+	return ticks
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's
