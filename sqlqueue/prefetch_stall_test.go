@@ -163,7 +163,9 @@ func TestPausePrefetch(t *testing.T) {
 			if err := q.Push(t.Context(), mustJob(t, Work{N: -1}, "after")); err != nil {
 				t.Fatal(err)
 			}
-			if !testutil.WaitFor(30*time.Second, func() bool { return a.count(t, "E") > 0 && slices.ContainsFunc(a.recs(t), func(r pauseRec) bool { return r.kind == "E" && r.key == "after" }) }) {
+			if !testutil.WaitFor(30*time.Second, func() bool {
+				return a.count(t, "E") > 0 && slices.ContainsFunc(a.recs(t), func(r pauseRec) bool { return r.kind == "E" && r.key == "after" })
+			}) {
 				t.Fatalf("A, resumed, does not work the job pushed after SIGCONT: %s", a.stderr(t))
 			}
 
