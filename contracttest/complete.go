@@ -147,6 +147,53 @@ func (s *suite) testComplete(t *testing.T) {
 		expectNone(t, q, "cfail")
 	})
 
+	// A dead letter keeps the attempt limit that applied (the Worker's,
+	// for a job that carried none), so that it can be shown after the
+	// worker has gone; a limit of 0 leaves the job's own, and the limits
+	// of one Complete call are each stored with their own job.
+	s.check(t, "FailedKeepsLimit", func(t *testing.T, q queue.Queue) {
+		cases := []struct {
+			queue      string
+			own, limit int
+			push       bool
+			want       int
+		}{
+			{queue: "climit-worker", limit: 3, want: 3},
+			{queue: "climit-own", own: 12, limit: 12, want: 12},
+			{queue: "climit-none", own: 7, want: 7},
+			{queue: "climit-unset", want: 0},
+			{queue: "climit-catch", limit: 4, push: true, want: 4},
+		}
+		outs := make([]driver.Completion, len(cases))
+		jobs := make([]queue.Job, len(cases))
+		for i, c := range cases {
+			jobs[i] = newJob(c.queue)
+			jobs[i].MaxAttempts = c.own
+			push(t, q, jobs[i])
+			r := reserveOne(t, q, c.queue, jobs[i].ID, longLease)
+			outs[i] = driver.Completion{Lease: r.Lease(), Outcome: driver.OutcomeFailed, Reason: "broken", MaxAttempts: c.limit}
+			if c.push {
+				outs[i].Push = []queue.Job{newJob(c.queue + "-caught")}
+			}
+		}
+		for i, err := range func() []error { _, errs := complete(t, q, nil, outs...); return errs }() {
+			if err != nil {
+				t.Fatalf("Complete(failed) of %s: %v", cases[i].queue, err)
+			}
+		}
+		for i, c := range cases {
+			dead := deadLetters(t, q, c.queue, 10)
+			if len(dead) != 1 || dead[0].ID != jobs[i].ID {
+				t.Fatalf("%s: dead letters %v; want %s", c.queue, ids(dead), jobs[i].ID)
+			}
+			if dead[0].MaxAttempts != c.want {
+				t.Errorf("%s: the dead letter's MaxAttempts is %d after a completion with limit %d (its own %d); want %d",
+					c.queue, dead[0].MaxAttempts, c.limit, c.own, c.want)
+			}
+		}
+		wantLen(t, q, "climit-catch-caught", 1)
+	})
+
 	s.check(t, "Cancelled", func(t *testing.T, q queue.Queue) {
 		j := newJob("ccancel")
 		j.UniqueKey = "only-one"

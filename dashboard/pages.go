@@ -915,7 +915,10 @@ func (h *handler) warnings(ctx context.Context) map[string][]string {
 }
 
 // attemptLimit says what limits j's attempts, and where the limit comes
-// from: the job's own MaxAttempts when it carries one; otherwise the
+// from: the job's own MaxAttempts when it carries one (for a dead letter,
+// the limit that applied when it failed for good: the worker stores it,
+// see driver.Completion.MaxAttempts, so it holds after that worker has
+// gone); otherwise the
 // MaxAttempts setting the live workers serving its queue report with
 // their heartbeats (driver.WorkerInfo.MaxAttempts), as one number when
 // they agree and each with its workers when they differ; and
@@ -923,6 +926,9 @@ func (h *handler) warnings(ctx context.Context) map[string][]string {
 // queue or the Source lists no workers.
 func (h *handler) attemptLimit(ctx context.Context, j JobView) (limit, note string) {
 	if j.MaxAttempts > 0 {
+		if j.State == queue.StateDead {
+			return display.Int(int64(j.MaxAttempts)), "the limit that applied when it failed for good: the job's own, or its worker's setting"
+		}
 		return display.Int(int64(j.MaxAttempts)), "set on the job"
 	}
 	qn := j.QueueName()

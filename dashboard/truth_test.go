@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,10 +37,11 @@ func TestJobPageLimitOfTheWorker(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		<-done
 	})
+	t.Cleanup(stop)
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		info, err := q.GetJob(context.Background(), j.ID)
 		return err == nil && info.State == queue.StateDead
@@ -50,8 +52,20 @@ func TestJobPageLimitOfTheWorker(t *testing.T) {
 	if got := text(find(doc, byID("attempts"))); !strings.HasPrefix(got, "3 of at most 3 ") {
 		t.Errorf("attempts read %q, want 3 of at most 3", got)
 	}
-	if got := text(find(doc, byID("max-attempts-note"))); !strings.Contains(got, "the setting of the workers serving queue mail") {
-		t.Errorf("the limit's note reads %q, want it to name the workers' setting", got)
+	if got := text(find(doc, byID("max-attempts-note"))); !strings.Contains(got, "the limit that applied when it failed for good") {
+		t.Errorf("the limit's note reads %q, want it to say it is the limit that applied", got)
+	}
+
+	// Once the worker has gone (it deletes its record as Run returns),
+	// the dead letter still shows the
+	// limit its worker applied, stored with it, not the default 5.
+	stop()
+	if ws, err := q.Workers(context.Background()); err != nil || len(ws) != 0 {
+		t.Fatalf("workers after the worker's record was deleted: %v, %v; want none", ws, err)
+	}
+	doc = s.page("jobs/" + j.ID).Doc
+	if got := text(find(doc, byID("attempts"))); !strings.HasPrefix(got, "3 of at most 3 ") {
+		t.Errorf("with the worker gone, attempts read %q, want 3 of at most 3", got)
 	}
 }
 
@@ -84,13 +98,13 @@ func TestJobPageAttemptLimits(t *testing.T) {
 	}
 
 	check("no worker", def, "5", "the default: no live worker serves queue mail")
-	check("own limit", own, "12", "set on the job")
+	check("own limit", own, "12", "the limit that applied")
 	beat(driver.WorkerInfo{ID: "w-other", Queues: []string{"other"}, Concurrency: 1, MaxAttempts: 9})
 	check("a worker of another queue", def, "5", "no live worker serves queue mail")
 	beat(driver.WorkerInfo{ID: "w-1", Queues: []string{"other", "mail"}, Concurrency: 1, MaxAttempts: 3})
 	beat(driver.WorkerInfo{ID: "w-2", Queues: []string{"mail"}, Concurrency: 1, MaxAttempts: 3})
 	check("two workers agreeing", def, "3", "the setting of the workers serving queue mail")
-	check("own limit beside workers", own, "12", "set on the job")
+	check("own limit beside workers", own, "12", "the limit that applied")
 	beat(driver.WorkerInfo{ID: "w-3", Queues: []string{"mail"}, Concurrency: 1, MaxAttempts: 8})
 	check("workers differing", def, "3 or 8", "differ: 3 on 2 workers, 8 on 1 worker")
 	beat(driver.WorkerInfo{ID: "w-old", Queues: []string{"mail"}, Concurrency: 1})

@@ -97,8 +97,9 @@ func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int 
 }
 
 // finishMember records the outcome of the member under l in its batch
-// (Complete of an outcome with a Batch) in one critical section.
-func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string, o driver.Outcome, reason string) error {
+// (Complete of an outcome with a Batch) in one critical section; limit
+// is a dead letter's attempt limit (see failLocked).
+func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string, o driver.Outcome, reason string, limit int) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, err)
 	}
@@ -113,7 +114,7 @@ func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string
 	case driver.OutcomeDone:
 		q.finishLocked(e, now)
 	case driver.OutcomeFailed:
-		q.failLocked(e, reason, now)
+		q.failLocked(e, reason, limit, now)
 	case driver.OutcomeCancelled:
 		q.cancelLocked(e, now)
 	default:

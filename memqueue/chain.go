@@ -18,9 +18,9 @@ func (q *Queue) ackPush(ctx context.Context, l driver.Lease, jobs []queue.Job) e
 
 // failPush dead-letters the job under l with reason and pushes jobs in one
 // critical section (Complete of OutcomeFailed with a Push).
-func (q *Queue) failPush(ctx context.Context, l driver.Lease, reason string, jobs []queue.Job) error {
+func (q *Queue) failPush(ctx context.Context, l driver.Lease, reason string, limit int, jobs []queue.Job) error {
 	return q.finishPush(ctx, "failing", l, jobs, func(e *entry) {
-		q.failLocked(e, reason, q.now())
+		q.failLocked(e, reason, limit, q.now())
 	})
 }
 

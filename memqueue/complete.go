@@ -36,7 +36,7 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 	case driver.OutcomeDone:
 		switch {
 		case o.Batch != "":
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, "")
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0)
 		case len(o.Push) > 0:
 			return q.ackPush(ctx, l, o.Push)
 		}
@@ -44,14 +44,14 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 	case driver.OutcomeFailed:
 		switch {
 		case o.Batch != "":
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason)
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason, o.MaxAttempts)
 		case len(o.Push) > 0:
-			return q.failPush(ctx, l, o.Reason, o.Push)
+			return q.failPush(ctx, l, o.Reason, o.MaxAttempts, o.Push)
 		}
-		return q.fail(ctx, l, o.Reason)
+		return q.fail(ctx, l, o.Reason, o.MaxAttempts)
 	case driver.OutcomeCancelled:
 		if o.Batch != "" {
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, "")
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0)
 		}
 		return q.cancelLeased(ctx, l)
 	case driver.OutcomeRetried:

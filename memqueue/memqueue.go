@@ -659,9 +659,10 @@ func (q *Queue) release(ctx context.Context, doing string, l driver.Lease, at ti
 }
 
 // fail moves the job under l to the dead letters with reason as its
-// LastError, freeing its unique key. It returns an error matching
+// LastError and limit, when above 0, as its MaxAttempts (the attempt
+// limit that applied), freeing its unique key. It returns an error matching
 // queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) fail(ctx context.Context, l driver.Lease, reason string) error {
+func (q *Queue) fail(ctx context.Context, l driver.Lease, reason string, limit int) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: failing job %s: %w", l.JobID, err)
 	}
@@ -672,12 +673,16 @@ func (q *Queue) fail(ctx context.Context, l driver.Lease, reason string) error {
 	if e == nil {
 		return fmt.Errorf("memqueue: failing job %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
-	q.failLocked(e, reason, now)
+	q.failLocked(e, reason, limit, now)
 	return nil
 }
 
-// failLocked moves the running job e to the dead letters.
-func (q *Queue) failLocked(e *entry, reason string, now time.Time) {
+// failLocked moves the running job e to the dead letters, with limit,
+// when above 0, as its MaxAttempts: the attempt limit that applied.
+func (q *Queue) failLocked(e *entry, reason string, limit int, now time.Time) {
+	if limit > 0 {
+		e.job.MaxAttempts = limit
+	}
 	nq := e.nq
 	nq.running.remove(e.idx)
 	q.releaseKeyLocked(e)

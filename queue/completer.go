@@ -36,6 +36,9 @@ type completer struct {
 	observe  func(EventKind, *Job, error, time.Duration)
 	onFailed func(Job, error)
 	log      *slog.Logger
+	// maxAttempts is the attempt limit the Worker applies to a job,
+	// stored with its dead letter; nil: none stored.
+	maxAttempts func(*Job) int
 
 	acks *ackQueue
 	done chan struct{} // closed when the flushers have finished
@@ -176,6 +179,11 @@ func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Dura
 // its chain's catch job pushed with it, and counted failed in its batch.
 func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
 	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeFailed, Reason: reason(cause), Batch: j.Meta[MetaBatch]}
+	if c.maxAttempts != nil {
+		// The limit that applied is stored with the dead letter: the
+		// job page shows it after this worker has gone.
+		out.MaxAttempts = c.maxAttempts(j)
+	}
 	if out.Batch == "" {
 		if rest, ok, err := chainOf(j); ok && err == nil && rest.Catch != nil {
 			out.Push = rest.caught(j, out.Reason)

@@ -494,7 +494,7 @@ func newRun(w *Worker) *run {
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
 
 	r.caps = driver.CapabilitiesOf(w.q)
-	r.completer = &completer{q: w.q, runObs: r.caps.Reporter, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log}
+	r.completer = &completer{q: w.q, runObs: r.caps.Reporter, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log, maxAttempts: w.maxAttempts}
 	if tm := r.caps.Tags; tm != nil {
 		r.completer.tags = &tagWatch{store: tm, ctx: r.bgCtx, log: w.log}
 	}

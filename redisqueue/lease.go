@@ -337,8 +337,13 @@ func (q *Queue) completeIn(ctx context.Context, starts []driver.Lease, outs []dr
 		if !o.At.IsZero() {
 			at = strconv.FormatInt(millis(o.At), 10)
 		}
+		// The script's counted slot: a snooze's Counted, a dead
+		// letter's attempt limit.
 		counted := "0"
-		if o.Counted {
+		switch {
+		case o.Outcome == driver.OutcomeFailed && o.MaxAttempts > 0:
+			counted = strconv.Itoa(o.MaxAttempts)
+		case o.Counted:
 			counted = "1"
 		}
 		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, o.Batch, len(push))

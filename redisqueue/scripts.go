@@ -235,8 +235,9 @@ return out
 // completeScript counts starts and records outcomes: KEYS = ids, queues,
 // then bases; ARGV = channel, number of starts, the starts (base index,
 // id, token), number of outcomes, the outcomes (base index, id, token,
-// outcome, at ms or "", reason, counted, batch or "", number of pushes,
-// the pushes). A batch member's done, failed or cancelled outcome is also
+// outcome, at ms or "", reason, counted (a snooze's "1" or "0"; a dead
+// letter's attempt limit, stored as its max attempts when above 0),
+// batch or "", number of pushes, the pushes). A batch member's done, failed or cancelled outcome is also
 // noted in its queue's outbox (scripts_batch.go). It returns the indexes
 // (from 1) of the lost starts and a status per outcome: 1 recorded, 0
 // lease lost, 2 unknown outcome. A push into the job's own queue is
@@ -277,6 +278,7 @@ for o = 1, no do
       free_key(B, jk, id)
       redis.call('HDEL', jk, 'tk', 'ex')
       redis.call('HSET', jk, 'st', 'd', 'le', reason, 'dd', int(now))
+      if tonumber(counted) > 0 then redis.call('HSET', jk, 'ma', counted) end
       redis.call('ZADD', B..':dead', int(now), id)
       redis.call('HINCRBY', B..':stats', 'dead', 1)
     else

@@ -191,13 +191,14 @@ func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int
 
 // completeMember records the outcome o of the member under l in batch
 // batchID, in one write transaction with the member's ack, dead-lettering
-// or cancel (Complete's part for batch members).
-func (q *Queue) completeMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string) error {
+// or cancel (Complete's part for batch members); limit is a dead letter's
+// attempt limit (see finishQuery).
+func (q *Queue) completeMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string, limit int) error {
 	var pushed []queue.Job
 	var cancel bool
 	err := q.batchTx(ctx, func(st statements, _ int64) error {
 		var err error
-		pushed, cancel, err = q.finishMember(ctx, st, l, batchID, o, reason)
+		pushed, cancel, err = q.finishMember(ctx, st, l, batchID, o, reason, limit)
 		return err
 	})
 	if errors.Is(err, errLeaseGone) {
@@ -248,9 +249,9 @@ func (q *Queue) cancelRest(ctx context.Context, id string) ([]queue.Job, error) 
 // It takes its locks in the order every batch transaction does (member
 // rows, job rows, the batch row), so the batch row is held only from the
 // counters' update to the commit.
-func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string) ([]queue.Job, bool, error) {
+func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string, limit int) ([]queue.Job, bool, error) {
 	now := micros(time.Now())
-	stmt, args, ok := q.finishQuery(o, reason, now)
+	stmt, args, ok := q.finishQuery(o, reason, limit, now)
 	if !ok {
 		return nil, false, fmt.Errorf("outcome %s does not finish a job", o)
 	}

@@ -734,7 +734,7 @@ var mysqlWrites = queryTemplates{
 	qAckDelete:    "DELETE FROM {jobs} WHERE " + mysqlLeased,
 	qAckDone:      "UPDATE {jobs} SET state = 'done', finished_at = ?, updated_at = ? WHERE " + mysqlLeased,
 	qRetryLeased:  "UPDATE {jobs} SET history = " + mysqlHistory + ", lease_token = NULL, lease_expires_at = 0, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE " + mysqlLeased,
-	qDeadLeased:   "UPDATE {jobs} SET history = " + mysqlHistory + ", state = 'dead', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + mysqlLeased,
+	qDeadLeased:   "UPDATE {jobs} SET history = " + mysqlHistory + ", state = 'dead', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ?, max_attempts = COALESCE(NULLIF(?, 0), max_attempts) WHERE " + mysqlLeased,
 	qCancelLeased: "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + mysqlLeased,
 	qSnoozeLeased: "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL, lease_expires_at = 0," +
 		" run_at = ?, available_at = ?, updated_at = ? WHERE " + mysqlLeased,

@@ -470,7 +470,7 @@ RETURNING ` + pgClaimCols,
 	qAckDelete:    "DELETE FROM {jobs} WHERE " + pgLeased,
 	qAckDone:      "UPDATE {jobs} SET state = 'done', finished_at = ?, updated_at = ? WHERE " + pgLeased,
 	qRetryLeased:  "UPDATE {jobs} SET history = " + pgHistory + ", lease_token = NULL, lease_expires_at = 0, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE " + pgLeased,
-	qDeadLeased:   "UPDATE {jobs} SET history = " + pgHistory + ", state = 'dead', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + pgLeased,
+	qDeadLeased:   "UPDATE {jobs} SET history = " + pgHistory + ", state = 'dead', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ?, max_attempts = COALESCE(NULLIF(?, 0), max_attempts) WHERE " + pgLeased,
 	qCancelLeased: "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + pgLeased,
 	qSnoozeLeased: "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL, lease_expires_at = 0," +
 		" run_at = ?, available_at = ?, updated_at = ? WHERE " + pgLeased,

@@ -316,7 +316,7 @@ var sqliteWrites = queryTemplates{
 	qAckDelete:    "DELETE FROM {jobs} WHERE " + sqliteLeased,
 	qAckDone:      "UPDATE {jobs} SET state = 'done', finished_at = ?, updated_at = ? WHERE " + sqliteLeased,
 	qRetryLeased:  "UPDATE {jobs} SET history = " + sqliteHistory + ", lease_token = NULL, lease_expires_at = 0, run_at = ?, available_at = ?, last_error = ?, updated_at = ? WHERE " + sqliteLeased,
-	qDeadLeased:   "UPDATE {jobs} SET history = " + sqliteHistory + ", state = 'dead', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + sqliteLeased,
+	qDeadLeased:   "UPDATE {jobs} SET history = " + sqliteHistory + ", state = 'dead', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ?, max_attempts = COALESCE(NULLIF(?, 0), max_attempts) WHERE " + sqliteLeased,
 	qCancelLeased: "UPDATE {jobs} SET state = 'cancelled', lease_token = NULL, lease_expires_at = 0, last_error = ?, finished_at = ?, updated_at = ? WHERE " + sqliteLeased,
 	qSnoozeLeased: "UPDATE {jobs} SET attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, snoozes = snoozes + ?, lease_token = NULL, lease_expires_at = 0," +
 		" run_at = ?, available_at = ?, updated_at = ? WHERE " + sqliteLeased,

@@ -405,7 +405,7 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	}
 	for _, i := range members {
 		o := outs[i]
-		errs[i] = q.completeMember(ctx, o.Lease, o.Batch, o.Outcome, o.Reason)
+		errs[i] = q.completeMember(ctx, o.Lease, o.Batch, o.Outcome, o.Reason, o.MaxAttempts)
 	}
 	return lostStarts, errs, nil
 }
@@ -502,7 +502,7 @@ func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completi
 	var args []any
 	switch o.Outcome {
 	case queue.OutcomeDone, queue.OutcomeFailed, queue.OutcomeCancelled:
-		stmt, args, _ = q.finishQuery(o.Outcome, o.Reason, now)
+		stmt, args, _ = q.finishQuery(o.Outcome, o.Reason, o.MaxAttempts, now)
 	case queue.OutcomeRetried:
 		at := micros(q.againAt(o.At))
 		stmt, args = qRetryLeased, []any{now, historyError(o.Reason), at, at, o.Reason, now}
@@ -537,15 +537,16 @@ var errLeaseGone = errors.New("lease not current")
 // the job under a lease with outcome o at now, and its arguments before
 // the lease's: OutcomeDone deletes it (or keeps it as done under
 // WithRetention), OutcomeFailed dead-letters it with reason, recorded in
-// its attempt history as a retry records it, and OutcomeCancelled cancels it. Any
-// other outcome gives false.
-func (q *Queue) finishQuery(o queue.Outcome, reason string, now int64) (query, []any, bool) {
+// its attempt history as a retry records it and limit, when above 0, as
+// its max_attempts (the attempt limit that applied), and OutcomeCancelled
+// cancels it. Any other outcome gives false.
+func (q *Queue) finishQuery(o queue.Outcome, reason string, limit int, now int64) (query, []any, bool) {
 	switch o {
 	case queue.OutcomeDone:
 		stmt, args := q.ackQuery(now)
 		return stmt, args, true
 	case queue.OutcomeFailed:
-		return qDeadLeased, []any{now, historyError(reason), reason, now, now}, true
+		return qDeadLeased, []any{now, historyError(reason), reason, now, now, limit}, true
 	case queue.OutcomeCancelled:
 		return qCancelLeased, []any{queue.ErrCancelled.Error(), now, now}, true
 	}

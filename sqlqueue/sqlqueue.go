@@ -917,7 +917,7 @@ const (
 	// qRetryLeased releases it for another attempt, appending the attempt
 	// to its history (now, the history's error, run at, run at, reason,
 	// now); qDeadLeased dead-letters it likewise (now, the history's
-	// error, reason, now, now); qCancelLeased cancels it (error, now,
+	// error, reason, now, now, the attempt limit or 0 to keep its own); qCancelLeased cancels it (error, now,
 	// now); qSnoozeLeased puts it back giving its attempt back (snoozes
 	// to add, run at, run at, now).
 	qAckDelete

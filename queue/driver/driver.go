@@ -171,7 +171,11 @@ type Queue interface {
 //     (now if zero), with Reason as its LastError; the attempt stays
 //     counted.
 //   - OutcomeFailed: dead-lettered with Reason as its LastError, and Push
-//     stored with it (a chain's catch job).
+//     stored with it (a chain's catch job); MaxAttempts, when above 0, is
+//     stored as the job's MaxAttempts: the attempt limit that applied
+//     (the Worker's, for a job that carried none), so that the dead
+//     letter shows it after the worker has gone. Zero leaves the job's
+//     MaxAttempts as it is.
 //   - OutcomeCancelled: cancelled, its unique key freed; the cancel of a
 //     running job by its own handler.
 //   - OutcomeSnoozed: released until At with its attempt given back
@@ -193,6 +197,8 @@ type Completion struct {
 	Counted bool
 	Push    []Job
 	Batch   string
+	// MaxAttempts is, for OutcomeFailed, the attempt limit that applied.
+	MaxAttempts int
 }
 
 // RunRecord describes one finished attempt.
