@@ -353,6 +353,12 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 	l := q.lister(st, f, now)
 	start := time.Now()
 	window := min(max(limit+1, searchWindow), bound)
+	icond, iargs, indexed := searchIndexerFor(q.d.name()).indexedMatch(q.t, f.Search)
+	if indexed {
+		if indexed, err = q.searchIndexOn(ctx, st); err != nil {
+			return nil, 0, nil, err
+		}
+	}
 	var ids []string
 	for {
 		n := min(window, bound-scanned)
@@ -390,6 +396,21 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 			break
 		}
 		after = &last
+		if indexed {
+			// The first window did not fill the page: the index finds
+			// the rest of it, however deep, unless the matches after
+			// the window are too many to read whole (then the scan's
+			// next windows find them soon).
+			more, complete, err := q.searchByIndex(ctx, st, f, o, icond, iargs, match, margs, after, limit+1-len(ids))
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			if complete {
+				ids, scanned = append(ids, more...), 0
+				break
+			}
+			indexed = false
+		}
 		// The next window is twice the last, or as many jobs as the
 		// time left fits at the pace so far; too few to be worth a
 		// window, and the search stops here.
