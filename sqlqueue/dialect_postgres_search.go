@@ -36,7 +36,13 @@ func (pgDialect) enableSearch(ctx context.Context, db DB, t tableNames) error {
 			return err
 		}
 	}
-	_, err = db.ExecContext(ctx, "CREATE INDEX CONCURRENTLY IF NOT EXISTS "+pgSearchIndex(t)+" ON "+t.jobs+" USING gin (encode(payload, 'escape') gin_trgm_ops)")
+	if _, err := db.ExecContext(ctx, "CREATE INDEX CONCURRENTLY IF NOT EXISTS "+pgSearchIndex(t)+" ON "+t.jobs+" USING gin (encode(payload, 'escape') gin_trgm_ops)"); err != nil {
+		return err
+	}
+	// The planner estimates a LIKE on the indexed expression from that
+	// expression's statistics, which only an ANALYZE after the index
+	// gathers (a sample, not the table).
+	_, err = db.ExecContext(ctx, "ANALYZE "+t.jobs)
 	return err
 }
 

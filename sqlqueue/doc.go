@@ -177,7 +177,10 @@
 // payload search examines at most 10,000 rows per page, a window at a
 // time, and starts no new window after 40 ms (its reads run at most two
 // seconds): it reads the window's keys from the index, then whole only
-// the jobs whose payload matches.
+// the jobs whose payload matches. With the opt-in search index
+// (EnableSearchIndex: pg_trgm on PostgreSQL, trigram FTS5 on SQLite,
+// none on MySQL and MariaDB) a search the first window does not satisfy
+// reads the rest of its page through the index, with the same matches.
 //
 // Inspection reads use the existing indexes and stay fast on large tables
 // (measured in docs/benchmarks.md, BenchmarkInspect): the queues are read

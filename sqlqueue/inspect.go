@@ -401,7 +401,7 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 			// the rest of it, however deep, unless the matches after
 			// the window are too many to read whole (then the scan's
 			// next windows find them soon).
-			more, complete, err := q.searchByIndex(ctx, st, f, o, icond, iargs, match, margs, after, limit+1-len(ids))
+			more, complete, err := q.searchByIndex(ctx, st, f, o, icond, iargs, cond, args, after, limit+1-len(ids))
 			if err != nil {
 				return nil, 0, nil, err
 			}

@@ -104,23 +104,48 @@ func (q *Queue) searchIndexOn(ctx context.Context, st statements) (bool, error) 
 }
 
 // searchByIndex reads through the index the matches of f's search after
-// the cursor after (match and margs: f's filter and the exact test, see
-// searchCond), every one of them up to indexCandidates, and returns the
-// IDs of the first n in o's order. complete is false when more than
-// indexCandidates matched: the caller scans on instead.
-func (q *Queue) searchByIndex(ctx context.Context, st statements, f queue.JobFilter, o listOrder, icond string, iargs []any, match string, margs []any, after *listCursor, n int) (ids []string, complete bool, err error) {
-	cond, args := icond+" AND "+match, append(slices.Clip(iargs), margs...)
+// the cursor after, every one of them up to indexCandidates, and returns
+// the IDs of the first n in o's order. It reads in two statements: the
+// IDs of the jobs whose payload holds the search, by the index alone
+// (icond and the exact test), then those of them that f's filter (cond,
+// args: see filterCond) and the cursor select, by primary key. So the
+// planner has one way to the matches, the index, and is not tempted by
+// an ordered index scan that filters row by row. complete is false when
+// more than indexCandidates jobs hold the search: the caller scans on.
+func (q *Queue) searchByIndex(ctx context.Context, st statements, f queue.JobFilter, o listOrder, icond string, iargs []any, cond string, args []any, after *listCursor, n int) (ids []string, complete bool, err error) {
+	query := "SELECT id FROM " + q.t.jobs + " WHERE " + icond + " AND " + q.lf.contains("payload", true) + " LIMIT ?"
+	rs, err := st.Query(ctx, q.rebind(query), append(slices.Clip(iargs), []byte(f.Search), indexCandidates+1)...)
+	if err != nil {
+		return nil, false, err
+	}
+	var found []any
+	for rs.Next() {
+		var id string
+		if err := rs.Scan(&id); err != nil {
+			rs.Close()
+			return nil, false, err
+		}
+		found = append(found, id)
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil || len(found) > indexCandidates {
+		return nil, false, err
+	}
 	if f.Queue != "" {
-		cond, args = cond+" AND queue = ?", append(args, f.Queue)
+		cond, args = cond+" AND queue = ?", append(slices.Clip(args), f.Queue)
 	}
 	if after != nil {
 		c, a := o.after(*after)
-		cond, args = cond+" AND "+c, append(args, a...)
+		cond, args = cond+" AND "+c, append(slices.Clip(args), a...)
 	}
-	query := "SELECT " + o.keyCols() + ", id FROM " + q.t.jobs + " WHERE " + cond + " LIMIT ?"
-	keys, err := q.readKeys(ctx, st, q.rebind(query), append(args, indexCandidates+1), o, true)
-	if err != nil || len(keys) > indexCandidates {
-		return nil, false, err
+	var keys []keyed
+	for chunk := range slices.Chunk(found, 1000) {
+		query := "SELECT " + o.keyCols() + ", id FROM " + q.t.jobs + " WHERE id IN (" + placeholders(len(chunk)) + ") AND " + cond
+		got, err := q.readKeys(ctx, st, q.rebind(query), append(slices.Clip(chunk), args...), o, true)
+		if err != nil {
+			return nil, false, err
+		}
+		keys = append(keys, got...)
 	}
 	slices.SortFunc(keys, func(a, b keyed) int {
 		if o == byFinish {
