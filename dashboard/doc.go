@@ -91,7 +91,9 @@
 // where it stopped, within SearchBudget (5 s by default), so the first
 // page holds the first matches however deep they lie; only a search that
 // runs out of budget says how many jobs it examined, with a link that
-// goes on from there.
+// goes on from there. On PostgreSQL and SQLite the opt-in search index
+// (`meridian search enable`; see docs/semantics.md) answers such a search
+// in one call with the same matches, so the first page comes at once.
 //
 // Lists page by keyset cursor, never by offset. Each page's links carry
 // the cursors of the pages before it, so Previous and First work as well
