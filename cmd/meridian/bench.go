@@ -88,6 +88,8 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		baseDur     = fs.Duration("baseline-duration", 0, "length of the baseline (default 5s)")
 		pool        = fs.Int("pool", 0, "connections in each PostgreSQL/MySQL queue's pool instead of the driver package's default (PostgreSQL: pool_max_conns; MySQL: an *sql.DB keeping them all idle)")
 		keepDone    = fs.Bool("keep-done", false, "SQL stores: keep acked jobs in the done state (sqlqueue.WithRetention) instead of deleting them, as River does by default")
+		kept        = fs.Int("kept", 0, "SQL stores: before each mode, fill its fresh jobs table with this many kept rows of finished work, production-shaped (85% done, 10% scheduled 1-10 hours ahead, 5% dead), in bulk INSERT ... SELECT statements: the claim's and ack's cost as the table grows")
+		analyzeKept = fs.Bool("analyze-kept", false, "with --kept: ANALYZE the jobs table once the kept rows are written, before the mode queues its jobs (stale statistics; with --analyze too, fresh ones after the fill; neither: none)")
 		analyze     = fs.Bool("analyze", false, "ANALYZE the jobs table after the burn-down's fill, as autovacuum would on a production server")
 		showCalls   = fs.Bool("calls", false, "also print, per mode, the driver calls made and the jobs each carried")
 		cpuProfile  = fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -131,6 +133,10 @@ flags:`)
 	}
 	o.Modes = ms
 	o.Analyze = *analyze
+	if *kept < 0 {
+		return usagef("--kept must be at least 0, not %d", *kept)
+	}
+	o.Kept, o.AnalyzeKept = *kept, *analyzeKept
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, v := range []struct {
@@ -245,7 +251,7 @@ flags:`)
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %s%d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
 		o.Jobs, o.Duration, o.Warmup, queuesText(o.Queues), o.Workers, o.Concurrency, prefetchText(o.Prefetch), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
-		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone))
+		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone)+keptText(o.Kept, o.AnalyzeKept))
 	var errs []error
 	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}
 	for _, t := range targets {
@@ -291,6 +297,17 @@ flags:`)
 }
 
 // prefetchText describes Options.Prefetch.
+// keptText names --kept and --analyze-kept in the header when set.
+func keptText(n int, analyzed bool) string {
+	switch {
+	case n == 0:
+		return ""
+	case analyzed:
+		return fmt.Sprintf(", %d kept rows (analyzed)", n)
+	}
+	return fmt.Sprintf(", %d kept rows", n)
+}
+
 // keepDoneText names --keep-done in the header when it is set.
 func keepDoneText(keep bool) string {
 	if keep {

@@ -59,6 +59,15 @@ type Analyzer interface {
 	Analyze(ctx context.Context, q queue.Queue) error
 }
 
+// Keeper is a Target that can fill a queue's table with kept rows
+// (Options.Kept) faster than dispatching them.
+type Keeper interface {
+	// Keep writes n rows of finished work on queue name into the jobs
+	// table of q, a queue the target made: 85% done, 10% pending and
+	// scheduled one to ten hours ahead, 5% dead.
+	Keep(ctx context.Context, q queue.Queue, name string, n int) error
+}
+
 // Mode names a group of figures Run can measure.
 type Mode string
 
@@ -172,6 +181,21 @@ type Options struct {
 	// (a fresh table has none, and the planner then guesses). Targets
 	// that are not Analyzers ignore it.
 	Analyze bool
+
+	// Kept, when positive, fills each mode's fresh jobs table with this
+	// many rows of finished work before the mode starts, shaped as a
+	// production table that keeps its jobs (retention on): 85% done,
+	// 10% scheduled one to ten hours ahead, 5% dead, in one bulk
+	// statement per 100,000 rows on the server (see Keeper). The mode's
+	// own jobs then run beside them: how a claim's and an ack's cost
+	// grows with the kept rows. Targets that are not Keepers refuse it.
+	Kept int
+	// AnalyzeKept refreshes the table's statistics (Analyzer) once the
+	// kept rows are written and before the mode queues its jobs: the
+	// planner then knows the kept rows but not the backlog (stale
+	// statistics). Without it and without Analyze the table has none
+	// (missing); with both, fresh ones after the burn-down's fill.
+	AnalyzeKept bool
 
 	// ReadServerCPU, when set, reads the database server's CPU time (see
 	// ServerCPU), for the burn-down's server CPU figures. Run sets it from
@@ -452,6 +476,9 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 				if err != nil {
 					return nil, err
 				}
+				if err := keep(ctx, t, raw, names, o); err != nil {
+					return nil, err
+				}
 				return fn(QueuesEngine(q, names...), o)
 			})
 			rep.Figures = append(rep.Figures, figs...)
@@ -489,6 +516,35 @@ func Run(ctx context.Context, t Target, opts Options) (Report, error) {
 		o.progress("  baseline after: %.0f %s/s", after, rep.BaselineName)
 	}
 	return rep, nil
+}
+
+// keep writes o.Kept kept rows into q, a queue t made, on the first of
+// names (the default queue when none), and analyzes them when
+// o.AnalyzeKept.
+func keep(ctx context.Context, t Target, q queue.Queue, names []string, o Options) error {
+	if o.Kept <= 0 {
+		return nil
+	}
+	k, ok := t.(Keeper)
+	if !ok {
+		return fmt.Errorf("%s cannot keep finished rows (Options.Kept runs on the SQL stores)", t.Name())
+	}
+	name := queue.DefaultQueue
+	if len(names) > 0 {
+		name = names[0]
+	}
+	o.progress("  writing %d kept rows (85%% done, 10%% scheduled, 5%% dead)", o.Kept)
+	start := time.Now()
+	if err := k.Keep(ctx, q, name, o.Kept); err != nil {
+		return fmt.Errorf("writing %d kept rows: %w", o.Kept, err)
+	}
+	o.progress("  kept rows written in %s", time.Since(start).Round(time.Millisecond))
+	if a, ok := t.(Analyzer); ok && o.AnalyzeKept {
+		if err := a.Analyze(ctx, q); err != nil {
+			return fmt.Errorf("analyzing the kept rows: %w", err)
+		}
+	}
+	return nil
 }
 
 // Spreader is a Target whose store shards queues by name (a Redis

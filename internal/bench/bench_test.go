@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/queue/driver"
 )
 
@@ -411,4 +412,67 @@ func TestKeepDone(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestKept checks the kept rows' shape on every SQL store (85% done, 10%
+// scheduled, 5% dead, counted by the store), that a burn-down runs beside
+// them without claiming a scheduled or dead one, and that a target
+// without kept rows refuses the option.
+func TestKept(t *testing.T) {
+	t.Parallel()
+	for _, target := range sqlTestTargets(t) {
+		t.Run(target.Name(), func(t *testing.T) {
+			s := target.(*SQL)
+			s.KeepDone = true
+			ctx := context.Background()
+			q, drop, err := s.NewQueue(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := drop(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+			const kept = 400
+			if err := s.Keep(ctx, q, queue.DefaultQueue, kept); err != nil {
+				t.Fatal(err)
+			}
+			o := tiny
+			jobs := o.withDefaults().Jobs
+			if _, err := Measure(ctx, QueueEngine(q), ModeBurnDown, o); err != nil {
+				t.Fatal(err)
+			}
+			counter, ok := q.(interface {
+				Counts(context.Context) ([]driver.QueueCounts, error)
+			})
+			if !ok {
+				t.Fatalf("a %T does not count its jobs", q)
+			}
+			cs, err := counter.Counts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got driver.QueueCounts
+			for _, c := range cs {
+				got.Done += c.Done
+				got.Dead += c.Dead
+				got.Pending += c.Pending
+				got.Scheduled.N += c.Scheduled.N
+			}
+			want := driver.QueueCounts{Done: kept*17/20 + int64(jobs), Dead: kept / 20, Pending: kept / 10, Scheduled: driver.Count{N: kept / 10}}
+			if got.Done != want.Done || got.Dead != want.Dead || got.Pending != want.Pending || got.Scheduled.N != want.Scheduled.N {
+				t.Errorf("after %d kept rows and a burn-down of %d: done %d, dead %d, pending %d (scheduled %d); want %d, %d, %d (%d)",
+					kept, jobs, got.Done, got.Dead, got.Pending, got.Scheduled.N, want.Done, want.Dead, want.Pending, want.Scheduled.N)
+			}
+		})
+	}
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		o := tiny
+		o.Modes, o.Kept = []Mode{ModeBurnDown}, 10
+		if _, err := Run(context.Background(), Memory{}, o); err == nil || !strings.Contains(err.Error(), "cannot keep") {
+			t.Errorf("Run on memory with Kept = %v, want the refusal", err)
+		}
+	})
 }
