@@ -308,7 +308,13 @@ var sqliteWrites = queryTemplates{
 	// The claim (reserve): a look before taking the write lock, then a
 	// select and an update by seq, the rowid, in one BEGIN IMMEDIATE
 	// transaction.
-	qClaimProbe:  "SELECT 1 FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND run_at <= ? AND lease_expires_at <= ? LIMIT 1",
+	// The probe reads the claim index, which holds run_at and
+	// lease_expires_at, whatever the statistics: without them (a table
+	// never analyzed) SQLite chose the list index on (state, queue) and
+	// read every pending row's heap record to test run_at, so a probe
+	// that finds nothing due cost a lookup per scheduled job (20,000
+	// scheduled: 11-119 ms against 2 ms; issue 32 item 3).
+	qClaimProbe:  "SELECT 1 FROM {jobs} INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND run_at <= ? AND lease_expires_at <= ? LIMIT 1",
 	qClaimSelect: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND run_at <= ? AND lease_expires_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?",
 	qClaimUpdate: "UPDATE {jobs} SET attempts = attempts + ?, lease_token = ? || '-' || seq, lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE seq IN ({list ?})",
 

@@ -75,6 +75,9 @@ func names(d dialect, table string) tableNames {
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
 		"{metrics}", t.metrics, "{run_metrics}", t.runMetrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
 		"{tags}", t.tags, "{tag_jobs}", t.tagJobs,
+		// The claim index, for the statements that must read it whatever
+		// the planner's statistics say (SQLite's INDEXED BY).
+		"{claim_idx}", d.quote(table+"_claim"),
 	)
 	return t
 }
