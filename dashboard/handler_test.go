@@ -655,7 +655,7 @@ func TestQueueInspectorPageNumbers(t *testing.T) {
 		}
 	}
 	for range 5 {
-		if err := queue.DispatchAfter(ctx, q, struct{}{}, time.Hour, queue.OnQueue("a")); err != nil {
+		if err := queue.Dispatch(ctx, q, struct{}{}, queue.Delay(time.Hour), queue.OnQueue("a")); err != nil {
 			t.Fatal(err)
 		}
 	}

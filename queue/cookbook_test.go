@@ -57,7 +57,7 @@ func TestCookbookQuickStart(t *testing.T) {
 		_ = queue.Dispatch(ctx, q, SendWelcomeEmail{UserID: 42})
 
 		// Dispatch with a delay.
-		_ = queue.DispatchAfter(ctx, q, SendWelcomeEmail{UserID: 43}, 10*time.Minute)
+		_ = queue.Dispatch(ctx, q, SendWelcomeEmail{UserID: 43}, queue.Delay(10*time.Minute))
 
 		waitFor(t, "the welcome mail", func() bool { return mailer.count() == 1 })
 		time.Sleep(50 * time.Millisecond)

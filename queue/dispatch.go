@@ -288,17 +288,6 @@ func Dispatch[T any](ctx context.Context, p Pusher, v T, opts ...Option) error {
 	return err
 }
 
-// DispatchAfter is Dispatch with the job available d from now. Drivers do not
-// deliver it earlier.
-func DispatchAfter[T any](ctx context.Context, p Pusher, v T, d time.Duration, opts ...Option) error {
-	return Dispatch(ctx, p, v, append(opts, Delay(d))...)
-}
-
-// DispatchAt is Dispatch with the job available at t.
-func DispatchAt[T any](ctx context.Context, p Pusher, v T, t time.Time, opts ...Option) error {
-	return Dispatch(ctx, p, v, append(opts, At(t))...)
-}
-
 // DispatchMany encodes and pushes every value with the same options, using
 // the driver's batch insert when it has one (BatchPusher). Duplicates are
 // skipped. It returns how many jobs were stored.

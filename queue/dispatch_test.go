@@ -122,14 +122,14 @@ func TestDispatchMany(t *testing.T) {
 	}
 }
 
-func TestDispatchAfterAndAt(t *testing.T) {
+func TestDispatchDelayAndAt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q := memqueue.New()
-	if err := queue.DispatchAfter(ctx, q, Greet{}, time.Hour); err != nil {
+	if err := queue.Dispatch(ctx, q, Greet{}, queue.Delay(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if err := queue.DispatchAt(ctx, q, Greet{}, time.Now().Add(time.Hour)); err != nil {
+	if err := queue.Dispatch(ctx, q, Greet{}, queue.At(time.Now().Add(time.Hour))); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := q.Reserve(ctx, nil, 10, time.Minute)

@@ -173,7 +173,7 @@ func OnQueue(name string) Check {
 	return Check{"on queue " + name, func(j queue.Job) bool { return j.QueueName() == name }}
 }
 
-// Delayed requires the job to be delayed by d (Delay, DispatchAfter): its
+// Delayed requires the job to be delayed by d (Delay): its
 // AvailableAt is d after it was pushed, within a second.
 func Delayed(d time.Duration) Check {
 	return Check{fmt.Sprintf("delayed %s", d), func(j queue.Job) bool {
@@ -185,7 +185,7 @@ func Delayed(d time.Duration) Check {
 	}}
 }
 
-// At requires the job to be available at t (At, DispatchAt).
+// At requires the job to be available at t (At).
 func At(t time.Time) Check {
 	return Check{"available at " + t.Format(time.RFC3339Nano), func(j queue.Job) bool { return j.AvailableAt.Equal(t) }}
 }

@@ -167,7 +167,7 @@ func TestRequireInserted(t *testing.T) {
 			if err := queue.Dispatch(ctx, q, SendEmail{To: "ada@example.com"}, queue.OnQueue("emails")); err != nil {
 				t.Fatal(err)
 			}
-			if err := queue.DispatchAfter(ctx, q, SendEmail{To: "bob@example.com"}, time.Hour); err != nil {
+			if err := queue.Dispatch(ctx, q, SendEmail{To: "bob@example.com"}, queue.Delay(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			got := queuetest.RequireInserted(t, q, func(e SendEmail) bool { return e.To == "bob@example.com" }, queuetest.OnQueue(queue.DefaultQueue))

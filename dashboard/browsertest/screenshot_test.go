@@ -70,7 +70,7 @@ func TestBrowserScreenshot(t *testing.T) {
 		must(t, queue.Dispatch(bg, q, ChargeCard{N: n}, queue.OnQueue("billing")))
 		if n%5 == 0 {
 			must(t, queue.Dispatch(bg, q, BuildReport{N: n}, queue.OnQueue("reports")))
-			must(t, queue.DispatchAfter(bg, q, BuildReport{N: n}, 3*time.Hour, queue.OnQueue("reports")))
+			must(t, queue.Dispatch(bg, q, BuildReport{N: n}, queue.Delay(3*time.Hour), queue.OnQueue("reports")))
 		}
 		must(t, queue.Dispatch(bg, q, PostWebhook{N: n}, queue.OnQueue("webhooks"))) // nobody serves it
 	}

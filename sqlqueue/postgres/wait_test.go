@@ -100,8 +100,8 @@ func TestWaitReturnsWhenDelayedJobIsDue(t *testing.T) {
 	other := openQueue(t, dsn, q.Table())
 	const delay = 700 * time.Millisecond
 	pushed := time.Now()
-	if err := queue.DispatchAfter(t.Context(), other, struct{}{}, delay, queue.OnQueue("later")); err != nil {
-		t.Fatalf("DispatchAfter: %v", err)
+	if err := queue.Dispatch(t.Context(), other, struct{}{}, queue.Delay(delay), queue.OnQueue("later")); err != nil {
+		t.Fatalf("Dispatch: %v", err)
 	}
 	// The push's own notification may end the first Wait early (a
 	// wake-up may be spurious); after it no notification comes, so the
