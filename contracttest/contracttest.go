@@ -138,6 +138,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Limiters", s.testLimiters)
 	t.Run("RateLimit", s.testRateLimit)
 	t.Run("TagMonitor", s.testTagMonitor)
+	t.Run("Results", s.testResults)
 }
 
 // suite carries the harness through the checks.

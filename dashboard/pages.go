@@ -446,6 +446,10 @@ type jobData struct {
 	AmendURL    string
 	Editable    bool
 	EditPayload string
+	// Result is the job's result (queue.SetResult) as shown, "" for none;
+	// ResultJSON says it is JSON.
+	Result     string
+	ResultJSON bool
 }
 
 func (h *handler) job(w http.ResponseWriter, r *http.Request) {
@@ -482,6 +486,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 		d.ListName = stateTitle(j.State) + " jobs of " + qn
 	}
 	d.Payload, d.JSON, d.Binary = showPayload(j.Payload)
+	d.Result, d.ResultJSON = h.jobResult(r.Context(), j.ID)
 	d.MaxHistory = driver.MaxHistory
 	d.MaxAttempt, d.MaxNote = h.attemptLimit(r.Context(), j)
 	h.amendLinks(r, &d)

@@ -98,8 +98,9 @@ func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int 
 
 // finishMember records the outcome of the member under l in its batch
 // (Complete of an outcome with a Batch) in one critical section; limit
-// is a dead letter's attempt limit (see failLocked).
-func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string, o driver.Outcome, reason string, limit int) error {
+// is a dead letter's attempt limit (see failLocked), res a done member's
+// result to keep.
+func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string, o driver.Outcome, reason string, limit int, res kept) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, err)
 	}
@@ -113,6 +114,7 @@ func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string
 	switch o {
 	case driver.OutcomeDone:
 		q.finishLocked(e, now)
+		q.keepResultLocked(l.JobID, res, now)
 	case driver.OutcomeFailed:
 		q.failLocked(e, reason, limit, now)
 	case driver.OutcomeCancelled:

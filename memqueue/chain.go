@@ -10,9 +10,11 @@ import (
 
 // ackPush acks the job under l and pushes jobs in one critical section
 // (Complete of OutcomeDone with a Push). Jobs that are duplicates are skipped.
-func (q *Queue) ackPush(ctx context.Context, l driver.Lease, jobs []queue.Job) error {
+func (q *Queue) ackPush(ctx context.Context, l driver.Lease, jobs []queue.Job, res kept) error {
 	return q.finishPush(ctx, "acking", l, jobs, func(e *entry) {
-		q.finishLocked(e, q.now())
+		now := q.now()
+		q.finishLocked(e, now)
+		q.keepResultLocked(l.JobID, res, now)
 	})
 }
 

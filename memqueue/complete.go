@@ -36,22 +36,22 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 	case driver.OutcomeDone:
 		switch {
 		case o.Batch != "":
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0)
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, resultOf(o))
 		case len(o.Push) > 0:
-			return q.ackPush(ctx, l, o.Push)
+			return q.ackPush(ctx, l, o.Push, resultOf(o))
 		}
-		return q.ack(ctx, l)
+		return q.ack(ctx, l, resultOf(o))
 	case driver.OutcomeFailed:
 		switch {
 		case o.Batch != "":
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason, o.MaxAttempts)
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason, o.MaxAttempts, kept{})
 		case len(o.Push) > 0:
 			return q.failPush(ctx, l, o.Reason, o.MaxAttempts, o.Push)
 		}
 		return q.fail(ctx, l, o.Reason, o.MaxAttempts)
 	case driver.OutcomeCancelled:
 		if o.Batch != "" {
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0)
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, kept{})
 		}
 		return q.cancelLeased(ctx, l)
 	case driver.OutcomeRetried:

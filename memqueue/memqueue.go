@@ -83,6 +83,8 @@ type Queue struct {
 	clearedBatches  int
 
 	monitor monitor // monitored tags (TagMonitor)
+
+	results results // job results (Results)
 }
 
 // entry is one stored job. Every queued job holds one, so its size is most
@@ -166,6 +168,7 @@ var (
 	_ driver.Inspector  = (*Queue)(nil)
 	_ driver.Controller = (*Queue)(nil)
 	_ driver.Workflows  = (*Queue)(nil)
+	_ driver.Results    = (*Queue)(nil)
 	_ driver.Scheduler  = (*Queue)(nil)
 	_ driver.Reporter   = (*Queue)(nil)
 	_ driver.Waiter     = (*Queue)(nil)
@@ -559,10 +562,10 @@ func (q *Queue) leasedLocked(l driver.Lease, now int64) *entry {
 	return e
 }
 
-// ack marks the job under l as done. The job is kept for inspection among
+// ack marks the job under l as done, keeping its result res, if any. The job is kept for inspection among
 // the last WithRetention acked jobs, then deleted. It returns an error
 // matching queue.ErrLeaseLost if l is not the job's current lease.
-func (q *Queue) ack(ctx context.Context, l driver.Lease) error {
+func (q *Queue) ack(ctx context.Context, l driver.Lease, res kept) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: acking job %s: %w", l.JobID, err)
 	}
@@ -574,6 +577,7 @@ func (q *Queue) ack(ctx context.Context, l driver.Lease) error {
 		return fmt.Errorf("memqueue: acking job %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
 	q.finishLocked(e, now)
+	q.keepResultLocked(l.JobID, res, now)
 	return nil
 }
 

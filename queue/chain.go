@@ -184,12 +184,18 @@ func chainOf(j *Job) (chainRest, bool, error) {
 	return rest, true, nil
 }
 
-// next is the job that follows a chain step that succeeded, or none.
-func (r chainRest) next() ([]Job, error) {
+// next is the job that follows the chain step prev that succeeded, or
+// none; it names prev in MetaChainAfter.
+func (r chainRest) next(prev string) ([]Job, error) {
 	if len(r.Next) == 0 {
 		return nil, nil
 	}
-	j, err := withRest(r.Next[0].job(), chainRest{Next: r.Next[1:], Catch: r.Catch})
+	nj := r.Next[0].job()
+	if nj.Meta == nil {
+		nj.Meta = make(map[string]string, 2)
+	}
+	nj.Meta[MetaChainAfter] = prev
+	j, err := withRest(nj, chainRest{Next: r.Next[1:], Catch: r.Catch})
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,8 @@ type completer struct {
 	// maxAttempts is the attempt limit the Worker applies to a job,
 	// stored with its dead letter; nil: none stored.
 	maxAttempts func(*Job) int
+	// resultKeep is how long a result is kept after its job's ack.
+	resultKeep time.Duration
 
 	acks *ackQueue
 	done chan struct{} // closed when the flushers have finished
@@ -129,13 +131,17 @@ func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
 }
 
 // ack records that j's handler succeeded: j is acked, with the next step
-// of its chain pushed with it, and counted done in its batch.
-func (c *completer) ack(j *Job, start time.Time, rt time.Duration) {
+// of its chain pushed with it, its result (nil: none) stored with it, and
+// counted done in its batch.
+func (c *completer) ack(j *Job, start time.Time, rt time.Duration, result []byte) {
 	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone, Batch: j.Meta[MetaBatch]}
+	if result != nil {
+		out.Result, out.ResultUntil = result, time.Now().Add(c.resultKeep)
+	}
 	if _, ok := j.Meta[MetaChain]; ok && out.Batch == "" {
 		rest, _, err := chainOf(j)
 		if err == nil {
-			out.Push, err = rest.next()
+			out.Push, err = rest.next(j.ID)
 		}
 		if err != nil {
 			c.fail(j, Permanent(err), start, rt)

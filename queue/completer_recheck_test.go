@@ -95,7 +95,7 @@ func TestCompleterRechecksAcksOfAnUnknownOutcome(t *testing.T) {
 					j := job(id)
 					j.LeaseExpiresAt = time.Now().Add(time.Minute)
 					c.leases.add(j, time.Minute)
-					c.ack(j, time.Now(), 0)
+					c.ack(j, time.Now(), 0, nil)
 				}
 				c.close()
 				// Nor is the order of the events part of the rule.

@@ -27,6 +27,9 @@ const (
 	// MetaChainError holds, on a chain's catch job, the failed step's
 	// error text.
 	MetaChainError = "meridian.chain_error"
+	// MetaChainAfter names, on a chain step after the first, the ID of
+	// the step before it, whose result it can read with ResultOf.
+	MetaChainAfter = "meridian.chain_after"
 
 	// MetaPeriodic is the key under which a periodic job's ticks, and its
 	// runs started by hand (which carry no tick), carry the periodic job's

@@ -20,6 +20,11 @@
 // max attempts, a timeout, tags and metadata. Dispatch treats a unique-key
 // duplicate as success; Enqueue reports it and returns the job's ID.
 //
+// A handler may return data with SetResult (JSON, at most
+// driver.MaxResultBytes): it is stored with the job's ack and kept for
+// the Worker's ResultRetention; the dispatcher and later jobs read it with
+// ResultOf, waiting for it if they like.
+//
 // # Drivers
 //
 // A driver implements the contract of package queue/driver: the core Queue

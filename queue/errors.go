@@ -68,6 +68,7 @@ var (
 	ErrInvalid     = driver.ErrInvalid
 	ErrLeaseLost   = driver.ErrLeaseLost
 	ErrNotFound    = driver.ErrNotFound
+	ErrNoResult    = driver.ErrNoResult
 	ErrUnsupported = driver.ErrUnsupported
 )
 

@@ -193,7 +193,7 @@ func (e *executor) execute(j *Job, hj *held) {
 		e.observe(EventLeaseLost, j, err, rt)
 		e.log.Warn("queue: job's lease was lost while it ran; its result is discarded", "job", j.ID, "name", j.Name)
 	case err == nil:
-		e.completer.ack(j, start, rt)
+		e.completer.ack(j, start, rt, jc.takeResult())
 	case errors.Is(context.Cause(jctx), errShutdown):
 		e.completer.nack(j, fmt.Errorf("%w: %w", errShutdown, err), time.Now(), start, rt)
 	case IsCancel(err):
@@ -945,6 +945,9 @@ func (h *hold) String() string { return "queue.hold" }
 type jobContext struct {
 	base context.Context
 	job  *Job
+	// result is what the handler set with SetResult; its slot is nil
+	// until the first SetResult, so that a job without one costs nothing.
+	result *resultSlot
 	// hold is the job's held lease entry and set the run's held leases,
 	// through which Err and Holding end the lease once its deadline has
 	// passed; nil for a job not held.
@@ -1008,6 +1011,13 @@ func (c *jobContext) Value(key any) any {
 	switch key {
 	case jobKey{}:
 		return c.job
+	case resultKey{}:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.result == nil {
+			c.result = new(resultSlot)
+		}
+		return c.result
 	case holdKey{}:
 		if c.hold != nil {
 			return c
@@ -1040,3 +1050,10 @@ func (c *jobContext) release() {
 }
 
 func (c *jobContext) String() string { return "queue.jobContext" }
+
+// takeResult is the result the handler set (SetResult), nil if none.
+func (c *jobContext) takeResult() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.result.take()
+}

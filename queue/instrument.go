@@ -162,7 +162,7 @@ func (w *Worker) RunJob(ctx context.Context, j Job) error {
 	if j.Timeout > 0 {
 		timeout = j.Timeout
 	}
-	ctx = context.WithValue(ctx, jobKey{}, &j)
+	ctx = context.WithValue(context.WithValue(ctx, jobKey{}, &j), resultKey{}, new(resultSlot))
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, timeout, ErrTimeout)

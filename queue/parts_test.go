@@ -347,7 +347,7 @@ func TestCompleterBatchesAcksAndRetriesAFailedFlush(t *testing.T) {
 			j := job(id)
 			j.LeaseExpiresAt = time.Now().Add(time.Minute)
 			c.leases.add(j, time.Minute)
-			c.ack(j, time.Now(), 0)
+			c.ack(j, time.Now(), 0, nil)
 		}
 		c.close()
 		if len(got) != 3 || len(done) != 3 {
@@ -370,7 +370,7 @@ func TestCompleterGivesUpAFlushWhenTheLeasesRunOut(t *testing.T) {
 		j.LeaseExpiresAt = time.Now().Add(time.Second)
 		c.leases.add(j, time.Second)
 		start := time.Now()
-		c.ack(j, start, 0)
+		c.ack(j, start, 0, nil)
 		c.close()
 		if el := time.Since(start); el < time.Second || el > 3*time.Second {
 			t.Fatalf("flush gave up after %v, want soon after the 1s lease ran out", el)

@@ -370,7 +370,7 @@ func TestCompleterLingersOnlyForAcks(t *testing.T) {
 		ack := func(id string) {
 			j := &Job{ID: id, LeaseToken: "t"}
 			c.leases.add(j, time.Minute)
-			c.ack(j, time.Now(), 0)
+			c.ack(j, time.Now(), 0, nil)
 		}
 		// Three acks a millisecond apart: one flush.
 		for _, id := range []string{"a", "b", "c"} {

@@ -90,6 +90,7 @@ type Worker struct {
 	maxAbandoned    int // 0: Concurrency
 	abandoned       *abandoned
 	maxSnoozes      int
+	resultKeep      time.Duration
 	cancelPoll      time.Duration
 	typeBackoff     map[string]BackoffPolicy
 	periodics       []*periodic
@@ -118,6 +119,7 @@ func NewWorker(q Queue) *Worker {
 		prefetch:        DefaultPrefetch,
 		abandoned:       newAbandoned(0),
 		maxSnoozes:      DefaultMaxSnoozes,
+		resultKeep:      driver.DefaultResultRetention,
 		cancelPoll:      DefaultCancelPoll,
 		typeBackoff:     make(map[string]BackoffPolicy),
 		stopCh:          make(chan struct{}),
@@ -494,7 +496,7 @@ func newRun(w *Worker) *run {
 	r.bgCtx, r.cancelBg = context.WithCancel(context.Background())
 
 	r.caps = driver.CapabilitiesOf(w.q)
-	r.completer = &completer{q: w.q, runObs: r.caps.Reporter, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log, maxAttempts: w.maxAttempts}
+	r.completer = &completer{q: w.q, runObs: r.caps.Reporter, ctx: r.bgCtx, leases: r.held, halt: r.halt, observe: w.observe, onFailed: w.onFailed, log: w.log, maxAttempts: w.maxAttempts, resultKeep: w.resultKeep}
 	if tm := r.caps.Tags; tm != nil {
 		r.completer.tags = &tagWatch{store: tm, ctx: r.bgCtx, log: w.log}
 	}

@@ -346,7 +346,11 @@ func (q *Queue) completeIn(ctx context.Context, starts []driver.Lease, outs []dr
 		case o.Counted:
 			counted = "1"
 		}
-		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, o.Batch, len(push))
+		var res, rexp string
+		if o.Result != nil && o.Outcome == driver.OutcomeDone {
+			res, rexp = string(o.Result), strconv.FormatInt(millis(o.ResultUntil), 10)
+		}
+		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, o.Batch, res, rexp, len(push))
 		for _, p := range push {
 			if p.ID == "" {
 				p.ID = driver.NewID()

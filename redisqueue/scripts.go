@@ -237,7 +237,9 @@ return out
 // id, token), number of outcomes, the outcomes (base index, id, token,
 // outcome, at ms or "", reason, counted (a snooze's "1" or "0"; a dead
 // letter's attempt limit, stored as its max attempts when above 0),
-// batch or "", number of pushes, the pushes). A batch member's done, failed or cancelled outcome is also
+// batch or "", result or "", result's expiry ms or "", number of pushes,
+// the pushes). A done outcome's result is stored at base:r:id (in the
+// job's slot) until its expiry, by the script's clock. A batch member's done, failed or cancelled outcome is also
 // noted in its queue's outbox (scripts_batch.go). It returns the indexes
 // (from 1) of the lost starts and a status per outcome: 1 recorded, 0
 // lease lost, 2 unknown outcome. A push into the job's own queue is
@@ -259,7 +261,7 @@ end
 local codes = {}
 local no = tonumber(arg())
 for o = 1, no do
-  local B, id, tok, oc, at, reason, counted, bid, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), arg(), tonumber(arg())
+  local B, id, tok, oc, at, reason, counted, bid, res, rexp, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), arg(), arg(), arg(), tonumber(arg())
   local first = i + 1
   i = i + np * ` + itoa(pushFields) + `
   local jk = leased(B, id, tok, now)
@@ -270,6 +272,9 @@ for o = 1, no do
   else
     codes[o] = 1
     redis.call('ZREM', B..':run', id)
+    if oc == 0 and rexp ~= '' and tonumber(rexp) > now then
+      redis.call('SET', B..':r:'..id, res, 'PX', int(tonumber(rexp) - now))
+    end
     if oc == 0 or oc == 3 then
       free_key(B, jk, id)
       drop(ids, B, jk, id)

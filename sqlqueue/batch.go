@@ -189,16 +189,20 @@ func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int
 	return b, err
 }
 
-// completeMember records the outcome o of the member under l in batch
-// batchID, in one write transaction with the member's ack, dead-lettering
-// or cancel (Complete's part for batch members); limit is a dead letter's
-// attempt limit (see finishQuery).
-func (q *Queue) completeMember(ctx context.Context, l queue.Lease, batchID string, o queue.Outcome, reason string, limit int) error {
+// completeMember records the outcome c of a member of batch c.Batch, in
+// one write transaction with the member's ack, dead-lettering or cancel,
+// and with its result if it has one (Complete's part for batch members);
+// c.MaxAttempts is a dead letter's attempt limit (see finishQuery).
+func (q *Queue) completeMember(ctx context.Context, c queue.Completion) error {
+	l, batchID, o := c.Lease, c.Batch, c.Outcome
 	var pushed []queue.Job
 	var cancel bool
 	err := q.batchTx(ctx, func(st statements, _ int64) error {
 		var err error
-		pushed, cancel, err = q.finishMember(ctx, st, l, batchID, o, reason, limit)
+		pushed, cancel, err = q.finishMember(ctx, st, l, batchID, o, c.Reason, c.MaxAttempts)
+		if err == nil && o == queue.OutcomeDone {
+			err = q.keepResult(ctx, st, c, time.Now())
+		}
 		return err
 	})
 	if errors.Is(err, errLeaseGone) {

@@ -371,7 +371,7 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 		switch {
 		case o.Batch != "" && (o.Outcome == queue.OutcomeDone || o.Outcome == queue.OutcomeFailed || o.Outcome == queue.OutcomeCancelled):
 			members = append(members, i)
-		case o.Outcome == queue.OutcomeDone && len(o.Push) == 0:
+		case o.Outcome == queue.OutcomeDone && len(o.Push) == 0 && o.Result == nil:
 			acks = append(acks, o.Lease)
 			ackAt = append(ackAt, i)
 		default:
@@ -405,7 +405,7 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	}
 	for _, i := range members {
 		o := outs[i]
-		errs[i] = q.completeMember(ctx, o.Lease, o.Batch, o.Outcome, o.Reason, o.MaxAttempts)
+		errs[i] = q.completeMember(ctx, o)
 	}
 	return lostStarts, errs, nil
 }
@@ -522,6 +522,11 @@ func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completi
 	}
 	if n == 0 {
 		return nil, errLeaseGone
+	}
+	if o.Outcome == queue.OutcomeDone {
+		if err := q.keepResult(ctx, st, o, nowT); err != nil {
+			return nil, err
+		}
 	}
 	if len(o.Push) == 0 {
 		return nil, nil

@@ -78,6 +78,11 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	}
 	if err == nil {
 		var n int64
+		n, err = q.fencedExec(ctx, qPruneResults, micros(now))
+		pruned += int(n)
+	}
+	if err == nil {
+		var n int64
 		n, err = q.fencedExec(ctx, qPruneWorkers, micros(now.Add(-q.cfg.workerTTL)))
 		pruned += int(n)
 	}

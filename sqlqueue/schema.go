@@ -39,6 +39,7 @@ type tableNames struct {
 	batches, batchJobs                   string
 	fleet                                string
 	tags, tagJobs                        string
+	results                              string
 	replacer                             *strings.Replacer
 }
 
@@ -70,11 +71,13 @@ func names(d dialect, table string) tableNames {
 		// records (see tags.go).
 		tags:    d.quote(table + "_tags"),
 		tagJobs: d.quote(table + "_tag_jobs"),
+		// results holds job results (see result.go).
+		results: d.quote(table + "_results"),
 	}
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
 		"{metrics}", t.metrics, "{run_metrics}", t.runMetrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
-		"{tags}", t.tags, "{tag_jobs}", t.tagJobs,
+		"{tags}", t.tags, "{tag_jobs}", t.tagJobs, "{results}", t.results,
 		// The claim index, for the statements that must read it whatever
 		// the planner's statistics say (SQLite's INDEXED BY).
 		"{claim_idx}", d.quote(table+"_claim"),
@@ -112,7 +115,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 
 // tableKinds name a queue's tables besides its jobs table: each is named
 // after the jobs table with "_" and the kind appended.
-var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet", "tags", "tag_jobs"}
+var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet", "tags", "tag_jobs", "results"}
 
 // migrationVars are the names the migration files use for one queue's
 // tables and indexes, quoted (the table prefix is validated by WithTable).
@@ -127,7 +130,7 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars

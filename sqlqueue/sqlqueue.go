@@ -877,6 +877,13 @@ const (
 	qTagCutoff
 	qTagTrim
 	qTagJobs
+	// The statements of results (result.go): qResultPut stores or
+	// replaces a job's result (id, result, expires); qResultGet reads one
+	// that has not expired (id, now); qPruneResults deletes the expired
+	// (now).
+	qResultPut
+	qResultGet
+	qPruneResults
 	// qJob reads one job (id): jobCols.
 	qJob
 	// qJobState reads one job's state (id); qPendingByKey the ID of the

@@ -128,6 +128,18 @@ type Workflows interface {
 	BatchMembers(ctx context.Context, id string, f MemberFilter) (MemberPage, error)
 }
 
+// Results is a store that keeps job results (queue.SetResult) apart from
+// their jobs: Complete stores a done job's Completion.Result, and it is
+// kept until its ResultUntil, whatever becomes of the job (deleted at its
+// ack, or kept as done for a retention of the store's). The maintenance
+// that prunes finished jobs prunes results past their time.
+type Results interface {
+	// Result returns the result stored for job id, or an error matching
+	// ErrNotFound when there is none: the job has not succeeded (yet),
+	// succeeded without a result, or its result's time has passed.
+	Result(ctx context.Context, id string) ([]byte, error)
+}
+
 // Scheduler is a store that holds named leases and periodic jobs' ticks:
 // what leader election (queue.Leader), limits (queue.Limiter) and periodic
 // jobs need so that every process sharing the store agrees.
@@ -215,6 +227,7 @@ type Capabilities struct {
 	Inspector  Inspector
 	Controller Controller
 	Workflows  Workflows
+	Results    Results
 	Scheduler  Scheduler
 	Reporter   Reporter
 	Waiter     Waiter
@@ -232,6 +245,7 @@ func CapabilitiesOf(q Queue) Capabilities {
 	c.Inspector, _ = q.(Inspector)
 	c.Controller, _ = q.(Controller)
 	c.Workflows, _ = q.(Workflows)
+	c.Results, _ = q.(Results)
 	c.Scheduler, _ = q.(Scheduler)
 	c.Reporter, _ = q.(Reporter)
 	c.Waiter, _ = q.(Waiter)
@@ -253,6 +267,7 @@ var abilities = []struct {
 	{"Inspector", "no figures, job lists, job detail, counts or workers", func(c Capabilities) bool { return c.Inspector != nil }},
 	{"Controller", "no pause, cancel or bulk actions", func(c Capabilities) bool { return c.Controller != nil }},
 	{"Workflows", "no batches", func(c Capabilities) bool { return c.Workflows != nil }},
+	{"Results", "handlers' results are dropped; nothing to wait for", func(c Capabilities) bool { return c.Results != nil }},
 	{"Scheduler", "no leaders, limits or periodic jobs", func(c Capabilities) bool { return c.Scheduler != nil }},
 	{"Reporter", "no worker registry or run metrics", func(c Capabilities) bool { return c.Reporter != nil }},
 	{"Waiter", "workers poll", func(c Capabilities) bool { return c.Waiter != nil }},
@@ -275,7 +290,7 @@ func (c Capabilities) Missing() []string {
 }
 
 // Require returns nil when the store has the ability named (an interface
-// of this package: "Inspector", "Controller", "Workflows", "Scheduler",
+// of this package: "Inspector", "Controller", "Workflows", "Results", "Scheduler",
 // "Reporter", "Waiter", "Fleet", "MetricsHistory" or "TagMonitor"), and otherwise an error matching ErrUnsupported
 // that names it and what goes without it.
 func (c Capabilities) Require(name string) error {

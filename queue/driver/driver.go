@@ -189,6 +189,12 @@ type Queue interface {
 // batch's counters with it; a failure cancels the batch's pending members
 // unless it allows failures; and each callback the outcome makes due
 // (BatchDue) is pushed. A batch the store does not know is ignored.
+//
+// A non-nil Result, with OutcomeDone, is the handler's result (at most
+// MaxResultBytes, checked by the Worker): a store with Results keeps it
+// for the job's ID until ResultUntil, in the same transaction as the ack,
+// replacing one stored before; other outcomes and other stores ignore
+// it. A nil Result costs the store nothing.
 type Completion struct {
 	Lease   Lease
 	Outcome Outcome
@@ -199,6 +205,8 @@ type Completion struct {
 	Batch   string
 	// MaxAttempts is, for OutcomeFailed, the attempt limit that applied.
 	MaxAttempts int
+	Result      []byte
+	ResultUntil time.Time
 }
 
 // RunRecord describes one finished attempt.

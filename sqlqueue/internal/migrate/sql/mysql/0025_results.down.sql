@@ -1,0 +1,4 @@
+-- 0025_results down: the job results are dropped.
+DROP TABLE IF EXISTS {results};
+
+UPDATE {meta} SET value = '24' WHERE name = 'schema_version';
