@@ -46,6 +46,9 @@ type dialect interface {
 	// maxParams is the most bind parameters one statement may carry.
 	maxParams() int
 
+	// searchIndexer is the dialect's opt-in payload search index.
+	searchIndexer
+
 	// configure adjusts a handle at New (SQLite: one connection).
 	configure(db DB)
 	// prepare readies the database at a Queue's first use, before the

@@ -173,4 +173,7 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS "jobs_tag_jobs"
 	// CREATE INDEX IF NOT EXISTS "jobs_tag_jobs_at" ON "jobs_tag_jobs" (tag, list, at_us, id)
 	// UPDATE "jobs_meta" SET value = '16' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_results"
+	// CREATE INDEX IF NOT EXISTS "jobs_results_exp" ON "jobs_results" (expires_us)
+	// UPDATE "jobs_meta" SET value = '17' WHERE name = 'schema_version'
 }

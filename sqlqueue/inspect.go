@@ -353,7 +353,7 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 	l := q.lister(st, f, now)
 	start := time.Now()
 	window := min(max(limit+1, searchWindow), bound)
-	icond, iargs, indexed := searchIndexerFor(q.d.name()).indexedMatch(q.t, f.Search)
+	icond, iargs, indexed := q.d.indexedMatch(q.t, f.Search)
 	if indexed {
 		if indexed, err = q.searchIndexOn(ctx, st); err != nil {
 			return nil, 0, nil, err

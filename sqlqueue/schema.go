@@ -299,7 +299,7 @@ func (q *Queue) DropTables(ctx context.Context) error {
 	q.resetReady()
 	// The search index, where enabled: on SQLite its FTS5 table would
 	// outlive the jobs table.
-	if err := searchIndexerFor(q.d.name()).disableSearch(ctx, q.db, q.t); err != nil {
+	if err := q.d.disableSearch(ctx, q.db, q.t); err != nil {
 		return q.wrap(ctx, err, "dropping the search index")
 	}
 	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.runMetrics, q.t.meta, q.t.periodic, q.t.uniques, q.t.counts, q.t.batches, q.t.batchJobs, q.t.fleet, q.t.tags, q.t.tagJobs} {

@@ -33,17 +33,6 @@ type searchIndexer interface {
 	indexedMatch(t tableNames, search string) (cond string, args []any, ok bool)
 }
 
-// searchIndexerFor returns the searchIndexer of dialect name (a known one).
-func searchIndexerFor(name Dialect) searchIndexer {
-	switch name {
-	case Postgres:
-		return pgDialect{}
-	case MySQL:
-		return mysqlDialect{}
-	}
-	return sqliteDialect{}
-}
-
 // indexCandidates is how many matches after the cursor a search through
 // the index reads at most: more, and the matches are common enough that
 // the scan finds a page of them in its next windows.
@@ -61,7 +50,7 @@ const indexCandidates = searchRows
 // create or need it, and DisableSearchIndex removes it. With the index a
 // search finds the same jobs as without (see ListJobs), sooner.
 func (q *Queue) EnableSearchIndex(ctx context.Context) error {
-	if err := searchIndexerFor(q.d.name()).enableSearch(ctx, q.db, q.t); err != nil {
+	if err := q.d.enableSearch(ctx, q.db, q.t); err != nil {
 		return fmt.Errorf("sqlqueue: enabling the search index of %s: %w", q.t.jobs, err)
 	}
 	return nil
@@ -70,7 +59,7 @@ func (q *Queue) EnableSearchIndex(ctx context.Context) error {
 // DisableSearchIndex drops the payload search index EnableSearchIndex
 // created (and its triggers); with none, it changes nothing.
 func (q *Queue) DisableSearchIndex(ctx context.Context) error {
-	if err := searchIndexerFor(q.d.name()).disableSearch(ctx, q.db, q.t); err != nil {
+	if err := q.d.disableSearch(ctx, q.db, q.t); err != nil {
 		return fmt.Errorf("sqlqueue: disabling the search index of %s: %w", q.t.jobs, err)
 	}
 	return nil
@@ -88,7 +77,7 @@ func (q *Queue) SearchIndexEnabled(ctx context.Context) (bool, error) {
 
 // searchIndexOn reads whether the search index exists, on st.
 func (q *Queue) searchIndexOn(ctx context.Context, st statements) (bool, error) {
-	query, args := searchIndexerFor(q.d.name()).searchProbe(q.t)
+	query, args := q.d.searchProbe(q.t)
 	rs, err := st.Query(ctx, q.rebind(query), args...)
 	if err != nil {
 		return false, err
