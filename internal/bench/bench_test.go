@@ -388,16 +388,7 @@ func TestKeepDone(t *testing.T) {
 				if _, err := Measure(ctx, QueueEngine(q), ModeBurnDown, o); err != nil {
 					t.Fatal(err)
 				}
-				counter, ok := q.(interface {
-					Counts(context.Context) ([]driver.QueueCounts, error)
-				})
-				if !ok {
-					t.Fatalf("a %T does not count its jobs", q)
-				}
-				cs, err := counter.Counts(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
+				cs := countsOf(ctx, t, q)
 				var done int64
 				for _, c := range cs {
 					done += c.Done
@@ -443,16 +434,7 @@ func TestKept(t *testing.T) {
 			if _, err := Measure(ctx, QueueEngine(q), ModeBurnDown, o); err != nil {
 				t.Fatal(err)
 			}
-			counter, ok := q.(interface {
-				Counts(context.Context) ([]driver.QueueCounts, error)
-			})
-			if !ok {
-				t.Fatalf("a %T does not count its jobs", q)
-			}
-			cs, err := counter.Counts(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs := countsOf(ctx, t, q)
 			var got driver.QueueCounts
 			for _, c := range cs {
 				got.Done += c.Done
@@ -475,4 +457,20 @@ func TestKept(t *testing.T) {
 			t.Errorf("Run on memory with Kept = %v, want the refusal", err)
 		}
 	})
+}
+
+// countsOf returns the counts of q, a store that counts its jobs.
+func countsOf(ctx context.Context, t *testing.T, q queue.Queue) []driver.QueueCounts {
+	t.Helper()
+	counter, ok := q.(interface {
+		Counts(context.Context) ([]driver.QueueCounts, error)
+	})
+	if !ok {
+		t.Fatalf("a %T does not count its jobs", q)
+	}
+	cs, err := counter.Counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }

@@ -31,31 +31,22 @@ const keepChunk = 100_000
 // the database file. MariaDB has neither step: InnoDB's purge and
 // flushing run in the background.
 func (s *SQL) Keep(ctx context.Context, q queue.Queue, name string, n int) error {
-	t, ok := unwrap(q).(interface{ Table() string })
-	if !ok {
-		return fmt.Errorf("bench: a %T does not name its table", unwrap(q))
-	}
-	db, err := s.open(ctx, 1)
+	table, db, err := s.onTable(ctx, q)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if s.name == "sqlite" {
-		if _, err := db.ExecContext(ctx, "PRAGMA busy_timeout=30000"); err != nil {
-			return err
-		}
-	}
 	now := time.Now().UnixMicro()
 	for lo := 1; lo <= n; lo += keepChunk {
 		hi := min(lo+keepChunk-1, n)
-		if _, err := db.ExecContext(ctx, s.keepStmt(t.Table(), now, n, lo, hi), name); err != nil {
+		if _, err := db.ExecContext(ctx, s.keepStmt(table, now, n, lo, hi), name); err != nil {
 			return fmt.Errorf("inserting kept rows %d to %d: %w", lo, hi, err)
 		}
 	}
 	var settle []string
 	switch s.name {
 	case "postgres":
-		settle = []string{"VACUUM " + s.quote(t.Table()), "CHECKPOINT"}
+		settle = []string{"VACUUM " + s.quote(table), "CHECKPOINT"}
 	case "sqlite":
 		settle = []string{"PRAGMA wal_checkpoint(TRUNCATE)"}
 	}

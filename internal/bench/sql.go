@@ -239,25 +239,37 @@ func withPoolMaxConns(dsn string, n int) (string, error) {
 	return strings.TrimSpace(dsn + " pool_max_conns=" + strconv.Itoa(n)), nil
 }
 
-// Analyze runs ANALYZE on q's jobs table, on a connection of its own.
-func (s *SQL) Analyze(ctx context.Context, q queue.Queue) error {
+// onTable opens a connection of its own to q's database (on SQLite with a
+// long busy timeout, as the queue's own connection writes meanwhile) and
+// returns it with q's jobs table's name. The caller closes db.
+func (s *SQL) onTable(ctx context.Context, q queue.Queue) (table string, db *sql.DB, err error) {
 	t, ok := unwrap(q).(interface{ Table() string })
 	if !ok {
-		return fmt.Errorf("bench: a %T does not name its table", unwrap(q))
+		return "", nil, fmt.Errorf("bench: a %T does not name its table", unwrap(q))
 	}
-	db, err := s.open(ctx, 1)
+	db, err = s.open(ctx, 1)
+	if err != nil {
+		return "", nil, err
+	}
+	if s.name == "sqlite" {
+		if _, err := db.ExecContext(ctx, "PRAGMA busy_timeout=30000"); err != nil {
+			db.Close()
+			return "", nil, err
+		}
+	}
+	return t.Table(), db, nil
+}
+
+// Analyze runs ANALYZE on q's jobs table, on a connection of its own.
+func (s *SQL) Analyze(ctx context.Context, q queue.Queue) error {
+	table, db, err := s.onTable(ctx, q)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	stmt := "ANALYZE " + s.quote(t.Table())
-	switch s.name {
-	case "mysql":
-		stmt = "ANALYZE TABLE " + s.quote(t.Table())
-	case "sqlite":
-		if _, err := db.ExecContext(ctx, "PRAGMA busy_timeout=30000"); err != nil {
-			return err
-		}
+	stmt := "ANALYZE " + s.quote(table)
+	if s.name == "mysql" {
+		stmt = "ANALYZE TABLE " + s.quote(table)
 	}
 	if _, err := db.ExecContext(ctx, stmt); err != nil {
 		return fmt.Errorf("%s: %w", stmt, err)
