@@ -19,8 +19,11 @@ import (
 
 // TestPausePrefetch is the stall case of the jobs a worker reserves ahead
 // of its handlers (its prefetch: leases taken through ReserveUnstarted,
-// no attempt counted). Process A works fast jobs one at a time, so it
-// always holds some reserved and not started; it is stopped with SIGSTOP,
+// no attempt counted). Process A works short jobs (2 ms) one at a time, so
+// it always holds some reserved and not started, and spends most of its
+// time in its handler rather than in a write transaction (stopped inside
+// one, on SQLite it holds the write lock, and the test resumes and stops
+// it again); it is stopped with SIGSTOP,
 // and process B drains the queue, taking A's prefetched jobs once their
 // leases expire. The rules, judged from the handlers' own records and the
 // table:
@@ -75,7 +78,7 @@ func TestPausePrefetch(t *testing.T) {
 			}
 			dir := t.TempDir()
 			env := append(os.Environ(), "FAULT_DRIVER="+st.driver, "FAULT_SOURCE="+source, "FAULT_TABLE="+table,
-				"FAULT_POLL=20ms", "FAULT_LEASE=2s", "FAULT_SLEEP=0s")
+				"FAULT_POLL=20ms", "FAULT_LEASE=2s", "FAULT_SLEEP=2ms")
 			a := startPauseProc(t, bin, dir, "A", append(slices.Clone(env), "FAULT_CONCURRENCY=1"))
 			if !testutil.WaitFor(30*time.Second, func() bool { return a.count(t, "E") >= 100 }) {
 				t.Fatalf("A does not work: %s", a.stderr(t))
@@ -134,7 +137,7 @@ func TestPausePrefetch(t *testing.T) {
 					buffered = ids
 					break
 				}
-				if try == 10 {
+				if try == 40 {
 					t.Fatalf("A held no job reserved ahead, or held a lock, each time it was stopped (last: %d jobs, %v)", len(ids), err)
 				}
 				a.signal(t, syscall.SIGCONT)
