@@ -139,6 +139,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("RateLimit", s.testRateLimit)
 	t.Run("TagMonitor", s.testTagMonitor)
 	t.Run("Results", s.testResults)
+	t.Run("Graphs", s.testGraphs)
 }
 
 // suite carries the harness through the checks.

@@ -35,6 +35,8 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 	switch o.Outcome {
 	case driver.OutcomeDone:
 		switch {
+		case o.Graph != "":
+			return q.finishNode(ctx, l, o.Graph, o.Outcome, "", 0, resultOf(o))
 		case o.Batch != "":
 			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, resultOf(o))
 		case len(o.Push) > 0:
@@ -43,6 +45,8 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 		return q.ack(ctx, l, resultOf(o))
 	case driver.OutcomeFailed:
 		switch {
+		case o.Graph != "":
+			return q.finishNode(ctx, l, o.Graph, o.Outcome, o.Reason, o.MaxAttempts, kept{})
 		case o.Batch != "":
 			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason, o.MaxAttempts, kept{})
 		case len(o.Push) > 0:
@@ -50,7 +54,10 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 		}
 		return q.fail(ctx, l, o.Reason, o.MaxAttempts)
 	case driver.OutcomeCancelled:
-		if o.Batch != "" {
+		switch {
+		case o.Graph != "":
+			return q.finishNode(ctx, l, o.Graph, o.Outcome, "", 0, kept{})
+		case o.Batch != "":
 			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, kept{})
 		}
 		return q.cancelLeased(ctx, l)

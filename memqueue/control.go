@@ -101,6 +101,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (driver.JobState, error) 
 		return "", fmt.Errorf("memqueue: cancelling job %s: %w", id, queue.ErrFinished)
 	}
 	q.memberCancelledLocked(e, now)
+	q.nodeCancelledLocked(e, now)
 	return was, nil
 }
 

@@ -82,6 +82,9 @@ type Queue struct {
 	finishedBatches []*batch
 	clearedBatches  int
 
+	graphs    map[string]*graph // graphs by ID (Graphs)
+	graphList []*graph          // graphs in the order they were dispatched
+
 	monitor monitor // monitored tags (TagMonitor)
 
 	results results // job results (Results)
@@ -773,6 +776,11 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.retryDeadLocked(id, q.now())
+}
+
+// retryDeadLocked is RetryDead's critical section.
+func (q *Queue) retryDeadLocked(id string, now time.Time) error {
 	e := q.jobs[id]
 	if e == nil || e.state != queue.StateDead {
 		return fmt.Errorf("memqueue: retrying dead letter %s: %w", id, queue.ErrNotFound)
@@ -786,7 +794,6 @@ func (q *Queue) RetryDead(ctx context.Context, id string) error {
 		nq.unique[k] = e
 	}
 	delete(nq.dead, id)
-	now := q.now()
 	e.job.Attempts = 0
 	e.job.AvailableAt = now
 	e.avail = now.UnixNano()
@@ -866,10 +873,11 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 		nq.promote(now.UnixNano(), now)
 		for _, e := range append(nq.ready.clear(), nq.scheduled.clear()...) {
 			n++
-			if e.job.Meta[queue.MetaBatch] != "" {
+			if e.job.Meta[queue.MetaBatch] != "" || e.job.Meta[driver.MetaGraph] != "" {
 				e.job.LastError = queue.ErrCancelled.Error()
 				q.retireLocked(e, queue.StateCancelled, now)
 				q.memberCancelledLocked(e, now)
+				q.nodeCancelledLocked(e, now)
 				continue
 			}
 			q.releaseKeyLocked(e)

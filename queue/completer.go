@@ -134,7 +134,7 @@ func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
 // of its chain pushed with it, its result (nil: none) stored with it, and
 // counted done in its batch.
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration, result []byte) {
-	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone, Batch: j.Meta[MetaBatch]}
+	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone, Batch: j.Meta[MetaBatch], Graph: j.Meta[driver.MetaGraph]}
 	if result != nil {
 		out.Result, out.ResultUntil = result, time.Now().Add(c.resultKeep)
 	}
@@ -171,7 +171,7 @@ func (c *completer) snooze(j *Job, result error, start time.Time, rt time.Durati
 // counted cancelled in its batch.
 func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duration) {
 	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause,
-		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeCancelled, Batch: j.Meta[MetaBatch]}})
+		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeCancelled, Batch: j.Meta[MetaBatch], Graph: j.Meta[driver.MetaGraph]}})
 }
 
 // cancelled records that j ended as cancelled (in the store already).
@@ -184,7 +184,7 @@ func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Dura
 // fail dead-letters j, its handler having failed with cause for good: with
 // its chain's catch job pushed with it, and counted failed in its batch.
 func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
-	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeFailed, Reason: reason(cause), Batch: j.Meta[MetaBatch]}
+	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeFailed, Reason: reason(cause), Batch: j.Meta[MetaBatch], Graph: j.Meta[driver.MetaGraph]}
 	if c.maxAttempts != nil {
 		// The limit that applied is stored with the dead letter: the
 		// job page shows it after this worker has gone.

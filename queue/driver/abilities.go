@@ -227,6 +227,7 @@ type Capabilities struct {
 	Inspector  Inspector
 	Controller Controller
 	Workflows  Workflows
+	Graphs     Graphs
 	Results    Results
 	Scheduler  Scheduler
 	Reporter   Reporter
@@ -245,6 +246,7 @@ func CapabilitiesOf(q Queue) Capabilities {
 	c.Inspector, _ = q.(Inspector)
 	c.Controller, _ = q.(Controller)
 	c.Workflows, _ = q.(Workflows)
+	c.Graphs, _ = q.(Graphs)
 	c.Results, _ = q.(Results)
 	c.Scheduler, _ = q.(Scheduler)
 	c.Reporter, _ = q.(Reporter)
@@ -267,6 +269,7 @@ var abilities = []struct {
 	{"Inspector", "no figures, job lists, job detail, counts or workers", func(c Capabilities) bool { return c.Inspector != nil }},
 	{"Controller", "no pause, cancel or bulk actions", func(c Capabilities) bool { return c.Controller != nil }},
 	{"Workflows", "no batches", func(c Capabilities) bool { return c.Workflows != nil }},
+	{"Graphs", "no workflow graphs", func(c Capabilities) bool { return c.Graphs != nil }},
 	{"Results", "handlers' results are dropped; nothing to wait for", func(c Capabilities) bool { return c.Results != nil }},
 	{"Scheduler", "no leaders, limits or periodic jobs", func(c Capabilities) bool { return c.Scheduler != nil }},
 	{"Reporter", "no worker registry or run metrics", func(c Capabilities) bool { return c.Reporter != nil }},
@@ -290,7 +293,7 @@ func (c Capabilities) Missing() []string {
 }
 
 // Require returns nil when the store has the ability named (an interface
-// of this package: "Inspector", "Controller", "Workflows", "Results", "Scheduler",
+// of this package: "Inspector", "Controller", "Workflows", "Graphs", "Results", "Scheduler",
 // "Reporter", "Waiter", "Fleet", "MetricsHistory" or "TagMonitor"), and otherwise an error matching ErrUnsupported
 // that names it and what goes without it.
 func (c Capabilities) Require(name string) error {

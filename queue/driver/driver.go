@@ -190,6 +190,11 @@ type Queue interface {
 // unless it allows failures; and each callback the outcome makes due
 // (BatchDue) is pushed. A batch the store does not know is ignored.
 //
+// A non-empty Graph (the job's MetaGraph) likewise records a done, failed
+// or cancelled outcome of the job's node in that graph, in the same
+// transaction, with the node transitions Graphs describes; a graph the
+// store does not know is ignored.
+//
 // A non-nil Result, with OutcomeDone, is the handler's result (at most
 // MaxResultBytes, checked by the Worker): a store with Results keeps it
 // for the job's ID until ResultUntil, in the same transaction as the ack,
@@ -203,6 +208,8 @@ type Completion struct {
 	Counted bool
 	Push    []Job
 	Batch   string
+	// Graph is the job's MetaGraph: see Graphs.
+	Graph string
 	// MaxAttempts is, for OutcomeFailed, the attempt limit that applied.
 	MaxAttempts int
 	Result      []byte
