@@ -215,6 +215,7 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 	var seen int64
 	bo := retry.Backoff{Initial: 50 * time.Millisecond, Max: max(f.poll, 5*time.Second)}
 	fails := streak{log: f.log, doing: "reserving jobs", level: slog.LevelError}
+	rests := newRests(f.log, b.queues, f.poll, f.freed.poke)
 	for {
 		f.freed.since(&seen)
 		b.sync()
@@ -227,11 +228,10 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 			b.handOn(i, allot, f.out)
 		}
 		paused := f.gate.isPaused()
-		var err error
 		now := time.Now()
 		for i := range b.queues {
 			ahead := b.ahead(i, allot, now) // samples the pace of every queue
-			if paused || naps.asleep[i] {
+			if paused || naps.asleep[i] || rests.resting(i, now) {
 				continue
 			}
 			// A queue reserves for what it may hand on now and, when it
@@ -246,19 +246,16 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 			if want <= 0 || (claim == 0 && want < max(1, ahead/2)) {
 				continue
 			}
-			var jobs []Job
-			jobs, err = f.q.ReserveUnstarted(f.ctx, []string{b.queues[i]}, want, f.lease)
+			jobs, err := f.q.ReserveUnstarted(f.ctx, []string{b.queues[i]}, want, f.lease)
 			b.take(i, f.hold(jobs))
 			b.handOn(i, allot, f.out)
 			if len(jobs) < want && err == nil {
 				naps.sleep(i)
 			}
-			if err != nil {
-				break
-			}
+			rests.done(i, err)
 		}
 		naps.watch()
-		if err != nil {
+		if err := rests.end(now); err != nil {
 			if f.halt.check("reserving jobs", err) {
 				return
 			}

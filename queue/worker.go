@@ -767,6 +767,9 @@ type fetcher struct {
 	budget *budget
 	// gate holds the fetcher while a fleet command pauses the worker.
 	gate *gate
+	// rests leaves a failing queue out while the others answer (set by
+	// reserve).
+	rests *rests
 }
 
 // freed counts the jobs the executors finished, for the fetcher: a counter
@@ -921,7 +924,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 			// handlers are still busy, rather than asking again at once.
 			fails.ok()
 			bo.Reset()
-			f.idle(stopCtx, f.queues)
+			f.idle(stopCtx, f.rests.awake(time.Now())) // set by reserve
 		default:
 			fails.ok()
 			bo.Reset()
@@ -937,25 +940,29 @@ func (f *fetcher) run(stopCtx context.Context) {
 //
 // unstarted[i] reports whether the job out[i] was reserved so.
 func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
+	if f.rests == nil {
+		f.rests = newRests(f.log, f.queues, f.poll, f.freed.poke)
+	}
 	if f.pick != nil {
 		return f.reserveWeighted(n)
 	}
-	for _, qn := range f.queues {
+	now := time.Now()
+	for i, qn := range f.queues {
 		if n <= 0 {
 			break
 		}
-		var jobs []Job
-		jobs, err = f.q.ReserveUnstarted(f.ctx, []string{qn}, n, f.lease)
+		if f.rests.resting(i, now) {
+			continue
+		}
+		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{qn}, n, f.lease)
 		for i := range jobs {
 			out = append(out, &jobs[i])
 			unstarted = append(unstarted, true)
 		}
 		n -= len(jobs)
-		if err != nil {
-			return out, unstarted, err
-		}
+		f.rests.done(i, err)
 	}
-	return out, unstarted, nil
+	return out, unstarted, f.rests.end(now)
 }
 
 // reserveWeighted takes up to n jobs split among the queues by their
@@ -971,11 +978,12 @@ func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
 func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err error) {
 	counts := f.pick.Split(n)
 	short := 0
-	came := make([]bool, len(f.queues)) // asked, and returned fewer than asked; or asleep
+	now := time.Now()
+	came := make([]bool, len(f.queues)) // asked, and returned fewer than asked; or asleep or resting
 	var ask []int                       // the queues awake with a share
 	for i, k := range counts {
 		switch {
-		case f.naps.asleep[i]:
+		case f.naps.asleep[i] || f.rests.resting(i, now):
 			came[i] = true
 			short += k
 		case k > 0:
@@ -983,7 +991,9 @@ func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err erro
 		}
 	}
 	slices.SortStableFunc(ask, func(a, b int) int { return counts[a] - counts[b] })
-	take := func(i, k int) error {
+	// take asks queue i for k jobs; what it does not return, failing
+	// included, goes to the queues asked after it.
+	take := func(i, k int) {
 		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{f.queues[i]}, k, f.lease)
 		for j := range jobs {
 			out = append(out, &jobs[j])
@@ -996,30 +1006,26 @@ func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err erro
 			}
 		}
 		short = k - len(jobs)
-		return err
+		f.rests.done(i, err)
 	}
 	for _, i := range ask {
-		if err := take(i, counts[i]+short); err != nil {
-			return out, unstarted, err
-		}
+		take(i, counts[i]+short)
 	}
 	for i := range f.queues {
 		if short <= 0 {
 			break
 		}
 		if !came[i] {
-			if err := take(i, short); err != nil {
-				return out, unstarted, err
-			}
+			take(i, short)
 		}
 	}
-	return out, unstarted, nil
+	return out, unstarted, f.rests.end(now)
 }
 
 // idle waits for work on queues: woken by the queue when it can, else
 // after the poll.
 func (f *fetcher) idle(ctx context.Context, queues []string) {
-	if f.waiter == nil {
+	if f.waiter == nil || len(queues) == 0 {
 		_ = retry.Sleep(ctx, f.poll)
 		return
 	}
