@@ -17,7 +17,8 @@ import (
 // lease-guarded statement requires state 'pending'. The cancelled job is
 // kept, and pruned, like a done one (WithRetention). A batch member is
 // counted as cancelled in its batch in the same transaction, which pushes
-// the batch's callbacks that this makes due.
+// the batch's callbacks that this makes due; a graph's node is cancelled
+// in its graph, with its waiting dependants.
 func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	if err := q.use(ctx); err != nil {
 		return "", err
@@ -43,6 +44,13 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 			var member int64
 			if batch != "" {
 				if member, err = st.Exec(ctx, q.stmt(qMemberCancel), batch, id); err != nil {
+					return err
+				}
+			}
+			// A graph node's row, and its dependants', before the job's
+			// (the lock order of graph.go).
+			if g := rows[0].job.Meta[queue.MetaGraph]; g != "" {
+				if err := q.cancelNode(ctx, st, g, id); err != nil {
 					return err
 				}
 			}

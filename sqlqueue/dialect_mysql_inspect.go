@@ -1,7 +1,7 @@
 package sqlqueue
 
 func (mysqlDialect) queries() []queryTemplates {
-	return []queryTemplates{mysqlReads, mysqlBatches, mysqlWrites}
+	return []queryTemplates{mysqlReads, mysqlBatches, mysqlGraphs, mysqlWrites}
 }
 
 // mysqlReads are MySQL's statements of the inspection reads and of the

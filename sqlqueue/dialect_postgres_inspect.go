@@ -1,6 +1,8 @@
 package sqlqueue
 
-func (pgDialect) queries() []queryTemplates { return []queryTemplates{pgReads, pgBatches, pgWrites} }
+func (pgDialect) queries() []queryTemplates {
+	return []queryTemplates{pgReads, pgBatches, pgGraphs, pgWrites}
+}
 
 // pgReads are PostgreSQL's statements of the inspection reads and of the
 // small tables (pauses, workers, metrics, unique holds, batches): see query.

@@ -1,7 +1,7 @@
 package sqlqueue
 
 func (sqliteDialect) queries() []queryTemplates {
-	return []queryTemplates{sqliteReads, sqliteBatches, sqliteWrites}
+	return []queryTemplates{sqliteReads, sqliteBatches, sqliteGraphs, sqliteWrites}
 }
 
 // sqliteReads are SQLite's statements of the inspection reads and of the

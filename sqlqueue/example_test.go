@@ -176,4 +176,11 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS "jobs_results"
 	// CREATE INDEX IF NOT EXISTS "jobs_results_exp" ON "jobs_results" (expires_us)
 	// UPDATE "jobs_meta" SET value = '17' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_graphs"
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_graphs_seq" ON "jobs_graphs" (seq)
+	// CREATE TABLE IF NOT EXISTS "jobs_graph_nodes"
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_graph_nodes_name" ON "jobs_graph_nodes" (graph_id, name)
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_graph_nodes_job" ON "jobs_graph_nodes" (graph_id, job_id)
+	// CREATE TABLE IF NOT EXISTS "jobs_graph_edges"
+	// UPDATE "jobs_meta" SET value = '18' WHERE name = 'schema_version'
 }

@@ -357,7 +357,7 @@ func pgArray(ss []string) string {
 //     the others nothing;
 //   - each batch member's outcome in a transaction of its own
 //     (completeMember), since batch transactions take their locks in an
-//     order of their own.
+//     order of their own, and each graph node's likewise (completeNode).
 //
 // Buffered run metrics are written with it when due.
 func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue.Completion) ([]queue.Lease, []error, error) {
@@ -366,10 +366,13 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	}
 	errs := make([]error, len(outs))
 	var acks []queue.Lease
-	var ackAt, rest, members []int
+	var ackAt, rest, members, nodes []int
 	for i, o := range outs {
+		finishes := o.Outcome == queue.OutcomeDone || o.Outcome == queue.OutcomeFailed || o.Outcome == queue.OutcomeCancelled
 		switch {
-		case o.Batch != "" && (o.Outcome == queue.OutcomeDone || o.Outcome == queue.OutcomeFailed || o.Outcome == queue.OutcomeCancelled):
+		case o.Graph != "" && finishes:
+			nodes = append(nodes, i)
+		case o.Batch != "" && finishes:
 			members = append(members, i)
 		case o.Outcome == queue.OutcomeDone && len(o.Push) == 0 && o.Result == nil:
 			acks = append(acks, o.Lease)
@@ -406,6 +409,9 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 	for _, i := range members {
 		o := outs[i]
 		errs[i] = q.completeMember(ctx, o)
+	}
+	for _, i := range nodes {
+		errs[i] = q.completeNode(ctx, outs[i])
 	}
 	return lostStarts, errs, nil
 }

@@ -40,6 +40,7 @@ type tableNames struct {
 	fleet                                string
 	tags, tagJobs                        string
 	results                              string
+	graphs, graphNodes, graphEdges       string
 	replacer                             *strings.Replacer
 }
 
@@ -73,11 +74,17 @@ func names(d dialect, table string) tableNames {
 		tagJobs: d.quote(table + "_tag_jobs"),
 		// results holds job results (see result.go).
 		results: d.quote(table + "_results"),
+		// graphs, graph_nodes and graph_edges hold graphs of jobs (see
+		// graph.go).
+		graphs:     d.quote(table + "_graphs"),
+		graphNodes: d.quote(table + "_graph_nodes"),
+		graphEdges: d.quote(table + "_graph_edges"),
 	}
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
 		"{metrics}", t.metrics, "{run_metrics}", t.runMetrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
 		"{tags}", t.tags, "{tag_jobs}", t.tagJobs, "{results}", t.results,
+		"{graphs}", t.graphs, "{graph_nodes}", t.graphNodes, "{graph_edges}", t.graphEdges,
 		// The claim index, for the statements that must read it whatever
 		// the planner's statistics say (SQLite's INDEXED BY).
 		"{claim_idx}", d.quote(table+"_claim"),
@@ -115,7 +122,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 
 // tableKinds name a queue's tables besides its jobs table: each is named
 // after the jobs table with "_" and the kind appended.
-var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet", "tags", "tag_jobs", "results"}
+var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet", "tags", "tag_jobs", "results", "graphs", "graph_nodes", "graph_edges"}
 
 // migrationVars are the names the migration files use for one queue's
 // tables and indexes, quoted (the table prefix is validated by WithTable).
@@ -130,7 +137,7 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp", "graphs_seq", "graph_nodes_name", "graph_nodes_job"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars

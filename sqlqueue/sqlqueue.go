@@ -1032,6 +1032,30 @@ const (
 	qDeadIDsOf
 	qWaitingIDs
 	qWaitingIDsOf
+	// The statements of graphs (graph.go): each does what its name and
+	// its text say, the same on every dialect. qGraphNodesInsert and
+	// qGraphEdgesInsert are list statements (n rows).
+	qGraphInsert
+	qGraphNodesInsert
+	qGraphEdgesInsert
+	qGraphByID
+	qGraphs
+	qGraphsAfter
+	qGraphCounts
+	qGraphNodes
+	qGraphNodeByName
+	qGraphEdges
+	qGraphCancelMark
+	qGraphCancelWaiting
+	qGraphPendingJobs
+	qNodeMove
+	qNodeSeq
+	qNodeDependants
+	qNodeSatisfy
+	qNodeReadyJob
+	qNodeSet
+	qNodeCancelWaiting
+	qNodeJob
 	// qLeaseEpoch reads a lease row's epoch (name); qLeaseEpochLocked
 	// also locks the row until the write transaction ends.
 	qLeaseEpoch

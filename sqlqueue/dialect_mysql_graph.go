@@ -1,0 +1,28 @@
+package sqlqueue
+
+// mysqlGraphs are MySQL's statements of graphs and their nodes (see
+// graph.go): see query.
+var mysqlGraphs = queryTemplates{
+	qGraphInsert:        "INSERT INTO {graphs} (id, name, created_at, cancelled_at) VALUES (?, ?, ?, 0)",
+	qGraphNodesInsert:   "INSERT INTO {graph_nodes} (graph_id, seq, name, job_id, state, waiting, pushed, allow_failed, deps, job) VALUES {list (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)}",
+	qGraphEdgesInsert:   "INSERT INTO {graph_edges} (graph_id, from_seq, to_seq) VALUES {list (?, ?, ?)}",
+	qGraphByID:          "SELECT id, name, created_at, cancelled_at FROM {graphs} WHERE id = ?",
+	qGraphs:             "SELECT id, name, created_at, cancelled_at FROM {graphs} ORDER BY seq DESC LIMIT ?",
+	qGraphsAfter:        "SELECT id, name, created_at, cancelled_at FROM {graphs} WHERE seq < (SELECT seq FROM {graphs} WHERE id = ?) ORDER BY seq DESC LIMIT ?",
+	qGraphCounts:        "SELECT state, COUNT(*) FROM {graph_nodes} WHERE graph_id = ? GROUP BY state",
+	qGraphNodes:         "SELECT seq, name, job_id, state, waiting, pushed, allow_failed, deps FROM {graph_nodes} WHERE graph_id = ? ORDER BY seq",
+	qGraphNodeByName:    "SELECT seq, name, job_id, state, waiting, pushed, allow_failed, deps FROM {graph_nodes} WHERE graph_id = ? AND name = ?",
+	qGraphEdges:         "SELECT from_seq, to_seq FROM {graph_edges} WHERE graph_id = ?",
+	qGraphCancelMark:    "UPDATE {graphs} SET cancelled_at = ? WHERE id = ?",
+	qGraphCancelWaiting: "UPDATE {graph_nodes} SET state = 'cancelled' WHERE graph_id = ? AND state = 'waiting'",
+	qGraphPendingJobs:   "SELECT job_id FROM {graph_nodes} WHERE graph_id = ? AND state = 'pending' ORDER BY seq",
+	qNodeMove:           "UPDATE {graph_nodes} SET state = ? WHERE graph_id = ? AND job_id = ? AND state = ?",
+	qNodeSeq:            "SELECT seq FROM {graph_nodes} WHERE graph_id = ? AND job_id = ?",
+	qNodeDependants: "SELECT n.seq, n.allow_failed FROM {graph_edges} e JOIN {graph_nodes} n ON n.graph_id = e.graph_id AND n.seq = e.to_seq" +
+		" WHERE e.graph_id = ? AND e.from_seq = ? AND n.state = 'waiting' ORDER BY n.seq",
+	qNodeSatisfy:       "UPDATE {graph_nodes} SET waiting = waiting - 1 WHERE graph_id = ? AND seq = ? AND state = 'waiting'",
+	qNodeReadyJob:      "SELECT waiting, job FROM {graph_nodes} WHERE graph_id = ? AND seq = ?",
+	qNodeSet:           "UPDATE {graph_nodes} SET state = ?, waiting = ?, pushed = ? WHERE graph_id = ? AND seq = ?",
+	qNodeCancelWaiting: "UPDATE {graph_nodes} SET state = 'cancelled' WHERE graph_id = ? AND seq = ? AND state = 'waiting'",
+	qNodeJob:           "SELECT job FROM {graph_nodes} WHERE graph_id = ? AND seq = ?",
+}

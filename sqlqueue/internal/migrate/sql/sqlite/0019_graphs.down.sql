@@ -1,0 +1,8 @@
+-- 0019_graphs down: the graphs are dropped.
+DROP TABLE IF EXISTS {graph_edges};
+
+DROP TABLE IF EXISTS {graph_nodes};
+
+DROP TABLE IF EXISTS {graphs};
+
+UPDATE {meta} SET value = '18' WHERE name = 'schema_version';
