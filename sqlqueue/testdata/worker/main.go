@@ -20,6 +20,13 @@
 // soon as step N is acked (and the next step stored): a crash between two
 // steps.
 //
+// A graph's node, wfNode{N}, is logged as "node-N". With
+// WORKER_KILL_AFTER_NODES=K the process sends itself SIGKILL at its K-th
+// node: inside the handler, after the log line and before the ack (so the
+// node runs again elsewhere: a duplicate run), or, with
+// WORKER_KILL_AT=ack, as soon as that node's ack is stored (between a
+// node and its dependants' runs).
+//
 // WORKER_RATE=N puts a limit of N starts a second across every process
 // (queue.Limiter.Rate, one key per job name) in front of the handlers;
 // WORKER_CONCURRENCY_LIMIT=N one of N jobs running at once across them.
@@ -54,6 +61,7 @@ type (
 	wfStep     struct{ N int }
 	wfItem     struct{ N int }
 	wfCallback struct{}
+	wfNode     struct{ N int }
 )
 
 func main() {
@@ -165,6 +173,26 @@ func run() error {
 		j, _ := queue.JobFromContext(ctx)
 		return logDone("cb-"+j.Meta[queue.MetaBatchEvent], time.Now(), j.Attempts)
 	})
+	killNodes, _ := strconv.ParseInt(os.Getenv("WORKER_KILL_AFTER_NODES"), 10, 64)
+	killAtAck := os.Getenv("WORKER_KILL_AT") == "ack"
+	var nodes, acked atomic.Int64
+	queue.Handle(w, func(ctx context.Context, nd wfNode) error {
+		j, _ := queue.JobFromContext(ctx)
+		if err := logDone(fmt.Sprintf("node-%d", nd.N), time.Now(), j.Attempts); err != nil {
+			return err
+		}
+		if killNodes > 0 && !killAtAck && nodes.Add(1) == killNodes {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	})
+	if killNodes > 0 && killAtAck {
+		w.Observer(queue.ObserverFunc(func(e queue.Event) {
+			if e.Kind == queue.EventDone && e.Job.Name == "wfNode" && acked.Add(1) == killNodes {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
+	}
 	if v := os.Getenv("WORKER_KILL_AFTER_STEP"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
