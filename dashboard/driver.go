@@ -35,13 +35,14 @@ import (
 // QueueInspector is safe for concurrent use as the driver is. Its Inspector
 // methods, which take no context, use context.Background().
 type QueueInspector struct {
-	q     queue.Queue
-	insp  driver.Inspector  // nil when the driver cannot inspect
-	ctl   driver.Controller // nil when it cannot pause, cancel or act in bulk
-	sched driver.Scheduler  // nil when it keeps no periodic jobs
-	wf    driver.Workflows  // nil when it keeps no batches
-	fleet driver.Fleet      // nil when it carries no fleet commands
-	tags  driver.TagMonitor // nil when it monitors no tags
+	q      queue.Queue
+	insp   driver.Inspector  // nil when the driver cannot inspect
+	ctl    driver.Controller // nil when it cannot pause, cancel or act in bulk
+	sched  driver.Scheduler  // nil when it keeps no periodic jobs
+	wf     driver.Workflows  // nil when it keeps no batches
+	graphs driver.Graphs     // nil when it keeps no graphs
+	fleet  driver.Fleet      // nil when it carries no fleet commands
+	tags   driver.TagMonitor // nil when it monitors no tags
 
 	figures shared[StatsView]
 	points  shared[[]driver.MetricPoint]
@@ -58,14 +59,15 @@ func ForQueue(q queue.Queue) *QueueInspector {
 		panic("dashboard: ForQueue given a nil queue")
 	}
 	caps := driver.CapabilitiesOf(q)
-	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows, fleet: caps.Fleet, tags: caps.Tags}
+	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows, graphs: caps.Graphs, fleet: caps.Fleet, tags: caps.Tags}
 }
 
 // Abilities follow the driver's capabilities: its Inspector gives
 // browsing, figures by state, charts, job detail and the workers page; its
 // Controller pause and resume, the cancel buttons and the job actions
 // (with the Inspector); its Scheduler the
-// periodic page; its Workflows the batches pages; its Fleet the Workers
+// periodic page; its Workflows the batches pages; its Graphs the graphs
+// pages; its Fleet the Workers
 // page's terminate, pause and continue buttons; its TagMonitor the Tags
 // pages.
 func (qi *QueueInspector) Abilities() Abilities {
@@ -73,7 +75,7 @@ func (qi *QueueInspector) Abilities() Abilities {
 	return Abilities{
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
 		Pause: qi.ctl != nil, Workers: ok,
-		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil, Fleet: qi.fleet != nil && ok,
+		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil, Graphs: qi.graphs != nil, Fleet: qi.fleet != nil && ok,
 		Amend: qi.ctl != nil && ok,
 		Tags:  qi.tags != nil,
 	}

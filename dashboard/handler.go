@@ -174,6 +174,7 @@ func (h *handler) routes() {
 	m.HandleFunc("GET /queues/api/metrics", h.apiMetrics)
 	m.HandleFunc("GET /queues/api/workers", h.apiWorkers)
 	h.batchRoutes(m)
+	h.graphRoutes(m)
 	h.periodicRoutes(m)
 	h.fleetRoutes(m)
 	h.tagRoutes(m)

@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "tags", "tag", "error", "confirm", "batches", "batch", "dispatch"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "tags", "tag", "error", "confirm", "batches", "batch", "dispatch", "graphs", "graph"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -40,7 +40,7 @@ func parseTemplates() map[string]*template.Template {
 	m := make(map[string]*template.Template)
 	for _, name := range pageNames {
 		files := []string{"templates/layout.html", "templates/" + name + ".html"}
-		if name == "batch" || name == "batches" {
+		if name == "batch" || name == "batches" || name == "graph" || name == "graphs" {
 			files = append(files, "templates/batchbar.html")
 		}
 		m[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, files...))

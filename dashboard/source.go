@@ -79,6 +79,7 @@ type Abilities struct {
 	Cancel   bool // CancelJob works: cancel buttons on waiting and running jobs
 	Periodic bool // Periodics lists periodic jobs: the periodic page
 	Batches  bool // the Source is a BatchSource that serves batches: the batches pages
+	Graphs   bool // the Source is a GraphSource that serves graphs (package dag): the graphs pages
 	Fleet    bool // the Source is a FleetSource: terminate, pause and continue workers
 	// Amend: the Source is an AmendSource: retry with an edited payload,
 	// run now, run a cancelled or done job again, dispatch a new job.
