@@ -48,6 +48,9 @@ type dialect interface {
 
 	// searchIndexer is the dialect's opt-in payload search index.
 	searchIndexer
+	// listFlavor is what the dialect's lists, searches and bulk
+	// selections need of it (dialect_lists.go).
+	listFlavor
 
 	// configure adjusts a handle at New (SQLite: one connection).
 	configure(db DB)

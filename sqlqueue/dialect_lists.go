@@ -22,8 +22,8 @@ import (
 )
 
 // listFlavor is what a dialect's lists need of it beyond the portable
-// statements of this file. Each dialect implements it in its own file;
-// New picks it with the dialect (listFlavorFor).
+// statements of this file. Each dialect implements it in its own file, as
+// part of its dialect.
 type listFlavor interface {
 	// pendingCond is the condition that a pending row is ready, scheduled
 	// or running (s) at now.
@@ -39,17 +39,6 @@ type listFlavor interface {
 	contains(col string, blob bool) string
 }
 
-// listFlavorFor returns the listFlavor of dialect name (a known one).
-func listFlavorFor(name Dialect) listFlavor {
-	switch name {
-	case Postgres:
-		return pgDialect{}
-	case MySQL:
-		return mysqlDialect{}
-	}
-	return sqliteDialect{}
-}
-
 // byPriority returns the condition restricting a pending-job query of one
 // queue to prios (see priorities), or "" when prios is nil.
 func byPriority(prios []any) string {
@@ -63,7 +52,7 @@ func byPriority(prios []any) string {
 func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 	switch s {
 	case queue.StateReady, queue.StateScheduled, queue.StateRunning:
-		cond, args := q.lf.pendingCond(s, now)
+		cond, args := q.d.pendingCond(s, now)
 		return "state = 'pending' AND " + cond, args, nil
 	case queue.StateDone:
 		return "state = 'done'", nil, nil
@@ -113,7 +102,7 @@ func (q *Queue) filterCond(f queue.JobFilter, now int64) (cond string, args []an
 	}
 	if f.Tag != "" {
 		tag, _ := json.Marshal(f.Tag)
-		cond, args = cond+" AND "+q.lf.contains("tags", false), append(args, string(tag))
+		cond, args = cond+" AND "+q.d.contains("tags", false), append(args, string(tag))
 	}
 	return cond, args, nil
 }
@@ -236,7 +225,7 @@ func (l *lister) query(ctx context.Context, cond string, args []any, after, upTo
 		case queue.StateRunning:
 			c, a := o.between(cond, args, after, upTo)
 			var one string
-			one, subArgs, err = q.lf.runningList(ctx, q, st, name, now, runningBound(l.held[name]), l.held[name], c, a, o.sql(), n, i)
+			one, subArgs, err = q.d.runningList(ctx, q, st, name, now, runningBound(l.held[name]), l.held[name], c, a, o.sql(), n, i)
 			sub = []string{one}
 		case queue.StateReady, queue.StateScheduled:
 			sub, subArgs, err = l.queueList(ctx, name, cond, args, after, upTo, n, i, cols)
@@ -416,7 +405,7 @@ func (q *Queue) cancelledQuery(since int64, names []string) (string, []any) {
 // ready jobs when it has too many priorities to list; one row per queue
 // (queue, least run_at or NULL).
 func (q *Queue) oldestQuery(names []string, prios map[string][]any, now int64) (string, []any) {
-	cond, cargs := q.lf.pendingCond(queue.StateReady, now)
+	cond, cargs := q.d.pendingCond(queue.StateReady, now)
 	ready := "FROM " + q.t.jobs + " WHERE queue = ? AND state = 'pending'"
 	var parts []string
 	var args []any
@@ -439,7 +428,7 @@ func (q *Queue) oldestQuery(names []string, prios map[string][]any, now int64) (
 // (of priorities prios: see priorities) that are scheduled at now and due
 // before the current bucket ends (see splitPending), on the claim index.
 func (q *Queue) scheduledCountQuery(queueName string, prios []any, now int64) (string, []any) {
-	cond, args := q.lf.pendingCond(queue.StateScheduled, now)
+	cond, args := q.d.pendingCond(queue.StateScheduled, now)
 	cond, args = cond+" AND run_at < ?", append(args, schedBucketEnd(now))
 	args = append(append([]any{queueName}, prios...), args...)
 	return q.rebind("SELECT COUNT(*) FROM (SELECT 1 AS x FROM " + q.t.jobs + " WHERE queue = ? AND state = 'pending'" + byPriority(prios) +
@@ -449,7 +438,7 @@ func (q *Queue) scheduledCountQuery(queueName string, prios []any, now int64) (s
 // searchCond adds to a list's condition (and its arguments) that the
 // job's payload holds search.
 func (q *Queue) searchCond(cond string, args []any, search string) (string, []any) {
-	return cond + " AND " + q.lf.contains("payload", true), append(slices.Clip(args), []byte(search))
+	return cond + " AND " + q.d.contains("payload", true), append(slices.Clip(args), []byte(search))
 }
 
 // countQuery counts the rows of list, a list statement with its
@@ -459,6 +448,6 @@ func (q *Queue) countQuery(list string, args []any, search string) (string, []an
 	if search == "" {
 		return q.rebind("SELECT COUNT(*) FROM (" + list + ") s"), args
 	}
-	return q.rebind("SELECT COUNT(*), COALESCE(SUM(CASE WHEN " + q.lf.contains("payload", true) + " THEN 1 ELSE 0 END), 0) FROM (" + list + ") s"),
+	return q.rebind("SELECT COUNT(*), COALESCE(SUM(CASE WHEN " + q.d.contains("payload", true) + " THEN 1 ELSE 0 END), 0) FROM (" + list + ") s"),
 		append([]any{[]byte(search)}, args...)
 }

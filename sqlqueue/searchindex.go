@@ -102,7 +102,7 @@ func (q *Queue) searchIndexOn(ctx context.Context, st statements) (bool, error) 
 // an ordered index scan that filters row by row. complete is false when
 // more than indexCandidates jobs hold the search: the caller scans on.
 func (q *Queue) searchByIndex(ctx context.Context, st statements, f queue.JobFilter, o listOrder, icond string, iargs []any, cond string, args []any, after *listCursor, n int) (ids []string, complete bool, err error) {
-	query := "SELECT id FROM " + q.t.jobs + " WHERE " + icond + " AND " + q.lf.contains("payload", true) + " LIMIT ?"
+	query := "SELECT id FROM " + q.t.jobs + " WHERE " + icond + " AND " + q.d.contains("payload", true) + " LIMIT ?"
 	rs, err := st.Query(ctx, q.rebind(query), append(slices.Clip(iargs), []byte(f.Search), indexCandidates+1)...)
 	if err != nil {
 		return nil, false, err

@@ -177,7 +177,6 @@ type Queue struct {
 	log *slog.Logger
 
 	qs *renderedQueries // the dialect's named statements, rendered for q
-	lf listFlavor       // the dialect's part of the lists (see dialect_lists.go)
 	// leaseRows holds the names of lease rows known to exist (they are
 	// never deleted), up to maxKnownLeaseRows, so AcquireLease skips its
 	// insert for them: limiters acquire slot leases for every job.
@@ -275,7 +274,6 @@ func New(db DB, opts ...Option) (*Queue, error) {
 	}
 	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken(), searchBudget: searchBudget}
 	q.qs = render(d, q.t, d.queries()...)
-	q.lf = listFlavorFor(cfg.dialect)
 	d.configure(db)
 	return q, nil
 }
