@@ -140,6 +140,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("TagMonitor", s.testTagMonitor)
 	t.Run("Results", s.testResults)
 	t.Run("Graphs", s.testGraphs)
+	t.Run("Groups", s.testGroups)
 }
 
 // suite carries the harness through the checks.

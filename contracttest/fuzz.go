@@ -31,6 +31,8 @@ func FuzzPushReserve(f *testing.F, queues map[string]queue.Queue) {
 	}
 	for _, s := range []seed{
 		{"emails", "Send", []byte(`{"to":"ada"}`), "", "t", "k", "v", 0, 0},
+		{"digests", "Notify", []byte(`{"user":42}`), "", "t", driver.MetaGroup, "user-42", 0, 0},
+		{"digests", "Notify", []byte(`not json`), "", "t", driver.MetaGroup, "user-42", 0, 0},
 		{"", "", nil, "u", "", "", "", -1, 3},
 		{"é☃", "名前", []byte{0, 0xff, 0xfe}, "trailing ", "tag ", "k\x00", "v\x00", 1 << 31, -1},
 		{"q\x00", "n", []byte("x"), "", "", "", "", 0, 0},
@@ -62,6 +64,13 @@ func FuzzPushReserve(f *testing.F, queues map[string]queue.Queue) {
 			}
 			if err != nil {
 				t.Fatalf("%s: Push of a valid job: %v", n, err)
+			}
+			if _, ok := q.(driver.Grouper); ok && driver.GroupKeyOf(j) != "" {
+				// A group member waits in its group: Purge finds it there.
+				if k, err := q.Purge(t.Context(), want.Queue); err != nil || k != 1 {
+					t.Fatalf("%s: Purge after pushing a group member = %d, %v; want 1", n, k, err)
+				}
+				continue
 			}
 			got, err := q.Reserve(t.Context(), []string{want.Queue}, 2, time.Minute)
 			if err != nil || len(got) != 1 || got[0].ID != j.ID {

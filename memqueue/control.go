@@ -116,6 +116,8 @@ func (q *Queue) cancelLocked(e *entry, now time.Time) (was driver.JobState, ok b
 		nq.ready.remove(e)
 	case queue.StateScheduled:
 		nq.scheduled.remove(e.idx)
+	case driver.StateGrouped:
+		nq.ungroupLocked(e)
 	case queue.StateRunning:
 		nq.running.remove(e.idx)
 		q.cancels = append(q.cancels, cancelRecord{lease: e.job.Lease(), at: now})

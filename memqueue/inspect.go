@@ -222,7 +222,7 @@ func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPag
 		after = &k
 	}
 	switch f.State {
-	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone, queue.StateCancelled:
+	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone, queue.StateCancelled, driver.StateGrouped:
 	default:
 		return driver.JobPage{}, fmt.Errorf("memqueue: listing jobs: unknown state %q", f.State)
 	}
@@ -267,6 +267,12 @@ func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPag
 			case queue.StateDead:
 				for _, e := range nq.dead {
 					keep(e)
+				}
+			case driver.StateGrouped:
+				for _, g := range nq.groups {
+					for _, e := range g.members {
+						keep(e)
+					}
 				}
 			}
 		}
@@ -485,12 +491,13 @@ func (q *Queue) Counts(ctx context.Context) ([]driver.QueueCounts, error) {
 			Scheduled: driver.Count{N: int64(nq.scheduled.len())},
 			Running:   driver.Count{N: int64(nq.running.len())},
 			Dead:      int64(len(nq.dead)),
+			Grouped:   int64(nq.grouped()),
 		}
 		c.Pending = c.Ready.N + c.Scheduled.N + c.Running.N
 		if f := finished[nq.name]; f != nil {
 			c.Done, c.Cancelled = f[0], f[1]
 		}
-		if c.Pending+c.Dead+c.Done+c.Cancelled == 0 {
+		if c.Pending+c.Dead+c.Done+c.Cancelled+c.Grouped == 0 {
 			continue
 		}
 		out = append(out, c)

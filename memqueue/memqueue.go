@@ -45,7 +45,7 @@ func WithClock(now func() time.Time) Option {
 
 // Queue is an in-memory queue.Queue. It implements every optional ability
 // of package queue/driver: Inspector, Controller, Workflows, Scheduler,
-// Reporter, Waiter, Fleet, MetricsHistory and TagMonitor.
+// Reporter, Waiter, Fleet, MetricsHistory, TagMonitor and Grouper.
 //
 // All methods are safe for concurrent use by many goroutines. The zero
 // value is not usable; call New.
@@ -160,6 +160,7 @@ type namedQueue struct {
 	dead      map[string]*entry // ID -> dead letter
 	paused    bool
 	leased    map[string]*entry // the Queue's leased
+	groups    map[string]*group // group members by groupID (Grouper)
 	wake      chan struct{}     // closed and cleared when a job may have become ready
 	metrics   [minuteSlots]metricSlot
 	hours     [hourSlots]metricSlot
@@ -367,6 +368,10 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 	if j.UniqueKey != "" {
 		nq.unique[j.UniqueKey] = e
 	}
+	if driver.GroupKeyOf(j) != "" {
+		q.groupLocked(e)
+		return nil
+	}
 	q.enqueueLocked(e, nowN)
 	return nil
 }
@@ -400,7 +405,7 @@ func (q *Queue) enqueueLocked(e *entry, now int64) {
 }
 
 func isActive(s driver.JobState) bool {
-	return s == queue.StateReady || s == queue.StateScheduled || s == queue.StateRunning
+	return s == queue.StateReady || s == queue.StateScheduled || s == queue.StateRunning || s == driver.StateGrouped
 }
 
 // PushMany stores jobs with Push's rules in one critical section. stored[i]
@@ -850,7 +855,7 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 	defer q.mu.Unlock()
 	n := 0
 	for _, nq := range q.selectQueuesLocked(queueName) {
-		n += nq.ready.len() + nq.scheduled.len() + nq.running.len()
+		n += nq.ready.len() + nq.scheduled.len() + nq.running.len() + nq.grouped()
 	}
 	return n, nil
 }
@@ -884,6 +889,14 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 			delete(q.jobs, e.job.ID)
 			e.state = ""
 		}
+		for _, g := range nq.groups {
+			for _, e := range g.members {
+				n++
+				delete(q.jobs, e.job.ID)
+				e.state = ""
+			}
+		}
+		nq.groups = nil
 	}
 	return n, nil
 }

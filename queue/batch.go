@@ -76,6 +76,9 @@ func batchMembers(id string, jobs []Job) ([]Job, error) {
 			return nil, fmt.Errorf("%w: job %d repeats job ID %s", ErrBatch, i+1, j.ID)
 		}
 		seen[j.ID] = true
+		if driver.GroupKeyOf(*j) != "" {
+			return nil, fmt.Errorf("%w: job %d has a group key; batch members may not", ErrBatch, i+1)
+		}
 		if j.UniqueKey != "" {
 			return nil, fmt.Errorf("%w: job %d has a unique key; batch members may not", ErrBatch, i+1)
 		}

@@ -266,6 +266,9 @@ func Enqueue[T any](ctx context.Context, p Pusher, v T, opts ...Option) (id stri
 	if err != nil {
 		return "", false, err
 	}
+	if err := checkGroup(p, &j); err != nil {
+		return "", false, err
+	}
 	err = p.Push(ctx, j)
 	if errors.Is(err, ErrDuplicate) {
 		var de *driver.DuplicateError
@@ -313,6 +316,9 @@ func PushMany(ctx context.Context, p Pusher, jobs []Job) (int, error) {
 	for i := range jobs {
 		if jobs[i].ID == "" {
 			jobs[i].ID = driver.NewID()
+		}
+		if err := checkGroup(p, &jobs[i]); err != nil {
+			return 0, err
 		}
 	}
 	if bp, ok := p.(driver.BatchPusher); ok {

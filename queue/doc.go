@@ -25,6 +25,12 @@
 // the Worker's ResultRetention; the dispatcher and later jobs read it with
 // ResultOf, waiting for it if they like.
 //
+// Jobs dispatched with Group(key) wait in their group until it is due
+// under the GroupRule of their type's HandleGroup (a grace after the
+// newest member, a max delay after the oldest, a max size), and then reach
+// that handler together as one typed slice: one set, leased, retried and
+// dead-lettered as one job (asynq's group aggregation).
+//
 // # Drivers
 //
 // A driver implements the contract of package queue/driver: the core Queue

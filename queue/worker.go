@@ -94,6 +94,7 @@ type Worker struct {
 	cancelPoll      time.Duration
 	typeBackoff     map[string]BackoffPolicy
 	periodics       []*periodic
+	groups          map[string]GroupRule // the rules of HandleGroup, by job name
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -122,6 +123,7 @@ func NewWorker(q Queue) *Worker {
 		resultKeep:      driver.DefaultResultRetention,
 		cancelPoll:      DefaultCancelPoll,
 		typeBackoff:     make(map[string]BackoffPolicy),
+		groups:          make(map[string]GroupRule),
 		stopCh:          make(chan struct{}),
 	}
 }
@@ -598,6 +600,15 @@ func (r *run) run(ctx context.Context) error {
 	if r.fleet != nil && r.fleet.check() {
 		bg.Go(func() { r.fleet.run(bgDone) })
 	}
+	if len(r.w.groups) > 0 {
+		if g := r.caps.Groups; g != nil {
+			for name, rule := range r.w.groups {
+				bg.Go(func() { r.gather(g, name, rule, bgDone) })
+			}
+		} else {
+			r.log.Warn("queue: the store has no group aggregation; group handlers get only jobs dispatched without Group", "worker", r.id)
+		}
+	}
 	if store := r.caps.Scheduler; store != nil {
 		for _, p := range r.w.periodics {
 			bg.Go(func() { p.schedule(stopCtx, store, r.log.Warn) })
@@ -716,6 +727,7 @@ func Handle[T any](w *Worker, fn func(ctx context.Context, v T) error) {
 	if b, ok := any(zero).(BackoffPolicy); ok {
 		w.typeBackoff[name] = b
 	}
+	delete(w.groups, name)
 	w.Register(name, func(ctx context.Context, j Job) error {
 		var v T
 		if err := json.Unmarshal(j.Payload, &v); err != nil {

@@ -235,6 +235,7 @@ type Capabilities struct {
 	Fleet      Fleet
 	History    MetricsHistory
 	Tags       TagMonitor
+	Groups     Grouper
 	// DefaultLease is the store's configured lease length, 0 when it has
 	// none (see LeaseDefaulter).
 	DefaultLease time.Duration
@@ -254,6 +255,7 @@ func CapabilitiesOf(q Queue) Capabilities {
 	c.Fleet, _ = q.(Fleet)
 	c.History, _ = q.(MetricsHistory)
 	c.Tags, _ = q.(TagMonitor)
+	c.Groups, _ = q.(Grouper)
 	if d, ok := q.(LeaseDefaulter); ok {
 		c.DefaultLease = d.DefaultLease()
 	}
@@ -277,6 +279,7 @@ var abilities = []struct {
 	{"Fleet", "no fleet commands: workers cannot be terminated, paused or continued through the store", func(c Capabilities) bool { return c.Fleet != nil }},
 	{"MetricsHistory", "run metrics for the last hour only, no 24-hour or 7-day views", func(c Capabilities) bool { return c.History != nil }},
 	{"TagMonitor", "no monitored tags", func(c Capabilities) bool { return c.Tags != nil }},
+	{"Grouper", "no group aggregation: grouped jobs are refused at dispatch", func(c Capabilities) bool { return c.Groups != nil }},
 }
 
 // Missing lists the abilities the store lacks, each as its interface's
@@ -294,7 +297,7 @@ func (c Capabilities) Missing() []string {
 
 // Require returns nil when the store has the ability named (an interface
 // of this package: "Inspector", "Controller", "Workflows", "Graphs", "Results", "Scheduler",
-// "Reporter", "Waiter", "Fleet", "MetricsHistory" or "TagMonitor"), and otherwise an error matching ErrUnsupported
+// "Reporter", "Waiter", "Fleet", "MetricsHistory", "TagMonitor" or "Grouper"), and otherwise an error matching ErrUnsupported
 // that names it and what goes without it.
 func (c Capabilities) Require(name string) error {
 	for _, a := range abilities {

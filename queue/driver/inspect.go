@@ -254,4 +254,8 @@ type QueueCounts struct {
 	Dead      int64
 	Done      int64
 	Cancelled int64
+	// Grouped counts the group members waiting to be gathered
+	// (StateGrouped); it is not part of Pending. Stores without Grouper
+	// leave it zero.
+	Grouped int64
 }

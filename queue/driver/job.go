@@ -1,9 +1,11 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -177,7 +179,7 @@ type ValidationError struct {
 	// JobID is the job's ID as given (empty if the caller left it empty).
 	JobID string
 	// Field names the Job field at fault: "ID", "Queue", "Name",
-	// "UniqueKey", "Priority", "MaxAttempts", "Tags" or "Meta".
+	// "UniqueKey", "Priority", "MaxAttempts", "Tags", "Meta" or "Payload".
 	Field string
 	// Limit states the rule the field broke, for example
 	// "at most 255 bytes of UTF-8 without NUL".
@@ -213,7 +215,10 @@ const keyLimit = "at most 255 bytes of UTF-8 without NUL"
 //     UTF-8 without NUL (empty ID and Queue are allowed: Push fills them in);
 //   - Priority: within int32; MaxAttempts: 0 to MaxInt32;
 //   - Tags and Meta: valid UTF-8 (NUL is allowed: it is stored escaped),
-//     and at most MaxTagsBytes / MaxMetaBytes bytes as JSON.
+//     and at most MaxTagsBytes / MaxMetaBytes bytes as JSON;
+//   - a group member (Meta holds MetaGroup): a group key of 1 to
+//     MaxKeyBytes bytes like UniqueKey, no UniqueKey, and a payload that
+//     is valid JSON.
 //
 // Payload has no limit here: it is bytes, stored as given, up to what the
 // store takes in one statement (see docs/semantics.md).
@@ -266,6 +271,17 @@ func validate(j Job) *ValidationError {
 		}
 		if n > MaxTagsBytes {
 			return bad("Tags", "at most 65535 bytes as a JSON array", fmt.Sprintf("%d bytes", n))
+		}
+	}
+	if g, ok := j.Meta[MetaGroup]; ok {
+		if got := checkKey(g); got != "" || g == "" {
+			return bad("Meta", "a group key ("+MetaGroup+") of 1 to 255 bytes of UTF-8 without NUL", cmp.Or(got, "an empty key"))
+		}
+		if j.UniqueKey != "" {
+			return bad("UniqueKey", "empty on a group member", fmt.Sprintf("%q", j.UniqueKey))
+		}
+		if !json.Valid(j.Payload) {
+			return bad("Payload", "valid JSON on a group member (its set's payload is the array of its members')", fmt.Sprintf("%d bytes that are not JSON", len(j.Payload)))
 		}
 	}
 	if len(j.Meta) > 0 {
