@@ -313,7 +313,7 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 	if st == "failed" {
 		st = queue.StateDead
 	}
-	if !slices.Contains(driver.JobStates, st) {
+	if !slices.Contains(h.states(), st) {
 		if v.Has("state") {
 			h.apiStatus(w, http.StatusBadRequest, "unknown state: use ready, scheduled, running, dead or done")
 			return

@@ -127,7 +127,11 @@
 // pause and resume, the cancel buttons (a running job's handler is
 // stopped within the workers' cancel poll, half a second by default) and
 // the "all matching" actions; its Scheduler gives the periodic page; its
-// Workflows the batches pages. Every read is one of the
+// Workflows the batches pages; its Grouper a "grouped" tab on the job
+// list (jobs?state=grouped, api/jobs?state=grouped) listing the members
+// that wait to be gathered, each with its group key, which a member's
+// page shows too, as a set's page shows the group it came from and its
+// size. Every read is one of the
 // Inspector's bounded calls: counts are exact where the driver keeps them
 // (the SQL drivers and memqueue count every state, scheduled jobs
 // included; a running count past 10,000 is shown as "10,000+"), lists

@@ -179,6 +179,15 @@ func (q ListQuery) values() url.Values {
 }
 
 // stateLabel names a state as the pages show it: dead jobs are "failed".
+// states are the job states the lists serve: driver.JobStates, and
+// driver.StateGrouped when the store gathers groups.
+func (h *handler) states() []driver.JobState {
+	if h.src.Abilities().Groups {
+		return append(slices.Clip(driver.JobStates), driver.StateGrouped)
+	}
+	return driver.JobStates
+}
+
 func stateLabel(s driver.JobState) string {
 	if s == queue.StateDead {
 		return "failed"
@@ -213,9 +222,9 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	if st == "" {
 		st = queue.StateReady
 	}
-	if !slices.Contains(driver.JobStates, st) {
+	if !slices.Contains(h.states(), st) {
 		h.fail(w, r, http.StatusBadRequest, "There is no job state "+strconv.Quote(clip(string(st)))+
-			": use ready, scheduled, running, failed, done or cancelled.", nil)
+			": use ready, scheduled, running, failed, done or cancelled"+map[bool]string{true: " (or grouped)"}[h.src.Abilities().Groups]+".", nil)
 		return
 	}
 	h.list(w, r, st)
@@ -325,7 +334,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 				}
 			}
 		}
-		for _, s := range driver.JobStates {
+		for _, s := range h.states() {
 			v := q.values()
 			v.Set("state", string(s))
 			u := base + "jobs?" + v.Encode()

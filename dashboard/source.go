@@ -86,6 +86,9 @@ type Abilities struct {
 	Amend bool
 	// Tags: the Source is a TagSource: monitored tags and their pages.
 	Tags bool
+	// Groups: the store gathers grouped jobs (driver.Grouper), so List
+	// serves driver.StateGrouped: the job list's "grouped" tab.
+	Groups bool
 }
 
 // ListQuery selects a page of a job list.
