@@ -24,7 +24,10 @@ type GroupRule = driver.GroupRule
 // unique key, and its delay, if any, is not waited for: the group's rule
 // alone decides when it runs. Dispatching a member to a Queue without
 // group aggregation (driver.Grouper) fails with an error matching
-// ErrUnsupported. See docs/workflows.md#groups.
+// ErrUnsupported; a Pusher that is not a Queue (a transaction's) cannot be
+// asked, and a store without Grouper stores the member through it as an
+// ordinary job, which the group handler receives as a set of one. See
+// docs/workflows.md#a-digest-as-a-group.
 func Group(key string) Option { return Meta(driver.MetaGroup, key) }
 
 // HandleGroup registers fn as the handler of the jobs named for T,
@@ -69,7 +72,7 @@ func HandleGroup[T any](w *Worker, rule GroupRule, fn func(ctx context.Context, 
 }
 
 // checkGroup refuses a group member pushed to a Queue that cannot gather
-// it. Other Pushers (a transaction's) are the store's to judge.
+// it. Other Pushers (a transaction's) cannot be asked (see Group).
 func checkGroup(p Pusher, j *Job) error {
 	if driver.GroupKeyOf(*j) == "" {
 		return nil
