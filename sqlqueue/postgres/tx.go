@@ -63,6 +63,13 @@ func (p *TxPusher) PushBatch(ctx context.Context, rec queue.BatchRecord, jobs []
 	return p.p.PushBatch(ctx, rec, jobs)
 }
 
+// PushGraph stores a graph's record and its nodes in the transaction with
+// the Graphs rules (see dag.Dispatch): the graph becomes visible when the
+// caller commits, and nothing of it if it rolls back.
+func (p *TxPusher) PushGraph(ctx context.Context, rec queue.GraphRecord, nodes []queue.GraphNode) error {
+	return p.p.PushGraph(ctx, rec, nodes)
+}
+
 // txStatements runs sqlqueue's statements on a pgx.Tx.
 type txStatements struct{ tx pgx.Tx }
 

@@ -38,6 +38,7 @@ type TxPusher interface {
 	queue.Pusher
 	queue.BatchPusher
 	queue.BatchDispatcher
+	queue.GraphDispatcher
 }
 
 // Queue is what the registration subpackages use of a *sqlqueue.Queue
