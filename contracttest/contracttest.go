@@ -67,6 +67,13 @@ type Capabilities struct {
 	// dead letter's ID pushed to another queue stores a new job beside it.
 	// The checks of IDs across queues are skipped with this reason.
 	IDsPerQueue string
+
+	// NoUniqueHold names the finished states in which the driver cannot
+	// hold a unique key (driver.Job.UniqueStates), each with why. A push
+	// naming one must fail with an error matching queue.ErrUnsupported
+	// and store nothing; the checks of that state are skipped with the
+	// reason.
+	NoUniqueHold map[driver.JobState]string
 }
 
 // Timing of the suite. Leases that must expire are short; leases that must
@@ -131,6 +138,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Snoozer", s.testSnoozer)
 	t.Run("Complete", s.testComplete)
 	t.Run("UniqueModes", s.testUniqueModes)
+	t.Run("UniqueStates", s.testUniqueStates)
 	t.Run("PeriodicStore", s.testPeriodicStore)
 	t.Run("Processes", s.testProcesses)
 	t.Run("Chains", s.testChains)

@@ -322,6 +322,11 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 			delete(nq.heldUntil, k)
 		}
 		holder := nq.unique[k]
+		if holder != nil && (holder == old || !q.holdsLocked(holder)) {
+			// j replaces its own finished or dead job, or the holder
+			// left its key when it left the states that hold it.
+			holder = nil
+		}
 		switch {
 		case holder != nil && j.UniqueReplace && holder.state != queue.StateRunning && holder.job.ID != j.ID:
 			// Debounce: the waiting holder gives way to j.
@@ -341,6 +346,7 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 				j.CreatedAt = old.job.CreatedAt
 			}
 		}
+		q.releaseKeyLocked(old, "")
 		old.state = ""
 	}
 
@@ -353,6 +359,7 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 		nq.heldUntil[j.UniqueKey] = nowN + int64(j.UniqueFor)
 	}
 	j.UniqueFor, j.UniqueReplace = 0, false
+	j.UniqueStates = slices.Clone(j.UniqueStates)
 	j.LeaseToken = ""
 	j.LeaseExpiresAt = time.Time{}
 	j.Recovered = false
@@ -384,7 +391,7 @@ func (q *Queue) removeWaitingLocked(e *entry) {
 	} else {
 		e.nq.scheduled.remove(e.idx)
 	}
-	q.releaseKeyLocked(e)
+	q.releaseKeyLocked(e, "")
 	delete(q.jobs, e.job.ID)
 	e.state = ""
 }
@@ -596,14 +603,15 @@ func (q *Queue) finishLocked(e *entry, now time.Time) {
 }
 
 // retireLocked finishes e, already off its heaps, in state (done or
-// cancelled): it frees its key and keeps it in the ring of retained
+// cancelled): it frees its key unless the state holds it and keeps it in the ring of retained
 // finished jobs, or deletes it when none are retained.
 func (q *Queue) retireLocked(e *entry, state driver.JobState, now time.Time) {
-	q.releaseKeyLocked(e)
+	q.releaseKeyLocked(e, state)
 	e.state = state
 	e.nq.unlease(e)
 	e.updatedAt = now // and so its finish time
 	if q.retention == 0 {
+		q.releaseKeyLocked(e, "")
 		e.state = ""
 		delete(q.jobs, e.job.ID)
 		return
@@ -617,6 +625,7 @@ func (q *Queue) retireLocked(e *entry, state driver.JobState, now time.Time) {
 	// and every replacement by a new push clears the state, so this needs
 	// no lookup of the ID (a cache miss per ack in a large queue).
 	if old.state == queue.StateDone || old.state == queue.StateCancelled {
+		q.releaseKeyLocked(old, "")
 		old.state = ""
 		delete(q.jobs, old.job.ID)
 	}
@@ -624,11 +633,18 @@ func (q *Queue) retireLocked(e *entry, state driver.JobState, now time.Time) {
 	q.doneNext = (q.doneNext + 1) % q.retention
 }
 
-// releaseKeyLocked frees e's unique key if e holds it.
-func (q *Queue) releaseKeyLocked(e *entry) {
-	if k := e.job.UniqueKey; k != "" && e.nq.unique[k] == e {
+// releaseKeyLocked frees e's unique key if e holds it and, moving to the
+// state to ("" when e is deleted), no longer does (Job.HoldsIn).
+func (q *Queue) releaseKeyLocked(e *entry, to driver.JobState) {
+	if k := e.job.UniqueKey; k != "" && e.nq.unique[k] == e && (to == "" || !e.job.HoldsIn(to)) {
 		delete(e.nq.unique, k)
 	}
+}
+
+// holdsLocked reports whether e, found as the holder of its unique key,
+// still holds it: it is still stored and in a state that holds the key.
+func (q *Queue) holdsLocked(e *entry) bool {
+	return e.state != "" && q.jobs[e.job.ID] == e && e.job.HoldsIn(e.state)
 }
 
 // nack releases the job under l for another attempt at retryAt (now if
@@ -697,7 +713,7 @@ func (q *Queue) failLocked(e *entry, reason string, limit int, now time.Time) {
 	}
 	nq := e.nq
 	nq.running.remove(e.idx)
-	q.releaseKeyLocked(e)
+	q.releaseKeyLocked(e, queue.StateDead)
 	q.deaths++
 	e.state = queue.StateDead
 	e.deathSeq = q.deaths
@@ -792,7 +808,7 @@ func (q *Queue) retryDeadLocked(id string, now time.Time) error {
 	}
 	nq := e.nq
 	if k := e.job.UniqueKey; k != "" {
-		if holder := nq.unique[k]; holder != nil {
+		if holder := nq.unique[k]; holder != nil && holder != e && q.holdsLocked(holder) {
 			return fmt.Errorf("memqueue: retrying dead letter %s: %w", id,
 				&driver.DuplicateError{ExistingID: holder.job.ID, UniqueKey: k})
 		}
@@ -819,6 +835,7 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 	if e == nil || e.state != queue.StateDead {
 		return fmt.Errorf("memqueue: forgetting dead letter %s: %w", id, queue.ErrNotFound)
 	}
+	q.releaseKeyLocked(e, "")
 	delete(e.nq.dead, id)
 	delete(q.jobs, id)
 	e.state = ""
@@ -836,6 +853,7 @@ func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
 	n := 0
 	for _, nq := range q.selectQueuesLocked(queueName) {
 		for id, e := range nq.dead {
+			q.releaseKeyLocked(e, "")
 			delete(q.jobs, id)
 			e.state = ""
 			n++
@@ -885,7 +903,7 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 				q.nodeCancelledLocked(e, now)
 				continue
 			}
-			q.releaseKeyLocked(e)
+			q.releaseKeyLocked(e, "")
 			delete(q.jobs, e.job.ID)
 			e.state = ""
 		}

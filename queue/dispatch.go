@@ -73,8 +73,28 @@ func Priority(p int) Option { return func(j *Job) { j.Priority = p } }
 
 // Unique sets the job's unique key: while an active job of the same queue
 // holds key, dispatching another is skipped (Dispatch returns nil, Enqueue
-// reports a duplicate).
-func Unique(key string) Option { return func(j *Job) { j.UniqueKey = key } }
+// reports a duplicate). States in also keep the key held once the job is
+// in them as well (see Job.UniqueStates): Unique(k, StateDone,
+// StateDead) skips a dispatch of k while an earlier job of k is
+// kept done by retention or waits as a dead letter. Only done, dead and
+// cancelled may be named; a store that cannot hold a key in one refuses
+// the dispatch with an error matching ErrUnsupported.
+func Unique(key string, also ...driver.JobState) Option {
+	return func(j *Job) {
+		j.UniqueKey = key
+		j.UniqueStates = withStates(j.UniqueStates, also)
+	}
+}
+
+// withStates returns have with the states of also it lacks, in order.
+func withStates(have, also []driver.JobState) []driver.JobState {
+	for _, s := range also {
+		if !slices.Contains(have, s) {
+			have = append(slices.Clip(have), s)
+		}
+	}
+	return have
+}
 
 // UniqueFor is Unique(key) with the key held for d after the push, even
 // once the job has finished (see Job.UniqueFor). An empty key keeps the
@@ -97,9 +117,13 @@ func UniqueFor(key string, d time.Duration) Option {
 // values that differ elsewhere are duplicates. NewJob derives the key
 // after every option, so their order does not matter; UniqueFor("", d)
 // and Replace("") hold the same key for a period or replace its waiting
-// holder.
-func UniqueByPayload() Option {
-	return func(j *Job) { j.UniqueKey = byPayload }
+// holder. States in also hold the key in those states as well, as with
+// Unique.
+func UniqueByPayload(also ...driver.JobState) Option {
+	return func(j *Job) {
+		j.UniqueKey = byPayload
+		j.UniqueStates = withStates(j.UniqueStates, also)
+	}
 }
 
 // byPayload is the unique key UniqueByPayload leaves for NewJob to

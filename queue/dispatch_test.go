@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,40 @@ func TestNewIDUniqueAndOrdered(t *testing.T) {
 			t.Fatalf("ids not time-ordered: %s after %s", id, prev)
 		}
 		prev = id
+	}
+}
+
+// TestUniqueStatesOptions checks how the unique options combine the
+// states they name: each state once, in the order first named, whatever
+// mode gives the key.
+func TestUniqueStatesOptions(t *testing.T) {
+	t.Parallel()
+	done, dead := queue.StateDone, queue.StateDead
+	tests := []struct {
+		name    string
+		opts    []queue.Option
+		wantKey bool
+		want    []driver.JobState
+	}{
+		{"none", []queue.Option{queue.Unique("k")}, true, nil},
+		{"unique", []queue.Option{queue.Unique("k", dead, done)}, true, []driver.JobState{dead, done}},
+		{"repeats kept once", []queue.Option{queue.Unique("k", dead, dead), queue.Unique("k", done, dead)}, true, []driver.JobState{dead, done}},
+		{"by payload", []queue.Option{queue.UniqueByPayload(done)}, true, []driver.JobState{done}},
+		{"with a period", []queue.Option{queue.UniqueByPayload(dead), queue.UniqueFor("", time.Hour)}, true, []driver.JobState{dead}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, err := queue.NewJob(SendWelcomeEmail{UserID: 1}, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (j.UniqueKey != "") != tt.wantKey || !slices.Equal(j.UniqueStates, tt.want) {
+				t.Fatalf("key %q, states %v; want states %v", j.UniqueKey, j.UniqueStates, tt.want)
+			}
+			if err := driver.Validate(j); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+		})
 	}
 }
 

@@ -138,6 +138,27 @@ func ExampleUniqueFor() {
 	// Output: false true
 }
 
+// An order is charged once: a charge that succeeded (kept done by
+// retention) or died (waiting for an operator) still holds its key, so a
+// second dispatch for the order is a duplicate. Once the dead letter is
+// forgotten, the order may be charged again.
+func ExampleUnique_byState() {
+	ctx := context.Background()
+	q := memqueue.New()
+	once := queue.Unique("charge:7", queue.StateDone, queue.StateDead)
+	id, _, _ := queue.Enqueue(ctx, q, ChargeCard{OrderID: 7}, once)
+	jobs, _ := q.Reserve(ctx, []string{"billing"}, 1, time.Minute)
+	_, _, _ = q.Complete(ctx, nil, []driver.Completion{{Lease: jobs[0].Lease(), Outcome: driver.OutcomeFailed, Reason: "card declined"}})
+	_, dup, _ := queue.Enqueue(ctx, q, ChargeCard{OrderID: 7}, queue.Unique("charge:7"))
+	fmt.Println("while dead:", dup)
+	_ = q.ForgetDead(ctx, id)
+	_, dup, _ = queue.Enqueue(ctx, q, ChargeCard{OrderID: 7}, once)
+	fmt.Println("once forgotten:", dup)
+	// Output:
+	// while dead: true
+	// once forgotten: false
+}
+
 func ExampleUniqueByPayload() {
 	ctx := context.Background()
 	q := memqueue.New()

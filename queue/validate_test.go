@@ -43,6 +43,10 @@ func TestValidate(t *testing.T) {
 		{"invalid UTF-8 meta value", queue.Job{Meta: map[string]string{"k": "\xff"}}, "Meta"},
 		{"invalid UTF-8 meta key", queue.Job{Meta: map[string]string{"\xff": "v"}}, "Meta"},
 		{"meta over 64 KiB", queue.Job{Meta: map[string]string{"k": strings.Repeat("x", driver.MaxMetaBytes)}}, "Meta"},
+		{"unique states", queue.Job{UniqueKey: "k", UniqueStates: []driver.JobState{queue.StateDone, queue.StateDead, queue.StateCancelled}}, ""},
+		{"unique states without a key", queue.Job{UniqueStates: []driver.JobState{queue.StateDead}}, "UniqueStates"},
+		{"an active unique state", queue.Job{UniqueKey: "k", UniqueStates: []driver.JobState{queue.StateReady}}, "UniqueStates"},
+		{"an unknown unique state", queue.Job{UniqueKey: "k", UniqueStates: []driver.JobState{"Dead"}}, "UniqueStates"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

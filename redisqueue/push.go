@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -79,6 +80,20 @@ func (q *Queue) pushArgsAt(args []any, index int, j *queue.Job) ([]any, error) {
 	), nil
 }
 
+// refuseHolds returns an error matching ErrUnsupported when a job of
+// jobs names driver.StateDead among its UniqueStates: a Redis store does
+// not hold a unique key in a dead letter. Done and cancelled may be named:
+// the store deletes such jobs at once, so, as on a SQL store that keeps
+// none, they hold nothing.
+func refuseHolds(jobs ...queue.Job) error {
+	for _, j := range jobs {
+		if slices.Contains(j.UniqueStates, driver.StateDead) {
+			return fmt.Errorf("redisqueue: job %s names the unique state dead: a Redis store holds no unique key in a dead letter: %w", j.ID, driver.ErrUnsupported)
+		}
+	}
+	return nil
+}
+
 // Push stores j under Push's contract (see queue.Pusher) in one script: a
 // duplicate ID or unique key stores nothing and returns a
 // *driver.DuplicateError; the ID of a dead letter moves it back to ready,
@@ -92,6 +107,9 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 		return err
 	}
 	if err := driver.Validate(j); err != nil {
+		return err
+	}
+	if err := refuseHolds(j); err != nil {
 		return err
 	}
 	res, err := q.push(ctx, []queue.Job{j})
@@ -114,6 +132,9 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, err
 	}
 	if err := driver.ValidateBatch(jobs); err != nil {
+		return nil, err
+	}
+	if err := refuseHolds(jobs...); err != nil {
 		return nil, err
 	}
 	stored := make([]bool, len(jobs))

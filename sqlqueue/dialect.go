@@ -80,11 +80,12 @@ type dialect interface {
 	// expires, each with its own token made from token, in claim order,
 	// adding inc (1, or 0 for ReserveUnstarted) to their attempts.
 	reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error)
-	// insertJobs inserts js in one statement on ex, skipping rows whose ID
+	// insertJobs inserts js in one statement on ex (held: jobs that name
+	// UniqueStates, by qInsertJobsHeld), skipping rows whose ID
 	// or unique key is taken, and returns the IDs it inserted. With
 	// notify the same statement wakes listeners when it inserted anything
 	// (notified).
-	insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (inserted map[string]bool, notified bool, err error)
+	insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify, held bool) (inserted map[string]bool, notified bool, err error)
 	// revive moves the finished or dead job j.ID back to pending as j,
 	// behind the jobs pushed before it. It reports false when the row is
 	// no longer finished or j's unique key is held. inTx: ex is the

@@ -115,8 +115,8 @@ func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, ma
 // count too, so the lookup runs. A statements without a sql.Result (a
 // transaction database/sql does not own) compares the IDs present before
 // and after instead.
-func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
-	inserted, err := insertMySQL(ctx, q, ex, js, now)
+func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _, held bool) (map[string]bool, bool, error) {
+	inserted, err := insertMySQL(ctx, q, ex, js, now, held)
 	if err != nil {
 		return nil, false, err
 	}
@@ -124,8 +124,12 @@ func (mysqlDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js 
 }
 
 // insertMySQL is insertJobs' INSERT, and the reading of what it inserted.
-func insertMySQL(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time) (map[string]bool, error) {
-	insert, args := q.stmtN(qInsertJobs, len(js)), insertArgs(js, now)
+func insertMySQL(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, held bool) (map[string]bool, error) {
+	stmt := qInsertJobs
+	if held {
+		stmt = qInsertJobsHeld
+	}
+	insert, args := q.stmtN(stmt, len(js)), insertArgs(js, now, held)
 	ids := make([]string, len(js))
 	for i, j := range js {
 		ids[i] = j.ID
@@ -213,7 +217,11 @@ func (d mysqlDialect) revive(ctx context.Context, q *Queue, ex statements, inTx 
 		if !keepCreated || state != stateDead {
 			created = micros(j.CreatedAt)
 		}
-		_, err = ex.Exec(ctx, q.stmt(qInsertJob), appendInsertArgs(nil, j, created, now)...)
+		insert, args := qInsertJob, appendInsertArgs(nil, j, created, now)
+		if len(j.UniqueStates) > 0 {
+			insert, args = qInsertJobHeld, append(args, uniqueHold(j))
+		}
+		_, err = ex.Exec(ctx, q.stmt(insert), args...)
 		if d.isUniqueViolation(err) {
 			return errKeyHeld
 		}
@@ -766,6 +774,8 @@ var mysqlWrites = queryTemplates{
 	// learned from LastInsertId and the affected rows, or read back.
 	qInsertJobs:        "INSERT INTO {jobs} (" + insertCols + ") VALUES {list " + insertRow + "} ON DUPLICATE KEY UPDATE seq = seq",
 	qInsertJob:         "INSERT INTO {jobs} (" + insertCols + ") VALUES " + insertRow,
+	qInsertJobsHeld:    "INSERT INTO {jobs} (" + heldCols + ") VALUES {list " + heldRow + "} ON DUPLICATE KEY UPDATE seq = seq",
+	qInsertJobHeld:     "INSERT INTO {jobs} (" + heldCols + ") VALUES " + heldRow,
 	qJobsInserted:      "SELECT id FROM {jobs} WHERE id IN (?)",
 	qJobsInsertedSince: "SELECT id FROM {jobs} WHERE id IN (?) AND seq >= ?",
 	qReviveLock:        "SELECT created_at, state FROM {jobs} WHERE id = ? AND state <> 'pending' FOR UPDATE",

@@ -151,13 +151,17 @@ func (s *claimScanner) scan(sc scanner) (row, error) {
 // (qInsertJobs). With notify (a push inside the caller's transaction) the
 // same statement sends the push's notification when it inserted anything
 // (qInsertJobsNotify): the NULL row is the notification's.
-func (pgDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify bool) (map[string]bool, bool, error) {
-	args := insertArgs(js, now)
+func (pgDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, notify, held bool) (map[string]bool, bool, error) {
+	args := insertArgs(js, now, held)
+	plain, withNotify := qInsertJobs, qInsertJobsNotify
+	if held {
+		plain, withNotify = qInsertJobsHeld, qInsertJobsHeldNotify
+	}
 	if !notify {
-		return insertReturning(ctx, ex, q.stmtN(qInsertJobs, len(js)), args)
+		return insertReturning(ctx, ex, q.stmtN(plain, len(js)), args)
 	}
 	args = append(args, q.NotifyChannel(), notifyPayload(js, nil))
-	return insertReturning(ctx, ex, q.stmtN(qInsertJobsNotify, len(js)), args)
+	return insertReturning(ctx, ex, q.stmtN(withNotify, len(js)), args)
 }
 
 // revive updates the row in place, giving it a new seq from the identity;
@@ -488,12 +492,21 @@ RETURNING ` + pgClaimCols,
 	qInsertJobs: pgInsertJobs,
 	qInsertJobsNotify: "WITH ins AS (" + pgInsertJobs + ") SELECT id FROM ins UNION ALL SELECT NULL FROM (" + pgNotify +
 		") n WHERE EXISTS (SELECT 1 FROM ins)",
-	qNotify: pgNotify,
+	qNotify:         pgNotify,
+	qInsertJobsHeld: pgInsertJobsHeld,
+	qInsertJobsHeldNotify: "WITH ins AS (" + pgInsertJobsHeld + ") SELECT id FROM ins UNION ALL SELECT NULL FROM (" + pgNotify +
+		") n WHERE EXISTS (SELECT 1 FROM ins)",
 	qRevive: `UPDATE {jobs} SET seq = DEFAULT, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
   max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
   created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
   finished_at = 0, last_error = '', lease_token = NULL, lease_expires_at = 0, snoozes = 0, retry_until = ?, state = 'pending'
 WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')`,
+	qReviveHeld: `UPDATE {jobs} SET seq = DEFAULT, queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
+  max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
+  created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
+  finished_at = 0, last_error = '', lease_token = NULL, lease_expires_at = 0, snoozes = 0, retry_until = ?, state = 'pending', unique_hold = ?
+WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.id <> ?
+  AND (o.state = 'pending' OR strpos(o.unique_hold, ',' || o.state || ',') > 0))`,
 	qReplaceWaiting: "DELETE FROM {jobs} WHERE queue = ? AND unique_key = ? AND state = 'pending' AND lease_token IS NULL AND id <> ?",
 
 	// Dead letters, cancels, bulk actions and pruning.
@@ -562,6 +575,8 @@ var (
 
 	// pgInsertJobs inserts the rows it can and returns their IDs.
 	pgInsertJobs = "INSERT INTO {jobs} (" + insertCols + ") VALUES {list " + insertRow + "} ON CONFLICT DO NOTHING RETURNING id"
+	// pgInsertJobsHeld is pgInsertJobs for jobs that name UniqueStates.
+	pgInsertJobsHeld = "INSERT INTO {jobs} (" + heldCols + ") VALUES {list " + heldRow + "} ON CONFLICT DO NOTHING RETURNING id"
 	// pgNotify wakes the listeners of a channel with a payload.
 	pgNotify = "SELECT pg_notify(?, ?)"
 

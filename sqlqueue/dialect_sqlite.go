@@ -167,8 +167,12 @@ func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, m
 	return rows, err
 }
 
-func (sqliteDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _ bool) (map[string]bool, bool, error) {
-	return insertReturning(ctx, ex, q.stmtN(qInsertJobs, len(js)), insertArgs(js, now))
+func (sqliteDialect) insertJobs(ctx context.Context, q *Queue, ex statements, js []queue.Job, now time.Time, _, held bool) (map[string]bool, bool, error) {
+	stmt := qInsertJobs
+	if held {
+		stmt = qInsertJobsHeld
+	}
+	return insertReturning(ctx, ex, q.stmtN(stmt, len(js)), insertArgs(js, now, held))
 }
 
 // revive updates the row in place, after the last seq; the unique key is
@@ -341,12 +345,19 @@ var sqliteWrites = queryTemplates{
 	qExtendLeasesPairs: sqliteByPair(sqliteExtendHead, 2),
 
 	// Pushes and revivals.
-	qInsertJobs: "INSERT INTO {jobs} (" + insertCols + ") VALUES {list " + insertRow + "} ON CONFLICT DO NOTHING RETURNING id",
+	qInsertJobs:     "INSERT INTO {jobs} (" + insertCols + ") VALUES {list " + insertRow + "} ON CONFLICT DO NOTHING RETURNING id",
+	qInsertJobsHeld: "INSERT INTO {jobs} (" + heldCols + ") VALUES {list " + heldRow + "} ON CONFLICT DO NOTHING RETURNING id",
 	qRevive: `UPDATE {jobs} SET seq = (SELECT MAX(seq) + 1 FROM {jobs}), queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
   max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
   created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
   finished_at = 0, last_error = '', lease_token = NULL, lease_expires_at = 0, snoozes = 0, retry_until = ?, state = 'pending'
 WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.state = 'pending')`,
+	qReviveHeld: `UPDATE {jobs} SET seq = (SELECT MAX(seq) + 1 FROM {jobs}), queue = ?, name = ?, payload = ?, priority = ?, attempts = 0,
+  max_attempts = ?, timeout_us = ?, unique_key = ?, tags = ?, meta = ?, available_at = ?, run_at = ?, updated_at = ?,
+  created_at = CASE WHEN state = 'dead' AND ? = 1 THEN created_at ELSE ? END,
+  finished_at = 0, last_error = '', lease_token = NULL, lease_expires_at = 0, snoozes = 0, retry_until = ?, state = 'pending', unique_hold = ?
+WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE o.queue = ? AND o.unique_key = ? AND o.id <> ?
+  AND (o.state = 'pending' OR instr(o.unique_hold, ',' || o.state || ',') > 0))`,
 	qReplaceWaiting: "DELETE FROM {jobs} WHERE queue = ? AND unique_key = ? AND state = 'pending' AND lease_token IS NULL AND id <> ?",
 
 	// Dead letters, cancels, bulk actions and pruning.

@@ -82,7 +82,9 @@
 // a lease no row matched.
 //
 // Unique keys are enforced by the database, not by read-then-write: a
-// unique index on (queue, unique_key) over pending rows. Pushing the ID of
+// unique index on (queue, unique_key) over pending rows and rows in a
+// finished state their unique_hold column names (driver.Job.UniqueStates,
+// written only by pushes of jobs that name states). Pushing the ID of
 // a dead letter (or of a done job) revives it with its attempts reset and
 // a new place in the insertion order.
 //
@@ -109,7 +111,8 @@
 // MySQL 8.0.1+ and MariaDB 10.6+ (go-sql-driver/mysql, no DSN flags):
 // neither has partial indexes and MariaDB has no UPDATE ... RETURNING.
 // Active-key uniqueness is a UNIQUE index over a stored generated column
-// that holds the key only while the job is pending (NULLs do not collide).
+// that holds the key only while the job is pending or in a state its
+// unique_hold names (NULLs do not collide).
 // Reserve is one short READ COMMITTED transaction: SELECT ... FOR UPDATE
 // SKIP LOCKED, then UPDATE by primary key; one the server rolled back to
 // break a deadlock is run again. A batch ack, or a batch of start marks or

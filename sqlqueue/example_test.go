@@ -183,4 +183,8 @@ func ExampleSchema() {
 	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_graph_nodes_job" ON "jobs_graph_nodes" (graph_id, job_id)
 	// CREATE TABLE IF NOT EXISTS "jobs_graph_edges"
 	// UPDATE "jobs_meta" SET value = '18' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs" ADD COLUMN IF NOT EXISTS unique_hold TEXT
+	// DROP INDEX IF EXISTS "jobs_unique"
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_unique" ON "jobs" (queue, unique_key)
+	// UPDATE "jobs_meta" SET value = '19' WHERE name = 'schema_version'
 }

@@ -400,3 +400,106 @@ SELECT 'j' || i, 'q' || (i % 4), 'Job', X'7b7d', CASE WHEN i % 10 = 0 THEN 5 ELS
 		}
 	}
 }
+
+// TestUniqueKeyPlans checks that the statements which look a unique key
+// up among pending jobs (the duplicate's holder, Replace's delete, the
+// revivals' checks) still read the unique index after migration 0018/0019
+// widened its condition to rows in their own hold states: SQLite uses a
+// partial index only when the query repeats one of its OR terms, and
+// PostgreSQL only when the query's condition implies the index's. The
+// table holds 20,000 keyed jobs, most finished, some with hold states.
+func TestUniqueKeyPlans(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		driver, env string
+	}{{"sqlite", ""}, {"pgx", testutil.PostgresEnv}} {
+		t.Run(tc.driver, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			var db *sql.DB
+			var q *Queue
+			if tc.env == "" {
+				var err error
+				if db, err = sql.Open("sqlite", filepath.Join(t.TempDir(), "plan.db")); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				if q, err = New(db, WithTable("plans")); err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Setup(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				db, q = planQueue(t, tc.driver, tc.env, "uplans_")
+			}
+			now := time.Now().UnixMicro()
+			if _, err := db.ExecContext(ctx, q.sqlOnce(`WITH RECURSIVE g(i) AS (SELECT CAST(? AS INT) UNION ALL SELECT i + 1 FROM g WHERE i < 20000)
+INSERT INTO {jobs} (id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta,
+  available_at, run_at, created_at, updated_at, finished_at, last_error, state, unique_hold)
+SELECT 'j' || i, 'q' || (i % 4), 'Job', ?, 0, 0, 25, 0, 'k' || i, '', '', CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), 0, '',
+  CASE WHEN i % 20 < 14 THEN 'done' WHEN i % 20 < 17 THEN 'dead' ELSE 'pending' END,
+  CASE WHEN i % 5 = 0 THEN ',dead,done,' END FROM g`), 1, []byte("{}"), now, now, now, now); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, q.sqlOnce("ANALYZE {jobs}")); err != nil {
+				t.Fatal(err)
+			}
+			index := q.t.raw + "_unique"
+			for what, tc := range map[string]struct {
+				id   query
+				args []any
+			}{
+				"holder":  {qPendingByKey, []any{"q1", "k17"}},
+				"replace": {qReplaceWaiting, []any{"q1", "k17", "x"}},
+				"revive": {qRevive, []any{"q1", "Job", []byte("{}"), 0, 0, 0, "k17", "", "", now, now, now, 1, now, 0,
+					"j17", "q1", "k17"}},
+				"revive held": {qReviveHeld, []any{"q1", "Job", []byte("{}"), 0, 0, 0, "k17", "", "", now, now, now, 1, now, 0, ",dead,",
+					"j17", "q1", "k17", "j17"}},
+			} {
+				plan := explainAny(t, db, q, q.stmt(tc.id), tc.args)
+				// SQLite: a SEARCH of the index (not a SCAN through it);
+				// PostgreSQL: an Index Scan or Index Only Scan of it.
+				if !strings.Contains(plan, "SEARCH o USING INDEX "+index) && !strings.Contains(plan, "SEARCH plans USING INDEX "+index) &&
+					!strings.Contains(plan, "Index Scan using "+index) && !strings.Contains(plan, "Index Only Scan using "+index) {
+					t.Errorf("%s: the plan does not search %s:\n%s", what, index, plan)
+				}
+			}
+		})
+	}
+}
+
+// explainAny returns the plan of stmt as text: EXPLAIN QUERY PLAN's
+// details on SQLite, EXPLAIN's lines on PostgreSQL.
+func explainAny(t *testing.T, db *sql.DB, q *Queue, stmt string, args []any) string {
+	t.Helper()
+	prefix := "EXPLAIN "
+	if q.d.name() == "sqlite" {
+		prefix = "EXPLAIN QUERY PLAN "
+	}
+	rows, err := db.QueryContext(context.Background(), prefix+stmt, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stmt)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(&b, vals[len(vals)-1])
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

@@ -20,6 +20,14 @@ const (
 	insertCols   = "id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta, available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, retry_until, state"
 	insertRow    = "(?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', NULL, ?, 'pending')"
 	insertParams = 15
+	// heldCols, heldRow and heldParams are insertCols, insertRow and
+	// insertParams with unique_hold: the insertion of a job that names
+	// UniqueStates (qInsertJobsHeld, qInsertJobHeld). Only such jobs
+	// write the column, so the pushes of every other job run the same
+	// statements against a table one schema version down.
+	heldCols   = insertCols + ", unique_hold"
+	heldRow    = "(?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, '', NULL, ?, 'pending', ?)"
+	heldParams = insertParams + 1
 	// maxChunkRows and maxChunkBytes bound one multi-row insertion besides
 	// the dialect's parameter limit (MySQL's max_allowed_packet is 16 MiB
 	// by default on MariaDB, 64 MiB on MySQL 8).
@@ -101,7 +109,7 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 	}
 	var stored []bool
 	var committed bool // the push ran in a transaction, which notified with it
-	chunks := len(q.chunkEnds(jobs))
+	chunks := len(q.chunksOf(jobs))
 	if holdsInTx(jobs) {
 		chunks = max(chunks, 2) // pushBatch's "needs a transaction"
 	}
@@ -330,14 +338,12 @@ func (q *Queue) pushFree(ctx context.Context, ex statements, inTx bool, js []que
 	// dialect without notifications never reports one sent, and its
 	// notifyTx does nothing).
 	notified := !inTx
-	start := 0
-	for _, end := range q.chunkEnds(js) {
-		n, err := q.insertChunk(ctx, ex, js[start:end], stored[start:end], now, !notified)
+	for _, c := range q.chunksOf(js) {
+		n, err := q.insertChunk(ctx, ex, js[c.start:c.end], stored[c.start:c.end], now, !notified, c.held)
 		if err != nil {
 			return nil, err
 		}
 		notified = notified || n
-		start = end
 	}
 	revived, err := q.revive(ctx, ex, inTx, js, keepCreated, stored, now)
 	if err != nil {
@@ -351,22 +357,36 @@ func (q *Queue) pushFree(ctx context.Context, ex statements, inTx bool, js []que
 	return stored, nil
 }
 
-// chunkEnds splits jobs into the insertions a push makes, under
+// chunk is one insertion of a push: jobs[start:end], which all name
+// UniqueStates (held: qInsertJobsHeld) or none do (qInsertJobs).
+type chunk struct {
+	start, end int
+	held       bool
+}
+
+// chunksOf splits jobs into the insertions a push makes, in order: under
 // the dialect's parameter limit, maxChunkRows and maxChunkBytes of
-// payload, and returns the end index of each.
-func (q *Queue) chunkEnds(jobs []queue.Job) []int {
-	perChunk := min(q.d.maxParams()/insertParams-2, maxChunkRows)
-	var ends []int
+// payload, and never mixing jobs that name UniqueStates with jobs that do
+// not.
+func (q *Queue) chunksOf(jobs []queue.Job) []chunk {
+	var out []chunk
 	for start := 0; start < len(jobs); {
+		held := len(jobs[start].UniqueStates) > 0
+		params := insertParams
+		if held {
+			params = heldParams
+		}
+		perChunk := min(q.d.maxParams()/params-2, maxChunkRows)
 		end, size := start, 0
-		for end < len(jobs) && end-start < perChunk && (end == start || size+len(jobs[end].Payload) <= maxChunkBytes) {
+		for end < len(jobs) && end-start < perChunk && (end == start || size+len(jobs[end].Payload) <= maxChunkBytes) &&
+			(len(jobs[end].UniqueStates) > 0) == held {
 			size += len(jobs[end].Payload)
 			end++
 		}
-		ends = append(ends, end)
+		out = append(out, chunk{start, end, held})
 		start = end
 	}
-	return ends
+	return out
 }
 
 // normalize applies Push's defaults to j.
@@ -391,9 +411,9 @@ func normalize(j queue.Job, now time.Time) queue.Job {
 // key is taken, and marks in stored the ones it inserted. With notify (a
 // push inside the caller's transaction, on a dialect that notifies) the
 // same statement sends the push's notification when it inserted anything
-// (notified reports it).
-func (q *Queue) insertChunk(ctx context.Context, ex statements, js []queue.Job, stored []bool, now time.Time, notify bool) (notified bool, err error) {
-	inserted, notified, err := q.d.insertJobs(ctx, q, ex, js, now, notify)
+// (notified reports it). held: every job of js names UniqueStates.
+func (q *Queue) insertChunk(ctx context.Context, ex statements, js []queue.Job, stored []bool, now time.Time, notify, held bool) (notified bool, err error) {
+	inserted, notified, err := q.d.insertJobs(ctx, q, ex, js, now, notify, held)
 	if err != nil {
 		return false, err
 	}
@@ -407,13 +427,30 @@ func (q *Queue) insertChunk(ctx context.Context, ex statements, js []queue.Job, 
 }
 
 // insertArgs are the arguments of the insertion of js (insertRow's, row
-// after row) at now.
-func insertArgs(js []queue.Job, now time.Time) []any {
-	args := make([]any, 0, len(js)*insertParams)
+// after row) at now; held: heldRow's, for jobs that name UniqueStates.
+func insertArgs(js []queue.Job, now time.Time, held bool) []any {
+	args := make([]any, 0, len(js)*heldParams)
 	for _, j := range js {
 		args = appendInsertArgs(args, j, micros(j.CreatedAt), now)
+		if held {
+			args = append(args, uniqueHold(j))
+		}
 	}
 	return args
+}
+
+// uniqueHold is j's unique_hold column: its UniqueStates as ",dead,done,"
+// (sorted, each once), which the unique index reads, or NULL for none.
+func uniqueHold(j queue.Job) any {
+	if len(j.UniqueStates) == 0 {
+		return nil
+	}
+	states := make([]string, len(j.UniqueStates))
+	for i, st := range j.UniqueStates {
+		states[i] = string(st)
+	}
+	slices.Sort(states)
+	return "," + strings.Join(slices.Compact(states), ",") + ","
 }
 
 // appendInsertArgs appends insertRow's arguments for j, created at
@@ -499,7 +536,14 @@ func (q *Queue) reviveInPlace(ctx context.Context, ex statements, j queue.Job, k
 	}
 	args := []any{j.Queue, j.Name, j.Payload, j.Priority, j.MaxAttempts, j.Timeout.Microseconds(), nullString(j.UniqueKey),
 		encodeTags(j.Tags), encodeMeta(j.Meta), avail, avail, micros(now), keep, micros(j.CreatedAt), micros(j.RetryUntil), j.ID, j.Queue, nullString(j.UniqueKey)}
-	n, err := ex.Exec(ctx, q.stmt(qRevive), args...)
+	stmt := qRevive
+	if len(j.UniqueStates) > 0 {
+		// The held statement also writes unique_hold, and looks for
+		// finished jobs of the key that hold it too (but j's own row).
+		stmt = qReviveHeld
+		args = append(args[:len(args)-3], uniqueHold(j), j.ID, j.Queue, nullString(j.UniqueKey), j.ID)
+	}
+	n, err := ex.Exec(ctx, q.stmt(stmt), args...)
 	if q.d.isUniqueViolation(err) {
 		return false, nil // its unique key is held by an active job
 	}

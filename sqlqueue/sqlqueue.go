@@ -982,6 +982,12 @@ const (
 	qInsertJobsNotify
 	qNotify
 	qInsertJob
+	// qInsertJobsHeld, qInsertJobsHeldNotify and qInsertJobHeld are
+	// qInsertJobs, qInsertJobsNotify and qInsertJob for jobs that name
+	// UniqueStates: heldParams per job, unique_hold last (see insertArgs).
+	qInsertJobsHeld
+	qInsertJobsHeldNotify
+	qInsertJobHeld
 	// qJobsInserted lists the IDs of an ID list (one IN list) present;
 	// qJobsInsertedSince those whose seq is at least a value (MySQL).
 	qJobsInserted
@@ -993,6 +999,11 @@ const (
 	// at, retry until, id, queue, unique key). MySQL revives by
 	// qReviveLock (id: created_at, state), qDeleteJob (id) and qInsertJob.
 	qRevive
+	// qReviveHeld is qRevive for a job that names UniqueStates: it also
+	// writes unique_hold, and is skipped while another job of the queue
+	// holds the key in a finished state it names (qRevive's arguments
+	// with the unique_hold before the id, and the id again last).
+	qReviveHeld
 	qReviveLock
 	qDeleteJob
 	// qReplaceWaiting deletes the waiting job holding a unique key (queue,

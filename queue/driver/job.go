@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,8 +46,18 @@ type Job struct {
 	// UniqueKey, when set, makes the job unique among active jobs (ready,
 	// scheduled or running) of the same queue: pushing a second job with the
 	// same key stores nothing and fails with ErrDuplicate. Finished and dead
-	// jobs do not hold their key.
+	// jobs do not hold their key unless UniqueStates names their state.
 	UniqueKey string
+	// UniqueStates, with UniqueKey, names finished states in which the job
+	// still holds its key, beyond the active ones (River's ByState):
+	// StateDone (while the store keeps done jobs for retention), StateDead
+	// and StateCancelled. A push of the key, whatever its own states, is a
+	// duplicate while a job of the queue holds it; the hold ends when the
+	// job leaves the state (retried, forgotten or pruned). Drivers keep it
+	// with the job. A store that cannot hold a key in a state it names
+	// refuses the push with an error matching ErrUnsupported (see
+	// docs/semantics.md for which stores keep which states).
+	UniqueStates []JobState
 	// UniqueFor, when positive, holds UniqueKey for this long after the
 	// push even once the job has finished: another push of the key within
 	// that time stores nothing and fails with ErrDuplicate (asynq's TTL,
@@ -179,7 +190,8 @@ type ValidationError struct {
 	// JobID is the job's ID as given (empty if the caller left it empty).
 	JobID string
 	// Field names the Job field at fault: "ID", "Queue", "Name",
-	// "UniqueKey", "Priority", "MaxAttempts", "Tags", "Meta" or "Payload".
+	// "UniqueKey", "UniqueStates", "Priority", "MaxAttempts", "Tags", "Meta"
+	// or "Payload".
 	Field string
 	// Limit states the rule the field broke, for example
 	// "at most 255 bytes of UTF-8 without NUL".
@@ -219,6 +231,8 @@ const keyLimit = "at most 255 bytes of UTF-8 without NUL"
 //   - a group member (Meta holds MetaGroup): a group key of 1 to
 //     MaxKeyBytes bytes like UniqueKey, no UniqueKey, and a payload that
 //     is valid JSON.
+//   - UniqueStates: only with a UniqueKey, and only StateDone, StateDead
+//     and StateCancelled (the active states always hold the key).
 //
 // Payload has no limit here: it is bytes, stored as given, up to what the
 // store takes in one statement (see docs/semantics.md).
@@ -254,6 +268,9 @@ func validate(j Job) *ValidationError {
 		if got := checkKey(f.v); got != "" {
 			return bad(f.name, keyLimit, got)
 		}
+	}
+	if got := checkUniqueStates(j); got != "" {
+		return bad("UniqueStates", "done, dead or cancelled, with a UniqueKey", got)
 	}
 	if j.Priority < MinPriority || j.Priority > MaxPriority {
 		return bad("Priority", "within int32 (-2147483648 to 2147483647)", fmt.Sprint(j.Priority))
@@ -297,6 +314,38 @@ func validate(j Job) *ValidationError {
 		}
 	}
 	return nil
+}
+
+// checkUniqueStates describes what is wrong with j's UniqueStates, or
+// returns "".
+func checkUniqueStates(j Job) string {
+	if len(j.UniqueStates) == 0 {
+		return ""
+	}
+	if j.UniqueKey == "" {
+		return "states without a unique key"
+	}
+	for _, s := range j.UniqueStates {
+		switch s {
+		case StateDone, StateDead, StateCancelled:
+		default:
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return ""
+}
+
+// HoldsIn reports whether j, in state s, holds its unique key: in the
+// active states, and in the finished states its UniqueStates names. A job
+// without a unique key holds none.
+func (j Job) HoldsIn(s JobState) bool {
+	switch {
+	case j.UniqueKey == "":
+		return false
+	case s == StateReady || s == StateScheduled || s == StateRunning:
+		return true
+	}
+	return slices.Contains(j.UniqueStates, s)
 }
 
 // checkKey describes what is wrong with an ID-like string, or returns "".

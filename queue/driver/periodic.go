@@ -23,6 +23,7 @@ type periodicTemplate struct {
 	UniqueKey     string            `json:"unique_key,omitempty"`
 	UniqueFor     time.Duration     `json:"unique_for,omitempty"`
 	UniqueReplace bool              `json:"unique_replace,omitempty"`
+	UniqueStates  []JobState        `json:"unique_states,omitempty"`
 	Tags          []string          `json:"tags,omitempty"`
 	Meta          map[string]string `json:"meta,omitempty"`
 }
@@ -34,7 +35,7 @@ func EncodePeriodicTemplate(j Job) ([]byte, error) {
 	b, err := json.Marshal(periodicTemplate{
 		Queue: j.Queue, Name: j.Name, Payload: j.Payload, Priority: j.Priority,
 		MaxAttempts: j.MaxAttempts, Timeout: j.Timeout,
-		UniqueKey: j.UniqueKey, UniqueFor: j.UniqueFor, UniqueReplace: j.UniqueReplace,
+		UniqueKey: j.UniqueKey, UniqueFor: j.UniqueFor, UniqueReplace: j.UniqueReplace, UniqueStates: j.UniqueStates,
 		Tags: j.Tags, Meta: j.Meta,
 	})
 	if err != nil {
@@ -80,7 +81,7 @@ func RunPeriodic(ctx context.Context, q Queue, name string) (Job, error) {
 	j := Job{
 		ID: NewID(), Queue: t.Queue, Name: t.Name, Payload: t.Payload, Priority: t.Priority,
 		MaxAttempts: t.MaxAttempts, Timeout: t.Timeout,
-		UniqueKey: t.UniqueKey, UniqueFor: t.UniqueFor, UniqueReplace: t.UniqueReplace,
+		UniqueKey: t.UniqueKey, UniqueFor: t.UniqueFor, UniqueReplace: t.UniqueReplace, UniqueStates: t.UniqueStates,
 		Tags: t.Tags, Meta: meta,
 	}
 	if err := q.Push(ctx, j); err != nil {
