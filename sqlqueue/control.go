@@ -35,7 +35,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 				return err
 			case len(rows) == 0:
 				return queue.ErrNotFound
-			case rows[0].state != statePending:
+			case rows[0].state != statePending && rows[0].state != stateGrouped:
 				return queue.ErrFinished
 			}
 			was = rows[0].info(micros(now)).State

@@ -89,6 +89,8 @@ func (q *Queue) readCounts(ctx context.Context, st statements) ([]queue.QueueCou
 			c.Dead = n
 		case stateCancelled:
 			c.Cancelled = n
+		case stateGrouped:
+			c.Grouped = n
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -60,6 +60,8 @@ func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 		return "state = 'dead'", nil, nil
 	case queue.StateCancelled:
 		return "state = 'cancelled'", nil, nil
+	case queue.StateGrouped:
+		return "state = 'grouped'", nil, nil
 	}
 	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
 }
@@ -192,6 +194,8 @@ func (l *lister) query(ctx context.Context, cond string, args []any, after, upTo
 			state = stateDead
 		case queue.StateCancelled:
 			state = stateCancelled
+		case queue.StateGrouped:
+			state = stateGrouped
 		}
 		var err error
 		if queues, err = q.knownQueues(ctx, st, state); err != nil {

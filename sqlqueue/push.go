@@ -231,7 +231,7 @@ func (q *Queue) pushOne(ctx context.Context, ex statements, inTx bool, j queue.J
 func (q *Queue) duplicateOf(ctx context.Context, ex statements, j queue.Job) (*queue.DuplicateError, error) {
 	var state string
 	err := queryRow(ctx, ex, q.stmt(qJobState), []any{j.ID}, &state)
-	if err == nil && state == statePending {
+	if err == nil && (state == statePending || state == stateGrouped) {
 		return &queue.DuplicateError{ExistingID: j.ID}, nil
 	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -347,6 +347,9 @@ func (q *Queue) pushFree(ctx context.Context, ex statements, inTx bool, js []que
 	}
 	revived, err := q.revive(ctx, ex, inTx, js, keepCreated, stored, now)
 	if err != nil {
+		return nil, err
+	}
+	if err := q.markGrouped(ctx, ex, js, stored); err != nil {
 		return nil, err
 	}
 	if revived && !notified {
@@ -482,6 +485,28 @@ func insertReturning(ctx context.Context, ex statements, query string, args []an
 		inserted[id.String] = true
 	}
 	return inserted, notified, rows.Err()
+}
+
+// markGrouped moves the stored group members of js (jobs with
+// queue.MetaGroup) to the grouped state, where no claim takes them, with
+// one statement in the push's transaction (holdsInTx gives every push of a
+// member one). A push without members runs no statement here.
+func (q *Queue) markGrouped(ctx context.Context, ex statements, js []queue.Job, stored []bool) error {
+	var ids []string
+	for i, j := range js {
+		if stored[i] && queue.GroupKeyOf(j) != "" {
+			ids = append(ids, j.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	query, args, err := q.stmtIn(qGroupMark, ids)
+	if err != nil {
+		return err
+	}
+	_, err = ex.Exec(ctx, query, args...)
+	return err
 }
 
 // revive moves back to pending the finished or dead jobs whose IDs were
@@ -621,6 +646,9 @@ func (q *Queue) waitAnnounced() { q.announcer.wg.Wait() }
 // some job takes a UniqueFor hold or replaces a waiting job.
 func holdsInTx(js []queue.Job) bool {
 	for _, j := range js {
+		if queue.GroupKeyOf(j) != "" {
+			return true // members are stored pending, then marked grouped
+		}
 		if j.UniqueKey != "" && (j.UniqueFor > 0 || j.UniqueReplace) {
 			return true
 		}

@@ -373,6 +373,8 @@ const (
 	statePending = "pending"
 	stateDone    = "done"
 	stateDead    = "dead"
+	// stateGrouped is a group member waiting for a gather (driver.StateGrouped).
+	stateGrouped = "grouped"
 	// stateCancelled is a job cancelled before it finished. A job
 	// cancelled while it ran keeps its lease token, so the worker that
 	// holds it can find it (CancelledSince).
@@ -506,6 +508,8 @@ func (r row) info(now int64) queue.JobInfo {
 		ji.State = queue.StateDead
 	case r.state == stateCancelled:
 		ji.State = queue.StateCancelled
+	case r.state == stateGrouped:
+		ji.State = queue.StateGrouped
 	case r.runAt <= now:
 		ji.State = queue.StateReady
 	case r.job.LeaseToken != "":
@@ -891,6 +895,12 @@ const (
 	qJobState
 	qPendingByKey
 	qNotPendingOfIDs
+	// qGroupMark moves the pending jobs of an ID list (one IN list) to
+	// the grouped state: the group members of a push, in its transaction.
+	qGroupMark
+	// qGroupedOf reads the grouped rows (jobCols) of a list of queues (one
+	// IN list) and a name, oldest first, locked against other gathers.
+	qGroupedOf
 	// qHasReady finds a ready job (1) of a list of queues (one IN list)
 	// that are not paused (the list, now, now).
 	qHasReady
