@@ -21,14 +21,37 @@ type inspectOnly struct {
 	driver.Inspector
 }
 
-// TestGroupsShown checks the group members on the pages: the job list's
-// grouped tab lists them with their key, a member's page names its group,
-// a set's page the group it came from and its size; a store without
-// group aggregation has no grouped tab and refuses the state.
+// groupStore is a store with group aggregation.
+type groupStore interface {
+	queue.Queue
+	driver.Inspector
+	driver.Grouper
+}
+
+// TestGroupsShown checks the group members on the pages, on memory and on
+// Redis (skipped without MERIDIAN_REDIS_ADDR): the job list's grouped tab
+// lists them with their key, a member's page names its group, a set's
+// page the group it came from and its size; a store without group
+// aggregation has no grouped tab and refuses the state.
 func TestGroupsShown(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) groupStore
+	}{
+		{"Memory", func(*testing.T) groupStore { return memqueue.New() }},
+		{"Redis", func(t *testing.T) groupStore { return openRedisOne(t).(groupStore) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			groupsShown(t, tc.open(t))
+		})
+	}
+}
+
+// groupsShown is TestGroupsShown on one store.
+func groupsShown(t *testing.T, q groupStore) {
 	ctx := t.Context()
-	q := memqueue.New()
 	var ids []string
 	for n := range 3 {
 		id, _, err := queue.Enqueue(ctx, q, digestNote{n}, queue.OnQueue("digests"), queue.Group("user-42"))

@@ -49,6 +49,7 @@ var _ interface {
 	driver.Inspector
 	driver.Reporter
 	driver.Controller
+	driver.Grouper
 } = (*redisqueue.Queue)(nil)
 
 // FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix

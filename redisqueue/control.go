@@ -396,6 +396,8 @@ func countOf(st driver.JobState) func(driver.QueueCounts) int64 {
 		return func(c driver.QueueCounts) int64 { return c.Running.N }
 	case driver.StateDead:
 		return func(c driver.QueueCounts) int64 { return c.Dead }
+	case driver.StateGrouped:
+		return func(c driver.QueueCounts) int64 { return c.Grouped }
 	}
 	return nil
 }

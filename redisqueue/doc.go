@@ -35,7 +35,9 @@
 // cancel log that its Worker polls through CancelledSince), and bulk
 // actions on the jobs a filter selects, a chunk per script; and the
 // TagMonitor ability (monitored tags' recent and failed jobs, each list
-// trimmed to driver.MaxTaggedJobs in the script that adds to it).
+// trimmed to driver.MaxTaggedJobs in the script that adds to it); and the
+// Grouper ability (group members kept by group in the queue's slot, each
+// set stored and its members deleted in one script; scripts_group.go).
 // docs/drivers.md has the details.
 //
 // # Keys
@@ -85,6 +87,13 @@
 //	             queue not yet known stored
 //	base:once    sorted set: guards of the pushes made through an outbox into
 //	             this queue, scored by when, kept for the batch retention
+//	base:grp     sorted set: the queue's group members (state grouped), as
+//	             base:ready holds ready jobs
+//	base:gm:<len(name)>:<name>:<key>
+//	             sorted set: a group's member IDs by insertion sequence
+//	base:gl:<name>, base:gf:<name>, base:gn:<name>
+//	             sorted sets: the groups of a job name by their newest
+//	             member's creation (ms), their oldest one's, their size
 //
 // A batch's keys share {prefix:%B:id} (its id escaped as a queue name is;
 // "%B" is in no queue's escaped name): the record (a hash of its name,

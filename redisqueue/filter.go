@@ -25,6 +25,7 @@ import (
 //
 //   - ready, scheduled and running: claim order (priority, then
 //     available-at, then insertion), as Reserve takes them;
+//   - grouped (members waiting for a gather): claim order too;
 //   - dead: by the time they died, newest first.
 //
 // Done and cancelled jobs are not kept (Complete deletes them), so those
@@ -155,6 +156,8 @@ func (q *Queue) matching(f driver.JobFilter, scan int) (*jobIter, error) {
 		it.kind = "sched"
 	case driver.StateRunning:
 		it.kind = "run"
+	case driver.StateGrouped:
+		it.kind = "grouped"
 	case driver.StateDead, driver.StateDone, driver.StateCancelled:
 		it.kind = "fin"
 		it.fin, _ = byFinish(f.State)

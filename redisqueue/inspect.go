@@ -62,6 +62,8 @@ func jobInfo(v []any, now int64) (driver.JobInfo, error) {
 		}
 	case "d":
 		ji.State = driver.StateDead
+	case "g":
+		ji.State = driver.StateGrouped
 	default:
 		return driver.JobInfo{}, fmt.Errorf("job %s is in the unknown state %q", j.ID, st)
 	}
@@ -183,7 +185,8 @@ func (q *Queue) GetJob(ctx context.Context, id string) (driver.JobInfo, error) {
 // in one script for every queue (one snapshot): a few O(1) or O(log n)
 // reads per queue, whatever the number of jobs. Scheduled jobs whose
 // time has come and running ones whose lease expired count as ready.
-// Done and Cancelled are 0: those jobs are not kept.
+// Done and Cancelled are 0: those jobs are not kept. Grouped is the size
+// of the queue's set of group members.
 func (q *Queue) Counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	const doing = "counting jobs"
 	if err := ctxErr(ctx, doing); err != nil {
@@ -195,7 +198,7 @@ func (q *Queue) Counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	}
 	out := all[:0]
 	for _, c := range all {
-		if c.Pending > 0 || c.Dead > 0 {
+		if c.Pending > 0 || c.Dead > 0 || c.Grouped > 0 {
 			out = append(out, c)
 		}
 	}
@@ -222,11 +225,11 @@ func (q *Queue) counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	counts := make([]driver.QueueCounts, len(names))
 	for i, name := range names {
 		v, _ := out[i].([]any)
-		if len(v) != 6 {
-			return nil, fmt.Errorf("the script answered %d counts for queue %s, want 6", len(v), name)
+		if len(v) != 7 {
+			return nil, fmt.Errorf("the script answered %d counts for queue %s, want 7", len(v), name)
 		}
 		n := func(k int) int64 { x, _ := v[k].(int64); return x }
-		ready, sched, run, later, live, dead := n(0), n(1), n(2), n(3), n(4), n(5)
+		ready, sched, run, later, live, dead, grouped := n(0), n(1), n(2), n(3), n(4), n(5), n(6)
 		counts[i] = driver.QueueCounts{
 			Queue:     name,
 			Pending:   ready + sched + run,
@@ -234,6 +237,7 @@ func (q *Queue) counts(ctx context.Context) ([]driver.QueueCounts, error) {
 			Scheduled: driver.Count{N: later},
 			Running:   driver.Count{N: live},
 			Dead:      dead,
+			Grouped:   grouped,
 		}
 	}
 	return counts, nil

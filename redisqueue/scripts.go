@@ -58,10 +58,66 @@ local function unsched(B, id, jk)
   local v = redis.call('HMGET', jk, 'av', 'sq')
   if v[1] then redis.call('ZREM', B..':sord', rmember(tonumber(v[1]), tonumber(v[2]), id)) end
 end
--- unready takes the waiting (ready or scheduled) job off its set.
+-- Groups (scripts_group.go): a member's state is 'g' and its hash holds
+-- its group key (gk). gkey is the key of a group's members, scored by
+-- their insertion sequence; the group's name and key make it, the name
+-- with its length first so that no two groups share it.
+local function gkey(B, name, gk)
+  return B..':gm:'..#name..':'..name..':'..gk
+end
+-- group_of returns the group key a job's meta (JSON) names, or nil.
+local function group_of(md)
+  if md == '' or not string.find(md, '"meridian.group":', 1, true) then return nil end
+  local ok, m = pcall(cjson.decode, md)
+  if ok and type(m) == 'table' and type(m['meridian.group']) == 'string' and m['meridian.group'] ~= '' then
+    return m['meridian.group']
+  end
+  return nil
+end
+-- regroup sets the indexes of the groups of name in queue B from the
+-- group gk's members: <B>:gl:<name> scores each group by its newest
+-- member's creation (ms), <B>:gf:<name> by its oldest one's, <B>:gn:<name>
+-- by its size; a group without members leaves the three.
+local function regroup(B, name, gk)
+  local G = gkey(B, name, gk)
+  local L, F, N = B..':gl:'..name, B..':gf:'..name, B..':gn:'..name
+  local n = redis.call('ZCARD', G)
+  if n == 0 then
+    redis.call('ZREM', L, gk)
+    redis.call('ZREM', F, gk)
+    redis.call('ZREM', N, gk)
+    return
+  end
+  local f = redis.call('ZRANGE', G, 0, 0)[1]
+  local l = redis.call('ZRANGE', G, -1, -1)[1]
+  redis.call('ZADD', L, redis.call('HGET', B..':j:'..l, 'cr') or '0', gk)
+  redis.call('ZADD', F, redis.call('HGET', B..':j:'..f, 'cr') or '0', gk)
+  redis.call('ZADD', N, n, gk)
+end
+-- group keeps the stored job id as a member of group gk of its name: in
+-- the group, in <B>:grp (every member of the queue, in claim order, for
+-- counts and lists) and in the group's indexes.
+local function group(B, id, jk, name, gk)
+  redis.call('HSET', jk, 'st', 'g', 'gk', gk)
+  local v = redis.call('HMGET', jk, 'pr', 'av', 'sq')
+  redis.call('ZADD', B..':grp', int(-tonumber(v[1])), rmember(tonumber(v[2]), tonumber(v[3]), id))
+  redis.call('ZADD', gkey(B, name, gk), v[3], id)
+  regroup(B, name, gk)
+end
+-- ungroup takes the member id out of its group (cancelled or purged).
+local function ungroup(B, id, jk)
+  local v = redis.call('HMGET', jk, 'n', 'gk', 'av', 'sq')
+  if not v[2] then return end
+  redis.call('ZREM', B..':grp', rmember(tonumber(v[3]), tonumber(v[4]), id))
+  redis.call('ZREM', gkey(B, v[1] or '', v[2]), id)
+  regroup(B, v[1] or '', v[2])
+end
+-- unready takes the waiting (ready, scheduled or grouped) job off its set.
 local function unready(B, id, jk, st)
   if st == 's' then
     unsched(B, id, jk)
+  elseif st == 'g' then
+    ungroup(B, id, jk)
   else
     local v = redis.call('HMGET', jk, 'av', 'sq')
     redis.call('ZREM', B..':ready', rmember(tonumber(v[1]), tonumber(v[2]), id))
@@ -151,6 +207,11 @@ local function push_one(ids, qset, now, i)
   if uk ~= '' then
     redis.call('HSET', B..':uniq', uk, id)
     if ufor > 0 then redis.call('ZADD', B..':ufor', int(now + ufor), uk) end
+  end
+  local gk = group_of(ARGV[i+12])
+  if gk then
+    group(B, id, jk, ARGV[i+3], gk)
+    return 1, '', false
   end
   return 1, '', enqueue(B, id, jk, av, now)
 end
@@ -372,10 +433,10 @@ end
 return #dead
 `)
 
-// purgeScript deletes up to limit ready and up to limit scheduled jobs of
-// one queue: KEYS = ids, base; ARGV = limit. A batch member is noted
-// cancelled in the queue's outbox, so that its batch counts it. It
-// returns how many it deleted.
+// purgeScript deletes up to limit ready, up to limit scheduled and up to
+// limit grouped jobs of one queue: KEYS = ids, base; ARGV = limit. A
+// batch member is noted cancelled in the queue's outbox, so that its
+// batch counts it. It returns how many it deleted.
 var purgeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, B = KEYS[1], KEYS[2]
 local lim = tonumber(ARGV[1])
@@ -399,6 +460,14 @@ end
 for _, id in ipairs(redis.call('ZRANGE', B..':sched', 0, lim - 1)) do
   local jk = B..':j:'..id
   unsched(B, id, jk)
+  purge_one(jk, id)
+  n = n + 1
+end
+for _, m in ipairs(redis.call('ZRANGE', B..':grp', 0, lim - 1)) do
+  local id = string.sub(m, 33)
+  local jk = B..':j:'..id
+  redis.call('ZREM', B..':grp', m)
+  ungroup(B, id, jk)
   purge_one(jk, id)
   n = n + 1
 end

@@ -305,7 +305,7 @@ for k = 5, #ARGV do
   local id = ARGV[k]
   local jk = B..':j:'..id
   local st = redis.call('HGET', jk, 'st')
-  if st == 'r' or st == 's' or st == 'x' then
+  if st == 'r' or st == 's' or st == 'x' or st == 'g' then
     if st == 'x' then
       redis.call('ZREM', B..':run', id)
       log_cancel(clog, id, redis.call('HGET', jk, 'tk'), stamp)

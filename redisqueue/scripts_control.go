@@ -28,6 +28,7 @@ local function state_of(jk, now)
     return 'running'
   end
   if st == 'd' then return 'dead' end
+  if st == 'g' then return 'grouped' end
   return nil
 end
 -- log_cancel writes the lease tk of job id, cancelled while leased, to
