@@ -37,6 +37,12 @@ type listFlavor interface {
 	// contains is a condition true when col contains the bind parameter (a
 	// substring, case-sensitive; bytes when blob).
 	contains(col string, blob bool) string
+	// listFrom is the FROM item of a list's read of one queue's jobs
+	// (table t) in order o: the jobs table, with a hint naming the index
+	// of that order (the claim index for byClaim, the list index for
+	// byFinish) where the dialect's planner would otherwise read the
+	// index from the start of the queue instead of from the cursor.
+	listFrom(t tableNames, o listOrder) string
 }
 
 // byPriority returns the condition restricting a pending-job query of one
@@ -235,7 +241,7 @@ func (l *lister) query(ctx context.Context, cond string, args []any, after, upTo
 			sub, subArgs, err = l.queueList(ctx, name, cond, args, after, upTo, n, i, cols)
 		default:
 			c, a := o.between(cond, args, after, upTo)
-			sub = []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM %s WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, q.t.jobs, c, o.sql(), i)}
+			sub = []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM %s WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, q.d.listFrom(q.t, o), c, o.sql(), i)}
 			subArgs = append(append([]any{name}, a...), n)
 		}
 		if err != nil {
@@ -265,9 +271,10 @@ func (l *lister) queueList(ctx context.Context, name, cond string, args []any, a
 	o := byClaim
 	if prios == nil {
 		c, a := o.between(cond, args, after, upTo)
-		return []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM %s WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, l.q.t.jobs, c, o.sql(), i)},
+		return []string{fmt.Sprintf("SELECT * FROM (SELECT %s FROM %s WHERE queue = ? AND %s ORDER BY %s LIMIT ?) b%d", cols, l.q.d.listFrom(l.q.t, o), c, o.sql(), i)},
 			append(append([]any{name}, a...), n), nil
 	}
+	from := l.q.d.listFrom(l.q.t, o)
 	var parts []string
 	var all []any
 	for k, p := range prios {
@@ -292,7 +299,7 @@ func (l *lister) queueList(ctx context.Context, name, cond string, args []any, a
 			}
 		}
 		c := strings.Join(append(terms, cond), " AND ")
-		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT %s FROM %s WHERE queue = ? AND priority = ? AND %s ORDER BY run_at, seq LIMIT ?) b%d_%d", cols, l.q.t.jobs, c, i, k))
+		parts = append(parts, fmt.Sprintf("SELECT * FROM (SELECT %s FROM %s WHERE queue = ? AND priority = ? AND %s ORDER BY run_at, seq LIMIT ?) b%d_%d", cols, from, c, i, k))
 		all = append(append(append(append(all, name, prio), targs...), args...), n)
 	}
 	return parts, all, nil

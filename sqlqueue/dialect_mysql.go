@@ -683,6 +683,22 @@ func (mysqlDialect) runningList(ctx context.Context, q *Queue, st statements, qu
 
 func (mysqlDialect) contains(col string, _ bool) string { return "LOCATE(?, " + col + ") > 0" }
 
+// listFrom names the index of the order: MariaDB reads a range of the
+// claim index that starts at a cursor (run_at >= ? AND (run_at > ? OR
+// seq > ?) after queue, state and priority) from the start of the
+// queue's priority instead of seeking to the cursor, whatever the
+// condition's form (a row comparison, optimizer switches and a longer
+// ORDER BY did not change it): 1.7M jobs deep that was 11,378 pages and
+// 2.7-4.7 s for a window of 100 jobs, against 304 pages and 0.7 ms with
+// the index named.
+func (d mysqlDialect) listFrom(t tableNames, o listOrder) string {
+	index := "_claim"
+	if o == byFinish {
+		index = "_list"
+	}
+	return t.jobs + " FORCE INDEX (" + d.quote(t.raw+index) + ")"
+}
+
 // foldCounts runs in one write transaction: it locks the
 // shards no other transaction holds, adds them up in Go, deletes them and
 // adds the sums to shard 0 (MySQL, whose DELETE has no RETURNING).

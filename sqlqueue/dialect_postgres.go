@@ -407,6 +407,10 @@ func (pgDialect) contains(col string, blob bool) string {
 	return "strpos(" + col + ", CAST(? AS TEXT)) > 0"
 }
 
+// listFrom is the jobs table: the planner finds the index of the order
+// from the cursor's bounds.
+func (pgDialect) listFrom(t tableNames, _ listOrder) string { return t.jobs }
+
 // vacuumIfDue vacuums the jobs table when its statistics count at least
 // vacuumDeadRows dead rows: on a server with autovacuum off, nothing else
 // would, and claims would walk ever more dead index entries. Claims are HOT updates, but acks delete rows whose index

@@ -300,6 +300,10 @@ func (sqliteDialect) runningList(_ context.Context, q *Queue, _ statements, queu
 
 func (sqliteDialect) contains(col string, _ bool) string { return "instr(" + col + ", ?) > 0" }
 
+// listFrom is the jobs table: the planner finds the index of the order
+// from the cursor's bounds.
+func (sqliteDialect) listFrom(t tableNames, _ listOrder) string { return t.jobs }
+
 // foldCounts has nothing to do: SQLite's triggers write shard 0 only.
 func (sqliteDialect) foldCounts(context.Context, *Queue) error { return nil }
 

@@ -254,6 +254,25 @@ FROM (SELECT g, CASE WHEN g % 20 < 12 THEN 'done' WHEN g % 20 < 14 THEN 'dead' W
 // reads it through index, by a range or a lookup, never a full scan.
 func checkMySQLPlan(t *testing.T, db *sql.DB, what, query string, args []any, table, index string) {
 	t.Helper()
+	reads := 0
+	plan := mysqlPlan(t, db, what, query, args)
+	for _, r := range plan {
+		if r["table"] != table {
+			continue
+		}
+		reads++
+		if r["key"] != index || r["type"] == "ALL" || r["type"] == "index" {
+			t.Errorf("%s: reads %s by %s (%s), want a range of %s:\n%v", what, table, r["key"], r["type"], index, plan)
+		}
+	}
+	if reads == 0 {
+		t.Errorf("%s: the plan does not read %s:\n%v", what, table, plan)
+	}
+}
+
+// mysqlPlan returns the rows of EXPLAIN query on db, each by column name.
+func mysqlPlan(t *testing.T, db *sql.DB, what, query string, args []any) []map[string]string {
+	t.Helper()
 	rows, err := db.QueryContext(context.Background(), "EXPLAIN "+query, args...)
 	if err != nil {
 		t.Fatalf("%s: EXPLAIN: %v\n%s", what, err, query)
@@ -278,19 +297,7 @@ func checkMySQLPlan(t *testing.T, db *sql.DB, what, query string, args []any, ta
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	reads := 0
-	for _, r := range plan {
-		if r["table"] != table {
-			continue
-		}
-		reads++
-		if r["key"] != index || r["type"] == "ALL" || r["type"] == "index" {
-			t.Errorf("%s: reads %s by %s (%s), want a range of %s:\n%v", what, table, r["key"], r["type"], index, plan)
-		}
-	}
-	if reads == 0 {
-		t.Errorf("%s: the plan does not read %s:\n%v", what, table, plan)
-	}
+	return plan
 }
 
 // planQueue opens a Queue of its own tables on the server env names
@@ -502,4 +509,165 @@ func explainAny(t *testing.T, db *sql.DB, q *Queue, stmt string, args []any) str
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestSearchWindowPlansMySQL checks on MySQL/MariaDB that a payload
+// search's window reads deep in a queue (its jobs' keys after a cursor,
+// and the matches up to the window's end) read the range of the order's
+// index that starts at the cursor: a range of the claim index for ready
+// and scheduled jobs, of the list index for dead ones, and about as many
+// index entries as the window and the cursor's run time hold. On a queue
+// of one priority whose jobs were pushed in batches (each batch one run
+// time), MariaDB chose a ref access (queue, state, priority) that reads
+// the index from the start of the priority with the cursor as an index
+// condition: 18,000 entries for a window 90% into 20,000 jobs here, 11,378
+// pages and seconds per window 1.7M jobs deep, until listFrom named the
+// index.
+func TestSearchWindowPlansMySQL(t *testing.T) {
+	ctx := context.Background()
+	db, q := planQueue(t, "mysql", testutil.MySQLEnv, "wplans_")
+	// Two queues of 20,000 jobs of one priority (as most queues have),
+	// numbered by a cross join of digits, pushed in batches of 5,000 (one
+	// run time each): r1's jobs all ready, q1's ready, scheduled an hour
+	// ahead and dead. A window reads its jobs and those before it that
+	// share the cursor's run time (tie).
+	const window, tie = 100, 5000
+	now := time.Now().UnixMicro()
+	fill := func(queueName string, n int, mixed bool) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, q.sqlOnce(`INSERT INTO {jobs} (id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta,
+  available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, state)
+SELECT CONCAT('j', `+queueName+`, '-', g), `+queueName+`, 'Job', CONCAT('{"n":', g, '}'), 0, 0, 0, 0, NULL, '', '',
+  r, r, ?, ?, CASE WHEN s = 'pending' THEN 0 ELSE ? - g * 1000 END, '', NULL, s
+FROM (SELECT g, CASE WHEN ? AND g % 5 = 4 THEN 'dead' ELSE 'pending' END AS s,
+  CASE WHEN ? AND g % 5 = 3 THEN ? + 3600000000 + FLOOR(g / ?) * 1000 ELSE ? - 1000000000 + FLOOR(g / ?) * 1000 END AS r
+  FROM (SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS g
+    FROM (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a,
+      (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b,
+      (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c,
+      (SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) e,
+      (SELECT 0 AS d UNION ALL SELECT 1) f) n WHERE g <= ?) x`), now, now, now, mixed, mixed, now, tie, now, tie, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fill("'q1'", 20000, true)
+	fill("'r1'", 20000, false)
+	if _, err := db.ExecContext(ctx, q.sqlOnce("ANALYZE TABLE {jobs}")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		state     queue.JobState
+		queueName string
+	}{{queue.StateReady, "r1"}, {queue.StateReady, "q1"}, {queue.StateScheduled, "q1"}, {queue.StateDead, "q1"}} {
+		st := tc.state
+		f := queue.JobFilter{State: st, Queue: tc.queueName, Search: "needle"}
+		index := q.t.raw + "_claim"
+		if orderOf(st) == byFinish {
+			index = q.t.raw + "_list"
+		}
+		now := micros(time.Now())
+		cond, args, err := q.filterCond(f, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		match, margs := q.searchCond(cond, args, f.Search)
+		o := orderOf(st)
+		// One connection, so that its session's handler counts are the
+		// reads' own.
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = func(st statements) error {
+			// The cursor: the key of the job 90% into the queue's order.
+			l := q.lister(st, f, now)
+			all, aargs, err := l.query(ctx, cond, args, nil, nil, 20000, o.keyCols())
+			if err != nil {
+				return err
+			}
+			keys, err := q.readKeys(ctx, st, q.rebind(all), aargs, o, false)
+			if err != nil {
+				return err
+			}
+			if len(keys) < 1000 {
+				t.Fatalf("%s: %d jobs in the state, want thousands", f.State, len(keys))
+			}
+			after, upTo := keys[len(keys)*9/10].key, keys[len(keys)*9/10+window].key
+			lean, largs, err := l.query(ctx, cond, args, &after, nil, window, o.keyCols())
+			if err != nil {
+				return err
+			}
+			matches, mrgs, err := l.query(ctx, match, margs, &after, &upTo, window, o.keyCols()+", id")
+			if err != nil {
+				return err
+			}
+			for what, read := range map[string]struct {
+				query string
+				args  []any
+			}{"keys": {lean, largs}, "matches": {matches, mrgs}} {
+				what := fmt.Sprintf("%s/%s/%s", f.Queue, f.State, what)
+				query := q.rebind(read.query)
+				checkMySQLRange(t, db, what, query, read.args, q.t.raw, index)
+				before := handlerReads(t, st)
+				if _, err := q.readKeys(ctx, st, query, read.args, o, strings.HasSuffix(what, "/matches")); err != nil {
+					return err
+				}
+				if n := handlerReads(t, st) - before; n > 3*window+2*tie {
+					t.Errorf("%s: read %d index entries for a window of %d jobs 90%% into %d", what, n, window, len(keys))
+				}
+			}
+			return nil
+		}(stmts(conn))
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkMySQLRange fails unless EXPLAIN of query on db reads table by a
+// range of index: not a ref access, which reads from the start of the
+// equal prefix, nor a scan.
+func checkMySQLRange(t *testing.T, db *sql.DB, what, query string, args []any, table, index string) {
+	t.Helper()
+	reads := 0
+	plan := mysqlPlan(t, db, what, query, args)
+	for _, r := range plan {
+		if r["table"] != table {
+			continue
+		}
+		reads++
+		if r["key"] != index || r["type"] != "range" {
+			t.Errorf("%s: reads %s by %s (%s), want a range of %s:\n%v\n%s", what, table, r["key"], r["type"], index, plan, query)
+		}
+	}
+	if reads == 0 {
+		t.Errorf("%s: the plan does not read %s:\n%v", what, table, plan)
+	}
+}
+
+// handlerReads is how many index entries the session has read so far:
+// Handler_read_next and Handler_read_prev count those the index
+// condition passed, and MariaDB's Handler_icp_attempts those it tested
+// (MySQL has no such count).
+func handlerReads(t *testing.T, st statements) int64 {
+	t.Helper()
+	rows, err := st.Query(context.Background(), "SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_prev', 'Handler_icp_attempts')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var sum int64
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		sum += n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
