@@ -92,7 +92,6 @@ func TestContractCluster(t *testing.T) {
 			NoDoneRetention:  "redisqueue deletes a job when it is done or cancelled",
 			NoAttemptHistory: "redisqueue keeps no attempt history",
 			IDsPerQueue:      "on a Redis Cluster redisqueue holds an ID unique within its queue (docs/drivers.md)",
-			NoUniqueHold:     map[driver.JobState]string{queue.StateDead: "redisqueue holds no unique key in a dead letter"},
 		},
 	})
 }

@@ -36,7 +36,6 @@ func TestContract(t *testing.T) {
 		Caps: contracttest.Capabilities{
 			NoDoneRetention:  "redisqueue deletes a job when it is done or cancelled",
 			NoAttemptHistory: "redisqueue keeps no attempt history",
-			NoUniqueHold:     map[driver.JobState]string{queue.StateDead: "redisqueue holds no unique key in a dead letter"},
 		},
 	})
 }

@@ -76,7 +76,8 @@
 //	             so that inspection lists them in that order
 //	base:run     sorted set: leased jobs, scored by lease expiry (ms)
 //	base:dead    sorted set: dead letters, scored by when they died (ms)
-//	base:uniq    hash: unique key -> the active job holding it
+//	base:uniq    hash: unique key -> the job holding it (active, or a dead
+//	             letter whose UniqueStates name dead: its field uh)
 //	base:ufor    sorted set: unique keys held by UniqueFor, scored by the end of the hold
 //	base:seq     counter: the insertion sequence
 //	base:paused  string: present while the queue is paused

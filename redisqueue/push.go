@@ -69,29 +69,32 @@ func (q *Queue) pushArgsAt(args []any, index int, j *queue.Job) ([]any, error) {
 	if j.UniqueKey != "" && j.UniqueFor > 0 {
 		ufor = ceilMillis(j.UniqueFor)
 	}
-	replace := "0"
-	if j.UniqueKey != "" && j.UniqueReplace {
-		replace = "1"
-	}
+	mode := uniqueMode(j)
 	return append(args,
 		j.ID, qn, index, j.Name, j.Payload,
 		strconv.Itoa(j.Priority), strconv.Itoa(j.MaxAttempts), strconv.FormatInt(int64(j.Timeout), 10),
-		j.UniqueKey, ufor, replace, tags, meta, avail, created, until,
+		j.UniqueKey, ufor, mode, tags, meta, avail, created, until,
 	), nil
 }
 
-// refuseHolds returns an error matching ErrUnsupported when a job of
-// jobs names driver.StateDead among its UniqueStates: a Redis store does
-// not hold a unique key in a dead letter. Done and cancelled may be named:
-// the store deletes such jobs at once, so, as on a SQL store that keeps
-// none, they hold nothing.
-func refuseHolds(jobs ...queue.Job) error {
-	for _, j := range jobs {
-		if slices.Contains(j.UniqueStates, driver.StateDead) {
-			return fmt.Errorf("redisqueue: job %s names the unique state dead: a Redis store holds no unique key in a dead letter: %w", j.ID, driver.ErrUnsupported)
-		}
+// uniqueMode is push_one's unique mode of j: "1" to replace a waiting
+// holder (UniqueReplace), else "0", then "d" when j holds its key as a
+// dead letter (UniqueStates names dead), which the job's hash keeps (its
+// field uh) and the failing script reads. Done and cancelled need no
+// letter: the store deletes such jobs at once, so, as on a store that
+// keeps none (retention 0), their hold ends with them.
+func uniqueMode(j *queue.Job) string {
+	if j.UniqueKey == "" {
+		return "0"
 	}
-	return nil
+	mode := "0"
+	if j.UniqueReplace {
+		mode = "1"
+	}
+	if slices.Contains(j.UniqueStates, driver.StateDead) {
+		mode += "d"
+	}
+	return mode
 }
 
 // Push stores j under Push's contract (see queue.Pusher) in one script: a
@@ -107,9 +110,6 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 		return err
 	}
 	if err := driver.Validate(j); err != nil {
-		return err
-	}
-	if err := refuseHolds(j); err != nil {
 		return err
 	}
 	res, err := q.push(ctx, []queue.Job{j})
@@ -132,9 +132,6 @@ func (q *Queue) PushMany(ctx context.Context, jobs []queue.Job) ([]bool, error) 
 		return nil, err
 	}
 	if err := driver.ValidateBatch(jobs); err != nil {
-		return nil, err
-	}
-	if err := refuseHolds(jobs...); err != nil {
 		return nil, err
 	}
 	stored := make([]bool, len(jobs))

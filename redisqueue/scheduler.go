@@ -175,9 +175,6 @@ func (q *Queue) ClaimTick(ctx context.Context, p driver.PeriodicInfo, j queue.Jo
 	if err := driver.Validate(j); err != nil {
 		return false, err
 	}
-	if err := refuseHolds(j); err != nil {
-		return false, err
-	}
 	rec := q.periodicKey(p.Name)
 	fenceKey, epoch := rec, ""
 	if f, ok := driver.FenceFrom(ctx); ok {

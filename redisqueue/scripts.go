@@ -123,6 +123,13 @@ local function unready(B, id, jk, st)
     redis.call('ZREM', B..':ready', rmember(tonumber(v[1]), tonumber(v[2]), id))
   end
 end
+-- holds_dead reports whether the job whose hash is jk keeps its unique
+-- key as a dead letter (driver.Job.UniqueStates names dead: its field uh,
+-- the held states' letters, has a d).
+local function holds_dead(jk)
+  local uh = redis.call('HGET', jk, 'uh')
+  return uh and string.find(uh, 'd', 1, true) ~= nil
+end
 -- free_key releases the job's unique key if it holds it.
 local function free_key(B, jk, id)
   local uk = redis.call('HGET', jk, 'uk')
@@ -145,9 +152,13 @@ end
 -- push_one stores one job whose fields start at ARGV[i] (see pushArgs)
 -- and returns a status (1 stored, 0 active ID, 2 unique key held, 3 key
 -- held by UniqueFor), the holder's ID, and whether the job is ready now.
+-- The unique mode ARGV[i+10] is "1" to replace a waiting holder, else
+-- "0", then the letters of the finished states the job holds its key in
+-- (d: dead).
 local function push_one(ids, qset, now, i)
   local id, qn, B = ARGV[i], ARGV[i+1], KEYS[tonumber(ARGV[i+2])]
-  local uk, ufor, urep = ARGV[i+8], tonumber(ARGV[i+9]), ARGV[i+10]
+  local uk, ufor = ARGV[i+8], tonumber(ARGV[i+9])
+  local urep, uh = string.sub(ARGV[i+10], 1, 1), string.sub(ARGV[i+10], 2)
   local old = redis.call('HGET', ids, id)
   local ojk, ocr
   if old then
@@ -167,6 +178,10 @@ local function push_one(ids, qset, now, i)
       if not hst then
         redis.call('HDEL', B..':uniq', uk)
         holder = nil
+      elseif holder == id and ocr then
+        -- A dead letter that holds the key, revived by a push of its
+        -- own ID: its hold never stands in its way.
+        holder = nil
       end
     end
     if holder then
@@ -185,6 +200,7 @@ local function push_one(ids, qset, now, i)
   end
   if ocr then
     redis.call('ZREM', old..':dead', id)
+    free_key(old, ojk, id)
     redis.call('DEL', ojk)
   end
   local jk = B..':j:'..id
@@ -196,7 +212,7 @@ local function push_one(ids, qset, now, i)
   redis.call('HSET', jk, 'id', id, 'q', qn, 'n', ARGV[i+3], 'p', ARGV[i+4], 'pr', ARGV[i+5],
     'a', 0, 'sq', sq, 'av', int(av), 'cr', cr, 'sn', 0)
   -- Fields at their zero value are left out: numbers at 0, strings empty.
-  local opt = {'ma', ARGV[i+6], '0', 'to', ARGV[i+7], '0', 'uk', uk, '', 'tg', ARGV[i+11], '', 'md', ARGV[i+12], '', 'ru', ARGV[i+15], ''}
+  local opt = {'ma', ARGV[i+6], '0', 'to', ARGV[i+7], '0', 'uk', uk, '', 'tg', ARGV[i+11], '', 'md', ARGV[i+12], '', 'ru', ARGV[i+15], '', 'uh', uh, ''}
   for k = 1, #opt, 3 do
     if opt[k+1] ~= '' and opt[k+1] ~= opt[k+2] then redis.call('HSET', jk, opt[k], opt[k+1]) end
   end
@@ -341,7 +357,7 @@ for o = 1, no do
       drop(ids, B, jk, id)
       redis.call('HINCRBY', B..':stats', oc == 0 and 'done' or 'cancelled', 1)
     elseif oc == 2 then
-      free_key(B, jk, id)
+      if not holds_dead(jk) then free_key(B, jk, id) end
       redis.call('HDEL', jk, 'tk', 'ex')
       redis.call('HSET', jk, 'st', 'd', 'le', reason, 'dd', int(now))
       if tonumber(counted) > 0 then redis.call('HSET', jk, 'ma', counted) end
@@ -421,13 +437,15 @@ var forgetDeadScript = redis.NewScript(prelude + batchPrelude + controlLua + `
 return forget_dead(KEYS[1], ARGV[1])
 `)
 
-// flushDeadScript deletes up to limit dead letters of one queue: KEYS =
-// ids, base; ARGV = limit. It returns how many it deleted.
+// flushDeadScript deletes up to limit dead letters of one queue, freeing
+// the unique keys they hold: KEYS = ids, base; ARGV = limit. It returns
+// how many it deleted.
 var flushDeadScript = redis.NewScript(prelude + `
 local ids, B = KEYS[1], KEYS[2]
 local dead = redis.call('ZRANGE', B..':dead', 0, tonumber(ARGV[1]) - 1)
 for _, id in ipairs(dead) do
   redis.call('ZREM', B..':dead', id)
+  free_key(B, B..':j:'..id, id)
   drop(ids, B, B..':j:'..id, id)
 end
 return #dead

@@ -77,8 +77,8 @@ local function trim_log(clog, stamp, keep, cap)
 end
 -- retry_dead moves the dead letter id back to ready, available now,
 -- attempts reset. It returns 1 when moved (and the queue's name), 0 when
--- id is not a dead letter, 2 and the holder when another active job
--- holds its unique key.
+-- id is not a dead letter, 2 and the holder when another job (active, or
+-- a dead letter that holds it) holds its unique key.
 local function retry_dead(ids, id, now)
   local B = redis.call('HGET', ids, id)
   if not B then return 0, '' end
@@ -87,7 +87,7 @@ local function retry_dead(ids, id, now)
   if v[1] ~= 'd' then return 0, '' end
   if v[2] then
     local holder = redis.call('HGET', B..':uniq', v[2])
-    if holder and holder ~= id then return 2, holder end
+    if holder and holder ~= id and redis.call('EXISTS', B..':j:'..holder) == 1 then return 2, holder end
     redis.call('HSET', B..':uniq', v[2], id)
   end
   redis.call('ZREM', B..':dead', id)
@@ -96,14 +96,15 @@ local function retry_dead(ids, id, now)
   enqueue(B, id, jk, now, now)
   return 1, v[3]
 end
--- forget_dead deletes the dead letter id: 1 when deleted, 0 when id is
--- not a dead letter.
+-- forget_dead deletes the dead letter id, freeing the unique key it
+-- holds: 1 when deleted, 0 when id is not a dead letter.
 local function forget_dead(ids, id)
   local B = redis.call('HGET', ids, id)
   if not B then return 0 end
   local jk = B..':j:'..id
   if redis.call('HGET', jk, 'st') ~= 'd' then return 0 end
   redis.call('ZREM', B..':dead', id)
+  free_key(B, jk, id)
   drop(ids, B, jk, id)
   return 1
 end
