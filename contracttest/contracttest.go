@@ -149,6 +149,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Results", s.testResults)
 	t.Run("Graphs", s.testGraphs)
 	t.Run("Groups", s.testGroups)
+	t.Run("Sequences", s.testSequences)
 }
 
 // suite carries the harness through the checks.

@@ -3,6 +3,7 @@ package memqueue
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -38,6 +39,13 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 		j := e.job
 		if a.Payload != nil {
 			j.Payload = a.Payload
+		}
+		if _, ok := j.Meta[driver.MetaSequence]; ok && q.seatOfLocked(e).s == nil {
+			// It left its sequence (done, cancelled, released): the
+			// retry runs outside it, as on every store.
+			j.Meta = maps.Clone(j.Meta)
+			delete(j.Meta, driver.MetaSequence)
+			delete(j.Meta, driver.MetaSequenceRelease)
 		}
 		j.AvailableAt = now
 		if err := driver.Validate(j); err != nil {

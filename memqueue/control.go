@@ -118,6 +118,8 @@ func (q *Queue) cancelLocked(e *entry, now time.Time) (was driver.JobState, ok b
 		nq.scheduled.remove(e.idx)
 	case driver.StateGrouped:
 		nq.ungroupLocked(e)
+	case driver.StateSequenced:
+		// retireLocked below takes it out of its sequence.
 	case queue.StateRunning:
 		nq.running.remove(e.idx)
 		q.cancels = append(q.cancels, cancelRecord{lease: e.job.Lease(), at: now})

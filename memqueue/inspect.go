@@ -222,7 +222,7 @@ func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPag
 		after = &k
 	}
 	switch f.State {
-	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone, queue.StateCancelled, driver.StateGrouped:
+	case queue.StateReady, queue.StateScheduled, queue.StateRunning, queue.StateDead, queue.StateDone, queue.StateCancelled, driver.StateGrouped, driver.StateSequenced:
 	default:
 		return driver.JobPage{}, fmt.Errorf("memqueue: listing jobs: unknown state %q", f.State)
 	}
@@ -271,6 +271,12 @@ func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPag
 			case driver.StateGrouped:
 				for _, g := range nq.groups {
 					for _, e := range g.members {
+						keep(e)
+					}
+				}
+			case driver.StateSequenced:
+				for _, s := range nq.seqs {
+					for _, e := range s.members[1:] {
 						keep(e)
 					}
 				}
@@ -492,12 +498,13 @@ func (q *Queue) Counts(ctx context.Context) ([]driver.QueueCounts, error) {
 			Running:   driver.Count{N: int64(nq.running.len())},
 			Dead:      int64(len(nq.dead)),
 			Grouped:   int64(nq.grouped()),
+			Sequenced: int64(nq.sequenced()),
 		}
 		c.Pending = c.Ready.N + c.Scheduled.N + c.Running.N
 		if f := finished[nq.name]; f != nil {
 			c.Done, c.Cancelled = f[0], f[1]
 		}
-		if c.Pending+c.Dead+c.Done+c.Cancelled+c.Grouped == 0 {
+		if c.Pending+c.Dead+c.Done+c.Cancelled+c.Grouped+c.Sequenced == 0 {
 			continue
 		}
 		out = append(out, c)

@@ -45,7 +45,8 @@ func WithClock(now func() time.Time) Option {
 
 // Queue is an in-memory queue.Queue. It implements every optional ability
 // of package queue/driver: Inspector, Controller, Workflows, Scheduler,
-// Reporter, Waiter, Fleet, MetricsHistory, TagMonitor and Grouper.
+// Reporter, Waiter, Fleet, MetricsHistory, TagMonitor, Grouper and
+// Sequencer.
 //
 // All methods are safe for concurrent use by many goroutines. The zero
 // value is not usable; call New.
@@ -159,9 +160,10 @@ type namedQueue struct {
 	heldUntil map[string]int64  // unique key -> end of a UniqueFor hold, Unix nanoseconds
 	dead      map[string]*entry // ID -> dead letter
 	paused    bool
-	leased    map[string]*entry // the Queue's leased
-	groups    map[string]*group // group members by groupID (Grouper)
-	wake      chan struct{}     // closed and cleared when a job may have become ready
+	leased    map[string]*entry    // the Queue's leased
+	groups    map[string]*group    // group members by groupID (Grouper)
+	seqs      map[string]*sequence // sequences by key (Sequencer)
+	wake      chan struct{}        // closed and cleared when a job may have become ready
 	metrics   [minuteSlots]metricSlot
 	hours     [hourSlots]metricSlot
 }
@@ -337,9 +339,11 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 			return &driver.DuplicateError{UniqueKey: k}
 		}
 	}
+	var place seat
 	if old != nil {
 		// A dead letter (moved back by this push) or a retained done job
 		// (replaced by a new job with the same ID).
+		place = q.reseatLocked(old, j, nq)
 		if old.state == queue.StateDead {
 			delete(old.nq.dead, old.job.ID)
 			if j.CreatedAt.IsZero() {
@@ -379,6 +383,9 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 		q.groupLocked(e)
 		return nil
 	}
+	if key := j.Meta[driver.MetaSequence]; key != "" && q.sequenceLocked(e, key, place) {
+		return nil
+	}
 	q.enqueueLocked(e, nowN)
 	return nil
 }
@@ -386,11 +393,13 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 // removeWaitingLocked deletes the ready or scheduled job e (replaced by a
 // push).
 func (q *Queue) removeWaitingLocked(e *entry) {
-	if e.state == queue.StateReady {
+	switch e.state {
+	case queue.StateReady:
 		e.nq.ready.remove(e)
-	} else {
+	case queue.StateScheduled:
 		e.nq.scheduled.remove(e.idx)
 	}
+	q.leaveSequenceLocked(e)
 	q.releaseKeyLocked(e, "")
 	delete(q.jobs, e.job.ID)
 	e.state = ""
@@ -412,7 +421,8 @@ func (q *Queue) enqueueLocked(e *entry, now int64) {
 }
 
 func isActive(s driver.JobState) bool {
-	return s == queue.StateReady || s == queue.StateScheduled || s == queue.StateRunning || s == driver.StateGrouped
+	return s == queue.StateReady || s == queue.StateScheduled || s == queue.StateRunning || s == driver.StateGrouped ||
+		s == driver.StateSequenced
 }
 
 // PushMany stores jobs with Push's rules in one critical section. stored[i]
@@ -606,6 +616,7 @@ func (q *Queue) finishLocked(e *entry, now time.Time) {
 // cancelled): it frees its key unless the state holds it and keeps it in the ring of retained
 // finished jobs, or deletes it when none are retained.
 func (q *Queue) retireLocked(e *entry, state driver.JobState, now time.Time) {
+	q.leaveSequenceLocked(e)
 	q.releaseKeyLocked(e, state)
 	e.state = state
 	e.nq.unlease(e)
@@ -722,6 +733,9 @@ func (q *Queue) failLocked(e *entry, reason string, limit int, now time.Time) {
 	nq.unlease(e)
 	e.updatedAt = now // and so its finish time
 	nq.dead[e.job.ID] = e
+	if _, release := driver.SequenceOf(e.job); release {
+		q.leaveSequenceLocked(e)
+	}
 }
 
 // ExtendMany extends every lease it can in one critical section and
@@ -836,6 +850,7 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 		return fmt.Errorf("memqueue: forgetting dead letter %s: %w", id, queue.ErrNotFound)
 	}
 	q.releaseKeyLocked(e, "")
+	q.leaveSequenceLocked(e)
 	delete(e.nq.dead, id)
 	delete(q.jobs, id)
 	e.state = ""
@@ -854,6 +869,7 @@ func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
 	for _, nq := range q.selectQueuesLocked(queueName) {
 		for id, e := range nq.dead {
 			q.releaseKeyLocked(e, "")
+			q.leaveSequenceLocked(e)
 			delete(q.jobs, id)
 			e.state = ""
 			n++
@@ -873,7 +889,7 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 	defer q.mu.Unlock()
 	n := 0
 	for _, nq := range q.selectQueuesLocked(queueName) {
-		n += nq.ready.len() + nq.scheduled.len() + nq.running.len() + nq.grouped()
+		n += nq.ready.len() + nq.scheduled.len() + nq.running.len() + nq.grouped() + nq.sequenced()
 	}
 	return n, nil
 }
@@ -894,6 +910,9 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	n := 0
 	for _, nq := range q.selectQueuesLocked(queueName) {
 		nq.promote(now.UnixNano(), now)
+		// The waiting members go first, so that a head purged below
+		// puts none of them back on the ready heap.
+		n += q.purgeSequencedLocked(nq)
 		for _, e := range append(nq.ready.clear(), nq.scheduled.clear()...) {
 			n++
 			if e.job.Meta[queue.MetaBatch] != "" || e.job.Meta[driver.MetaGraph] != "" {
@@ -904,6 +923,7 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 				continue
 			}
 			q.releaseKeyLocked(e, "")
+			q.leaveSequenceLocked(e)
 			delete(q.jobs, e.job.ID)
 			e.state = ""
 		}

@@ -135,6 +135,7 @@ func (c *completer) markStart(j *Job) (lost bool, err error, queued bool) {
 // counted done in its batch.
 func (c *completer) ack(j *Job, start time.Time, rt time.Duration, result []byte) {
 	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone, Batch: j.Meta[MetaBatch], Graph: j.Meta[driver.MetaGraph]}
+	out.Sequence, out.ReleaseOnDead = driver.SequenceOf(*j)
 	if result != nil {
 		out.Result, out.ResultUntil = result, time.Now().Add(c.resultKeep)
 	}
@@ -170,8 +171,9 @@ func (c *completer) snooze(j *Job, result error, start time.Time, rt time.Durati
 // cancel ends j as cancelled at its handler's request (a Cancel result),
 // counted cancelled in its batch.
 func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duration) {
-	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause,
-		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeCancelled, Batch: j.Meta[MetaBatch], Graph: j.Meta[driver.MetaGraph]}})
+	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeCancelled, Batch: j.Meta[MetaBatch], Graph: j.Meta[driver.MetaGraph]}
+	out.Sequence, out.ReleaseOnDead = driver.SequenceOf(*j)
+	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause, out: out})
 }
 
 // cancelled records that j ended as cancelled (in the store already).
@@ -185,6 +187,7 @@ func (c *completer) cancelled(j *Job, cause error, start time.Time, rt time.Dura
 // its chain's catch job pushed with it, and counted failed in its batch.
 func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration) {
 	out := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeFailed, Reason: reason(cause), Batch: j.Meta[MetaBatch], Graph: j.Meta[driver.MetaGraph]}
+	out.Sequence, out.ReleaseOnDead = driver.SequenceOf(*j)
 	if c.maxAttempts != nil {
 		// The limit that applied is stored with the dead letter: the
 		// job page shows it after this worker has gone.

@@ -293,6 +293,9 @@ func Enqueue[T any](ctx context.Context, p Pusher, v T, opts ...Option) (id stri
 	if err := checkGroup(p, &j); err != nil {
 		return "", false, err
 	}
+	if err := checkSequence(p, &j); err != nil {
+		return "", false, err
+	}
 	err = p.Push(ctx, j)
 	if errors.Is(err, ErrDuplicate) {
 		var de *driver.DuplicateError
@@ -342,6 +345,9 @@ func PushMany(ctx context.Context, p Pusher, jobs []Job) (int, error) {
 			jobs[i].ID = driver.NewID()
 		}
 		if err := checkGroup(p, &jobs[i]); err != nil {
+			return 0, err
+		}
+		if err := checkSequence(p, &jobs[i]); err != nil {
 			return 0, err
 		}
 	}

@@ -236,6 +236,7 @@ type Capabilities struct {
 	History    MetricsHistory
 	Tags       TagMonitor
 	Groups     Grouper
+	Sequences  Sequencer
 	// DefaultLease is the store's configured lease length, 0 when it has
 	// none (see LeaseDefaulter).
 	DefaultLease time.Duration
@@ -256,6 +257,7 @@ func CapabilitiesOf(q Queue) Capabilities {
 	c.History, _ = q.(MetricsHistory)
 	c.Tags, _ = q.(TagMonitor)
 	c.Groups, _ = q.(Grouper)
+	c.Sequences, _ = q.(Sequencer)
 	if d, ok := q.(LeaseDefaulter); ok {
 		c.DefaultLease = d.DefaultLease()
 	}
@@ -280,6 +282,7 @@ var abilities = []struct {
 	{"MetricsHistory", "run metrics for the last hour only, no 24-hour or 7-day views", func(c Capabilities) bool { return c.History != nil }},
 	{"TagMonitor", "no monitored tags", func(c Capabilities) bool { return c.Tags != nil }},
 	{"Grouper", "no group aggregation: grouped jobs are refused at dispatch", func(c Capabilities) bool { return c.Groups != nil }},
+	{"Sequencer", "no sequences: sequence members are refused at dispatch", func(c Capabilities) bool { return c.Sequences != nil }},
 }
 
 // Missing lists the abilities the store lacks, each as its interface's
@@ -297,7 +300,7 @@ func (c Capabilities) Missing() []string {
 
 // Require returns nil when the store has the ability named (an interface
 // of this package: "Inspector", "Controller", "Workflows", "Graphs", "Results", "Scheduler",
-// "Reporter", "Waiter", "Fleet", "MetricsHistory", "TagMonitor" or "Grouper"), and otherwise an error matching ErrUnsupported
+// "Reporter", "Waiter", "Fleet", "MetricsHistory", "TagMonitor", "Grouper" or "Sequencer"), and otherwise an error matching ErrUnsupported
 // that names it and what goes without it.
 func (c Capabilities) Require(name string) error {
 	for _, a := range abilities {

@@ -195,6 +195,12 @@ type Queue interface {
 // transaction, with the node transitions Graphs describes; a graph the
 // store does not know is ignored.
 //
+// A non-empty Sequence (the job's MetaSequence) makes a done or cancelled
+// outcome, and a failed one with ReleaseOnDead, release the job's
+// sequence when the job is its head, in the same transaction: the next
+// member becomes ready (see Sequencer). A store without Sequencer ignores
+// it.
+//
 // A non-nil Result, with OutcomeDone, is the handler's result (at most
 // MaxResultBytes, checked by the Worker): a store with Results keeps it
 // for the job's ID until ResultUntil, in the same transaction as the ack,
@@ -210,6 +216,10 @@ type Completion struct {
 	Batch   string
 	// Graph is the job's MetaGraph: see Graphs.
 	Graph string
+	// Sequence is the job's MetaSequence, and ReleaseOnDead whether its
+	// dispatch said ReleaseOnDead (SequenceOf): see Sequencer.
+	Sequence      string
+	ReleaseOnDead bool
 	// MaxAttempts is, for OutcomeFailed, the attempt limit that applied.
 	MaxAttempts int
 	Result      []byte

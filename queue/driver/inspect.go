@@ -258,4 +258,8 @@ type QueueCounts struct {
 	// (StateGrouped); it is not part of Pending. Stores without Grouper
 	// leave it zero.
 	Grouped int64
+	// Sequenced counts the sequence members waiting for those before them
+	// (StateSequenced); it is not part of Pending. Stores without
+	// Sequencer leave it zero.
+	Sequenced int64
 }

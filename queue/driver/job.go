@@ -231,6 +231,9 @@ const keyLimit = "at most 255 bytes of UTF-8 without NUL"
 //   - a group member (Meta holds MetaGroup): a group key of 1 to
 //     MaxKeyBytes bytes like UniqueKey, no UniqueKey, and a payload that
 //     is valid JSON.
+//   - a sequence member (Meta holds MetaSequence): a sequence key of 1 to
+//     MaxKeyBytes bytes like UniqueKey, on a job that is no group member,
+//     batch member or graph node;
 //   - UniqueStates: only with a UniqueKey, and only StateDone, StateDead
 //     and StateCancelled (the active states always hold the key).
 //
@@ -300,6 +303,9 @@ func validate(j Job) *ValidationError {
 		if !json.Valid(j.Payload) {
 			return bad("Payload", "valid JSON on a group member (its set's payload is the array of its members')", fmt.Sprintf("%d bytes that are not JSON", len(j.Payload)))
 		}
+	}
+	if got := checkSequence(j); got != "" {
+		return bad("Meta", sequenceKeyLimit, got)
 	}
 	if len(j.Meta) > 0 {
 		n := 1 // {
