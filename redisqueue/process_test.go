@@ -1,10 +1,12 @@
 package redisqueue_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -128,4 +130,122 @@ func TestBatchSIGKILL(t *testing.T) {
 		again += c - 1
 	}
 	t.Logf("%d kills; %d member handlings repeated after a kill", kills, again)
+}
+
+// note is a group member of testdata/batchworker (same type name).
+type note struct {
+	Key string
+	N   int
+}
+
+// TestGroupsSIGKILL pushes 300 group members (12 groups, queue "gm")
+// while rounds of three worker processes gather and handle them (grace
+// 100 ms, sets of at most 5), each process killing itself with SIGKILL
+// at its 4th set: two inside the handler before the ack (the set runs
+// again, whole: a duplicate run, counted apart) and one right after an
+// ack; gathers run in every process at once and die with them. No member
+// is ever in two different sets, a set that runs again holds the same
+// members, every member runs, and nothing is left in the store.
+func TestGroupsSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes; skipped with -short")
+	}
+	t.Parallel()
+	bin := buildBatchWorker(t)
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	const n, keys = 300, 12
+	want := make([]string, n)
+	pushed := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for i := range n {
+			if i%3 == 0 {
+				<-tick.C
+			}
+			key := fmt.Sprintf("u%d", i%keys)
+			want[i] = fmt.Sprintf("%s:%d", key, i)
+			if err := queue.Dispatch(t.Context(), q, note{key, i}, queue.OnQueue("gm"), queue.Group(key)); err != nil {
+				pushed <- err
+				return
+			}
+		}
+		pushed <- nil
+	}()
+	all := false
+	finished := func() bool {
+		if !all {
+			select {
+			case err := <-pushed:
+				if err != nil {
+					t.Fatalf("dispatching a member: %v", err)
+				}
+				all = true
+			default:
+				return false
+			}
+		}
+		l, err := q.Len(t.Context(), "gm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l == 0
+	}
+	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p,
+		"BATCHWORKER_KILL_AFTER_SETS=4")
+	kills := 0
+	deadline := time.Now().Add(4 * time.Minute)
+	for !finished() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the members were not all handled within 4 minutes and %d kills", kills)
+		}
+		procs := make([]*exec.Cmd, 3)
+		exited := make(chan *exec.Cmd, len(procs))
+		for i := range procs {
+			c := exec.Command(bin)
+			c.Env = env
+			if i == 0 {
+				c.Env = append(slices.Clip(env), "BATCHWORKER_KILL_AT=ack")
+			}
+			c.Stderr = os.Stderr
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			procs[i] = c
+			go func() { _ = c.Wait(); exited <- c }()
+		}
+		for left := len(procs); left > 0; {
+			select {
+			case c := <-exited:
+				left--
+				if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+					kills++
+				}
+			case <-time.After(200 * time.Millisecond):
+				if finished() {
+					for _, c := range procs {
+						_ = c.Process.Signal(syscall.SIGTERM)
+					}
+				}
+			}
+		}
+	}
+	lines, err := rdb.LRange(t.Context(), "{"+p+"}:test:sets", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []testutil.GroupSet
+	for _, l := range lines {
+		if s, ok := testutil.ParseGroupSet(l); ok {
+			runs = append(runs, s)
+		}
+	}
+	extra := testutil.CheckGroupSets(t, runs, want, 5)
+	if kills == 0 {
+		t.Errorf("no process was killed: the test proved nothing")
+	}
+	t.Logf("%d members in %d sets over %d SIGKILLs; %d duplicate handler runs (a set run again after a kill before its ack)",
+		n, len(runs)-extra, kills, extra)
 }

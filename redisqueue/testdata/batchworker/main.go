@@ -1,7 +1,13 @@
-// Command batchworker is the worker process of redisqueue's
-// TestBatchSIGKILL: a Worker over the queues "bm" and "cb" that handles the
-// test's batch members and callbacks and logs each handling to a Redis
-// list, so that the test can count them across processes it kills.
+// Command batchworker is the worker process of redisqueue's process
+// tests: a Worker over the queues "bm", "cb" and "gm" that handles
+// TestBatchSIGKILL's batch members and callbacks and logs each handling to
+// a Redis list, so that the test can count them across processes it kills,
+// and TestGroupsSIGKILL's group members (note{Key, N} on "gm", a group
+// handler of grace 100 ms and sets of at most 5), logging each set to
+// another list as testutil.GroupSet.Line writes it. With
+// BATCHWORKER_KILL_AFTER_SETS=K the process sends itself SIGKILL at its
+// K-th set: inside the handler, after the log entry and before the ack, or,
+// with BATCHWORKER_KILL_AT=ack, as soon as that set's ack is stored.
 //
 // Environment: BATCHWORKER_ADDR (host:port or a redis:// URL),
 // BATCHWORKER_PREFIX. SIGTERM stops it.
@@ -14,20 +20,28 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/redisqueue"
 )
 
-// The jobs of TestBatchSIGKILL (same type names, so the same job names).
+// The jobs of TestBatchSIGKILL and TestGroupsSIGKILL (same type names,
+// so the same job names).
 type (
 	member   struct{ N int }
 	callback struct{}
+	note     struct {
+		Key string
+		N   int
+	}
 )
 
 func main() {
@@ -52,7 +66,7 @@ func main() {
 	record := func(ctx context.Context, entry string) error {
 		return rdb.RPush(context.WithoutCancel(ctx), logKey, entry).Err()
 	}
-	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb").
+	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb", "gm").
 		Poll(50 * time.Millisecond).Concurrency(4).Lease(time.Second)
 	queue.Handle(w, func(ctx context.Context, m member) error {
 		time.Sleep(5 * time.Millisecond) // so that kills find members running
@@ -64,6 +78,30 @@ func main() {
 		// twice would have two.
 		return record(ctx, fmt.Sprintf("cb:%s:%d", j.Meta[queue.MetaBatchEvent], j.CreatedAt.UnixMilli()))
 	})
+	killSets, _ := strconv.ParseInt(os.Getenv("BATCHWORKER_KILL_AFTER_SETS"), 10, 64)
+	killAtAck := os.Getenv("BATCHWORKER_KILL_AT") == "ack"
+	var sets, acked atomic.Int64
+	queue.HandleGroup(w, queue.GroupRule{Grace: 100 * time.Millisecond, MaxSize: 5}, func(ctx context.Context, ns []note) error {
+		j, _ := queue.JobFromContext(ctx)
+		s := testutil.GroupSet{ID: j.ID, Attempt: j.Attempts}
+		for _, n := range ns {
+			s.Members = append(s.Members, fmt.Sprintf("%s:%d", n.Key, n.N))
+		}
+		if err := rdb.RPush(context.WithoutCancel(ctx), "{"+prefix+"}:test:sets", s.Line()).Err(); err != nil {
+			return err
+		}
+		if killSets > 0 && !killAtAck && sets.Add(1) == killSets {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	})
+	if killSets > 0 && killAtAck {
+		w.Observer(queue.ObserverFunc(func(e queue.Event) {
+			if e.Kind == queue.EventDone && e.Job.Name == "note" && acked.Add(1) == killSets {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {

@@ -27,6 +27,13 @@
 // WORKER_KILL_AT=ack, as soon as that node's ack is stored (between a
 // node and its dependants' runs).
 //
+// A group member, grpNote{Key, N}, is handled by a group handler
+// (queue.HandleGroup, grace 100 ms, at most 5 members a set) that logs
+// each set as testutil.GroupSet.Line does. With WORKER_KILL_AFTER_SETS=K
+// the process sends itself SIGKILL at its K-th set: inside the handler,
+// after the log line and before the ack (the set runs again elsewhere),
+// or, with WORKER_KILL_AT=ack, as soon as that set's ack is stored.
+//
 // WORKER_RATE=N puts a limit of N starts a second across every process
 // (queue.Limiter.Rate, one key per job name) in front of the handlers;
 // WORKER_CONCURRENCY_LIMIT=N one of N jobs running at once across them.
@@ -50,6 +57,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -62,6 +70,10 @@ type (
 	wfItem     struct{ N int }
 	wfCallback struct{}
 	wfNode     struct{ N int }
+	grpNote    struct {
+		Key string
+		N   int
+	}
 )
 
 func main() {
@@ -189,6 +201,29 @@ func run() error {
 	if killNodes > 0 && killAtAck {
 		w.Observer(queue.ObserverFunc(func(e queue.Event) {
 			if e.Kind == queue.EventDone && e.Job.Name == "wfNode" && acked.Add(1) == killNodes {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
+	}
+	killSets, _ := strconv.ParseInt(os.Getenv("WORKER_KILL_AFTER_SETS"), 10, 64)
+	var sets, setsAcked atomic.Int64
+	queue.HandleGroup(w, queue.GroupRule{Grace: 100 * time.Millisecond, MaxSize: 5}, func(ctx context.Context, ns []grpNote) error {
+		j, _ := queue.JobFromContext(ctx)
+		s := testutil.GroupSet{ID: j.ID, Attempt: j.Attempts}
+		for _, n := range ns {
+			s.Members = append(s.Members, fmt.Sprintf("%s:%d", n.Key, n.N))
+		}
+		if _, err := fmt.Fprintln(f, s.Line()); err != nil {
+			return err
+		}
+		if killSets > 0 && !killAtAck && sets.Add(1) == killSets {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	})
+	if killSets > 0 && killAtAck {
+		w.Observer(queue.ObserverFunc(func(e queue.Event) {
+			if e.Kind == queue.EventDone && e.Job.Name == "grpNote" && setsAcked.Add(1) == killSets {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
 		}))
