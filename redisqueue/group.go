@@ -63,10 +63,11 @@ type dueSet struct {
 	members []queue.Job
 }
 
-// groupsDue runs groupsDueScript on the queue of base.
+// groupsDue runs groupsDueScript on the queue of base, the rule's times
+// rounded up to whole milliseconds (a group is never gathered early).
 func (q *Queue) groupsDue(ctx context.Context, base, name string, rule driver.GroupRule) (sets []dueSet, more bool, err error) {
 	out, err := groupsDueScript.Run(ctx, q.rdb, []string{base}, name,
-		rule.Grace.Milliseconds(), rule.MaxDelay.Milliseconds(), rule.MaxSize, gatherCap).Slice()
+		ceilMillis(rule.Grace), ceilMillis(rule.MaxDelay), rule.MaxSize, gatherCap).Slice()
 	if err != nil {
 		return nil, false, err
 	}
