@@ -11,7 +11,6 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
-	"github.com/meridianjobs/meridian/sqlqueue"
 )
 
 // grpNote is a group member of testdata/worker (same type name).
@@ -63,9 +62,6 @@ func TestGroupsSurviveSIGKILL(t *testing.T) {
 	}
 	t.Parallel() // overlaps the package's other process tests' waits
 	eachDialect(t, func(t *testing.T, b backend) {
-		if b.dialect == sqlqueue.MySQL {
-			t.Skip("runs on SQLite and PostgreSQL; MariaDB's gather is checked by the conformance suite's Groups/ConcurrentGathersOnce")
-		}
 		s := newStore(t, b)
 		q := s.queue(t)
 		const n, keys = 300, 12
