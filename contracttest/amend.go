@@ -113,6 +113,35 @@ func (s *suite) testAmender(t *testing.T) {
 		_, err := c.Amend(t.Context(), "no-such-job", driver.Amendment{Op: driver.AmendNote, Action: by("x")})
 		wantErr(t, "Amend(note) of an unknown ID", err, queue.ErrNotFound)
 	})
+	checkAs(s, t, "PushRecordsActions", func(t *testing.T, q queue.Queue, c driver.Controller) {
+		// A job pushed with Actions has them in its history from the
+		// start (the dashboard's dispatch and clone); a duplicate push
+		// records nothing on the job it collides with.
+		j := newJob("amend")
+		j.Actions = []driver.Action{by("dispatched"), by("cloned")}
+		push(t, q, j)
+		wantActions(t, q, j.ID, "dispatched", "cloned")
+		again := j
+		again.Actions = []driver.Action{by("again")}
+		wantErr(t, "a second push of the same ID", q.Push(t.Context(), again), queue.ErrDuplicate)
+		amend(t, c, j.ID, driver.Amendment{Op: driver.AmendNote, Action: by("looked")})
+		wantActions(t, q, j.ID, "dispatched", "cloned", "looked")
+		r := reserveOne(t, q, "amend", j.ID, longLease)
+		if len(r.Actions) != 0 {
+			t.Fatalf("reserved job carries Actions %+v: they are a push's input, kept in the history", r.Actions)
+		}
+		if bp, ok := q.(driver.BatchPusher); ok {
+			a, b := newJob("amend"), newJob("amend")
+			b.Actions = []driver.Action{by("dispatched")}
+			stored, err := bp.PushMany(t.Context(), []queue.Job{a, b, again})
+			if err != nil || len(stored) != 3 || !stored[0] || !stored[1] || stored[2] {
+				t.Fatalf("PushMany(plain, with actions, duplicate) = %v, %v; want [true true false]", stored, err)
+			}
+			wantActions(t, q, a.ID)
+			wantActions(t, q, b.ID, "dispatched")
+			wantActions(t, q, j.ID, "dispatched", "cloned", "looked")
+		}
+	})
 	checkAs(s, t, "RunNow", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		j := newJob("amend")
 		j.AvailableAt = time.Now().Add(time.Hour)
@@ -164,3 +193,4 @@ func (s *suite) testAmender(t *testing.T) {
 		}
 	})
 }
+

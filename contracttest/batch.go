@@ -404,7 +404,7 @@ func (s *suite) testBatches(t *testing.T) {
 		}
 		cancelled := 0
 		if ba := controller(q); ba != nil {
-			n, err := ba.ActOn(t.Context(), driver.JobFilter{State: queue.StateReady, Queue: "bm"}, driver.BulkCancel, 1)
+			n, err := ba.ActOn(t.Context(), driver.JobFilter{State: queue.StateReady, Queue: "bm"}, driver.BulkCancel, 1, driver.Action{})
 			if err != nil || n != 1 {
 				t.Fatalf("ActOn(cancel, limit 1) = %d, %v; want 1, nil", n, err)
 			}

@@ -21,7 +21,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 	}
 	act := func(t *testing.T, b driver.Controller, f driver.JobFilter, a driver.BulkAction, limit, want int) {
 		t.Helper()
-		n, err := b.ActOn(t.Context(), f, a, limit)
+		n, err := b.ActOn(t.Context(), f, a, limit, driver.Action{})
 		if err != nil || n != want {
 			t.Fatalf("ActOn(%+v, %s, %d) = %d, %v; want %d, nil", f, a, limit, n, err, want)
 		}
@@ -38,6 +38,22 @@ func (s *suite) testBulkActor(t *testing.T) {
 		return j
 	}
 
+	checkAs(s, t, "RetryRecords", func(t *testing.T, q queue.Queue, b driver.Controller) {
+		// A bulk retry given an action records it in each job it moved,
+		// and in no other; without one it records nothing.
+		a, c := dead(t, q, "bk-rec", "A", ""), dead(t, q, "bk-rec", "A", "")
+		other := dead(t, q, "bk-rec-other", "A", "")
+		n, err := b.ActOn(t.Context(), driver.JobFilter{State: queue.StateDead, Queue: "bk-rec"}, driver.BulkRetry, 100,
+			driver.Action{By: "ops", What: "bulk retried"})
+		if err != nil || n != 2 {
+			t.Fatalf("ActOn(retry, with an action) = %d, %v; want 2", n, err)
+		}
+		wantActions(t, q, a.ID, "bulk retried")
+		wantActions(t, q, c.ID, "bulk retried")
+		wantActions(t, q, other.ID)
+		act(t, b, driver.JobFilter{State: queue.StateDead, Queue: "bk-rec-other"}, driver.BulkRetry, 100, 1)
+		wantActions(t, q, other.ID)
+	})
 	checkAs(s, t, "CountAndAct", func(t *testing.T, q queue.Queue, b driver.Controller) {
 		for range 3 {
 			dead(t, q, "bk", "A", "")
@@ -98,7 +114,7 @@ func (s *suite) testBulkActor(t *testing.T) {
 			a  driver.BulkAction
 			st driver.JobState
 		}{{driver.BulkRetry, queue.StateReady}, {driver.BulkForget, queue.StateRunning}, {driver.BulkCancel, queue.StateDead}} {
-			n, err := b.ActOn(t.Context(), driver.JobFilter{State: c.st}, c.a, 100)
+			n, err := b.ActOn(t.Context(), driver.JobFilter{State: c.st}, c.a, 100, driver.Action{})
 			wantErr(t, "ActOn("+string(c.a)+" on "+string(c.st)+" jobs)", err, queue.ErrBulkState)
 			if n != 0 {
 				t.Errorf("ActOn(%s on %s jobs) changed %d jobs", c.a, c.st, n)

@@ -165,9 +165,8 @@ func (h *handler) amendJob(ctx context.Context, id string, op driver.AmendOp, pa
 }
 
 // dispatchJob builds a job of the registered type name from payload and
-// pushes it to queueName ("" for the type's default), then notes who
-// dispatched it in its history. A note that finds the job gone (run and
-// pruned already) is not an error.
+// pushes it to queueName ("" for the type's default), with who
+// dispatched it in its history: one push stores both (driver.Job.Actions).
 func (h *handler) dispatchJob(ctx context.Context, name, queueName string, payload []byte) (driver.Job, error) {
 	as, ok := h.amender()
 	if !ok {
@@ -181,13 +180,34 @@ func (h *handler) dispatchJob(ctx context.Context, name, queueName string, paylo
 	if err != nil {
 		return driver.Job{}, err
 	}
-	if err := as.DispatchJob(ctx, j); err != nil {
-		return j, err
+	j.Actions = []driver.Action{{By: actorName(ctx), What: "dispatched from the dashboard"}}
+	return j, as.DispatchJob(ctx, j)
+}
+
+// cloneJob pushes a copy of job id under a new ID: its queue, name,
+// payload, priority, attempt limit, timeout, tags, metadata and unique
+// key, ready now with no attempts, its history saying whose clone of
+// which job it is (stored with it in one push); the job cloned notes the
+// clone's ID. A batch, chain, graph or group member's membership is not
+// copied: the clone is a job of its own. A clone of a unique job whose
+// key an active job holds is refused (queue.ErrDuplicate).
+func (h *handler) cloneJob(ctx context.Context, id string) (JobView, driver.Job, error) {
+	as, ok := h.amender()
+	if !ok {
+		return JobView{}, driver.Job{}, fmt.Errorf("dashboard: cloning job %s: %w", id, queue.ErrUnsupported)
 	}
-	_, err = as.AmendJob(ctx, j.ID, driver.Amendment{Op: driver.AmendNote,
-		Action: driver.Action{By: actorName(ctx), What: "dispatched from the dashboard"}})
+	j, err := h.getJob(ctx, id)
+	if err != nil {
+		return JobView{}, driver.Job{}, err
+	}
+	c := driver.CloneOf(j, actorName(ctx), "cloned from "+id+" on the dashboard")
+	if err := as.DispatchJob(ctx, c); err != nil {
+		return j, c, err
+	}
+	_, err = as.AmendJob(ctx, id, driver.Amendment{Op: driver.AmendNote,
+		Action: driver.Action{By: actorName(ctx), What: "cloned as " + c.ID}})
 	if err != nil && !isNotFound(err) {
-		h.cfg.logger.Warn("dashboard: noting who dispatched a job", "job", j.ID, "err", err)
+		h.cfg.logger.Warn("dashboard: noting a clone on the job cloned", "job", id, "clone", c.ID, "err", err)
 	}
-	return j, nil
+	return j, c, nil
 }

@@ -194,6 +194,41 @@ func TestAPIJobAmendActions(t *testing.T) {
 				t.Errorf("dispatched job's actions = %q", got)
 			}
 
+			// Clone: a copy under a new ID, ready, both histories naming
+			// the other; the original as it was.
+			code, m = s.apiCall(http.MethodPost, "jobs/"+dead[1]+"/clone", actToken, nil)
+			cid, _ := m["id"].(string)
+			if code != 201 || cid == "" || cid == dead[1] || m["clone_of"] != dead[1] || jobState(m) != "ready" {
+				t.Fatalf("clone of a failed job: %d %v, want 201 with a new ready job", code, m)
+			}
+			c, orig := s.apiJobOf(cid), s.apiJobOf(dead[1])
+			if c["queue"] != "emails" || c["name"] != orig["name"] || payloadOf(c) != payloadOf(orig) || jobState(map[string]any{"job": orig}) != "dead" {
+				t.Errorf("clone: queue %v, name %v, payload %s; original %v %s", c["queue"], c["name"], payloadOf(c), orig["state"], payloadOf(orig))
+			}
+			if got := actionsOf(c); len(got) != 1 || got[0] != "deploy-bot: cloned from "+dead[1]+" on the dashboard" {
+				t.Errorf("clone's actions = %q", got)
+			}
+			if got := actionsOf(orig); len(got) != 1 || got[0] != "deploy-bot: cloned as "+cid {
+				t.Errorf("original's actions after the clone = %q", got)
+			}
+			if code, m = s.apiCall(http.MethodPost, "jobs/no-such-job/clone", actToken, nil); code != 404 {
+				t.Errorf("clone of an unknown job: %d %v, want 404", code, m)
+			}
+			// A unique job whose key its active original holds: 409, nothing stored.
+			uj, _ := queue.NewJob(sendEmail{To: "u"}, queue.OnQueue("uniq"), queue.Unique("only-one"))
+			if err := q.Push(context.Background(), uj); err != nil {
+				t.Fatal(err)
+			}
+			if code, m = s.apiCall(http.MethodPost, "jobs/"+uj.ID+"/clone", actToken, nil); code != 409 {
+				t.Errorf("clone of an active unique job: %d %v, want 409", code, m)
+			}
+			if n, err := q.Len(context.Background(), "uniq"); err != nil || n != 1 {
+				t.Errorf("after a refused clone the queue holds %d jobs (%v), want 1", n, err)
+			}
+			if code, _ := s.apiCall(http.MethodPost, "jobs/"+dead[1]+"/clone", readToken, nil); code != 403 {
+				t.Errorf("clone with a read-only token: %d, want 403", code)
+			}
+
 			// Reading is not acting.
 			if code, _ := s.apiCall(http.MethodPost, "jobs/"+dead[1]+"/retry", readToken, nil); code != 403 {
 				t.Errorf("retry with a read-only token: %d, want 403", code)
@@ -258,6 +293,16 @@ func TestPageJobAmendActions(t *testing.T) {
 	r = s.follow(s.submit(s.url("jobs/"+sched.ID), formWithAction(page.Doc, "/retry"), nil, nil))
 	if !strings.Contains(text(find(r.Doc, byID("actions"))), "retried (was cancelled)") {
 		t.Fatalf("after Run again: no action recorded:\n%s", r.Body)
+	}
+
+	// Clone: the button on any job's page leads to the clone's page.
+	page = s.page("jobs/" + sched.ID)
+	if find(page.Doc, byID("clone")) == nil || !strings.Contains(text(find(page.Doc, byID("clone-note"))), "retention") {
+		t.Fatalf("a job's page offers no Clone with its note on retention:\n%s", page.Body)
+	}
+	r = s.follow(s.submit(s.url("jobs/"+sched.ID), formWithAction(page.Doc, "/clone"), nil, nil))
+	if !strings.Contains(text(find(r.Doc, byID("actions"))), "alice") || !strings.Contains(text(find(r.Doc, byID("actions"))), "cloned from "+sched.ID) {
+		t.Fatalf("after Clone the page is not the clone's, with alice's note:\n%s", r.Body)
 	}
 
 	// Dispatch: a refused payload shows the form again with the reason.

@@ -14,6 +14,7 @@ import (
 func (h *handler) amendRoutes(m *router) {
 	m.HandleFunc("POST /queues/jobs/{id}/retry", h.retryPage)
 	m.HandleFunc("POST /queues/jobs/{id}/run-now", h.runNowPage)
+	m.HandleFunc("POST /queues/jobs/{id}/clone", h.clonePage)
 	m.HandleFunc("GET /queues/dispatch", h.dispatchPage)
 	m.HandleFunc("POST /queues/dispatch", h.dispatchPost)
 }
@@ -26,6 +27,7 @@ func (h *handler) amendLinks(r *http.Request, d *jobData) {
 		return
 	}
 	j, base := d.Job, relBase(r)+"jobs/"+url.PathEscape(d.Job.ID)
+	d.CloneURL = base + "/clone"
 	switch j.State {
 	case queue.StateScheduled:
 		d.RunNowURL = base + "/run-now"
@@ -60,6 +62,21 @@ func (h *handler) retryPage(w http.ResponseWriter, r *http.Request) {
 func (h *handler) runNowPage(w http.ResponseWriter, r *http.Request) {
 	_, err := h.amendJob(r.Context(), r.PathValue("id"), driver.AmendRunNow, nil)
 	h.amended(w, r, err, "rannow")
+}
+
+// clonePage serves POST jobs/{id}/clone: a copy of the job pushed under
+// a new ID, then the clone's page.
+func (h *handler) clonePage(w http.ResponseWriter, r *http.Request) {
+	_, c, err := h.cloneJob(r.Context(), r.PathValue("id"))
+	if err == nil {
+		seeOther(w, relBase(r)+"jobs/"+url.PathEscape(c.ID)+"?flash=cloned")
+		return
+	}
+	if errors.Is(err, queue.ErrDuplicate) {
+		h.fail(w, r, http.StatusConflict, "Not cloned: its unique key is held by an active job ("+err.Error()+"). Nothing changed.", nil)
+		return
+	}
+	h.amended(w, r, err, "")
 }
 
 // amended answers a page's job action: back to the page with flash, or

@@ -31,6 +31,7 @@ func (h *handler) actRoutes(m *router) {
 	m.HandleFunc("POST /queues/api/jobs/{id}/forget", h.apiForget)
 	m.HandleFunc("POST /queues/api/jobs/{id}/cancel", h.apiCancel)
 	m.HandleFunc("POST /queues/api/jobs/{id}/run-now", h.apiRunNow)
+	m.HandleFunc("POST /queues/api/jobs/{id}/clone", h.apiClone)
 	m.HandleFunc("POST /queues/api/jobs", h.apiDispatch)
 	m.HandleFunc("GET /queues/api/job-types", h.apiJobTypes)
 	m.HandleFunc("POST /queues/api/jobs/bulk", h.apiBulk)
@@ -54,6 +55,9 @@ type apiAction struct {
 	Job *apiJob `json:"job,omitempty"`
 	// Error says why the action did not apply (409 only).
 	Error string `json:"error,omitempty"`
+	// CloneOf names the job a clone copied (action "clone" only; ID is
+	// the clone's).
+	CloneOf string `json:"clone_of,omitempty"`
 }
 
 // current reads job id for an action's answer; nil when the Source cannot
@@ -226,6 +230,39 @@ func (h *handler) apiDispatch(w http.ResponseWriter, r *http.Request) {
 	}
 	out := apiAction{Action: "dispatch", ID: j.ID, Changed: true}
 	if out.Job, err = h.current(r.Context(), j.ID); err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	h.answerAction(w, r, http.StatusCreated, out)
+}
+
+// apiClone serves POST api/jobs/{id}/clone: a copy of the job pushed
+// under a new ID (driver.CloneOf: same queue, type, payload and options,
+// ready now), whatever the job's state, while the store has it (a done or
+// cancelled job only while retention keeps it). It answers 201 with the
+// clone's ID and the clone as stored, and "clone_of" naming the job
+// cloned; 404 for an unknown ID, 409 when the job's unique key is held by
+// an active job (cloning a unique job that has not finished is refused
+// that way too).
+func (h *handler) apiClone(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	_, c, err := h.cloneJob(r.Context(), id)
+	switch {
+	case isNotFound(err):
+		h.apiStatus(w, http.StatusNotFound, "no job "+id+" (a done or cancelled job is kept only while retention is on)")
+		return
+	case errors.Is(err, driver.ErrInvalid):
+		h.apiStatus(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	case errors.Is(err, queue.ErrDuplicate):
+		h.apiStatus(w, http.StatusConflict, "not cloned: its unique key is held by an active job: "+err.Error())
+		return
+	case err != nil:
+		h.apiError(w, r, err)
+		return
+	}
+	out := apiAction{Action: "clone", ID: c.ID, Changed: true, CloneOf: id}
+	if out.Job, err = h.current(r.Context(), c.ID); err != nil {
 		h.apiError(w, r, err)
 		return
 	}
@@ -502,10 +539,15 @@ func (h *handler) actEach(ctx context.Context, a driver.BulkAction, ids []string
 	n := 0
 	for _, id := range ids {
 		var err error
-		switch a {
-		case driver.BulkRetry:
+		_, amends := h.amender()
+		switch {
+		case a == driver.BulkRetry && amends:
+			// Recorded in the job's history, as the store's bulk retry
+			// does; a job that is not finished is skipped.
+			_, err = h.amendJob(ctx, id, driver.AmendRetry, nil)
+		case a == driver.BulkRetry:
 			err = h.src.RetryJob(ctx, id)
-		case driver.BulkForget:
+		case a == driver.BulkForget:
 			err = h.src.ForgetJob(ctx, id)
 		default:
 			_, err = h.src.CancelJob(ctx, id)
@@ -513,7 +555,7 @@ func (h *handler) actEach(ctx context.Context, a driver.BulkAction, ids []string
 		switch {
 		case err == nil:
 			n++
-		case isNotFound(err), errors.Is(err, queue.ErrFinished):
+		case isNotFound(err), errors.Is(err, queue.ErrFinished), errors.Is(err, driver.ErrJobState), errors.Is(err, queue.ErrDuplicate):
 		default:
 			return n, err
 		}

@@ -316,8 +316,24 @@ func TestAPIBulk(t *testing.T) {
 				t.Fatalf("retry matching again: %d %v", code, m)
 			}
 			for _, id := range vip {
-				if _, j := s.apiCall(http.MethodGet, "jobs/"+id, actToken, nil); j["state"] != "ready" {
+				_, j := s.apiCall(http.MethodGet, "jobs/"+id, actToken, nil)
+				if j["state"] != "ready" {
 					t.Errorf("job %s is %v after the bulk retry, want ready", id, j["state"])
+				}
+				if got := actionsOf(j); len(got) != 1 || got[0] != "deploy-bot: retried (was dead) with others in one bulk retry" {
+					t.Errorf("job %s's history after the bulk retry: %q", id, got)
+				}
+			}
+
+			// Retry listed ids: each recorded, as one retry.
+			listed := deadJobs(t, q, "listed", 2, `{"plan":"listed"}`, "boom")
+			code, m = s.apiCall(http.MethodPost, "jobs/bulk", actToken, map[string]any{"action": "retry", "ids": append(listed, "nope")})
+			if code != 200 || m["changed"] != 2.0 {
+				t.Fatalf("retry ids: %d %v", code, m)
+			}
+			for _, id := range listed {
+				if got := actionsOf(s.apiJobOf(id)); len(got) != 1 || got[0] != "deploy-bot: retried (was dead)" {
+					t.Errorf("job %s's history after a retry by ids: %q", id, got)
 				}
 			}
 

@@ -46,15 +46,23 @@ func (qi *QueueInspector) CountMatching(ctx context.Context, q ListQuery, limit 
 }
 
 // ActOnMatching acts through the driver's driver.Controller and drops the
-// shared reads.
+// shared reads. A retry is recorded in each job's history as done by who
+// ctx names (IdentityOf).
 func (qi *QueueInspector) ActOnMatching(ctx context.Context, q ListQuery, a driver.BulkAction, limit int) (int, error) {
 	b := qi.ctl
 	if b == nil {
 		return 0, fmt.Errorf("dashboard: bulk %s: %w", a, queue.ErrUnsupported)
 	}
 	defer qi.changed()
-	return b.ActOn(ctx, q.filter(), a, limit)
+	var rec driver.Action
+	if a == driver.BulkRetry {
+		rec = driver.Action{By: actorName(ctx), What: bulkRetried}
+	}
+	return b.ActOn(ctx, q.filter(), a, limit, rec)
 }
+
+// bulkRetried is what a job's history says of a retry of many jobs.
+const bulkRetried = "retried (was dead) with others in one bulk retry"
 
 // actOnMatching runs a on the jobs q selects through a BulkSource. ok is
 // false when the Source has none, and the caller falls back to one call

@@ -36,9 +36,9 @@ func (c *bulkCountingQueue) Cancel(ctx context.Context, id string) (driver.JobSt
 	return c.Queue.Cancel(ctx, id)
 }
 
-func (c *bulkCountingQueue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int) (int, error) {
+func (c *bulkCountingQueue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int, rec driver.Action) (int, error) {
 	c.bulk.Add(1)
-	return c.Queue.ActOn(ctx, f, a, limit)
+	return c.Queue.ActOn(ctx, f, a, limit, rec)
 }
 
 // noBulk hides the driver's driver.Controller: the dashboard falls back to

@@ -72,6 +72,7 @@
 //	GET  /queues/api/job-types        JSON: the registered job types
 //	POST /queues/api/jobs/{id}/retry  JSON: retry a failed (or kept cancelled or done) job, optionally with a new payload
 //	POST /queues/api/jobs/{id}/run-now JSON: run a scheduled job now
+//	POST /queues/api/jobs/{id}/clone  JSON: push a copy of the job under a new ID
 //	POST /queues/api/jobs/{id}/forget JSON: forget (delete) a failed job
 //	POST /queues/api/jobs/{id}/cancel JSON: cancel a job that has not finished
 //	POST /queues/api/jobs/bulk        JSON: retry, forget or cancel listed or matching jobs; dry_run counts
@@ -390,14 +391,20 @@
 // dispatched payload is decoded into the type first, strictly (an unknown
 // or misspelt field is refused): a payload that does not decode is a 422
 // that names the problem, and nothing is stored. A job whose type is not
-// registered can be retried and run now, not edited.
+// registered can be retried and run now, not edited. Every job's page
+// offers Clone (and POST api/jobs/{id}/clone, 201 with "clone_of"): a
+// copy pushed under a new ID, ready now (driver.CloneOf), whatever the
+// job's state; a done or cancelled job only while retention keeps it,
+// which the page says.
 //
 // Each action is recorded in the job's history through
 // driver.Controller.Amend: when, who (IdentityOf: the bearer token's
 // Identity, or Identify's name for a cookie session) and what changed
 // ("retried (was dead) with its payload edited (12 → 14 bytes)"), shown
 // in the job page's Actions table and as "actions" in api/jobs/{id}.
-// The failed list's Retry button records its retries too.
+// The failed list's Retry button records its retries too. A dispatched
+// or cloned job's first action is stored with it, in its push
+// (driver.Job.Actions), so it never exists without that note.
 //
 //	dashboard.Handler(dashboard.ForQueue(q),
 //		dashboard.JobType[SendEmail](),

@@ -451,8 +451,11 @@ type jobData struct {
 	// job or run a kept cancelled or done one again. Editable: its type
 	// is registered (JobType), so its payload can be edited, starting
 	// from EditPayload.
-	RunNowURL   string
-	AmendURL    string
+	RunNowURL string
+	AmendURL  string
+	// CloneURL pushes a copy of the job under a new ID (any state the
+	// store keeps the job in).
+	CloneURL    string
 	Editable    bool
 	EditPayload string
 	// Result is the job's result (queue.SetResult) as shown, "" for none;

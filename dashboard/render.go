@@ -191,6 +191,7 @@ var flashes = map[string]struct {
 	"amended":         {"The job is ready to run again; its history records the change.", true},
 	"rannow":          {"The job is ready to run now; its history records the change.", true},
 	"dispatched":      {"Job dispatched; its history records who dispatched it.", true},
+	"cloned":          {"This job is a clone; its history names the job it copies, which records the clone in its own.", true},
 	"notamended":      {"The job has moved on since the page was read: nothing changed.", false},
 	// The fleet's commands (the Workers page).
 	"terminated": {"Told to terminate: running jobs finish, then the workers exit for their supervisor to restart them (within about a second).", true},

@@ -12,7 +12,7 @@ import (
 // ActOn applies a to at most limit jobs matching f (see driver.Controller),
 // a page of ListJobs at a time. In memory there is no statement to save:
 // each job is changed by the call that changes one, under the lock.
-func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int) (int, error) {
+func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int, rec driver.Action) (int, error) {
 	if err := driver.CheckBulk(a, f.State, limit); err != nil {
 		return 0, err
 	}
@@ -25,18 +25,20 @@ func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkActi
 			return total, err
 		}
 		for _, j := range page.Jobs {
-			switch a {
-			case driver.BulkRetry:
+			switch {
+			case a == driver.BulkRetry && rec.What != "":
+				_, err = q.Amend(ctx, j.ID, driver.Amendment{Op: driver.AmendRetry, Action: rec})
+			case a == driver.BulkRetry:
 				err = q.RetryDead(ctx, j.ID)
-			case driver.BulkForget:
+			case a == driver.BulkForget:
 				err = q.ForgetDead(ctx, j.ID)
-			case driver.BulkCancel:
+			case a == driver.BulkCancel:
 				_, err = q.Cancel(ctx, j.ID)
 			}
 			switch {
 			case err == nil:
 				total++
-			case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrFinished), errors.Is(err, queue.ErrDuplicate):
+			case errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrFinished), errors.Is(err, queue.ErrDuplicate), errors.Is(err, driver.ErrJobState):
 			default:
 				return total, fmt.Errorf("memqueue: bulk %s of %s jobs: %w", a, f.State, err)
 			}

@@ -379,6 +379,12 @@ func (q *Queue) pushLocked(j queue.Job, now time.Time) error {
 	if j.UniqueKey != "" {
 		nq.unique[j.UniqueKey] = e
 	}
+	if len(j.Actions) > 0 {
+		e.job.Actions = nil
+		for _, a := range j.Actions {
+			e.acted(a, now)
+		}
+	}
 	if driver.GroupKeyOf(j) != "" {
 		q.groupLocked(e)
 		return nil

@@ -1,6 +1,7 @@
 package redisqueue
 
 import (
+	"encoding/json"
 	"context"
 	"fmt"
 	"slices"
@@ -252,7 +253,7 @@ const bulkChunk = 500
 // the script: running jobs' leases go to the cancel log, and batch
 // members are counted in their batches through their queues' outboxes,
 // settled after each script.
-func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int) (int, error) {
+func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkAction, limit int, rec driver.Action) (int, error) {
 	if err := driver.CheckBulk(a, f.State, limit); err != nil {
 		return 0, err
 	}
@@ -279,7 +280,7 @@ func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkActi
 			break
 		}
 		if !q.cluster {
-			n, err := q.actOnIDs(ctx, a, "", ids)
+			n, err := q.actOnIDs(ctx, a, "", ids, rec)
 			total += n
 			if err != nil {
 				return total, wrap(doing, err)
@@ -292,7 +293,7 @@ func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkActi
 			for k, i := range groups[qn] {
 				part[k] = ids[i]
 			}
-			n, err := q.actOnIDs(ctx, a, q.base(qn), part)
+			n, err := q.actOnIDs(ctx, a, q.base(qn), part, rec)
 			total += n
 			if err != nil {
 				return total, wrap(doing, err)
@@ -304,10 +305,20 @@ func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkActi
 
 // actOnIDs runs bulkScript on ids (on a Cluster, all of the queue of
 // base), settles the outboxes of the queues whose batch members it
-// cancelled, and reports how many jobs it changed.
-func (q *Queue) actOnIDs(ctx context.Context, a driver.BulkAction, base string, ids []string) (int, error) {
-	args := make([]any, 0, 5+len(ids))
-	args = append(args, string(a), time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap, q.wake)
+// cancelled, and reports how many jobs it changed. A retry with
+// rec.What records rec in each retried job's field ac.
+func (q *Queue) actOnIDs(ctx context.Context, a driver.BulkAction, base string, ids []string, rec driver.Action) (int, error) {
+	var entry string
+	if a == driver.BulkRetry && rec.What != "" {
+		at := rec.At
+		if at.IsZero() {
+			at = time.Now()
+		}
+		b, _ := json.Marshal(actionEntry{At: at.UnixMilli(), By: rec.By, What: rec.What})
+		entry = string(b)
+	}
+	args := make([]any, 0, 7+len(ids))
+	args = append(args, string(a), time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap, q.wake, entry, driver.MaxHistory)
 	for _, id := range ids {
 		args = append(args, id)
 	}

@@ -249,7 +249,7 @@ func TestActOnChunks(t *testing.T) {
 
 	act := func(f driver.JobFilter, a driver.BulkAction, limit, want int) {
 		t.Helper()
-		if got, err := q.ActOn(ctx, f, a, limit); err != nil || got != want {
+		if got, err := q.ActOn(ctx, f, a, limit, driver.Action{}); err != nil || got != want {
 			t.Fatalf("ActOn(%s, %s, %d) = %d, %v; want %d", f.State, a, limit, got, err, want)
 		}
 	}

@@ -202,6 +202,11 @@ func (q *Queue) pushIn(ctx context.Context, base string, jobs []queue.Job) ([]er
 			return nil, err
 		}
 	}
+	for i, j := range jobs {
+		if len(j.Actions) > 0 {
+			args = append(args, i, actionsJSON(j.Actions))
+		}
+	}
 	out, err := pushScript.Run(ctx, q.rdb, ks.keys, args...).Slice()
 	if err != nil {
 		return nil, err
@@ -222,4 +227,20 @@ func (q *Queue) pushIn(ctx context.Context, base string, jobs []queue.Job) ([]er
 		}
 	}
 	return res, nil
+}
+
+// actionsJSON is the field ac of a new job's hash that records acts: the
+// JSON array decodeActions reads, an action with a zero At dated now.
+func actionsJSON(acts []driver.Action) string {
+	now := time.Now()
+	es := make([]actionEntry, len(acts))
+	for i, a := range acts {
+		at := a.At
+		if at.IsZero() {
+			at = now
+		}
+		es[i] = actionEntry{At: at.UnixMilli(), By: a.By, What: a.What}
+	}
+	b, _ := json.Marshal(es)
+	return string(b)
 }

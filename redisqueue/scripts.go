@@ -237,8 +237,10 @@ end
 const pushFields = 16
 
 // pushScript stores jobs: KEYS = ids, queues, then the queues' bases;
-// ARGV = channel, n, then n jobs of pushFields each. It returns a status
-// and a holder per job, and publishes each queue that got a ready job.
+// ARGV = channel, n, then n jobs of pushFields each, then pairs of a job's
+// index (from 0) and its Actions as the JSON of the field ac, written on
+// the jobs stored. It returns a status and a holder per job, and publishes
+// each queue that got a ready job.
 var pushScript = redis.NewScript(prelude + `
 local ids, qset = KEYS[1], KEYS[2]
 local now = now_ms()
@@ -250,6 +252,15 @@ for k = 0, n - 1 do
   out[#out+1] = st
   out[#out+1] = holder
   if ready then woke[ARGV[i+1]] = true end
+end
+local a = 3 + n * ` + itoa(pushFields) + `
+while ARGV[a] do
+  local k = tonumber(ARGV[a])
+  if out[2*k+1] == 1 then
+    local i = 3 + k * ` + itoa(pushFields) + `
+    redis.call('HSET', KEYS[tonumber(ARGV[i+2])]..':j:'..ARGV[i], 'ac', ARGV[a+1])
+  end
+  a = a + 2
 end
 for qn in pairs(woke) do redis.call('PUBLISH', ARGV[1], qn) end
 return out

@@ -143,7 +143,8 @@ return {code, was, settle}
 
 // bulkScript applies one bulk action to a chunk of jobs: KEYS = ids, the
 // cancel log; ARGV = action ("retry", "forget" or "cancel"), stamp (ms),
-// keep (ms), cap, channel, then the jobs' IDs. Jobs no longer in a state
+// keep (ms), cap, channel, the action entry a retry appends to each job's
+// field ac ("" for none), how many actions to keep, then the jobs' IDs. Jobs no longer in a state
 // the action acts on, and dead letters whose unique key another job
 // holds, are skipped. It returns how many it changed, then the queues
 // whose outbox got a cancelled batch member (to settle), and publishes
@@ -153,13 +154,23 @@ local ids, clog, action = KEYS[1], KEYS[2], ARGV[1]
 local stamp = tonumber(ARGV[2])
 local now = now_ms()
 local n, woke, settle = 0, {}, {}
-for i = 6, #ARGV do
+local entry, keep = ARGV[6], tonumber(ARGV[7])
+for i = 8, #ARGV do
   local id = ARGV[i]
   if action == 'retry' then
     local code, qn = retry_dead(ids, id, now)
     if code == 1 then
       n = n + 1
       woke[qn] = true
+      if entry ~= '' then
+        local jk = redis.call('HGET', ids, id)..':j:'..id
+        local acts = {}
+        local good, v = pcall(cjson.decode, redis.call('HGET', jk, 'ac') or '')
+        if good and type(v) == 'table' then acts = v end
+        acts[#acts+1] = cjson.decode(entry)
+        while #acts > keep do table.remove(acts, 1) end
+        redis.call('HSET', jk, 'ac', cjson.encode(acts))
+      end
     end
   elseif action == 'forget' then
     n = n + forget_dead(ids, id)

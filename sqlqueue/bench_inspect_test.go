@@ -233,7 +233,7 @@ func BenchmarkBulkRetry(b *testing.B) {
 				if err != nil || c.N != 5000 {
 					b.Fatalf("CountJobs = %+v, %v; want 5,000", c, err)
 				}
-				n, err := q.ActOn(b.Context(), f, queue.BulkRetry, 10000)
+				n, err := q.ActOn(b.Context(), f, queue.BulkRetry, 10000, queue.Action{})
 				if err != nil || n != 5000 {
 					b.Fatalf("ActOn = %d, %v; want 5,000", n, err)
 				}

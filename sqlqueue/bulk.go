@@ -20,7 +20,7 @@ const bulkChunk = maxPage
 // acts on, so jobs that moved on meanwhile are left alone. A batch member
 // is cancelled by Cancel, one transaction each, so that its batch counts
 // it.
-func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction, limit int) (int, error) {
+func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction, limit int, rec queue.Action) (int, error) {
 	if err := q.use(ctx); err != nil {
 		return 0, err
 	}
@@ -53,7 +53,7 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 		n, err := q.cancelEach(ctx, members)
 		total += n
 		if err == nil && len(ids) > 0 {
-			n, err = q.actOnIDs(ctx, a, ids)
+			n, err = q.actOnIDs(ctx, a, ids, rec)
 			total += n
 		}
 		if err != nil {
@@ -68,17 +68,24 @@ func (q *Queue) ActOn(ctx context.Context, f queue.JobFilter, a queue.BulkAction
 }
 
 // actOnIDs applies a to the jobs ids that are still in the state it acts
-// on, in one statement, and reports how many it changed.
-func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) (int, error) {
+// on, in one statement (a retry with rec.What appends rec to each job's
+// history in it), and reports how many it changed.
+func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string, rec queue.Action) (int, error) {
 	now := micros(time.Now())
 	var stmt query
 	var args []any
-	switch a {
-	case queue.BulkRetry:
+	switch {
+	case a == queue.BulkRetry && rec.What != "":
+		at := now
+		if !rec.At.IsZero() {
+			at = micros(rec.At)
+		}
+		stmt, args = qRetryDeadInNoted, []any{now, now, now, at, rec.By, rec.What, ids}
+	case a == queue.BulkRetry:
 		stmt, args = qRetryDeadIn, []any{now, now, now, ids}
-	case queue.BulkForget:
+	case a == queue.BulkForget:
 		stmt, args = qForgetDeadIn, []any{ids}
-	case queue.BulkCancel:
+	case a == queue.BulkCancel:
 		stmt, args = qCancelJobsIn, []any{now, now, queue.ErrCancelled.Error(), ids}
 	default:
 		return 0, fmt.Errorf("unknown bulk action %q: %w", a, queue.ErrBulkState)
@@ -88,21 +95,27 @@ func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string) 
 		// Some dead letter's unique key is held by an active job, which
 		// fails the whole statement: retry this chunk one by one and
 		// skip those.
-		return q.retryEach(ctx, ids)
+		return q.retryEach(ctx, ids, rec)
 	}
 	return int(n), err
 }
 
-// retryEach retries the dead letters ids one by one, skipping those whose
-// unique key is taken and those no longer dead.
-func (q *Queue) retryEach(ctx context.Context, ids []string) (int, error) {
+// retryEach retries the dead letters ids one by one (through Amend, which
+// records rec, when rec.What is set), skipping those whose unique key is
+// taken and those no longer dead.
+func (q *Queue) retryEach(ctx context.Context, ids []string, rec queue.Action) (int, error) {
 	n := 0
 	for _, id := range ids {
-		err := q.RetryDead(ctx, id)
+		var err error
+		if rec.What != "" {
+			_, err = q.Amend(ctx, id, queue.Amendment{Op: queue.AmendRetry, Action: rec})
+		} else {
+			err = q.RetryDead(ctx, id)
+		}
 		switch {
 		case err == nil:
 			n++
-		case errors.Is(err, queue.ErrDuplicate), errors.Is(err, queue.ErrNotFound):
+		case errors.Is(err, queue.ErrDuplicate), errors.Is(err, queue.ErrNotFound), errors.Is(err, queue.ErrJobState):
 		default:
 			return n, err
 		}

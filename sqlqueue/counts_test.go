@@ -377,7 +377,7 @@ func TestCountsOfEveryChange(t *testing.T) {
 			return q.Push(ctx, queue.Job{ID: held[0].ID, Queue: "ce-b", Name: "n", AvailableAt: in(2 * time.Hour)})
 		})
 		step("a bulk cancel", func() error {
-			_, err := q.ActOn(ctx, queue.JobFilter{State: queue.StateScheduled, Queue: "ce-a"}, queue.BulkCancel, 3)
+			_, err := q.ActOn(ctx, queue.JobFilter{State: queue.StateScheduled, Queue: "ce-a"}, queue.BulkCancel, 3, queue.Action{})
 			return err
 		})
 		more, err := q.Reserve(ctx, []string{"ce-b"}, 4, time.Hour)
@@ -390,12 +390,12 @@ func TestCountsOfEveryChange(t *testing.T) {
 			}
 		}
 		step("a bulk retry", func() error {
-			_, err := q.ActOn(ctx, queue.JobFilter{State: queue.StateDead, Queue: "ce-b"}, queue.BulkRetry, 2)
+			_, err := q.ActOn(ctx, queue.JobFilter{State: queue.StateDead, Queue: "ce-b"}, queue.BulkRetry, 2, queue.Action{})
 			return err
 		})
 		step("a forget", func() error { return q.ForgetDead(ctx, held[9].ID) })
 		step("a bulk forget", func() error {
-			_, err := q.ActOn(ctx, queue.JobFilter{State: queue.StateDead, Queue: "ce-b"}, queue.BulkForget, 1)
+			_, err := q.ActOn(ctx, queue.JobFilter{State: queue.StateDead, Queue: "ce-b"}, queue.BulkForget, 1, queue.Action{})
 			return err
 		})
 		step("a flush", func() error { _, err := q.FlushDead(ctx, ""); return err })

@@ -352,6 +352,9 @@ func (q *Queue) pushFree(ctx context.Context, ex statements, inTx bool, js []que
 	if err := q.markGrouped(ctx, ex, js, stored); err != nil {
 		return nil, err
 	}
+	if err := q.noteActions(ctx, ex, js, stored, now); err != nil {
+		return nil, err
+	}
 	if revived && !notified {
 		if err := q.d.notifyTx(ctx, q, ex, js, stored); err != nil {
 			return nil, err
@@ -509,6 +512,28 @@ func (q *Queue) markGrouped(ctx context.Context, ex statements, js []queue.Job, 
 	return err
 }
 
+// noteActions records the Actions of the stored jobs of js in their
+// history, one qAmendNote each, in the push's transaction (holdsInTx
+// gives every push of such a job one). A push of jobs without actions
+// runs no statement here.
+func (q *Queue) noteActions(ctx context.Context, ex statements, js []queue.Job, stored []bool, now time.Time) error {
+	for i, j := range js {
+		if !stored[i] {
+			continue
+		}
+		for _, a := range j.Actions {
+			at := a.At
+			if at.IsZero() {
+				at = now
+			}
+			if _, err := ex.Exec(ctx, q.stmt(qAmendNote), micros(at), a.By, a.What, j.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // revive moves back to pending the finished or dead jobs whose IDs were
 // pushed again and not stored by the insert. A revived job takes a new
 // insertion position; a dead letter pushed back without a CreatedAt keeps
@@ -648,6 +673,9 @@ func holdsInTx(js []queue.Job) bool {
 	for _, j := range js {
 		if queue.GroupKeyOf(j) != "" {
 			return true // members are stored pending, then marked grouped
+		}
+		if len(j.Actions) > 0 {
+			return true // stored, then their history written
 		}
 		if j.UniqueKey != "" && (j.UniqueFor > 0 || j.UniqueReplace) {
 			return true

@@ -1030,6 +1030,10 @@ const (
 	// a state (ids, state).
 	qRetryDead
 	qRetryDeadIn
+	// qRetryDeadInNoted is qRetryDeadIn appending an action to each
+	// job's history (now, now, now, action at, by, what, ids): a bulk
+	// retry that records who did it.
+	qRetryDeadInNoted
 	// qAmendRetry (Amend) moves a finished job back to pending under its
 	// ID, attempts reset, payload set, the action appended to its history
 	// (action at, by, what, payload, now, now, now, id, state it is in).

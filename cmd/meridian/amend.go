@@ -91,3 +91,45 @@ func amendJobs(ctx context.Context, q queue.Queue, op driver.AmendOp, ids []stri
 	}
 	return errors.Join(failed...)
 }
+
+// cloneJobs pushes a copy of each job of ids under a new ID
+// (driver.CloneOf), its history naming the job it copies and the CLI
+// user, notes the clone in the original's history, and prints "cloned ID
+// as NEW". Jobs it cannot clone are named on the result's error; the
+// others are still cloned.
+func cloneJobs(ctx context.Context, q queue.Queue, ids []string, out io.Writer) error {
+	caps := driver.CapabilitiesOf(q)
+	if caps.Inspector == nil {
+		return caps.Require("Inspector")
+	}
+	by := cliUser()
+	var failed []error
+	for _, id := range ids {
+		j, err := caps.Inspector.GetJob(ctx, id)
+		if err != nil {
+			if errors.Is(err, queue.ErrNotFound) {
+				err = errors.New("no such job (a done or cancelled job is kept only while retention is on)")
+			}
+			failed = append(failed, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		c := driver.CloneOf(j, by, "cloned from "+id+" from the CLI")
+		if err := q.Push(ctx, c); err != nil {
+			if errors.Is(err, queue.ErrDuplicate) {
+				err = fmt.Errorf("its unique key is held by an active job (%w); nothing stored", err)
+			}
+			failed = append(failed, fmt.Errorf("%s: %w", id, err))
+			continue
+		}
+		if caps.Controller != nil {
+			// The clone holds the record of where it came from; the
+			// original's note is a courtesy that a pruned job cannot take.
+			_, err := caps.Controller.Amend(ctx, id, driver.Amendment{Op: driver.AmendNote, Action: driver.Action{By: by, What: "cloned as " + c.ID}})
+			if err != nil && !errors.Is(err, queue.ErrNotFound) {
+				failed = append(failed, fmt.Errorf("%s: cloned as %s, but noting it on the original: %w", id, c.ID, err))
+			}
+		}
+		fmt.Fprintf(out, "cloned %s as %s\n", id, c.ID)
+	}
+	return errors.Join(failed...)
+}

@@ -221,4 +221,25 @@ func TestJobsRetryAndRunNowCommands(t *testing.T) {
 	if j := job("cafe"); j.State != queue.StateReady {
 		t.Errorf("after failed retry the cancelled job is %s", j.State)
 	}
+
+	// jobs clone: a copy under a new ID, both histories recording it; an
+	// unknown ID is named and the others are still cloned.
+	code, out, stderr = runCLI(t, "", "jobs", "clone", "deadbeef", "nosuch", "--dsn", dsn)
+	newID, ok := strings.CutPrefix(strings.TrimSpace(out), "cloned deadbeef as ")
+	if code != exitFailure || !ok || newID == "" || !strings.Contains(stderr, "nosuch: no such job") {
+		t.Fatalf("jobs clone: exit %d, %q\n%s", code, out, stderr)
+	}
+	c, orig := job(newID), job("deadbeef")
+	if c.State != queue.StateReady || c.Name != orig.Name || c.QueueName() != orig.QueueName() || string(c.Payload) != string(orig.Payload) {
+		t.Errorf("clone: %s %s %s %s; original %s %s %s", c.State, c.QueueName(), c.Name, c.Payload, orig.QueueName(), orig.Name, orig.Payload)
+	}
+	if len(c.Actions) != 1 || c.Actions[0].What != "cloned from deadbeef from the CLI" || !strings.HasSuffix(c.Actions[0].By, "(cli)") {
+		t.Errorf("clone's actions %+v", c.Actions)
+	}
+	if n := len(orig.Actions); n == 0 || orig.Actions[n-1].What != "cloned as "+newID {
+		t.Errorf("original's actions %+v, want the clone noted last", orig.Actions)
+	}
+	if code, _, _ := runCLI(t, "", "jobs", "clone", "--dsn", dsn); code != exitUsage {
+		t.Errorf("jobs clone without an ID: exit %d, want %d", code, exitUsage)
+	}
 }

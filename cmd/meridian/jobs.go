@@ -72,7 +72,7 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 	for i, s := range driver.JobStates {
 		states[i] = string(s)
 	}
-	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json] | cancel ID... | retry ID... [--payload JSON | --payload-file FILE] | run-now ID...  [--dsn URL]", errOut)
+	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json] | cancel ID... | retry ID... [--payload JSON | --payload-file FILE] | run-now ID... | clone ID...  [--dsn URL]", errOut)
 	state := fs.String("state", string(queue.StateReady), "list: jobs in this state: "+strings.Join(states, ", "))
 	queueName := fs.String("queue", "", "list: only this queue")
 	name := fs.String("name", "", "list: only jobs of this name (job type)")
@@ -87,7 +87,7 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 	}
 	if len(pos) == 0 {
 		fs.Usage()
-		return usagef("name an action: list, show, cancel, retry or run-now")
+		return usagef("name an action: list, show, cancel, retry, run-now or clone")
 	}
 	var payload []byte
 	switch {
@@ -98,8 +98,8 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 		if payload != nil && len(pos) > 2 {
 			return usagef("--payload replaces one job's payload: name one job")
 		}
-	case pos[0] == "run-now" && len(pos) >= 2:
-	case pos[0] == "retry" || pos[0] == "run-now":
+	case (pos[0] == "run-now" || pos[0] == "clone") && len(pos) >= 2:
+	case pos[0] == "retry" || pos[0] == "run-now" || pos[0] == "clone":
 		return usagef("usage: meridian jobs %s ID...", pos[0])
 	case pos[0] == "list" && len(pos) == 1:
 		if !strings.Contains(","+strings.Join(states, ",")+",", ","+*state+",") {
@@ -111,7 +111,7 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 		return usagef("usage: meridian jobs list, meridian jobs show ID, or meridian jobs cancel ID...")
 	default:
 		fs.Usage()
-		return usagef("unknown action %q: list, show, cancel, retry or run-now", pos[0])
+		return usagef("unknown action %q: list, show, cancel, retry, run-now or clone", pos[0])
 	}
 	q, err := openExisting(ctx, *dsn)
 	if err != nil {
@@ -125,6 +125,8 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 		return amendJobs(ctx, q, driver.AmendRetry, pos[1:], payload, out)
 	case "run-now":
 		return amendJobs(ctx, q, driver.AmendRunNow, pos[1:], nil, out)
+	case "clone":
+		return cloneJobs(ctx, q, pos[1:], out)
 	}
 	caps := driver.CapabilitiesOf(q)
 	insp := caps.Inspector

@@ -133,4 +133,17 @@ func TestBrowserJobActions(t *testing.T) {
 	if n, err := q.Len(bg, "vip"); err != nil || n != 1 {
 		t.Errorf("vip holds %d jobs (%v), want the one dispatched", n, err)
 	}
+
+	do("clone",
+		chromedp.Navigate(s.url("jobs/"+sched.ID)),
+		chromedp.WaitVisible(chromedp.CSS(`#clone-note`)),
+		chromedp.Click(chromedp.CSS(`#clone`)),
+		chromedp.WaitVisible(chromedp.CSS(`p.flash`)),
+	)
+	if a := text(`#actions`); !strings.Contains(a, "cloned from "+sched.ID) || !strings.Contains(a, "alice") {
+		t.Errorf("the clone's Actions table says %q", a)
+	}
+	if o, _ := q.GetJob(bg, sched.ID); len(o.Actions) == 0 || !strings.HasPrefix(o.Actions[len(o.Actions)-1].What, "cloned as ") {
+		t.Errorf("the original's history after Clone: %+v", o.Actions)
+	}
 }

@@ -83,7 +83,10 @@ type Controller interface {
 	// time with ListJobs' bounds and goes on until limit jobs changed or
 	// none are left. Jobs that leave the state meanwhile are skipped, not
 	// errors. On an error, the count says how many changed before it.
-	ActOn(ctx context.Context, f JobFilter, a BulkAction, limit int) (int, error)
+	// When rec.What is not empty, each dead letter BulkRetry moves back
+	// records rec in its history (JobInfo.Actions), in the statement or
+	// script that moves it, as Amend records its changes.
+	ActOn(ctx context.Context, f JobFilter, a BulkAction, limit int, rec Action) (int, error)
 	// Amend changes the job id as a says (AmendRetry, AmendRunNow,
 	// AmendNote) in
 	// one atomic step with the check of its state, and records a.Action

@@ -2,6 +2,8 @@ package driver
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -53,3 +55,37 @@ type Action struct {
 // not apply to (AmendRunNow on a job that is not scheduled, AmendRetry
 // on one that has not finished). Nothing changed.
 var ErrJobState = errors.New("queue: the job is not in a state for that change")
+
+// CloneOf returns a copy of the job info describes to push as a new job
+// under a new ID (the dashboard's and the CLI's clone): its queue, name,
+// payload, priority, attempt limit, timeout, tags, unique key and states,
+// and the metadata the application set (keys outside the "meridian."
+// namespace: a clone is no batch, chain, graph or group member and no
+// periodic tick), ready now with no attempts. Its Actions record, by
+// by, what: the push stores them in the clone's history.
+func CloneOf(info JobInfo, by, what string) Job {
+	j := info.Job
+	c := Job{
+		ID:           NewID(),
+		Queue:        j.Queue,
+		Name:         j.Name,
+		Payload:      slices.Clone(j.Payload),
+		Priority:     j.Priority,
+		MaxAttempts:  j.MaxAttempts,
+		Timeout:      j.Timeout,
+		UniqueKey:    j.UniqueKey,
+		UniqueStates: slices.Clone(j.UniqueStates),
+		Tags:         slices.Clone(j.Tags),
+		Actions:      []Action{{By: by, What: what}},
+	}
+	for k, v := range j.Meta {
+		if strings.HasPrefix(k, "meridian.") {
+			continue
+		}
+		if c.Meta == nil {
+			c.Meta = make(map[string]string, len(j.Meta))
+		}
+		c.Meta[k] = v
+	}
+	return c
+}

@@ -79,6 +79,13 @@ type Job struct {
 	Tags []string
 	// Meta carries string metadata such as trace context across the queue.
 	Meta map[string]string
+	// Actions, when set, are recorded in the job's history (JobInfo.Actions)
+	// as the push stores it, in the push's own transaction or script where
+	// the store has one, so a job and the note of who made it are stored
+	// together (the dashboard's dispatch and clone). A push that stores
+	// nothing (a duplicate) records nothing. At most MaxHistory; an action
+	// whose At is zero is dated by the store.
+	Actions []Action
 	// AvailableAt is the earliest delivery time. The zero time means now.
 	AvailableAt time.Time
 	// CreatedAt is when the job was first pushed; drivers set it when zero.
@@ -228,6 +235,7 @@ const keyLimit = "at most 255 bytes of UTF-8 without NUL"
 //   - Priority: within int32; MaxAttempts: 0 to MaxInt32;
 //   - Tags and Meta: valid UTF-8 (NUL is allowed: it is stored escaped),
 //     and at most MaxTagsBytes / MaxMetaBytes bytes as JSON;
+//   - Actions: at most MaxHistory, By and What valid UTF-8;
 //   - a group member (Meta holds MetaGroup): a group key of 1 to
 //     MaxKeyBytes bytes like UniqueKey, no UniqueKey, and a payload that
 //     is valid JSON.
@@ -317,6 +325,14 @@ func validate(j Job) *ValidationError {
 		}
 		if n > MaxMetaBytes {
 			return bad("Meta", "at most 65535 bytes as a JSON object", fmt.Sprintf("%d bytes", n))
+		}
+	}
+	if len(j.Actions) > MaxHistory {
+		return bad("Actions", fmt.Sprintf("at most %d", MaxHistory), fmt.Sprintf("%d", len(j.Actions)))
+	}
+	for i, a := range j.Actions {
+		if !utf8.ValidString(a.By) || !utf8.ValidString(a.What) {
+			return bad("Actions", "valid UTF-8", fmt.Sprintf("invalid UTF-8 in action %d", i))
 		}
 	}
 	return nil
