@@ -193,4 +193,3 @@ func (s *suite) testAmender(t *testing.T) {
 		}
 	})
 }
-

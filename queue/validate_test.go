@@ -47,6 +47,9 @@ func TestValidate(t *testing.T) {
 		{"unique states without a key", queue.Job{UniqueStates: []driver.JobState{queue.StateDead}}, "UniqueStates"},
 		{"an active unique state", queue.Job{UniqueKey: "k", UniqueStates: []driver.JobState{queue.StateReady}}, "UniqueStates"},
 		{"an unknown unique state", queue.Job{UniqueKey: "k", UniqueStates: []driver.JobState{"Dead"}}, "UniqueStates"},
+		{"actions up to the history's length", queue.Job{Actions: make([]driver.Action, driver.MaxHistory)}, ""},
+		{"more actions than the history keeps", queue.Job{Actions: make([]driver.Action, driver.MaxHistory+1)}, "Actions"},
+		{"invalid UTF-8 in an action", queue.Job{Actions: []driver.Action{{By: "ops", What: "a\xff"}}}, "Actions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,8 @@
 package redisqueue
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
