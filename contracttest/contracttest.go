@@ -34,6 +34,14 @@ type Harness struct {
 	// skips the cross-process checks.
 	Peer func(t *testing.T, q queue.Queue) queue.Queue
 
+	// Maintain, if set, runs one maintenance pass of q's store (sqlqueue's
+	// Maintain) from a handle that keeps finished graphs and batches (and
+	// dead letters) for keep, and fails t if the pass fails or this
+	// handle could not lead it. The suite passes the same keep in every
+	// call for one q. Nil: the store needs no pass (it prunes as it
+	// goes), and the checks of pruning by time are skipped.
+	Maintain func(t *testing.T, q queue.Queue, keep time.Duration)
+
 	// Caps declares what the driver lacks.
 	Caps Capabilities
 }
@@ -74,6 +82,13 @@ type Capabilities struct {
 	// and store nothing; the checks of that state are skipped with the
 	// reason.
 	NoUniqueHold map[driver.JobState]string
+
+	// ResultsFromAck, when not empty, says why the driver keeps a batch
+	// member's result for its retention from the member's ack, not until
+	// its batch has finished (redisqueue, whose batches sit in another
+	// hash slot than their members' results). The check is skipped with
+	// this reason.
+	ResultsFromAck string
 }
 
 // Timing of the suite. Leases that must expire are short; leases that must
@@ -148,6 +163,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("TagMonitor", s.testTagMonitor)
 	t.Run("Results", s.testResults)
 	t.Run("Graphs", s.testGraphs)
+	t.Run("WorkflowEnds", s.testWorkflowEnds)
 	t.Run("Groups", s.testGroups)
 	t.Run("Sequences", s.testSequences)
 }

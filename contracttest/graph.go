@@ -272,6 +272,28 @@ func (s *suite) testGraphs(t *testing.T) {
 		}
 		wantStates(t, g, id, "after Cancel of a", ns{"a": nCancelled, "b": nCancelled, "c": nCancelled, "d": nCancelled})
 	})
+	checkAs(s, t, "PurgeCancelsNode", func(t *testing.T, q queue.Queue, g driver.Graphs) {
+		// A purge removes a waiting node's job as a cancel does: the node
+		// and its waiting dependants are cancelled, and the graph
+		// finishes. Another graph's running node is left alone.
+		id := dispatchGraph(t, q, diamond(t))
+		other := dispatchGraph(t, q, dag.New("running").Add("r", node(t, "r")))
+		running := readyNodes(t, q)
+		wantReady(t, "after dispatch", running, "a", "r")
+		nack(t, q, running["a"], time.Now(), "later") // a waits in the queue again
+		n, err := q.Purge(t.Context(), "g")
+		if err != nil || n != 1 {
+			t.Fatalf("Purge(g) = %d, %v; want 1 (node a's job), nil", n, err)
+		}
+		info := wantStates(t, g, id, "after Purge", ns{"a": nCancelled, "b": nCancelled, "c": nCancelled, "d": nCancelled})
+		if !info.Finished() {
+			t.Errorf("after Purge the graph is %+v, want finished", info)
+		}
+		wantStates(t, g, other, "the other graph after Purge", ns{"r": nPending})
+		finishNode(t, q, running["r"], driver.OutcomeDone, nil)
+		wantStates(t, g, other, "the other graph at the end", ns{"r": nDone})
+		wantLen(t, q, "g", 0)
+	})
 	checkAs(s, t, "ConcurrentFanIn", func(t *testing.T, q queue.Queue, g driver.Graphs) {
 		// b and c finish at the same instant through two handles (two
 		// processes on a shared store): d is pushed once, never twice,

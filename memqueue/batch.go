@@ -111,10 +111,17 @@ func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string
 	if e == nil {
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
+	b := q.batches[batchID]
+	var from driver.BatchMemberState
+	if b != nil {
+		from = b.members[l.JobID]
+	}
 	switch o {
 	case driver.OutcomeDone:
 		q.finishLocked(e, now)
-		q.keepResultLocked(l.JobID, res, now)
+		// A pending member's batch has not finished: the result is kept
+		// until it does (fireLocked).
+		q.keepResultLocked(l.JobID, res, now, from == driver.MemberPending)
 	case driver.OutcomeFailed:
 		q.failLocked(e, reason, limit, now)
 	case driver.OutcomeCancelled:
@@ -122,13 +129,8 @@ func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string
 	default:
 		return fmt.Errorf("memqueue: finishing batch member %s: outcome %s does not finish a job", l.JobID, o)
 	}
-	b := q.batches[batchID]
-	if b == nil {
-		return nil
-	}
-	from, ok := b.members[l.JobID]
-	if !ok {
-		return nil
+	if from == "" {
+		return nil // not a member of a batch kept
 	}
 	to, ok := driver.MemberTransition(from, o)
 	if !ok {
@@ -196,6 +198,9 @@ func (q *Queue) fireLocked(b *batch, now time.Time, failedID, reason string) {
 			b.info.CatchAt = now
 		case driver.BatchFinally:
 			b.info.FinishedAt = now
+			for id := range b.members {
+				q.releaseResultLocked(id, now)
+			}
 			q.retireBatchLocked(b)
 		}
 		j, err := b.rec.Callback(ev, failedID, reason)

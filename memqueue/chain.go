@@ -14,7 +14,7 @@ func (q *Queue) ackPush(ctx context.Context, l driver.Lease, jobs []queue.Job, r
 	return q.finishPush(ctx, "acking", l, jobs, func(e *entry) {
 		now := q.now()
 		q.finishLocked(e, now)
-		q.keepResultLocked(l.JobID, res, now)
+		q.keepResultLocked(l.JobID, res, now, false)
 	})
 }
 

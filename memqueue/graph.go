@@ -17,6 +17,7 @@ const maxGraphs = 1000
 // graph is one graph's record and nodes (see driver.Graphs).
 type graph struct {
 	info   driver.GraphInfo // counters kept as nodes move
+	ended  bool             // finished, its nodes' results dated (endLocked)
 	nodes  []*gnode         // in dispatch order, which is topological
 	byJob  map[string]*gnode
 	byName map[string]*gnode
@@ -176,10 +177,17 @@ func (q *Queue) finishNode(ctx context.Context, l driver.Lease, graphID string, 
 	if e == nil {
 		return fmt.Errorf("memqueue: finishing graph node %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
+	g := q.graphs[graphID]
+	var n *gnode
+	if g != nil {
+		n = g.byJob[l.JobID]
+	}
 	switch o {
 	case driver.OutcomeDone:
 		q.finishLocked(e, now)
-		q.keepResultLocked(l.JobID, res, now)
+		// A pending node's graph runs: the result is kept until it
+		// finishes (endLocked).
+		q.keepResultLocked(l.JobID, res, now, n != nil && n.state == driver.NodePending)
 	case driver.OutcomeFailed:
 		q.failLocked(e, reason, limit, now)
 	case driver.OutcomeCancelled:
@@ -187,12 +195,23 @@ func (q *Queue) finishNode(ctx context.Context, l driver.Lease, graphID string, 
 	default:
 		return fmt.Errorf("memqueue: finishing graph node %s: outcome %s does not finish a job", l.JobID, o)
 	}
-	if g := q.graphs[graphID]; g != nil {
-		if n := g.byJob[l.JobID]; n != nil {
-			q.nodeOutcomeLocked(g, n, o, now)
-		}
+	if n != nil {
+		q.nodeOutcomeLocked(g, n, o, now)
+		q.endLocked(g, now)
 	}
 	return nil
+}
+
+// endLocked records that g finished, if it just did: its nodes' results
+// are kept from now for their retention.
+func (q *Queue) endLocked(g *graph, now time.Time) {
+	if g.ended || !g.info.Finished() {
+		return
+	}
+	g.ended = true
+	for _, n := range g.nodes {
+		q.releaseResultLocked(n.def.Job.ID, now)
+	}
 }
 
 // nodeCancelledLocked records e, just cancelled by Cancel or Purge, as
@@ -204,6 +223,7 @@ func (q *Queue) nodeCancelledLocked(e *entry, now time.Time) {
 	}
 	if n := g.byJob[e.job.ID]; n != nil {
 		q.nodeOutcomeLocked(g, n, driver.OutcomeCancelled, now)
+		q.endLocked(g, now)
 	}
 }
 
@@ -234,6 +254,7 @@ func (q *Queue) CancelGraph(ctx context.Context, id string) (driver.GraphInfo, e
 			g.moveLocked(n, driver.NodeCancelled)
 		}
 	}
+	q.endLocked(g, now)
 	return g.info, nil
 }
 
@@ -250,6 +271,14 @@ func (q *Queue) RetryGraph(ctx context.Context, id string) (int, error) {
 	}
 	now := q.now()
 	g.info.CancelledAt = time.Time{}
+	// The graph may run again: its done nodes' results are kept until it
+	// finishes once more.
+	g.ended = false
+	for _, n := range g.nodes {
+		if n.state == driver.NodeDone {
+			q.repinResultLocked(n.def.Job.ID, now)
+		}
+	}
 	retried := 0
 	for _, n := range g.nodes {
 		if n.state != driver.NodeFailed {
@@ -286,6 +315,7 @@ func (q *Queue) RetryGraph(ctx context.Context, id string) (int, error) {
 			}
 		}
 	}
+	q.endLocked(g, now) // nothing to retry
 	return retried, nil
 }
 

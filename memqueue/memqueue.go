@@ -608,7 +608,7 @@ func (q *Queue) ack(ctx context.Context, l driver.Lease, res kept) error {
 		return fmt.Errorf("memqueue: acking job %s: %w", l.JobID, queue.ErrLeaseLost)
 	}
 	q.finishLocked(e, now)
-	q.keepResultLocked(l.JobID, res, now)
+	q.keepResultLocked(l.JobID, res, now, false)
 	return nil
 }
 

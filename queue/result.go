@@ -33,7 +33,8 @@ func (s *resultSlot) take() []byte {
 // driver.Results) and kept for the Worker's result retention
 // (driver.DefaultResultRetention, 24 hours, unless Worker.ResultRetention
 // says otherwise) after the job succeeded, however long the job itself is
-// kept. Read it with ResultOf, from the dispatcher or from a later job (a
+// kept; a graph's node or a batch's member keeps it until its graph or
+// batch has finished, and for the retention from then. Read it with ResultOf, from the dispatcher or from a later job (a
 // chain's next step finds its predecessor in MetaChainAfter, a batch's
 // callback its members through driver.Workflows.BatchMembers). A second
 // call replaces the first; a failed attempt's result is dropped. It

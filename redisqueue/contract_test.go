@@ -36,6 +36,7 @@ func TestContract(t *testing.T) {
 		Caps: contracttest.Capabilities{
 			NoDoneRetention:  "redisqueue deletes a job when it is done or cancelled",
 			NoAttemptHistory: "redisqueue keeps no attempt history",
+			ResultsFromAck:   "redisqueue keeps a result for its retention from its ack (PX): a batch's record sits in another hash slot than its members' results",
 		},
 	})
 }

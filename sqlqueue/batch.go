@@ -199,10 +199,7 @@ func (q *Queue) completeMember(ctx context.Context, c queue.Completion) error {
 	var cancel bool
 	err := q.batchTx(ctx, func(st statements, _ int64) error {
 		var err error
-		pushed, cancel, err = q.finishMember(ctx, st, l, batchID, o, c.Reason, c.MaxAttempts)
-		if err == nil && o == queue.OutcomeDone {
-			err = q.keepResult(ctx, st, c, time.Now())
-		}
+		pushed, cancel, err = q.finishMember(ctx, st, c)
 		return err
 	})
 	if errors.Is(err, errLeaseGone) {
@@ -253,9 +250,11 @@ func (q *Queue) cancelRest(ctx context.Context, id string) ([]queue.Job, error) 
 // It takes its locks in the order every batch transaction does (member
 // rows, job rows, the batch row), so the batch row is held only from the
 // counters' update to the commit.
-func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, batchID string, o queue.Outcome, reason string, limit int) ([]queue.Job, bool, error) {
-	now := micros(time.Now())
-	stmt, args, ok := q.finishQuery(o, reason, limit, now)
+func (q *Queue) finishMember(ctx context.Context, st statements, c queue.Completion) ([]queue.Job, bool, error) {
+	l, batchID, o, reason := c.Lease, c.Batch, c.Outcome, c.Reason
+	nowT := time.Now()
+	now := micros(nowT)
+	stmt, args, ok := q.finishQuery(o, reason, c.MaxAttempts, now)
 	if !ok {
 		return nil, false, fmt.Errorf("outcome %s does not finish a job", o)
 	}
@@ -282,6 +281,13 @@ func (q *Queue) finishMember(ctx context.Context, st statements, l queue.Lease, 
 	}
 	if n == 0 {
 		return nil, false, errLeaseGone
+	}
+	if o == queue.OutcomeDone {
+		// A member that was pending belongs to a batch not yet finished:
+		// its result is kept until the batch finishes (fireDue).
+		if err := q.keepResult(ctx, st, c, nowT, from == queue.MemberPending); err != nil {
+			return nil, false, err
+		}
 	}
 	if to == "" {
 		return nil, false, nil // not a member (or of a batch pruned), or counted already
@@ -402,6 +408,13 @@ func (q *Queue) fireDue(ctx context.Context, st statements, id string, now int64
 		}
 		if n == 0 {
 			continue
+		}
+		if ev == queue.BatchFinally {
+			// The batch finished: its members' results are kept from now
+			// for their retention.
+			if err := q.releaseResults(ctx, st, qResultsReleaseBatch, id, now); err != nil {
+				return nil, err
+			}
 		}
 		if rec == nil {
 			rec = &queue.BatchRecord{ID: id}

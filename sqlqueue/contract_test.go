@@ -16,8 +16,9 @@ import (
 // done-state checks run too.
 func harness(b backend, opts ...sqlqueue.Option) contracttest.Harness {
 	type handle struct {
-		s  store
-		db *sql.DB
+		s     store
+		db    *sql.DB
+		maint *sqlqueue.Queue // Maintain's handle, opened at its first call
 	}
 	var mu sync.Mutex
 	handles := map[queue.Queue]handle{}
@@ -32,12 +33,28 @@ func harness(b backend, opts ...sqlqueue.Option) contracttest.Harness {
 			s := newStore(t, b)
 			q, db := s.open(t, opts...)
 			mu.Lock()
-			handles[q] = handle{s, db}
+			handles[q] = handle{s: s, db: db}
 			mu.Unlock()
 			return q
 		},
 		Peer: func(t *testing.T, q queue.Queue) queue.Queue {
 			return lookup(q).s.queue(t, opts...)
+		},
+		Maintain: func(t *testing.T, q queue.Queue, keep time.Duration) {
+			mu.Lock()
+			h := handles[q]
+			mu.Unlock()
+			if h.maint == nil {
+				// One handle for every pass on q: it leads them all.
+				h.maint = h.s.queue(t, append(opts, sqlqueue.WithRetention(time.Hour, keep))...)
+				mu.Lock()
+				handles[q] = h
+				mu.Unlock()
+			}
+			leader, _, err := h.maint.Maintain(t.Context())
+			if err != nil || !leader {
+				t.Fatalf("Maintain = leader %v, %v; want a pass led by the suite's handle", leader, err)
+			}
 		},
 		Tx: func(t *testing.T, q queue.Queue) (queue.Pusher, func() error, func() error) {
 			tx, err := lookup(q).db.BeginTx(t.Context(), nil)

@@ -119,8 +119,9 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 // Purge deletes the waiting (ready and scheduled) jobs of queueName ("" for
 // all) in batches and reports how many it removed. Jobs under a lease,
 // expired or not, and dead letters are left alone. A batch's pending
-// member is cancelled instead (Cancel), so its batch counts it and can
-// finish.
+// member, and a pending node of a graph, is cancelled instead (Cancel), so
+// its batch counts it and can finish, and its graph cancels its
+// dependants and can finish.
 func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if err := q.use(ctx); err != nil {
 		return 0, err
@@ -129,12 +130,20 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if queueName != "" {
 		sel, args = qWaitingIDsOf, []any{queueName}
 	}
-	// Members first, one by one: the batch_jobs table is small beside the
-	// jobs, and its pending rows are the members not yet finished.
-	members, err := q.pendingMembers(ctx, queueName)
+	// Members and graph nodes first, one by one, each cancelled as Cancel
+	// does (its batch counts it; its graph cancels its dependants): the
+	// batch_jobs table is small beside the jobs, and its pending rows are
+	// the members not yet finished; the nodes are those of graphs that
+	// run.
+	members, err := q.pendingMembers(ctx, queueName, qPendingMembers, qPendingMembersOf)
 	if err != nil {
 		return 0, q.wrap(ctx, err, "purging jobs")
 	}
+	nodes, err := q.pendingMembers(ctx, queueName, qPendingNodes, qPendingNodesOf)
+	if err != nil {
+		return 0, q.wrap(ctx, err, "purging jobs")
+	}
+	members = append(members, nodes...)
 	n, err := q.cancelEach(ctx, members)
 	if err != nil {
 		return n, q.wrap(ctx, err, "purging jobs")
@@ -148,11 +157,13 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 }
 
 // pendingMembers returns the IDs of the waiting jobs of queueName ("" for
-// all) that are pending members of a batch.
-func (q *Queue) pendingMembers(ctx context.Context, queueName string) ([]string, error) {
-	query, args := q.stmt(qPendingMembers), []any(nil)
+// all) that are pending members of a batch (all, of: qPendingMembers and
+// qPendingMembersOf) or pending nodes of a graph (qPendingNodes and
+// qPendingNodesOf).
+func (q *Queue) pendingMembers(ctx context.Context, queueName string, all, of query) ([]string, error) {
+	query, args := q.stmt(all), []any(nil)
 	if queueName != "" {
-		query, args = q.stmt(qPendingMembersOf), []any{queueName}
+		query, args = q.stmt(of), []any{queueName}
 	}
 	return queryStrings(ctx, stmts(q.db), query, args...)
 }

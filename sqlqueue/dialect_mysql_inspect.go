@@ -55,6 +55,10 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qLenOf:              "SELECT COUNT(*) FROM {jobs} WHERE state IN ('pending', 'grouped') AND queue = ?",
 	qPendingMembers:     "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
 	qPendingMembersOf:   "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
+	qPendingNodes: "SELECT j.id FROM {graphs} g JOIN {graph_nodes} n ON n.graph_id = g.id JOIN {jobs} j ON j.id = n.job_id" +
+		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
+	qPendingNodesOf: "SELECT j.id FROM {graphs} g JOIN {graph_nodes} n ON n.graph_id = g.id JOIN {jobs} j ON j.id = n.job_id" +
+		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
 	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
 		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
 	qFoldShards:       "SELECT queue, state, shard, n FROM {counts} WHERE shard <> 0 FOR UPDATE SKIP LOCKED",
@@ -78,6 +82,7 @@ SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE EXISTS (SELECT 1 FROM {tags} WH
 	qTagCutoff:       "SELECT at_us, id FROM {tag_jobs} WHERE tag = ? AND list = ? ORDER BY at_us DESC, id DESC LIMIT 1 OFFSET ?",
 	qTagTrim:         "DELETE FROM {tag_jobs} WHERE tag = ? AND list = ? AND (at_us < ? OR (at_us = ? AND id <= ?))",
 	qResultPut:       "REPLACE INTO {results} (id, result, expires_us) VALUES (?, ?, ?)",
+	qResultPin:       "REPLACE INTO {results} (id, result, expires_us, keep_us) VALUES (?, ?, ?, ?)",
 	qResultGet:       "SELECT result FROM {results} WHERE id = ? AND expires_us > ?",
 	qPruneResults:    "DELETE FROM {results} WHERE expires_us <= ?",
 	qTagJobs:         "SELECT id, queue, name, state, at_us, attempts, error FROM {tag_jobs} WHERE tag = ? AND list = ? ORDER BY at_us DESC, id DESC LIMIT ?",

@@ -25,4 +25,16 @@ var pgGraphs = queryTemplates{
 	qNodeSet:           "UPDATE {graph_nodes} SET state = ?, waiting = ?, pushed = ? WHERE graph_id = ? AND seq = ?",
 	qNodeCancelWaiting: "UPDATE {graph_nodes} SET state = 'cancelled' WHERE graph_id = ? AND seq = ? AND state = 'waiting'",
 	qNodeJob:           "SELECT job FROM {graph_nodes} WHERE graph_id = ? AND seq = ?",
+	qGraphsEnded: "SELECT g.id FROM {graphs} g WHERE g.finished_at = 0 AND NOT EXISTS" +
+		" (SELECT 1 FROM {graph_nodes} n WHERE n.graph_id = g.id AND n.state IN ('waiting', 'pending')) ORDER BY g.seq LIMIT 100",
+	qGraphEnd:            "UPDATE {graphs} SET finished_at = ? WHERE id = ? AND finished_at = 0",
+	qGraphOpenNode:       "SELECT 1 FROM {graph_nodes} WHERE graph_id = ? AND state IN ('waiting', 'pending') LIMIT 1",
+	qGraphReopen:         "UPDATE {graphs} SET finished_at = 0 WHERE id = ?",
+	qFinishedGraphs:      "SELECT id FROM {graphs} WHERE finished_at > 0 AND finished_at < ? ORDER BY finished_at LIMIT 100",
+	qDeleteGraphEdges:    "DELETE FROM {graph_edges} WHERE graph_id IN (?)",
+	qDeleteGraphNodes:    "DELETE FROM {graph_nodes} WHERE graph_id IN (?)",
+	qDeleteGraphs:        "DELETE FROM {graphs} WHERE id IN (?)",
+	qResultsReleaseGraph: "UPDATE {results} SET expires_us = ? + keep_us WHERE expires_us = ? AND id IN (SELECT job_id FROM {graph_nodes} WHERE graph_id = ?)",
+	qResultsReleaseBatch: "UPDATE {results} SET expires_us = ? + keep_us WHERE expires_us = ? AND id IN (SELECT job_id FROM {batch_jobs} WHERE batch_id = ?)",
+	qResultsRepinGraph:   "UPDATE {results} SET expires_us = ? WHERE keep_us > 0 AND id IN (SELECT job_id FROM {graph_nodes} WHERE graph_id = ? AND state = 'done')",
 }

@@ -54,6 +54,10 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qLenOf:              "SELECT COUNT(*) FROM {jobs} WHERE state IN ('pending', 'grouped') AND queue = ?",
 	qPendingMembers:     "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
 	qPendingMembersOf:   "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
+	qPendingNodes: "SELECT j.id FROM {graphs} g JOIN {graph_nodes} n ON n.graph_id = g.id JOIN {jobs} j ON j.id = n.job_id" +
+		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
+	qPendingNodesOf: "SELECT j.id FROM {graphs} g JOIN {graph_nodes} n ON n.graph_id = g.id JOIN {jobs} j ON j.id = n.job_id" +
+		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
 	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
 		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
 	qFoldCounts: `WITH moved AS (
@@ -83,6 +87,8 @@ ON CONFLICT (tag, list, id) DO UPDATE SET queue = EXCLUDED.queue, name = EXCLUDE
 	qTagTrim:      "DELETE FROM {tag_jobs} WHERE tag = ? AND list = ? AND (at_us < ? OR (at_us = ? AND id <= ?))",
 	qResultPut: `INSERT INTO {results} (id, result, expires_us) VALUES (?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET result = EXCLUDED.result, expires_us = EXCLUDED.expires_us`,
+	qResultPin: `INSERT INTO {results} (id, result, expires_us, keep_us) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET result = EXCLUDED.result, expires_us = EXCLUDED.expires_us, keep_us = EXCLUDED.keep_us`,
 	qResultGet:       "SELECT result FROM {results} WHERE id = ? AND expires_us > ?",
 	qPruneResults:    "DELETE FROM {results} WHERE expires_us <= ?",
 	qTagJobs:         "SELECT id, queue, name, state, at_us, attempts, error FROM {tag_jobs} WHERE tag = ? AND list = ? ORDER BY at_us DESC, id DESC LIMIT ?",

@@ -316,7 +316,9 @@ func (q *Queue) completeNode(ctx context.Context, c queue.Completion) error {
 			return errLeaseGone
 		}
 		if o == queue.OutcomeDone {
-			if err := q.keepResult(ctx, st, c, time.Now()); err != nil {
+			// A node that was pending belongs to a graph that runs: its
+			// result is kept until the graph finishes (finishGraphs).
+			if err := q.keepResult(ctx, st, c, time.Now(), from == queue.NodePending); err != nil {
 				return err
 			}
 		}
@@ -454,6 +456,14 @@ func (q *Queue) RetryGraph(ctx context.Context, id string) (int, error) {
 			return err
 		}
 		if _, err := st.Exec(ctx, q.stmt(qGraphCancelMark), 0, id); err != nil {
+			return err
+		}
+		// The graph runs again: its done nodes' results are kept until it
+		// finishes once more.
+		if _, err := st.Exec(ctx, q.stmt(qGraphReopen), id); err != nil {
+			return err
+		}
+		if _, err := st.Exec(ctx, q.stmt(qResultsRepinGraph), pinnedUntil, id); err != nil {
 			return err
 		}
 		nodes, err := q.loadNodes(ctx, st, id)
@@ -690,4 +700,80 @@ func (q *Queue) ListGraphs(ctx context.Context, f queue.BatchFilter) (queue.Grap
 		}
 	}
 	return page, nil
+}
+
+// errGraphOpen ends the transaction of finishGraph on a graph that a
+// retry opened again.
+var errGraphOpen = errors.New("graph runs again")
+
+// finishGraphs marks finished, with the time of this maintenance pass,
+// the graphs that have no waiting or pending node left, up to
+// maxPruneBatches rounds of 100, and dates their nodes' pinned results
+// (kept from now for their retention). A graph finishes when its last
+// node does; its end is recorded here, at most a maintenance interval
+// later, and not in the node's transaction, so that the nodes of one
+// graph finish without waiting for each other on the graph's row.
+func (q *Queue) finishGraphs(ctx context.Context, now time.Time) (int, error) {
+	total := 0
+	for range maxPruneBatches {
+		ids, err := queryStrings(ctx, stmts(q.db), q.stmt(qGraphsEnded))
+		if err != nil || len(ids) == 0 {
+			return total, err
+		}
+		for _, id := range ids {
+			err := q.fencedTx(ctx, func(st statements) error {
+				// The graph's row first (RetryGraph's first change too),
+				// then a fresh look at its nodes: a retry that committed
+				// meanwhile opened it again.
+				n, err := st.Exec(ctx, q.stmt(qGraphEnd), micros(now), id)
+				if err != nil || n == 0 {
+					return err
+				}
+				var one int
+				err = queryRow(ctx, st, q.stmt(qGraphOpenNode), []any{id}, &one)
+				switch {
+				case err == nil:
+					return errGraphOpen
+				case !errors.Is(err, sql.ErrNoRows):
+					return err
+				}
+				total++
+				return q.releaseResults(ctx, st, qResultsReleaseGraph, id, micros(now))
+			})
+			if err != nil && !errors.Is(err, errGraphOpen) {
+				return total, err
+			}
+		}
+		if len(ids) < 100 {
+			return total, nil
+		}
+	}
+	return total, nil
+}
+
+// pruneGraphs deletes up to maxPruneBatches rounds of 100 graphs that
+// finished before cutoff, each round with their nodes and edges in one
+// transaction. Their results expire by themselves.
+func (q *Queue) pruneGraphs(ctx context.Context, cutoff time.Time) (int, error) {
+	total := 0
+	for range maxPruneBatches {
+		ids, err := queryStrings(ctx, stmts(q.db), q.stmt(qFinishedGraphs), micros(cutoff))
+		if err != nil || len(ids) == 0 {
+			return total, err
+		}
+		err = q.fencedTx(ctx, func(st statements) error {
+			for _, stmt := range []query{qDeleteGraphEdges, qDeleteGraphNodes, qDeleteGraphs} {
+				n, err := q.execIn(ctx, st, stmt, ids)
+				if err != nil {
+					return err
+				}
+				total += int(n)
+			}
+			return nil
+		})
+		if err != nil || len(ids) < 100 {
+			return total, err
+		}
+	}
+	return total, nil
 }

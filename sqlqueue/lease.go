@@ -530,7 +530,7 @@ func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completi
 		return nil, errLeaseGone
 	}
 	if o.Outcome == queue.OutcomeDone {
-		if err := q.keepResult(ctx, st, o, nowT); err != nil {
+		if err := q.keepResult(ctx, st, o, nowT, false); err != nil {
 			return nil, err
 		}
 	}

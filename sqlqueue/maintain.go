@@ -18,10 +18,13 @@ const maxPruneBatches = 20
 // many share the database. The leader deletes, in batches by primary key,
 // finished (done and cancelled) jobs older than their retention, expired
 // UniqueFor holds, dead letters older than theirs
-// (WithRetention) and batches that finished as long ago, with their
-// members' records, workers not seen within the worker TTL, per-minute
+// (WithRetention) and batches and graphs that finished as long ago, with
+// their members' records and their nodes and edges, results past their
+// time, workers not seen within the worker TTL, per-minute
 // run metrics older than a day and hourly ones older than seven days
-// (queue.MetricsRetention). On PostgreSQL it then vacuums and analyzes the jobs
+// (queue.MetricsRetention). Before that it marks finished the graphs whose
+// last node has finished since the last pass, which starts their nodes'
+// results' retention (see driver.Completion). On PostgreSQL it then vacuums and analyzes the jobs
 // table when the server's statistics count at least 10,000 dead rows in
 // it (the table's own autovacuum settings, from Setup, make autovacuum do
 // so too where it is on). It reports whether this process was the leader
@@ -74,6 +77,16 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	if err == nil && q.cfg.keepDead > 0 {
 		var n int
 		n, err = q.pruneBatches(ctx, now.Add(-q.cfg.keepDead))
+		pruned += n
+	}
+	if err == nil {
+		// Graphs that finished since the last pass are marked before
+		// results are pruned: their nodes' results are then dated.
+		_, err = q.finishGraphs(ctx, now)
+	}
+	if err == nil && q.cfg.keepDead > 0 {
+		var n int
+		n, err = q.pruneGraphs(ctx, now.Add(-q.cfg.keepDead))
 		pruned += n
 	}
 	if err == nil {

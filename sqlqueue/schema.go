@@ -137,7 +137,7 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp", "graphs_seq", "graph_nodes_name", "graph_nodes_job"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp", "graphs_seq", "graphs_finished", "graph_nodes_name", "graph_nodes_job"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars

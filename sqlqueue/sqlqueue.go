@@ -118,7 +118,8 @@ func WithLogger(l *slog.Logger) Option {
 // acked jobs stay in the done state for the dashboard: zero (the default)
 // deletes a job when it is acked, which keeps the table smallest. dead is
 // how long dead letters are kept before Maintain prunes them (default 7
-// days); zero keeps them until they are retried or forgotten.
+// days), and finished batches and graphs with them; zero keeps them until
+// they are retried or forgotten (and batches and graphs for good).
 func WithRetention(finished, dead time.Duration) Option {
 	return func(c *config) error {
 		if finished < 0 || dead < 0 {
@@ -817,6 +818,10 @@ const (
 	// batch; qPendingMembersOf those of one queue (queue).
 	qPendingMembers
 	qPendingMembersOf
+	// qPendingNodes lists the waiting jobs that are pending nodes of a
+	// graph that runs; qPendingNodesOf those of one queue (queue).
+	qPendingNodes
+	qPendingNodesOf
 	// qFoldCounts moves the counts of the shards no open transaction
 	// holds into shard 0, in one statement (PostgreSQL). qFoldShards
 	// reads and locks those shards (queue, state, shard, n) and qFoldAdd
@@ -1079,6 +1084,32 @@ const (
 	qNodeSet
 	qNodeCancelWaiting
 	qNodeJob
+	// The statements of graphs' ends and kept results (graph.go,
+	// result.go), the same on every dialect: qGraphsEnded lists up to 100
+	// graphs marked running that have no waiting or pending node;
+	// qGraphEnd marks one finished (finished_at, id) unless it is so
+	// already; qGraphOpenNode finds a waiting or pending node of one (id);
+	// qGraphReopen marks one running again (id); qFinishedGraphs lists up
+	// to 100 graphs finished before a time, oldest first;
+	// qDeleteGraphEdges, qDeleteGraphNodes and qDeleteGraphs delete the
+	// rows of a list of graphs (one IN list). qResultPin stores a result
+	// kept while its graph or batch runs (id, result, pinnedUntil, keep);
+	// qResultsReleaseGraph and qResultsReleaseBatch date the pinned
+	// results of a graph's nodes or a batch's members (now, pinnedUntil,
+	// id); qResultsRepinGraph pins again the results of a graph's done
+	// nodes (pinnedUntil, id).
+	qGraphsEnded
+	qGraphEnd
+	qGraphOpenNode
+	qGraphReopen
+	qFinishedGraphs
+	qDeleteGraphEdges
+	qDeleteGraphNodes
+	qDeleteGraphs
+	qResultPin
+	qResultsReleaseGraph
+	qResultsReleaseBatch
+	qResultsRepinGraph
 	// qLeaseEpoch reads a lease row's epoch (name); qLeaseEpochLocked
 	// also locks the row until the write transaction ends.
 	qLeaseEpoch

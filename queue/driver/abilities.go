@@ -133,9 +133,11 @@ type Workflows interface {
 
 // Results is a store that keeps job results (queue.SetResult) apart from
 // their jobs: Complete stores a done job's Completion.Result, and it is
-// kept until its ResultUntil, whatever becomes of the job (deleted at its
-// ack, or kept as done for a retention of the store's). The maintenance
-// that prunes finished jobs prunes results past their time.
+// kept until its ResultUntil (a graph's node or batch's member: until its
+// workflow has finished, and that much longer; see Completion), whatever
+// becomes of the job (deleted at its ack, or kept as done for a retention
+// of the store's). The maintenance that prunes finished jobs prunes
+// results past their time.
 type Results interface {
 	// Result returns the result stored for job id, or an error matching
 	// ErrNotFound when there is none: the job has not succeeded (yet),

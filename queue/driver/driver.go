@@ -158,7 +158,9 @@ type Queue interface {
 	// Purge deletes the ready and scheduled jobs of queue ("" for every
 	// queue) and reports how many it removed. Running jobs and dead letters
 	// are left alone. On a store that keeps batches (Workflows), a batch's
-	// waiting member is cancelled instead, so that its batch counts it.
+	// waiting member is cancelled instead, so that its batch counts it; on
+	// one that keeps graphs (Graphs), a graph's waiting node's job
+	// likewise, cancelling the node and its dependants as a cancel does.
 	Purge(ctx context.Context, queue string) (int, error)
 }
 
@@ -205,7 +207,13 @@ type Queue interface {
 // MaxResultBytes, checked by the Worker): a store with Results keeps it
 // for the job's ID until ResultUntil, in the same transaction as the ack,
 // replacing one stored before; other outcomes and other stores ignore
-// it. A nil Result costs the store nothing.
+// it. A nil Result costs the store nothing. The result of a node whose
+// graph the store keeps, or of a member whose batch it keeps, that was
+// pending (so its graph or batch runs) is kept instead until the graph or
+// batch has finished, and from then for as long as ResultUntil was ahead
+// of the ack: a dependant or callback reads it however long the workflow
+// runs. A store may notice a graph's end later than its last node's ack
+// (sqlqueue: at its next maintenance pass), never earlier.
 type Completion struct {
 	Lease   Lease
 	Outcome Outcome

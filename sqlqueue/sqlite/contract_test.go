@@ -20,8 +20,9 @@ func TestContract(t *testing.T) {
 	opts := []sqlqueue.Option{sqlqueue.WithRetention(time.Hour, 24*time.Hour)}
 	var mu sync.Mutex
 	paths := map[queue.Queue]string{}
-	open := func(t *testing.T, path string) queue.Queue {
-		q, err := sqlite.Open(t.Context(), path, opts...)
+	maint := map[queue.Queue]*sqlqueue.Queue{}
+	open := func(t *testing.T, path string, more ...sqlqueue.Option) queue.Queue {
+		q, err := sqlite.Open(t.Context(), path, append(opts, more...)...)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -44,6 +45,21 @@ func TestContract(t *testing.T) {
 			path := paths[q]
 			mu.Unlock()
 			return open(t, path)
+		},
+		Maintain: func(t *testing.T, q queue.Queue, keep time.Duration) {
+			mu.Lock()
+			m, path := maint[q], paths[q]
+			mu.Unlock()
+			if m == nil {
+				// One handle for every pass on q: it leads them all.
+				m = open(t, path, sqlqueue.WithRetention(time.Hour, keep)).(*sqlqueue.Queue)
+				mu.Lock()
+				maint[q] = m
+				mu.Unlock()
+			}
+			if leader, _, err := m.Maintain(t.Context()); err != nil || !leader {
+				t.Fatalf("Maintain = leader %v, %v; want a pass led by the suite's handle", leader, err)
+			}
 		},
 		Caps: contracttest.Capabilities{
 			TimePrecision: time.Microsecond,
