@@ -158,6 +158,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Processes", s.testProcesses)
 	t.Run("Chains", s.testChains)
 	t.Run("Batches", s.testBatches)
+	t.Run("Compose", s.testCompose)
 	t.Run("Limiters", s.testLimiters)
 	t.Run("RateLimit", s.testRateLimit)
 	t.Run("TagMonitor", s.testTagMonitor)

@@ -99,8 +99,10 @@ func (q *Queue) addMembersLocked(b *batch, jobs []queue.Job, now time.Time) int 
 // finishMember records the outcome of the member under l in its batch
 // (Complete of an outcome with a Batch) in one critical section; limit
 // is a dead letter's attempt limit (see failLocked), res a done member's
-// result to keep.
-func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string, o driver.Outcome, reason string, limit int, res kept) error {
+// result to keep, and push the jobs to push with the outcome: with a done
+// pending member of a batch that runs, new members (its chain's next
+// step); with a failure, plain jobs (its chain's catch job).
+func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string, o driver.Outcome, reason string, limit int, res kept, push []queue.Job) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memqueue: finishing batch member %s: %w", l.JobID, err)
 	}
@@ -128,6 +130,17 @@ func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string
 		q.cancelLocked(e, now)
 	default:
 		return fmt.Errorf("memqueue: finishing batch member %s: outcome %s does not finish a job", l.JobID, o)
+	}
+	open := b != nil && b.info.CancelledAt.IsZero() && b.info.FinishedAt.IsZero()
+	switch {
+	case o == driver.OutcomeDone && from == driver.MemberPending && open:
+		// Members before the count, so the batch is not finished
+		// between a chain's steps.
+		q.addMembersLocked(b, push, now)
+	case o == driver.OutcomeFailed:
+		for _, j := range push {
+			_ = q.pushLocked(j, now) // a duplicate of its ID was pushed already
+		}
 	}
 	if from == "" {
 		return nil // not a member of a batch kept

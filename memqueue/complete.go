@@ -38,7 +38,7 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 		case o.Graph != "":
 			return q.finishNode(ctx, l, o.Graph, o.Outcome, "", 0, resultOf(o))
 		case o.Batch != "":
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, resultOf(o))
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, resultOf(o), o.Push)
 		case len(o.Push) > 0:
 			return q.ackPush(ctx, l, o.Push, resultOf(o))
 		}
@@ -48,7 +48,7 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 		case o.Graph != "":
 			return q.finishNode(ctx, l, o.Graph, o.Outcome, o.Reason, o.MaxAttempts, kept{})
 		case o.Batch != "":
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason, o.MaxAttempts, kept{})
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, o.Reason, o.MaxAttempts, kept{}, o.Push)
 		case len(o.Push) > 0:
 			return q.failPush(ctx, l, o.Reason, o.MaxAttempts, o.Push)
 		}
@@ -58,7 +58,7 @@ func (q *Queue) complete(ctx context.Context, o driver.Completion) error {
 		case o.Graph != "":
 			return q.finishNode(ctx, l, o.Graph, o.Outcome, "", 0, kept{})
 		case o.Batch != "":
-			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, kept{})
+			return q.finishMember(ctx, l, o.Batch, o.Outcome, "", 0, kept{}, nil)
 		}
 		return q.cancelLeased(ctx, l)
 	case driver.OutcomeRetried:

@@ -35,8 +35,18 @@ import (
 // the last: as in Laravel, retrying a batch's failed jobs can complete it.
 //
 // Members are ordinary jobs with their own options; they may not carry a
-// unique key (a duplicate would be skipped and never finish) and may not be
-// chains. The callbacks are carried, encoded, in the batch's record.
+// unique key (a duplicate would be skipped and never finish). A member may
+// be a chain (Laravel's chain inside a batch: the job Chain.First
+// returns): each of its steps is a member of the batch from when it is
+// pushed, the next step added to the batch in the transaction that acks
+// the one before it, so the batch counts the chain's steps as they come
+// (Total grows) and finishes only after the chain's last step; a step
+// dead-lettered is a failed member and ends its chain (the chain's Catch
+// is pushed, not as a member); in a batch that was cancelled a step's ack
+// pushes no next step. A chain in a batch may not contain a batch step
+// (Batch.Step), and a store that cannot add the next step with the ack
+// refuses chain members (redisqueue: ErrUnsupported). The callbacks are
+// carried, encoded, in the batch's record.
 type Batch struct {
 	// Name labels the batch on the dashboard (optional, at most 255
 	// bytes).
@@ -82,8 +92,17 @@ func batchMembers(id string, jobs []Job) ([]Job, error) {
 		if j.UniqueKey != "" {
 			return nil, fmt.Errorf("%w: job %d has a unique key; batch members may not", ErrBatch, i+1)
 		}
-		if _, ok := j.Meta[MetaChain]; ok {
-			return nil, fmt.Errorf("%w: job %d is a chain; batch members may not be", ErrBatch, i+1)
+		if isBatchStep(j) {
+			return nil, fmt.Errorf("%w: job %d is a batch step; batch members may not be", ErrBatch, i+1)
+		}
+		if rest, ok, err := chainOf(j); err != nil {
+			return nil, fmt.Errorf("%w: job %d: %w", ErrBatch, i+1, err)
+		} else if ok {
+			for _, s := range rest.Next {
+				if s.Name == (batchStep{}).JobName() {
+					return nil, fmt.Errorf("%w: job %d is a chain with a batch step; a batch member may not be", ErrBatch, i+1)
+				}
+			}
 		}
 		m := *j
 		m.Meta = maps.Clone(j.Meta)
@@ -134,23 +153,30 @@ func (b Batch) record(id string) (driver.BatchRecord, error) {
 // returns the batch's new ID. The record and every member are stored in
 // one step, or nothing is. Members without an ID get one, in b as well.
 func DispatchBatch(ctx context.Context, p Pusher, b Batch) (string, error) {
-	bd, ok := p.(driver.BatchDispatcher)
-	if !ok {
-		return "", fmt.Errorf("%w (%T is no queue.BatchDispatcher)", ErrNoBatches, p)
-	}
 	id := driver.NewID()
-	rec, err := b.record(id)
-	if err != nil {
-		return "", err
-	}
-	members, err := b.members(id)
-	if err != nil {
-		return "", err
-	}
-	if _, err := bd.PushBatch(ctx, rec, members); err != nil {
+	if err := dispatchBatch(ctx, p, b, id); err != nil {
 		return "", err
 	}
 	return id, nil
+}
+
+// dispatchBatch stores b under id through p (see DispatchBatch). It
+// returns an error matching ErrDuplicate when a batch with that ID exists.
+func dispatchBatch(ctx context.Context, p Pusher, b Batch, id string) error {
+	bd, ok := p.(driver.BatchDispatcher)
+	if !ok {
+		return fmt.Errorf("%w (%T is no queue.BatchDispatcher)", ErrNoBatches, p)
+	}
+	rec, err := b.record(id)
+	if err != nil {
+		return err
+	}
+	members, err := b.members(id)
+	if err != nil {
+		return err
+	}
+	_, err = bd.PushBatch(ctx, rec, members)
+	return err
 }
 
 // AddToBatch pushes jobs as new members of the running batch id through

@@ -86,7 +86,11 @@ func TestDispatchBatchInvalid(t *testing.T) {
 	}
 	unique := row(2)
 	unique.UniqueKey = "k"
-	chain, err := queue.Chain{Steps: []queue.Job{row(3), row(4)}}.First()
+	step, err := queue.Batch{Jobs: []queue.Job{row(3)}}.Step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withStep, err := queue.Chain{Steps: []queue.Job{row(4), step}}.First()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +102,8 @@ func TestDispatchBatchInvalid(t *testing.T) {
 		{"no jobs", queue.Batch{}},
 		{"a job without a name", queue.Batch{Jobs: []queue.Job{{Payload: []byte("{}")}}}},
 		{"a unique key", queue.Batch{Jobs: []queue.Job{row(1), unique}}},
-		{"a chain", queue.Batch{Jobs: []queue.Job{chain}}},
+		{"a batch step", queue.Batch{Jobs: []queue.Job{step}}},
+		{"a chain with a batch step", queue.Batch{Jobs: []queue.Job{withStep}}},
 		{"a repeated ID", queue.Batch{Jobs: []queue.Job{dup, dup}}},
 		{"a long name", queue.Batch{Name: strings.Repeat("x", queue.MaxBatchName+1), Jobs: []queue.Job{row(6)}}},
 		{"a callback without a name", queue.Batch{Jobs: []queue.Job{row(7)}, Then: &queue.Job{}}},
@@ -157,4 +162,55 @@ func ExampleDispatchBatch() {
 	stop()
 	<-ran
 	// Output: then: 3 of 3 rows done
+}
+
+// A chain as a batch member and a batch as a chain step (Laravel's
+// chains in batches and batches in chains), run by a Worker on memqueue.
+func ExampleBatch_Step() {
+	ctx := context.Background()
+	q := memqueue.New()
+	w := queue.NewWorker(q).Concurrency(1)
+	done := make(chan struct{})
+	queue.Handle(w, func(ctx context.Context, r Row) error {
+		fmt.Println("row", r.N)
+		return nil
+	})
+	queue.Handle(w, func(ctx context.Context, _ RowsDone) error {
+		job, _ := queue.JobFromContext(ctx)
+		b, err := q.GetBatch(ctx, job.Meta[queue.MetaChainAfter])
+		if err != nil {
+			return err
+		}
+		fmt.Printf("after the batch: %d of %d members done\n", b.Done, b.Total)
+		close(done)
+		return nil
+	})
+	row := func(n int) queue.Job { j, _ := queue.NewJob(Row{n}); return j }
+	// The batch's members: a chain of rows 1, 2, 3 (each a member as it
+	// comes) and row 4.
+	chain, _ := queue.Chain{Steps: []queue.Job{row(1), row(2), row(3)}}.First()
+	step, err := queue.Batch{Jobs: []queue.Job{chain, row(4)}}.Step()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The outer chain: row 0, then the batch, then RowsDone.
+	last, _ := queue.NewJob(RowsDone{})
+	if _, err := queue.DispatchChain(ctx, q, queue.Chain{Steps: []queue.Job{row(0), step, last}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error)
+	go func() { ran <- w.Run(runCtx) }()
+	<-done
+	stop()
+	<-ran
+	// Unordered output:
+	// row 0
+	// row 1
+	// row 4
+	// row 2
+	// row 3
+	// after the batch: 4 of 4 members done
 }

@@ -139,7 +139,8 @@ func (c *completer) ack(j *Job, start time.Time, rt time.Duration, result []byte
 	if result != nil {
 		out.Result, out.ResultUntil = result, time.Now().Add(c.resultKeep)
 	}
-	if _, ok := j.Meta[MetaChain]; ok && out.Batch == "" {
+	// A batch step's chain goes on from its batch's Then (runBatchStep).
+	if _, ok := j.Meta[MetaChain]; ok && !isBatchStep(j) {
 		rest, _, err := chainOf(j)
 		if err == nil {
 			out.Push, err = rest.next(j.ID)
@@ -147,6 +148,13 @@ func (c *completer) ack(j *Job, start time.Time, rt time.Duration, result []byte
 		if err != nil {
 			c.fail(j, Permanent(err), start, rt)
 			return
+		}
+		if out.Batch != "" {
+			// A chain in a batch: its next step is a member too, added
+			// to the batch with this ack (see Completion).
+			for i := range out.Push {
+				out.Push[i].Meta[MetaBatch] = out.Batch
+			}
 		}
 	}
 	c.submit(ackItem{j: j, start: start, rt: rt, out: out})
@@ -193,10 +201,8 @@ func (c *completer) fail(j *Job, cause error, start time.Time, rt time.Duration)
 		// job page shows it after this worker has gone.
 		out.MaxAttempts = c.maxAttempts(j)
 	}
-	if out.Batch == "" {
-		if rest, ok, err := chainOf(j); ok && err == nil && rest.Catch != nil {
-			out.Push = rest.caught(j, out.Reason)
-		}
+	if rest, ok, err := chainOf(j); ok && err == nil && rest.Catch != nil {
+		out.Push = rest.caught(j, out.Reason)
 	}
 	c.submit(ackItem{j: j, start: start, rt: rt, cause: cause, out: out})
 }

@@ -105,7 +105,7 @@ type Worker struct {
 // DefaultBackoff policy, Poll one second, Concurrency 10, the DefaultQueue,
 // no timeout, ShutdownTimeout 30 seconds, logging to slog.Default.
 func NewWorker(q Queue) *Worker {
-	return &Worker{
+	w := &Worker{
 		q:               q,
 		handlers:        make(map[string]Handler),
 		maxRetry:        DefaultMaxRetry,
@@ -126,6 +126,10 @@ func NewWorker(q Queue) *Worker {
 		groups:          make(map[string]GroupRule),
 		stopCh:          make(chan struct{}),
 	}
+	// Every Worker runs the batch steps of chains (Batch.Step) on the
+	// queues it serves.
+	Handle(w, func(ctx context.Context, p batchStep) error { return runBatchStep(ctx, q, p) })
+	return w
 }
 
 // Register binds h to jobs named name. Handle is the typed way to call it.

@@ -152,6 +152,9 @@ func (q *Queue) PushBatch(ctx context.Context, rec driver.BatchRecord, jobs []qu
 	if err := driver.ValidateBatch(jobs); err != nil {
 		return 0, err
 	}
+	if err := noChains(jobs); err != nil {
+		return 0, fmt.Errorf("redisqueue: %s: %w", doing, err)
+	}
 	jobs = withIDs(jobs)
 	af := "0"
 	if rec.AllowFailures {
@@ -236,6 +239,9 @@ func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (in
 	}
 	if err := driver.ValidateBatch(jobs); err != nil {
 		return 0, err
+	}
+	if err := noChains(jobs); err != nil {
+		return 0, fmt.Errorf("redisqueue: %s: %w", doing, err)
 	}
 	if id == "" {
 		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
@@ -675,4 +681,17 @@ func (q *Queue) cancelMembers(ctx context.Context, bid string) error {
 			return nil
 		}
 	}
+}
+
+// noChains refuses chains among a batch's members: a chain's next step
+// joins its batch in the transaction of the step's ack, and a batch's
+// record sits in another hash slot than its members' queues, where no
+// script of the ack reaches it.
+func noChains(jobs []queue.Job) error {
+	for _, j := range jobs {
+		if _, ok := j.Meta[queue.MetaChain]; ok {
+			return fmt.Errorf("%w: job %s is a chain; redisqueue keeps no chain in a batch", queue.ErrUnsupported, j.ID)
+		}
+	}
+	return nil
 }

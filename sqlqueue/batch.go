@@ -100,6 +100,9 @@ func (q *Queue) pushBatch(ctx context.Context, st statements, rec queue.BatchRec
 	_, err := st.Exec(ctx, q.stmt(qBatchInsert),
 		rec.ID, rec.Name, allow, rec.Callbacks, now, now)
 	if err != nil {
+		if q.d.isUniqueViolation(err) {
+			return nil, &queue.DuplicateError{ExistingID: rec.ID}
+		}
 		return nil, err
 	}
 	return q.addMembers(ctx, st, rec.ID, jobs, now)
@@ -195,6 +198,9 @@ func (q *Queue) lockBatch(ctx context.Context, st statements, id string, now int
 // c.MaxAttempts is a dead letter's attempt limit (see finishQuery).
 func (q *Queue) completeMember(ctx context.Context, c queue.Completion) error {
 	l, batchID, o := c.Lease, c.Batch, c.Outcome
+	if err := queue.ValidateBatch(c.Push); err != nil {
+		return err
+	}
 	var pushed []queue.Job
 	var cancel bool
 	err := q.batchTx(ctx, func(st statements, _ int64) error {
@@ -289,8 +295,42 @@ func (q *Queue) finishMember(ctx context.Context, st statements, c queue.Complet
 			return nil, false, err
 		}
 	}
+	// The jobs pushed with the outcome: a done pending member's (its
+	// chain's next step) join its batch, unless the batch was cancelled,
+	// before the count, so the batch is not finished between a chain's
+	// steps; a failure's (its chain's catch job) are plain jobs.
+	var extra []queue.Job
+	switch {
+	case len(c.Push) == 0:
+	case o == queue.OutcomeDone && from == queue.MemberPending:
+		b, err := q.lockBatch(ctx, st, batchID, now)
+		if err != nil && !errors.Is(err, errBatchGone) {
+			return nil, false, err
+		}
+		if err == nil && b.cancelledAt == 0 && b.finishedAt == 0 {
+			stored, err := q.addMembers(ctx, st, batchID, c.Push, now)
+			if err != nil {
+				return nil, false, err
+			}
+			for i, j := range c.Push {
+				if stored[i] {
+					extra = append(extra, j)
+				}
+			}
+		}
+	case o == queue.OutcomeFailed:
+		stored, err := q.pushMany(ctx, st, true, c.Push)
+		if err != nil {
+			return nil, false, err
+		}
+		for i, j := range c.Push {
+			if stored[i] {
+				extra = append(extra, j)
+			}
+		}
+	}
 	if to == "" {
-		return nil, false, nil // not a member (or of a batch pruned), or counted already
+		return extra, false, nil // not a member (or of a batch pruned), or counted already
 	}
 	// A failure without AllowFailures cancels the members not yet
 	// finished: it marks the batch here, and the caller cancels them.
@@ -332,7 +372,7 @@ func (q *Queue) finishMember(ctx context.Context, st statements, c queue.Complet
 		failed = l.JobID
 	}
 	pushed, err := q.fireDue(ctx, st, batchID, now, failed, reason)
-	return pushed, cancelling, err
+	return append(extra, pushed...), cancelling, err
 }
 
 // countBatch adds d (done, failed, cancelled) to batch id's counters: the

@@ -187,4 +187,8 @@ func ExampleSchema() {
 	// DROP INDEX IF EXISTS "jobs_unique"
 	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_unique" ON "jobs" (queue, unique_key)
 	// UPDATE "jobs_meta" SET value = '19' WHERE name = 'schema_version'
+	// ALTER TABLE "jobs_graphs" ADD COLUMN IF NOT EXISTS finished_at BIGINT NOT NULL DEFAULT 0
+	// CREATE INDEX IF NOT EXISTS "jobs_graphs_finished" ON "jobs_graphs" (finished_at)
+	// ALTER TABLE "jobs_results" ADD COLUMN IF NOT EXISTS keep_us BIGINT NOT NULL DEFAULT 0
+	// UPDATE "jobs_meta" SET value = '20' WHERE name = 'schema_version'
 }

@@ -142,7 +142,8 @@ type BatchDispatcher interface {
 	// PushBatch stores rec and pushes jobs (each carrying MetaBatch = rec.ID)
 	// with PushMany's rules, and reports how many were stored; members
 	// skipped as duplicates of an active job's ID are not members. Nothing
-	// is stored on error.
+	// is stored on error; a batch with rec.ID that exists is an error
+	// matching ErrDuplicate.
 	PushBatch(ctx context.Context, rec BatchRecord, jobs []Job) (stored int, err error)
 }
 

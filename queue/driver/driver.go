@@ -190,7 +190,14 @@ type Queue interface {
 // the job's change: the member moves by MemberTransition's rule, the
 // batch's counters with it; a failure cancels the batch's pending members
 // unless it allows failures; and each callback the outcome makes due
-// (BatchDue) is pushed. A batch the store does not know is ignored.
+// (BatchDue) is pushed. A batch the store does not know is ignored. With
+// a Batch, OutcomeDone's Push (a chain's next step, in a batch) is added
+// to the batch as new members before the outcome is counted, unless the
+// member was not pending or the batch was cancelled or has finished (then
+// it is not pushed: the chain ends with its batch); OutcomeFailed's Push
+// (a chain's catch job) is pushed as plain jobs. A store that cannot do
+// so refuses chain members at PushBatch and AddToBatch with
+// ErrUnsupported.
 //
 // A non-empty Graph (the job's MetaGraph) likewise records a done, failed
 // or cancelled outcome of the job's node in that graph, in the same
