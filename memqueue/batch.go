@@ -118,17 +118,9 @@ func (q *Queue) finishMember(ctx context.Context, l driver.Lease, batchID string
 	if b != nil {
 		from = b.members[l.JobID]
 	}
-	switch o {
-	case driver.OutcomeDone:
-		q.finishLocked(e, now)
-		// A pending member's batch has not finished: the result is kept
-		// until it does (fireLocked).
-		q.keepResultLocked(l.JobID, res, now, from == driver.MemberPending)
-	case driver.OutcomeFailed:
-		q.failLocked(e, reason, limit, now)
-	case driver.OutcomeCancelled:
-		q.cancelLocked(e, now)
-	default:
+	// A pending member's batch has not finished: its result is kept
+	// until the batch does (fireLocked).
+	if !q.endMemberLocked(e, o, reason, limit, res, from == driver.MemberPending, now) {
 		return fmt.Errorf("memqueue: finishing batch member %s: outcome %s does not finish a job", l.JobID, o)
 	}
 	open := b != nil && b.info.CancelledAt.IsZero() && b.info.FinishedAt.IsZero()
@@ -343,4 +335,24 @@ func (q *Queue) BatchMembers(ctx context.Context, id string, f driver.MemberFilt
 		page.Next = out[limit-1].JobID
 	}
 	return page, nil
+}
+
+// endMemberLocked ends the leased job e of a batch member or graph node by
+// outcome o, as its workflow's outcome records it: done (keeping its
+// result res, pinned until its workflow finishes with pin), dead-lettered
+// with reason and the attempt limit limit, or cancelled. It reports
+// false, changing nothing, for an outcome that does not end a job.
+func (q *Queue) endMemberLocked(e *entry, o driver.Outcome, reason string, limit int, res kept, pin bool, now time.Time) bool {
+	switch o {
+	case driver.OutcomeDone:
+		q.finishLocked(e, now)
+		q.keepResultLocked(e.job.ID, res, now, pin)
+	case driver.OutcomeFailed:
+		q.failLocked(e, reason, limit, now)
+	case driver.OutcomeCancelled:
+		q.cancelLocked(e, now)
+	default:
+		return false
+	}
+	return true
 }

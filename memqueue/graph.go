@@ -182,17 +182,9 @@ func (q *Queue) finishNode(ctx context.Context, l driver.Lease, graphID string, 
 	if g != nil {
 		n = g.byJob[l.JobID]
 	}
-	switch o {
-	case driver.OutcomeDone:
-		q.finishLocked(e, now)
-		// A pending node's graph runs: the result is kept until it
-		// finishes (endLocked).
-		q.keepResultLocked(l.JobID, res, now, n != nil && n.state == driver.NodePending)
-	case driver.OutcomeFailed:
-		q.failLocked(e, reason, limit, now)
-	case driver.OutcomeCancelled:
-		q.cancelLocked(e, now)
-	default:
+	// A pending node's graph runs: its result is kept until the graph
+	// finishes (endLocked).
+	if !q.endMemberLocked(e, o, reason, limit, res, n != nil && n.state == driver.NodePending, now) {
 		return fmt.Errorf("memqueue: finishing graph node %s: outcome %s does not finish a job", l.JobID, o)
 	}
 	if n != nil {

@@ -154,7 +154,7 @@ func Middlewares(mw ...Middleware) Middleware {
 // ErrUnknownJob. Nothing is reserved, acked, retried or observed: it is for
 // tests (queuetest.Work) and tools that run a job outside Run.
 func (w *Worker) RunJob(ctx context.Context, j Job) error {
-	h := w.handlers[j.Name]
+	h := w.handler(j.Name)
 	if h == nil {
 		return fmt.Errorf("%w: %q (job %s); register one with Handle", ErrUnknownJob, j.Name, j.ID)
 	}

@@ -105,7 +105,7 @@ type Worker struct {
 // DefaultBackoff policy, Poll one second, Concurrency 10, the DefaultQueue,
 // no timeout, ShutdownTimeout 30 seconds, logging to slog.Default.
 func NewWorker(q Queue) *Worker {
-	w := &Worker{
+	return &Worker{
 		q:               q,
 		handlers:        make(map[string]Handler),
 		maxRetry:        DefaultMaxRetry,
@@ -126,10 +126,22 @@ func NewWorker(q Queue) *Worker {
 		groups:          make(map[string]GroupRule),
 		stopCh:          make(chan struct{}),
 	}
-	// Every Worker runs the batch steps of chains (Batch.Step) on the
-	// queues it serves.
-	Handle(w, func(ctx context.Context, p batchStep) error { return runBatchStep(ctx, q, p) })
-	return w
+}
+
+// handler returns the handler registered for name, or the built-in one
+// of batch steps (Batch.Step), which every Worker runs on the queues it
+// serves, or nil.
+func (w *Worker) handler(name string) Handler {
+	if h := w.handlers[name]; h != nil || name != (batchStep{}).JobName() {
+		return h
+	}
+	return func(ctx context.Context, j Job) error {
+		var p batchStep
+		if err := json.Unmarshal(j.Payload, &p); err != nil {
+			return Permanent(fmt.Errorf("%w: batch step %s: %v", ErrDecode, j.ID, err))
+		}
+		return runBatchStep(ctx, w.q, p)
+	}
 }
 
 // Register binds h to jobs named name. Handle is the typed way to call it.
@@ -507,9 +519,12 @@ func newRun(w *Worker) *run {
 		r.completer.tags = &tagWatch{store: tm, ctx: r.bgCtx, log: w.log}
 	}
 
-	handlers := make(map[string]Handler, len(w.handlers))
+	handlers := make(map[string]Handler, len(w.handlers)+1)
 	for name, h := range w.handlers {
 		handlers[name] = w.chain(h)
+	}
+	if name := (batchStep{}).JobName(); handlers[name] == nil {
+		handlers[name] = w.chain(w.handler(name))
 	}
 	w.abandoned.setLimit(w.abandonLimit())
 	r.executor = &executor{

@@ -755,25 +755,5 @@ func (q *Queue) finishGraphs(ctx context.Context, now time.Time) (int, error) {
 // finished before cutoff, each round with their nodes and edges in one
 // transaction. Their results expire by themselves.
 func (q *Queue) pruneGraphs(ctx context.Context, cutoff time.Time) (int, error) {
-	total := 0
-	for range maxPruneBatches {
-		ids, err := queryStrings(ctx, stmts(q.db), q.stmt(qFinishedGraphs), micros(cutoff))
-		if err != nil || len(ids) == 0 {
-			return total, err
-		}
-		err = q.fencedTx(ctx, func(st statements) error {
-			for _, stmt := range []query{qDeleteGraphEdges, qDeleteGraphNodes, qDeleteGraphs} {
-				n, err := q.execIn(ctx, st, stmt, ids)
-				if err != nil {
-					return err
-				}
-				total += int(n)
-			}
-			return nil
-		})
-		if err != nil || len(ids) < 100 {
-			return total, err
-		}
-	}
-	return total, nil
+	return q.pruneFinished(ctx, qFinishedGraphs, cutoff, qDeleteGraphEdges, qDeleteGraphNodes, qDeleteGraphs)
 }

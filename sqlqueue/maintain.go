@@ -285,15 +285,22 @@ func (q *Queue) closeMaintenance() {
 // pruneBatches deletes up to maxPruneBatches rounds of 100 batches that
 // finished before cutoff, each with its member rows in one transaction.
 func (q *Queue) pruneBatches(ctx context.Context, cutoff time.Time) (int, error) {
+	return q.pruneFinished(ctx, qFinishedBatches, cutoff, qDeleteBatchMembers, qDeleteBatches)
+}
+
+// pruneFinished deletes up to maxPruneBatches rounds of the up to 100
+// workflows (batches, graphs) that sel lists as finished before cutoff:
+// each round runs dels, each on the round's ID list, in one fenced
+// transaction, and the rows of a workflow go with it.
+func (q *Queue) pruneFinished(ctx context.Context, sel query, cutoff time.Time, dels ...query) (int, error) {
 	total := 0
-	sel := q.stmt(qFinishedBatches)
 	for range maxPruneBatches {
-		ids, err := queryStrings(ctx, stmts(q.db), sel, micros(cutoff))
+		ids, err := queryStrings(ctx, stmts(q.db), q.stmt(sel), micros(cutoff))
 		if err != nil || len(ids) == 0 {
 			return total, err
 		}
 		err = q.fencedTx(ctx, func(st statements) error {
-			for _, stmt := range []query{qDeleteBatchMembers, qDeleteBatches} {
+			for _, stmt := range dels {
 				n, err := q.execIn(ctx, st, stmt, ids)
 				if err != nil {
 					return err
