@@ -84,9 +84,10 @@ func (mysqlDialect) writeTx(ctx context.Context, q *Queue, fn func(ex execer) er
 
 func (mysqlDialect) migrations() *migrate.Dialect { return migrate.MySQL }
 
-// reserve selects with FOR UPDATE SKIP LOCKED, then updates by primary key
-// (the rows are clustered on id), in one short transaction (qClaimSelect,
-// qClaimUpdate). A claim the
+// reserve selects with FOR UPDATE SKIP LOCKED, one priority at a time
+// (selectThenClaim), then updates by primary key (the rows are clustered
+// on id), in one short transaction (qClaimSelect, qClaimUpdate). A claim
+// the
 // server rolled back to break a deadlock is run again: its locking read
 // can wait on the row of a job a batch ack is deleting while holding that
 // row's claim-index entry, which the ack needs next (MariaDB 10.11, a few
@@ -748,9 +749,14 @@ func (d mysqlDialect) foldCounts(ctx context.Context, q *Queue) error {
 // query. Each is whole here; the constants below are parts several of
 // them share.
 var mysqlWrites = queryTemplates{
-	// The claim (reserve): a locking read then an update by primary key
-	// (the rows are clustered on id), in one READ COMMITTED transaction.
-	qClaimSelect: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND run_at <= ? AND lease_expires_at <= ?" +
+	// The claim (reserve): a locking read per priority (byPriority), then
+	// an update by primary key (the rows are clustered on id), in one READ
+	// COMMITTED transaction.
+	qClaimTop:  "SELECT priority FROM {jobs} WHERE queue = ? AND state = 'pending' ORDER BY priority DESC LIMIT 1",
+	qClaimNext: "SELECT priority FROM {jobs} WHERE queue = ? AND state = 'pending' AND priority < ? ORDER BY priority DESC LIMIT 1",
+	qClaimSelect: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND priority = ? AND run_at <= ? AND lease_expires_at <= ?" +
+		" ORDER BY run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
+	qClaimSelectBelow: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND priority <= ? AND run_at <= ? AND lease_expires_at <= ?" +
 		" ORDER BY priority DESC, run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
 	qClaimUpdate: "UPDATE {jobs} SET attempts = attempts + ?, lease_token = CONCAT(?, '-', seq), lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE id IN ({list ?})",
 

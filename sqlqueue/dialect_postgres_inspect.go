@@ -58,7 +58,9 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
 	qPendingNodesOf: "SELECT j.id FROM {graphs} g JOIN {graph_nodes} n ON n.graph_id = g.id JOIN {jobs} j ON j.id = n.job_id" +
 		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
-	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
+	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN ({list ?}) AND priority = ? AND j.run_at <= ? AND j.lease_expires_at <= ?" +
+		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
+	qHasReadyBelow: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN ({list ?}) AND priority <= ? AND j.run_at <= ? AND j.lease_expires_at <= ?" +
 		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
 	qFoldCounts: `WITH moved AS (
   DELETE FROM {counts} WHERE (queue, state, shard) IN (SELECT queue, state, shard FROM {counts} WHERE shard <> 0 FOR UPDATE SKIP LOCKED)

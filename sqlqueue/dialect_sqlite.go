@@ -2,7 +2,6 @@ package sqlqueue
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -139,17 +138,14 @@ func (d sqliteDialect) pushBatch(ctx context.Context, q *Queue, n, _ int, fn fun
 
 func (sqliteDialect) migrations() *migrate.Dialect { return migrate.SQLite }
 
-// reserve looks before taking the one write lock, so idle pollers in other
-// processes do not queue behind each other, then selects and updates by
+// reserve looks before taking the one write lock (anyReady), so idle
+// pollers in other processes do not queue behind each other, then selects
+// (selectThenClaim) and updates by
 // seq, the rowid, in one BEGIN IMMEDIATE transaction: by id every row
 // costs a probe of the id index first.
 func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
-	var one int
-	err := queryRow(ctx, stmts(q.db), q.stmtN(qClaimProbe, len(queues)), append(queueArgs(queues), micros(now), micros(now)), &one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
+	ready, err := q.anyReady(ctx, stmts(q.db), queues, micros(now))
+	if err != nil || !ready {
 		return nil, err
 	}
 	var rows []row
@@ -313,18 +309,20 @@ func (sqliteDialect) foldCounts(context.Context, *Queue) error { return nil }
 // whole here; the constants and the two functions below are parts
 // several of them share.
 var sqliteWrites = queryTemplates{
-	// The claim (reserve): a look before taking the write lock, then a
-	// select and an update by seq, the rowid, in one BEGIN IMMEDIATE
-	// transaction.
-	// The probe reads the claim index, which holds run_at and
-	// lease_expires_at, whatever the statistics: without them (a table
-	// never analyzed) SQLite chose the list index on (state, queue) and
-	// read every pending row's heap record to test run_at, so a probe
-	// that finds nothing due cost a lookup per scheduled job (20,000
-	// scheduled: 11-119 ms against 2 ms; issue 32 item 3).
-	qClaimProbe:  "SELECT 1 FROM {jobs} INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND run_at <= ? AND lease_expires_at <= ? LIMIT 1",
-	qClaimSelect: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND run_at <= ? AND lease_expires_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?",
-	qClaimUpdate: "UPDATE {jobs} SET attempts = attempts + ?, lease_token = ? || '-' || seq, lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE seq IN ({list ?})",
+	// The claim (reserve): a look before taking the write lock (anyReady),
+	// then a select per priority (byPriority) and an update by seq, the
+	// rowid, in one BEGIN IMMEDIATE transaction.
+	// Every read of the claim names the claim index, whatever the
+	// statistics: without them (a table never analyzed) SQLite chose the
+	// list index on (state, queue) and read every pending row's heap
+	// record to test run_at, so a probe that finds nothing due cost a
+	// lookup per scheduled job (20,000 scheduled: 11-119 ms against 2 ms;
+	// issue 32 item 3).
+	qClaimTop:         "SELECT priority FROM {jobs} INDEXED BY {claim_idx} WHERE queue = ? AND state = 'pending' ORDER BY priority DESC LIMIT 1",
+	qClaimNext:        "SELECT priority FROM {jobs} INDEXED BY {claim_idx} WHERE queue = ? AND state = 'pending' AND priority < ? ORDER BY priority DESC LIMIT 1",
+	qClaimSelect:      "SELECT " + jobCols + " FROM {jobs} INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND priority = ? AND run_at <= ? AND lease_expires_at <= ? ORDER BY run_at, seq LIMIT ?",
+	qClaimSelectBelow: "SELECT " + jobCols + " FROM {jobs} INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND priority <= ? AND run_at <= ? AND lease_expires_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?",
+	qClaimUpdate:      "UPDATE {jobs} SET attempts = attempts + ?, lease_token = ? || '-' || seq, lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE seq IN ({list ?})",
 
 	// One job under its lease.
 	qAckDelete:    "DELETE FROM {jobs} WHERE " + sqliteLeased,

@@ -58,7 +58,9 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
 	qPendingNodesOf: "SELECT j.id FROM {graphs} g JOIN {graph_nodes} n ON n.graph_id = g.id JOIN {jobs} j ON j.id = n.job_id" +
 		" WHERE g.finished_at = 0 AND n.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
-	qHasReady: "SELECT 1 FROM {jobs} j WHERE state = 'pending' AND queue IN (?) AND j.run_at <= ? AND j.lease_expires_at <= ?" +
+	qHasReady: "SELECT 1 FROM {jobs} AS j INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND priority = ? AND j.run_at <= ? AND j.lease_expires_at <= ?" +
+		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
+	qHasReadyBelow: "SELECT 1 FROM {jobs} AS j INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND priority <= ? AND j.run_at <= ? AND j.lease_expires_at <= ?" +
 		" AND NOT EXISTS (SELECT 1 FROM {pauses} p WHERE p.queue = j.queue) LIMIT 1",
 	qLeaseAcquire:     "UPDATE {meta} SET epoch = CASE WHEN value = ? AND expires_at >= ? THEN epoch ELSE epoch + 1 END, value = ?, expires_at = CASE WHEN expires_at = ? THEN expires_at + 1 ELSE ? END WHERE name = ? AND (value = ? OR expires_at < ?)",
 	qLeaseRelease:     "UPDATE {meta} SET value = '', expires_at = 0 WHERE name = ? AND value = ?",

@@ -3,6 +3,7 @@ package sqlqueue
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -78,19 +79,42 @@ func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([
 	return slices.DeleteFunc(slices.Clone(queues), func(name string) bool { return slices.Contains(paused, name) }), nil
 }
 
-// selectThenClaim is the claim as a read then an update by key, inside
+// selectThenClaim is the claim as reads then an update by key, inside
 // the caller's write transaction ex (MySQL, SQLite): qClaimSelect reads
-// the ready jobs of the queues not paused (locking them where the dialect
-// locks rows), and qClaimUpdate leases them by keyOf, the column the
-// dialect finds rows by.
+// the ready jobs of the queues not paused one priority at a time, highest
+// first (byPriority), locking them where the dialect locks rows, until it
+// has max of them or no priority is left; qClaimUpdate then leases them
+// by keyOf, the column the dialect finds rows by.
+//
+// One read per priority is what keeps a claim's cost flat however many
+// jobs are scheduled ahead: the claim index is (queue, priority, run_at,
+// seq), so with the priority fixed, run_at <= now ends the range at the
+// last due job. Over every priority at once (ORDER BY priority DESC,
+// run_at, seq) the bound could not end the scan: a claim that found
+// fewer due jobs than it asked for (the end of a backlog, every poll of
+// an idle queue) read every scheduled entry of its queue, and jobs
+// scheduled at a higher priority were read by every claim.
+// Each read asks only for the jobs still missing, so the priorities
+// share the limit, and a priority that gives fewer (its due jobs taken,
+// or held by another claim's locks) leaves the rest to the next.
 func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string, max int, now, expires time.Time, token string, inc int, keyOf func(r row) any) ([]row, error) {
-	queues, err := q.unpaused(ctx, stmts(ex), queues)
+	st := stmts(ex)
+	queues, err := q.unpaused(ctx, st, queues)
 	if err != nil || len(queues) == 0 {
 		return nil, err
 	}
-	// scanRows has closed the rows when it returns, so the update below
-	// can run on the same connection.
-	got, err := q.scanRows(ctx, stmts(ex), q.stmtN(qClaimSelect, len(queues)), append(queueArgs(queues), micros(now), micros(now), max))
+	// scanRows has closed the rows when it returns, so the next read and
+	// the update below can run on the same connection.
+	var got []row
+	err = q.byPriority(ctx, st, queues, func(prio int64, below bool) (bool, error) {
+		stmt := qClaimSelect
+		if below {
+			stmt = qClaimSelectBelow
+		}
+		rows, err := q.scanRows(ctx, st, q.stmtN(stmt, len(queues)), append(queueArgs(queues), prio, micros(now), micros(now), max-len(got)))
+		got = append(got, rows...)
+		return len(got) >= max, err
+	})
 	if err != nil || len(got) == 0 {
 		return nil, err
 	}
@@ -111,6 +135,59 @@ func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string,
 		r.runAt, r.updatedAt = micros(expires), micros(now)
 	}
 	return got, nil
+}
+
+// byPriority calls step with each priority of the pending jobs of
+// queues, highest first, until step reports it is done: step(p, false)
+// stands for the jobs of priority p. The priorities come from a loose
+// scan of the claim index, one seek per queue and priority (qClaimTop,
+// then qClaimNext below the last priority stepped), so jobs of a priority
+// are never read to find the next one. After maxPriorities priorities
+// the last call is step(p, true), standing for every priority up to p:
+// a queue whose jobs have hundreds of distinct priorities costs a
+// bounded number of statements, as a claim over every priority did.
+func (q *Queue) byPriority(ctx context.Context, st statements, queues []string, step func(prio int64, below bool) (bool, error)) error {
+	heads := make([]int64, len(queues)) // each queue's next priority
+	has := make([]bool, len(queues))    // whether it has one
+	seek := func(i int, args ...any) error {
+		stmt := qClaimTop
+		if len(args) > 1 {
+			stmt = qClaimNext
+		}
+		err := queryRow(ctx, st, q.stmt(stmt), args, &heads[i])
+		has[i] = err == nil
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	}
+	for i, name := range queues {
+		if err := seek(i, name); err != nil {
+			return err
+		}
+	}
+	for n := 1; ; n++ {
+		found, prio := false, int64(0)
+		for i := range queues {
+			if has[i] && (!found || heads[i] > prio) {
+				found, prio = true, heads[i]
+			}
+		}
+		if !found {
+			return nil
+		}
+		below := n > maxPriorities
+		if done, err := step(prio, below); err != nil || done || below {
+			return err
+		}
+		for i, name := range queues {
+			if has[i] && heads[i] == prio {
+				if err := seek(i, name, prio); err != nil {
+					return err
+				}
+			}
+		}
+	}
 }
 
 // ackQuery is the lease-guarded statement that acks one job at now, and

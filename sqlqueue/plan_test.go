@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -329,83 +328,6 @@ func planQueue(t *testing.T, driverName, env, prefix string) (*sql.DB, *Queue) {
 // other table names, ? placeholders) for q's dialect.
 func (q *Queue) sqlOnce(tmpl string) string {
 	return q.d.rebind(q.t.replacer.Replace(tmpl))
-}
-
-// TestClaimProbePlanSQLite checks on SQLite that the claim's probe (is
-// anything due?) reads the claim index, over one queue and over several,
-// whatever the statistics: missing (never analyzed), fresh and stale
-// (analyzed, then the table grown tenfold). Over the list index on
-// (state, queue) it read the heap row of every pending job to test its
-// run_at, a cost that grows with the jobs scheduled ahead.
-func TestClaimProbePlanSQLite(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "plan.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	q, err := New(db, WithTable("plans"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Setup(ctx); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UnixMicro()
-	exec := func(stmt string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q.sqlOnce(stmt), args...); err != nil {
-			t.Fatalf("%v\n%s", err, stmt)
-		}
-	}
-	// Most jobs done, some dead, a tenth scheduled hours ahead, a few
-	// ready, two priorities over four queues.
-	fill := func(from, to int) {
-		exec(`WITH RECURSIVE g(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM g WHERE i < ?)
-INSERT INTO {jobs} (id, queue, name, payload, priority, attempts, max_attempts, timeout_us, tags, meta,
-  available_at, run_at, created_at, updated_at, finished_at, last_error, state)
-SELECT 'j' || i, 'q' || (i % 4), 'Job', X'7b7d', CASE WHEN i % 10 = 0 THEN 5 ELSE 0 END, 0, 25, 0, '', '',
-  CASE WHEN i % 20 IN (17, 18) THEN ? + i ELSE ? - i END, CASE WHEN i % 20 IN (17, 18) THEN ? + i ELSE ? - i END, ?, ?,
-  CASE WHEN i % 20 < 17 THEN ? - i ELSE 0 END, '',
-  CASE WHEN i % 20 < 16 THEN 'done' WHEN i % 20 = 16 THEN 'dead' ELSE 'pending' END FROM g`,
-			from, to, now+3600e6, now, now+3600e6, now, now, now, now)
-	}
-	fill(1, 2000)
-	for _, sc := range []struct {
-		name  string
-		setup func()
-	}{
-		{"missing", func() {}},
-		{"fresh", func() { exec("ANALYZE") }},
-		{"stale", func() { fill(2001, 20000) }},
-	} {
-		sc.setup()
-		for _, queues := range [][]string{{"q1"}, {"q0", "q1", "q2"}} {
-			args := append(queueArgs(queues), now, now)
-			rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.stmtN(qClaimProbe, len(queues)), args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			if err := rows.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.ContainsFunc(plan, func(d string) bool {
-				return strings.Contains(d, "INDEX plans_claim") && !strings.Contains(d, "SCAN plans ")
-			}) {
-				t.Errorf("%s statistics, %d queue(s): the probe's plan %q does not search the claim index", sc.name, len(queues), plan)
-			}
-		}
-	}
 }
 
 // TestUniqueKeyPlans checks that the statements which look a unique key

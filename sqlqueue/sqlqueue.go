@@ -681,17 +681,29 @@ func (q *Queue) hasReady(ctx context.Context, queues []string) (bool, error) {
 	if len(queues) == 0 {
 		queues = []string{queue.DefaultQueue}
 	}
-	var one int
-	now := micros(time.Now())
-	query, args, err := q.stmtIn(qHasReady, queues, now, now)
-	if err != nil {
-		return false, err
-	}
-	err = queryRow(ctx, stmts(q.db), query, args, &one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
+	return q.anyReady(ctx, stmts(q.db), queues, micros(time.Now()))
+}
+
+// anyReady reports whether one of queues that is not paused has a job
+// ready at now: one probe per priority, highest first (byPriority), each
+// ending at the first due job or at the last due entry of its priority
+// in the claim index, so jobs scheduled ahead are not read.
+func (q *Queue) anyReady(ctx context.Context, st statements, queues []string, now int64) (bool, error) {
+	var ready bool
+	err := q.byPriority(ctx, st, queues, func(prio int64, below bool) (bool, error) {
+		stmt := qHasReady
+		if below {
+			stmt = qHasReadyBelow
+		}
+		var one int
+		err := queryRow(ctx, st, q.stmtN(stmt, len(queues)), append(queueArgs(queues), prio, now, now), &one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		ready = err == nil
+		return ready, err
+	})
+	return ready, err
 }
 
 // query names one whole statement of the dialect seam: an operation whose
@@ -906,9 +918,12 @@ const (
 	// qGroupedOf reads the grouped rows (jobCols) of a list of queues (one
 	// IN list) and a name, oldest first, locked against other gathers.
 	qGroupedOf
-	// qHasReady finds a ready job (1) of a list of queues (one IN list)
-	// that are not paused (the list, now, now).
+	// qHasReady finds a ready job (1) of one priority of a list of queues
+	// that are not paused (queues, priority, now, now), and qHasReadyBelow
+	// one of any priority up to a bound (queues, bound, now, now): the
+	// steps of hasReady (see byPriority).
 	qHasReady
+	qHasReadyBelow
 
 	// The writes of the jobs table (in each dialect_<d>.go). "The
 	// lease" is three parameters: the job's ID, the lease token and now;
@@ -917,19 +932,25 @@ const (
 	// mark take a list of n (see stmtN).
 
 	// qClaim leases up to a limit of ready jobs in one statement
-	// (PostgreSQL): (queues, now, now, queues again for the pause check,
-	// limit, attempts to add, token, lease expiry, now, now, worker),
-	// returning pgClaimCols.
+	// (PostgreSQL): (queues twice for the loose scan of priorities,
+	// queues, now, now, queues again for the pause check, limit, limit,
+	// attempts to add, token, lease expiry, now, now, worker), returning
+	// pgClaimCols.
 	qClaim
-	// qClaimProbe finds a ready job (1) of a list of queues (queues, now,
-	// now) before a claim takes the write lock (SQLite).
-	qClaimProbe
-	// qClaimSelect reads the ready jobs a claim takes (queues, now, now,
-	// limit; jobCols), locking them where the dialect locks rows, and
-	// qClaimUpdate leases them by the key the dialect finds rows by
-	// (attempts to add, token, lease expiry, now, now, worker, keys): the
-	// claim of MySQL and SQLite, in one write transaction.
+	// qClaimTop reads the highest priority of one queue's pending jobs
+	// (queue), qClaimNext the highest below a priority (queue, priority):
+	// the loose scan of the claim index that byPriority steps.
+	qClaimTop
+	qClaimNext
+	// qClaimSelect reads the ready jobs of one priority a claim takes
+	// (queues, priority, now, now, limit; jobCols), and qClaimSelectBelow
+	// those of every priority up to a bound (queues, bound, now, now,
+	// limit), locking them where the dialect locks rows; qClaimUpdate
+	// leases them by the key the dialect finds rows by (attempts to add,
+	// token, lease expiry, now, now, worker, keys): the claim of MySQL
+	// and SQLite, in one write transaction.
 	qClaimSelect
+	qClaimSelectBelow
 	qClaimUpdate
 
 	// The lease-guarded changes of one job, each (its arguments, then the
