@@ -272,3 +272,65 @@ func serverThreadCPU(b *testing.B, db *sql.DB, d sqlqueue.Dialect) (time.Duratio
 	}
 	return 0, false
 }
+
+// BenchmarkClaimScheduled measures a claim on a queue with 100,000 jobs
+// scheduled an hour or more ahead (issue 32 item 3): "idle" claims 10
+// from a queue with nothing due (every poll of an idle queue), "below"
+// claims and acks 100 due jobs of priority 0 while the scheduled ones
+// have priority 5. A claim that orders over every priority at once read
+// all of them each time; one priority at a time it reads the due jobs.
+func BenchmarkClaimScheduled(b *testing.B) {
+	const scheduled = 100_000
+	for _, mode := range []string{"idle", "below"} {
+		b.Run(mode, func(b *testing.B) {
+			eachDialectB(b, func(b *testing.B, q queue.Queue) {
+				bp := q.(queue.BatchPusher)
+				push := func(n, prio int, at time.Time) {
+					jobs := make([]queue.Job, 0, 1000)
+					for i := range n {
+						jobs = append(jobs, queue.Job{ID: queue.NewID(), Name: "bench", Payload: []byte("{}"), Priority: prio, AvailableAt: at.Add(time.Duration(i) * time.Millisecond)})
+						if len(jobs) == cap(jobs) || i == n-1 {
+							if _, err := bp.PushMany(b.Context(), jobs); err != nil {
+								b.Fatal(err)
+							}
+							jobs = jobs[:0]
+						}
+					}
+				}
+				prio := 0
+				if mode == "below" {
+					prio = 5
+				}
+				push(scheduled, prio, time.Now().Add(time.Hour))
+				const batch = 100
+				left := 0
+				for b.Loop() {
+					if mode == "idle" {
+						if jobs, err := q.Reserve(b.Context(), nil, 10, time.Minute); err != nil || len(jobs) != 0 {
+							b.Fatalf("Reserve = %d, %v", len(jobs), err)
+						}
+						continue
+					}
+					if left < batch {
+						b.StopTimer()
+						push(2000, 0, time.Now().Add(-time.Minute))
+						left += 2000
+						b.StartTimer()
+					}
+					jobs, err := q.Reserve(b.Context(), nil, batch, time.Minute)
+					if err != nil || len(jobs) != batch {
+						b.Fatalf("Reserve = %d, %v", len(jobs), err)
+					}
+					outs := make([]queue.Completion, len(jobs))
+					for i, j := range jobs {
+						outs[i] = queue.Completion{Lease: j.Lease(), Outcome: queue.OutcomeDone}
+					}
+					if _, errs, err := q.Complete(b.Context(), nil, outs); err != nil || errors.Join(errs...) != nil {
+						b.Fatalf("Complete = %v, %v", errs, err)
+					}
+					left -= batch
+				}
+			})
+		})
+	}
+}
