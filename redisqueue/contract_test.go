@@ -50,6 +50,7 @@ var _ interface {
 	driver.Reporter
 	driver.Controller
 	driver.Grouper
+	driver.Sequencer
 } = (*redisqueue.Queue)(nil)
 
 // FuzzPushReserve runs the suite's fuzz target on one Queue of a prefix

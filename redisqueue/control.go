@@ -409,6 +409,8 @@ func countOf(st driver.JobState) func(driver.QueueCounts) int64 {
 		return func(c driver.QueueCounts) int64 { return c.Dead }
 	case driver.StateGrouped:
 		return func(c driver.QueueCounts) int64 { return c.Grouped }
+	case driver.StateSequenced:
+		return func(c driver.QueueCounts) int64 { return c.Sequenced }
 	}
 	return nil
 }

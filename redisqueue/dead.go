@@ -172,8 +172,8 @@ func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
 	return q.drain(ctx, "flushing dead letters", queueName, flushDeadScript)
 }
 
-// Purge deletes the ready, scheduled and grouped jobs of queueName ("" for every
-// queue) and reports how many it removed, freeing their unique keys;
+// Purge deletes the ready, scheduled, grouped and sequenced jobs of
+// queueName ("" for every queue) and reports how many it removed, freeing their unique keys;
 // running jobs and dead letters are left alone. One script per queue and
 // chunk: jobs pushed while it runs may be purged too. A batch's member
 // is counted cancelled in its batch (see Workflows).
@@ -215,8 +215,8 @@ func (q *Queue) drain(ctx context.Context, doing, queueName string, s *redis.Scr
 }
 
 // Len reports how many jobs of queueName ("" for every queue) are ready,
-// scheduled, running or grouped: the sizes of its four sets, read in one
-// pipeline.
+// scheduled, running, grouped or sequenced: the sizes of its five sets,
+// read in one pipeline.
 func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 	const doing = "counting jobs"
 	if err := ctxErr(ctx, doing); err != nil {
@@ -230,7 +230,7 @@ func (q *Queue) Len(ctx context.Context, queueName string) (int, error) {
 	var cmds []*redis.IntCmd
 	for _, n := range names {
 		b := q.base(n)
-		cmds = append(cmds, pipe.ZCard(ctx, b+":ready"), pipe.ZCard(ctx, b+":sched"), pipe.ZCard(ctx, b+":run"), pipe.ZCard(ctx, b+":grp"))
+		cmds = append(cmds, pipe.ZCard(ctx, b+":ready"), pipe.ZCard(ctx, b+":sched"), pipe.ZCard(ctx, b+":run"), pipe.ZCard(ctx, b+":grp"), pipe.ZCard(ctx, b+":sqw"))
 	}
 	if len(cmds) == 0 {
 		return 0, nil

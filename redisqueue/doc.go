@@ -37,8 +37,10 @@
 // TagMonitor ability (monitored tags' recent and failed jobs, each list
 // trimmed to driver.MaxTaggedJobs in the script that adds to it); and the
 // Grouper ability (group members kept by group in the queue's slot, each
-// set stored and its members deleted in one script; scripts_group.go).
-// docs/drivers.md has the details.
+// set stored and its members deleted in one script; scripts_group.go);
+// and the Sequencer ability (a sequence's members listed in the queue's
+// slot, only the head enqueued, the next one enqueued by the script that
+// ends the head; sequence.go). docs/drivers.md has the details.
 //
 // # Keys
 //
@@ -95,6 +97,10 @@
 //	base:gl:<name>, base:gf:<name>, base:gn:<name>
 //	             sorted sets: the groups of a job name by their newest
 //	             member's creation (ms), their oldest one's, their size
+//	base:sl:<key> list: a sequence's member IDs in push order, its head
+//	             first (members keep the key in their hash's field sk)
+//	base:sqw     sorted set: the queue's sequence members waiting behind
+//	             their head (state sequenced), as base:ready holds ready jobs
 //
 // A batch's keys share {prefix:%B:id} (its id escaped as a queue name is;
 // "%B" is in no queue's escaped name): the record (a hash of its name,

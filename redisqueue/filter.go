@@ -26,6 +26,7 @@ import (
 //   - ready, scheduled and running: claim order (priority, then
 //     available-at, then insertion), as Reserve takes them;
 //   - grouped (members waiting for a gather): claim order too;
+//   - sequenced (members waiting for their sequence's head): claim order too;
 //   - dead: by the time they died, newest first.
 //
 // Done and cancelled jobs are not kept (Complete deletes them), so those
@@ -158,6 +159,8 @@ func (q *Queue) matching(f driver.JobFilter, scan int) (*jobIter, error) {
 		it.kind = "run"
 	case driver.StateGrouped:
 		it.kind = "grouped"
+	case driver.StateSequenced:
+		it.kind = "sequenced"
 	case driver.StateDead, driver.StateDone, driver.StateCancelled:
 		it.kind = "fin"
 		it.fin, _ = byFinish(f.State)

@@ -64,6 +64,8 @@ func jobInfo(v []any, now int64) (driver.JobInfo, error) {
 		ji.State = driver.StateDead
 	case "g":
 		ji.State = driver.StateGrouped
+	case "w":
+		ji.State = driver.StateSequenced
 	default:
 		return driver.JobInfo{}, fmt.Errorf("job %s is in the unknown state %q", j.ID, st)
 	}
@@ -186,7 +188,8 @@ func (q *Queue) GetJob(ctx context.Context, id string) (driver.JobInfo, error) {
 // reads per queue, whatever the number of jobs. Scheduled jobs whose
 // time has come and running ones whose lease expired count as ready.
 // Done and Cancelled are 0: those jobs are not kept. Grouped is the size
-// of the queue's set of group members.
+// of the queue's set of group members, Sequenced that of its set of
+// waiting sequence members.
 func (q *Queue) Counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	const doing = "counting jobs"
 	if err := ctxErr(ctx, doing); err != nil {
@@ -198,7 +201,7 @@ func (q *Queue) Counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	}
 	out := all[:0]
 	for _, c := range all {
-		if c.Pending > 0 || c.Dead > 0 || c.Grouped > 0 {
+		if c.Pending > 0 || c.Dead > 0 || c.Grouped > 0 || c.Sequenced > 0 {
 			out = append(out, c)
 		}
 	}
@@ -225,11 +228,11 @@ func (q *Queue) counts(ctx context.Context) ([]driver.QueueCounts, error) {
 	counts := make([]driver.QueueCounts, len(names))
 	for i, name := range names {
 		v, _ := out[i].([]any)
-		if len(v) != 7 {
-			return nil, fmt.Errorf("the script answered %d counts for queue %s, want 7", len(v), name)
+		if len(v) != 8 {
+			return nil, fmt.Errorf("the script answered %d counts for queue %s, want 8", len(v), name)
 		}
 		n := func(k int) int64 { x, _ := v[k].(int64); return x }
-		ready, sched, run, later, live, dead, grouped := n(0), n(1), n(2), n(3), n(4), n(5), n(6)
+		ready, sched, run, later, live, dead, grouped, sequenced := n(0), n(1), n(2), n(3), n(4), n(5), n(6), n(7)
 		counts[i] = driver.QueueCounts{
 			Queue:     name,
 			Pending:   ready + sched + run,
@@ -238,6 +241,7 @@ func (q *Queue) counts(ctx context.Context) ([]driver.QueueCounts, error) {
 			Running:   driver.Count{N: live},
 			Dead:      dead,
 			Grouped:   grouped,
+			Sequenced: sequenced,
 		}
 	}
 	return counts, nil

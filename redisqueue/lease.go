@@ -350,7 +350,12 @@ func (q *Queue) completeIn(ctx context.Context, starts []driver.Lease, outs []dr
 		if o.Result != nil && o.Outcome == driver.OutcomeDone {
 			res, rexp = string(o.Result), strconv.FormatInt(millis(o.ResultUntil), 10)
 		}
-		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, o.Batch, res, rexp, len(push))
+		rel := "0"
+		if o.ReleaseOnDead {
+			rel = "1"
+		}
+		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, o.Batch, res, rexp,
+			o.Sequence, rel, len(push))
 		for _, p := range push {
 			if p.ID == "" {
 				p.ID = driver.NewID()

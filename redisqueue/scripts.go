@@ -112,16 +112,66 @@ local function ungroup(B, id, jk)
   redis.call('ZREM', gkey(B, v[1] or '', v[2]), id)
   regroup(B, v[1] or '', v[2])
 end
--- unready takes the waiting (ready, scheduled or grouped) job off its set.
+-- unready takes the waiting (ready, scheduled, grouped or sequenced) job
+-- off its set; a sequence member keeps its place (unseat takes it).
 local function unready(B, id, jk, st)
   if st == 's' then
     unsched(B, id, jk)
   elseif st == 'g' then
     ungroup(B, id, jk)
+  elseif st == 'w' then
+    local v = redis.call('HMGET', jk, 'av', 'sq')
+    redis.call('ZREM', B..':sqw', rmember(tonumber(v[1]), tonumber(v[2]), id))
   else
     local v = redis.call('HMGET', jk, 'av', 'sq')
     redis.call('ZREM', B..':ready', rmember(tonumber(v[1]), tonumber(v[2]), id))
   end
+end
+-- Sequences (sequence.go): a member that holds a place in its sequence
+-- has its key in its hash (field sk); <B>:sl:<key> lists the places in
+-- push order, the head (ready, scheduled, running, or a dead letter that
+-- holds the sequence) first. A member waiting behind its head is in state
+-- 'w' and in <B>:sqw (the queue's waiting members, in claim order).
+-- seq_of returns the sequence key a job's meta (JSON) names, or nil.
+local function seq_of(md)
+  if md == '' or not string.find(md, '"meridian.sequence":', 1, true) then return nil end
+  local ok, m = pcall(cjson.decode, md)
+  if ok and type(m) == 'table' and type(m['meridian.sequence']) == 'string' and m['meridian.sequence'] ~= '' then
+    return m['meridian.sequence']
+  end
+  return nil
+end
+-- leave_seq takes the job id out of its sequence sk, where it holds a
+-- place. When it was the head, the next member becomes ready (or
+-- scheduled, at its own available-at): it reports whether one became
+-- ready now. A member whose hash is gone is skipped.
+local function leave_seq(B, id, sk, now)
+  local L = B..':sl:'..sk
+  if redis.call('LINDEX', L, 0) ~= id then
+    redis.call('LREM', L, 1, id)
+    return false
+  end
+  redis.call('LPOP', L)
+  while true do
+    local nx = redis.call('LINDEX', L, 0)
+    if not nx then return false end
+    local njk = B..':j:'..nx
+    local v = redis.call('HMGET', njk, 'st', 'av', 'sq')
+    if v[1] then
+      if v[1] ~= 'w' then return false end
+      redis.call('ZREM', B..':sqw', rmember(tonumber(v[2]), tonumber(v[3]), nx))
+      return enqueue(B, nx, njk, tonumber(v[2]), now)
+    end
+    redis.call('LPOP', L)
+  end
+end
+-- unseat takes the job whose hash is jk out of its sequence, if it holds
+-- a place in one (cancelled, deleted), before the hash goes: leave_seq's
+-- answer, or false.
+local function unseat(B, id, jk, now)
+  local sk = redis.call('HGET', jk, 'sk')
+  if sk then return leave_seq(B, id, sk, now) end
+  return false
 end
 -- holds_dead reports whether the job whose hash is jk keeps its unique
 -- key as a dead letter (driver.Job.UniqueStates names dead: its field uh,
@@ -188,6 +238,7 @@ local function push_one(ids, qset, now, i)
       if urep == '1' and (hst == 'r' or hst == 's') then
         local hjk = B..':j:'..holder
         unready(B, holder, hjk, hst)
+        unseat(B, holder, hjk, now)
         redis.call('HDEL', B..':uniq', uk)
         drop(ids, B, hjk, holder)
       else
@@ -198,9 +249,21 @@ local function push_one(ids, qset, now, i)
       if redis.call('ZSCORE', B..':ufor', uk) then return 3, '', false end
     end
   end
+  local sk = seq_of(ARGV[i+12])
+  local seated = false
   if ocr then
     redis.call('ZREM', old..':dead', id)
     free_key(old, ojk, id)
+    -- A dead head revived as a member of its own sequence keeps its
+    -- place (it runs again as the head); otherwise it leaves it.
+    local osk = redis.call('HGET', ojk, 'sk')
+    if osk then
+      if old == B and osk == sk and redis.call('LINDEX', B..':sl:'..sk, 0) == id then
+        seated = true
+      else
+        leave_seq(old, id, osk, now)
+      end
+    end
     redis.call('DEL', ojk)
   end
   local jk = B..':j:'..id
@@ -228,6 +291,14 @@ local function push_one(ids, qset, now, i)
   if gk then
     group(B, id, jk, ARGV[i+3], gk)
     return 1, '', false
+  end
+  if sk then
+    redis.call('HSET', jk, 'sk', sk)
+    if not seated and redis.call('RPUSH', B..':sl:'..sk, id) > 1 then
+      redis.call('HSET', jk, 'st', 'w')
+      redis.call('ZADD', B..':sqw', int(-tonumber(ARGV[i+5])), rmember(av, sq, id))
+      return 1, '', false
+    end
   end
   return 1, '', enqueue(B, id, jk, av, now)
 end
@@ -325,8 +396,11 @@ return out
 // id, token), number of outcomes, the outcomes (base index, id, token,
 // outcome, at ms or "", reason, counted (a snooze's "1" or "0"; a dead
 // letter's attempt limit, stored as its max attempts when above 0),
-// batch or "", result or "", result's expiry ms or "", number of pushes,
-// the pushes). A done outcome's result is stored at base:r:id (in the
+// batch or "", result or "", result's expiry ms or "", sequence key or
+// "", "1" when its dead-lettering releases the sequence, number of
+// pushes, the pushes). A done or cancelled outcome with a sequence key,
+// and a failed one that releases, take the job out of its sequence: the
+// next member becomes ready. A done outcome's result is stored at base:r:id (in the
 // job's slot) until its expiry, by the script's clock. A batch member's done, failed or cancelled outcome is also
 // noted in its queue's outbox (scripts_batch.go). It returns the indexes
 // (from 1) of the lost starts and a status per outcome: 1 recorded, 0
@@ -349,7 +423,7 @@ end
 local codes = {}
 local no = tonumber(arg())
 for o = 1, no do
-  local B, id, tok, oc, at, reason, counted, bid, res, rexp, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), arg(), arg(), arg(), tonumber(arg())
+  local B, id, tok, oc, at, reason, counted, bid, res, rexp, sk, srel, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), arg(), arg(), arg(), arg(), arg(), tonumber(arg())
   local first = i + 1
   i = i + np * ` + itoa(pushFields) + `
   local jk = leased(B, id, tok, now)
@@ -364,6 +438,7 @@ for o = 1, no do
       redis.call('SET', B..':r:'..id, res, 'PX', int(tonumber(rexp) - now))
     end
     if oc == 0 or oc == 3 then
+      if sk ~= '' and leave_seq(B, id, sk, now) then woke[redis.call('HGET', jk, 'q')] = true end
       free_key(B, jk, id)
       drop(ids, B, jk, id)
       redis.call('HINCRBY', B..':stats', oc == 0 and 'done' or 'cancelled', 1)
@@ -374,6 +449,10 @@ for o = 1, no do
       if tonumber(counted) > 0 then redis.call('HSET', jk, 'ma', counted) end
       redis.call('ZADD', B..':dead', int(now), id)
       redis.call('HINCRBY', B..':stats', 'dead', 1)
+      if sk ~= '' and srel == '1' then
+        if leave_seq(B, id, sk, now) then woke[redis.call('HGET', jk, 'q')] = true end
+        redis.call('HDEL', jk, 'sk')
+      end
     else
       local t = now
       if at ~= '' and tonumber(at) > now then t = tonumber(at) end
@@ -453,22 +532,25 @@ return forget_dead(KEYS[1], ARGV[1])
 // how many it deleted.
 var flushDeadScript = redis.NewScript(prelude + `
 local ids, B = KEYS[1], KEYS[2]
+local now = now_ms()
 local dead = redis.call('ZRANGE', B..':dead', 0, tonumber(ARGV[1]) - 1)
 for _, id in ipairs(dead) do
   redis.call('ZREM', B..':dead', id)
+  unseat(B, id, B..':j:'..id, now)
   free_key(B, B..':j:'..id, id)
   drop(ids, B, B..':j:'..id, id)
 end
 return #dead
 `)
 
-// purgeScript deletes up to limit ready, up to limit scheduled and up to
-// limit grouped jobs of one queue: KEYS = ids, base; ARGV = limit. A
+// purgeScript deletes up to limit waiting sequence members, up to limit
+// ready, up to limit scheduled and up to limit grouped jobs of one queue: KEYS = ids, base; ARGV = limit. A
 // batch member is noted cancelled in the queue's outbox, so that its
 // batch counts it. It returns how many it deleted.
 var purgeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, B = KEYS[1], KEYS[2]
 local lim = tonumber(ARGV[1])
+local now = now_ms()
 local n = 0
 local function purge_one(jk, id)
   local bid = batch_of(jk)
@@ -476,8 +558,17 @@ local function purge_one(jk, id)
     note_member(B, bid, id, 3, '')
     redis.call('HINCRBY', B..':stats', 'cancelled', 1)
   end
+  unseat(B, id, jk, now)
   free_key(B, jk, id)
   drop(ids, B, jk, id)
+end
+-- Waiting sequence members go first, so that a head purged below makes
+-- none of them ready.
+for _, m in ipairs(redis.call('ZRANGE', B..':sqw', 0, lim - 1)) do
+  local id = string.sub(m, 33)
+  redis.call('ZREM', B..':sqw', m)
+  purge_one(B..':j:'..id, id)
+  n = n + 1
 end
 for _, m in ipairs(redis.call('ZRANGE', B..':ready', 0, lim - 1)) do
   local id = string.sub(m, 33)

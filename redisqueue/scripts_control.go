@@ -29,6 +29,7 @@ local function state_of(jk, now)
   end
   if st == 'd' then return 'dead' end
   if st == 'g' then return 'grouped' end
+  if st == 'w' then return 'sequenced' end
   return nil
 end
 -- log_cancel writes the lease tk of job id, cancelled while leased, to
@@ -58,6 +59,7 @@ local function cancel_one(ids, clog, id, now, stamp)
   else
     unready(B, id, jk, v[1])
   end
+  unseat(B, id, jk, now)
   local settle = ''
   local bid = batch_of(jk)
   if bid then
@@ -104,6 +106,7 @@ local function forget_dead(ids, id)
   local jk = B..':j:'..id
   if redis.call('HGET', jk, 'st') ~= 'd' then return 0 end
   redis.call('ZREM', B..':dead', id)
+  unseat(B, id, jk, now_ms())
   free_key(B, jk, id)
   drop(ids, B, jk, id)
   return 1

@@ -156,8 +156,8 @@ end
 
 // listScript examines the jobs of one state of the queues KEYS (their
 // bases) in list order, merged, after a cursor, and returns those that
-// match a filter. ARGV = kind ("ready", "sched", "run", "grouped" or
-// "fin"), the finish-ordered set's suffix (kind "fin"), "1" when there is
+// match a filter. ARGV = kind ("ready", "sched", "run", "grouped",
+// "sequenced" or "fin"), the finish-ordered set's suffix (kind "fin"), "1" when there is
 // a cursor,
 // its score and member, the name, the tag and the payload substring to
 // match ("" for any), the most matches to return, the most jobs to
@@ -197,8 +197,9 @@ for _, B in ipairs(KEYS) do
     local r = 0
     if hasc then r = seek_asc(S, cs, cm) end
     srcs[#srcs+1] = later(B, S, r, now)
-  elseif kind == 'grouped' then
+  elseif kind == 'grouped' or kind == 'sequenced' then
     local Z = B..':grp'
+    if kind == 'sequenced' then Z = B..':sqw' end
     local r = 0
     if hasc then r = seek_asc(Z, cs, cm) end
     srcs[#srcs+1] = ranked(B, Z, false, r)
@@ -311,7 +312,7 @@ return {int(now), row, redis.call('HGET', jk, 'ac') or ''}
 // countsScript reads the sizes of the state sets of the queues KEYS
 // (their bases) at one instant: per queue {ready, scheduled, running,
 // scheduled with their time to come, running with their lease live,
-// dead, grouped}.
+// dead, grouped, sequenced}.
 var countsScript = redis.NewScript(prelude + `
 local now = int(now_ms())
 local out = {}
@@ -319,7 +320,7 @@ for i, B in ipairs(KEYS) do
   out[i] = {
     redis.call('ZCARD', B..':ready'), redis.call('ZCARD', B..':sched'), redis.call('ZCARD', B..':run'),
     redis.call('ZCOUNT', B..':sched', '(' .. now, '+inf'), redis.call('ZCOUNT', B..':run', '(' .. now, '+inf'),
-    redis.call('ZCARD', B..':dead'), redis.call('ZCARD', B..':grp'),
+    redis.call('ZCARD', B..':dead'), redis.call('ZCARD', B..':grp'), redis.call('ZCARD', B..':sqw'),
   }
 end
 return out
