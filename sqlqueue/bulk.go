@@ -90,7 +90,26 @@ func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string, 
 	default:
 		return 0, fmt.Errorf("unknown bulk action %q: %w", a, queue.ErrBulkState)
 	}
-	n, err := q.execIn(ctx, stmts(q.db), stmt, args...)
+	var n int64
+	var err error
+	if a == queue.BulkRetry {
+		n, err = q.execIn(ctx, stmts(q.db), stmt, args...)
+	} else {
+		// A forgotten or cancelled head passes its sequence on, and a
+		// cancelled waiting member leaves it, in the same transaction.
+		err = q.againOnConflict(ctx, func() error {
+			return q.d.writeTx(ctx, q, func(ex execer) error {
+				st := stmts(ex)
+				var err error
+				if n, err = q.execIn(ctx, st, stmt, args...); err != nil {
+					return err
+				}
+				_, err = q.seqLeave(ctx, st, ids)
+				return err
+			})
+		})
+		q.wake.signal()
+	}
 	if a == queue.BulkRetry && q.d.isUniqueViolation(err) {
 		// Some dead letter's unique key is held by an active job, which
 		// fails the whole statement: retry this chunk one by one and

@@ -26,6 +26,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	now := time.Now()
 	var was queue.JobState
 	var pushed []queue.Job
+	var sequenced bool // a sequence member: its next may be claimable
 	err := q.againOnConflict(ctx, func() error {
 		return q.d.writeTx(ctx, q, func(ex execer) error {
 			st := stmts(ex)
@@ -35,7 +36,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 				return err
 			case len(rows) == 0:
 				return queue.ErrNotFound
-			case rows[0].state != statePending && rows[0].state != stateGrouped:
+			case rows[0].state != statePending && rows[0].state != stateGrouped && rows[0].state != stateSequenced:
 				return queue.ErrFinished
 			}
 			was = rows[0].info(micros(now)).State
@@ -61,6 +62,12 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 			if n == 0 {
 				return queue.ErrFinished
 			}
+			if rows[0].job.Meta[queue.MetaSequence] != "" {
+				if _, err := q.seqLeave(ctx, st, []string{id}); err != nil {
+					return err
+				}
+				sequenced = true
+			}
 			if member == 0 {
 				return nil
 			}
@@ -79,6 +86,9 @@ func (q *Queue) Cancel(ctx context.Context, id string) (queue.JobState, error) {
 	}
 	if len(pushed) > 0 {
 		q.wakeFor(pushed, allStored(pushed))
+	}
+	if sequenced {
+		q.wake.signal()
 	}
 	return was, nil
 }

@@ -91,6 +91,8 @@ func (q *Queue) readCounts(ctx context.Context, st statements) ([]queue.QueueCou
 			c.Cancelled = n
 		case stateGrouped:
 			c.Grouped = n
+		case stateSequenced:
+			c.Sequenced = n
 		}
 	}
 	if err := rows.Err(); err != nil {

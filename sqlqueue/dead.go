@@ -78,8 +78,24 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	n, err := stmts(q.db).Exec(ctx, q.stmt(qForgetDead), id)
-	return q.affectedOne(ctx, n, err, "forgetting dead letter "+id)
+	var n int64
+	err := q.againOnConflict(ctx, func() error {
+		return q.d.writeTx(ctx, q, func(ex execer) error {
+			st := stmts(ex)
+			var err error
+			if n, err = st.Exec(ctx, q.stmt(qForgetDead), id); err != nil || n == 0 {
+				return err
+			}
+			// A dead head that held its sequence passes it on.
+			_, err = q.seqPassOn(ctx, st, []string{id}, false)
+			return err
+		})
+	})
+	if err := q.affectedOne(ctx, n, err, "forgetting dead letter "+id); err != nil {
+		return err
+	}
+	q.wake.signal()
+	return nil
 }
 
 // FlushDead deletes every dead letter of queueName ("" for all), in batches
@@ -92,7 +108,10 @@ func (q *Queue) FlushDead(ctx context.Context, queueName string) (int, error) {
 	if queueName != "" {
 		sel, args = qDeadIDsOf, []any{queueName}
 	}
-	n, err := q.deleteBatches(ctx, sel, args, qForgetDeadIn)
+	n, err := q.deleteBatches(ctx, sel, args, qForgetDeadIn, func(st statements, ids []string) error {
+		_, err := q.seqPassOn(ctx, st, ids, false)
+		return err
+	})
 	if err != nil {
 		return n, q.wrap(ctx, err, "flushing dead letters")
 	}
@@ -148,7 +167,10 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	if err != nil {
 		return n, q.wrap(ctx, err, "purging jobs")
 	}
-	del, err := q.deleteBatches(ctx, sel, args, qDeleteWaitingIn)
+	del, err := q.deleteBatches(ctx, sel, args, qDeleteWaitingIn, func(st statements, ids []string) error {
+		_, err := q.seqLeave(ctx, st, ids)
+		return err
+	})
 	n += del
 	if err != nil {
 		return n, q.wrap(ctx, err, "purging jobs")
@@ -187,8 +209,9 @@ func (q *Queue) cancelEach(ctx context.Context, ids []string) (int, error) {
 
 // deleteBatches deletes jobs pruneBatch at a time: sel (with args) lists
 // the IDs of up to pruneBatch of them, and del deletes the jobs of an ID
-// list that still match what sel selected.
-func (q *Queue) deleteBatches(ctx context.Context, sel query, args []any, del query) (int, error) {
+// list that still match what sel selected; then, in the same transaction,
+// settle settles the sequences of the listed jobs (see seqLeave).
+func (q *Queue) deleteBatches(ctx context.Context, sel query, args []any, del query, settle func(st statements, ids []string) error) (int, error) {
 	total := 0
 	for {
 		ids, err := queryStrings(ctx, stmts(q.db), q.stmt(sel), args...)
@@ -198,10 +221,21 @@ func (q *Queue) deleteBatches(ctx context.Context, sel query, args []any, del qu
 		if len(ids) == 0 {
 			return total, nil
 		}
-		n, err := q.execIn(ctx, stmts(q.db), del, ids)
+		var n int64
+		err = q.againOnConflict(ctx, func() error {
+			return q.d.writeTx(ctx, q, func(ex execer) error {
+				st := stmts(ex)
+				var err error
+				if n, err = q.execIn(ctx, st, del, ids); err != nil {
+					return err
+				}
+				return settle(st, ids)
+			})
+		})
 		if err != nil {
 			return total, err
 		}
+		q.wake.signal()
 		total += int(n)
 		if len(ids) < pruneBatch {
 			return total, nil

@@ -68,6 +68,8 @@ func (q *Queue) stateCond(s queue.JobState, now int64) (string, []any, error) {
 		return "state = 'cancelled'", nil, nil
 	case queue.StateGrouped:
 		return "state = 'grouped'", nil, nil
+	case queue.StateSequenced:
+		return "state = 'sequenced'", nil, nil
 	}
 	return "", nil, fmt.Errorf("sqlqueue: listing jobs: unknown state %q", s)
 }
@@ -202,6 +204,8 @@ func (l *lister) query(ctx context.Context, cond string, args []any, after, upTo
 			state = stateCancelled
 		case queue.StateGrouped:
 			state = stateGrouped
+		case queue.StateSequenced:
+			state = stateSequenced
 		}
 		var err error
 		if queues, err = q.knownQueues(ctx, st, state); err != nil {

@@ -1,7 +1,7 @@
 package sqlqueue
 
 func (mysqlDialect) queries() []queryTemplates {
-	return []queryTemplates{mysqlReads, mysqlBatches, mysqlGraphs, mysqlWrites}
+	return []queryTemplates{mysqlReads, mysqlBatches, mysqlGraphs, mysqlSequences, mysqlWrites}
 }
 
 // mysqlReads are MySQL's statements of the inspection reads and of the
@@ -51,8 +51,8 @@ WHERE last_seen >= ? ORDER BY id LIMIT 1000`,
 	qDeleteBatches:      "DELETE FROM {batches} WHERE id IN (?)",
 	qDeadLetters:        "SELECT " + jobCols + " FROM {jobs} WHERE state = 'dead' ORDER BY finished_at DESC, seq DESC LIMIT ?",
 	qDeadLettersOf:      "SELECT " + jobCols + " FROM {jobs} WHERE state = 'dead' AND queue = ? ORDER BY finished_at DESC, seq DESC LIMIT ?",
-	qLen:                "SELECT COUNT(*) FROM {jobs} WHERE state IN ('pending', 'grouped')",
-	qLenOf:              "SELECT COUNT(*) FROM {jobs} WHERE state IN ('pending', 'grouped') AND queue = ?",
+	qLen:                "SELECT COUNT(*) FROM {jobs} WHERE state IN ('pending', 'grouped', 'sequenced')",
+	qLenOf:              "SELECT COUNT(*) FROM {jobs} WHERE state IN ('pending', 'grouped', 'sequenced') AND queue = ?",
 	qPendingMembers:     "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL",
 	qPendingMembersOf:   "SELECT j.id FROM {batch_jobs} m JOIN {jobs} j ON j.id = m.job_id WHERE m.state = 'pending' AND j.state = 'pending' AND j.lease_token IS NULL AND j.queue = ?",
 	qPendingNodes: "SELECT j.id FROM {graphs} g JOIN {graph_nodes} n ON n.graph_id = g.id JOIN {jobs} j ON j.id = n.job_id" +
@@ -93,7 +93,7 @@ SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE EXISTS (SELECT 1 FROM {tags} WH
 	qJob:             "SELECT " + jobCols + " FROM {jobs} WHERE id = ?",
 	qJobState:        "SELECT state FROM {jobs} WHERE id = ?",
 	qPendingByKey:    "SELECT id FROM {jobs} WHERE queue = ? AND unique_key = ? AND state = 'pending'",
-	qNotPendingOfIDs: "SELECT id FROM {jobs} WHERE id IN (?) AND state NOT IN ('pending', 'grouped')",
+	qNotPendingOfIDs: "SELECT id FROM {jobs} WHERE id IN (?) AND state NOT IN ('pending', 'grouped', 'sequenced')",
 	qGroupMark:       "UPDATE {jobs} SET state = 'grouped' WHERE id IN (?) AND state = 'pending'",
 	qGroupedOf:       "SELECT " + jobCols + " FROM {jobs} WHERE queue IN (?) AND name = ? AND state = 'grouped' ORDER BY seq FOR UPDATE SKIP LOCKED",
 	qPause:           "INSERT IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",

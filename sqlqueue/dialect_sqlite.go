@@ -371,14 +371,14 @@ WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE
 	qAmendNote:        "UPDATE {jobs} SET history = " + sqliteAction + " WHERE id = ?",
 	qForgetDead:       "DELETE FROM {jobs} WHERE id = ? AND state = 'dead'",
 	qForgetDeadIn:     "DELETE FROM {jobs} WHERE id IN (?) AND state = 'dead'",
-	qCancelJob:        sqliteCancel + " WHERE id = ? AND state IN ('pending', 'grouped')",
-	qCancelJobsIn:     sqliteCancel + " WHERE id IN (?) AND state IN ('pending', 'grouped')",
-	qDeleteWaitingIn:  "DELETE FROM {jobs} WHERE id IN (?) AND state IN ('pending', 'grouped') AND lease_token IS NULL",
+	qCancelJob:        sqliteCancel + " WHERE id = ? AND state IN ('pending', 'grouped', 'sequenced')",
+	qCancelJobsIn:     sqliteCancel + " WHERE id IN (?) AND state IN ('pending', 'grouped', 'sequenced')",
+	qDeleteWaitingIn:  "DELETE FROM {jobs} WHERE id IN (?) AND state IN ('pending', 'grouped', 'sequenced') AND lease_token IS NULL",
 	qDeleteInState:    "DELETE FROM {jobs} WHERE id IN (?) AND state = ?",
 	qDeadIDs:          "SELECT id FROM {jobs} WHERE state = 'dead' LIMIT " + pruneBatchLit,
 	qDeadIDsOf:        "SELECT id FROM {jobs} WHERE state = 'dead' AND queue = ? LIMIT " + pruneBatchLit,
-	qWaitingIDs:       "SELECT id FROM {jobs} WHERE state IN ('pending', 'grouped') AND lease_token IS NULL LIMIT " + pruneBatchLit,
-	qWaitingIDsOf:     "SELECT id FROM {jobs} WHERE state IN ('pending', 'grouped') AND lease_token IS NULL AND queue = ? LIMIT " + pruneBatchLit,
+	qWaitingIDs:       "SELECT id FROM {jobs} WHERE state IN ('pending', 'grouped', 'sequenced') AND lease_token IS NULL LIMIT " + pruneBatchLit,
+	qWaitingIDsOf:     "SELECT id FROM {jobs} WHERE state IN ('pending', 'grouped', 'sequenced') AND lease_token IS NULL AND queue = ? LIMIT " + pruneBatchLit,
 
 	// The lease row's epoch: the write transaction holds the whole
 	// database's write lock, so the read needs no lock of its own.

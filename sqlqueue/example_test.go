@@ -191,4 +191,10 @@ func ExampleSchema() {
 	// CREATE INDEX IF NOT EXISTS "jobs_graphs_finished" ON "jobs_graphs" (finished_at)
 	// ALTER TABLE "jobs_results" ADD COLUMN IF NOT EXISTS keep_us BIGINT NOT NULL DEFAULT 0
 	// UPDATE "jobs_meta" SET value = '20' WHERE name = 'schema_version'
+	// CREATE TABLE IF NOT EXISTS "jobs_sequences"
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_sequences_head" ON "jobs_sequences" (head_id)
+	// CREATE TABLE IF NOT EXISTS "jobs_sequence_jobs"
+	// CREATE INDEX IF NOT EXISTS "jobs_sequence_jobs_key" ON "jobs_sequence_jobs" (queue, seq_key, pos)
+	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_sequence_jobs_job" ON "jobs_sequence_jobs" (job_id)
+	// UPDATE "jobs_meta" SET value = '21' WHERE name = 'schema_version'
 }

@@ -451,6 +451,8 @@ func (q *Queue) Complete(ctx context.Context, starts []queue.Lease, outs []queue
 			nodes = append(nodes, i)
 		case o.Batch != "" && finishes:
 			members = append(members, i)
+		case releasesSequence(o):
+			rest = append(rest, i) // completeOne passes its sequence on
 		case o.Outcome == queue.OutcomeDone && len(o.Push) == 0 && o.Result == nil:
 			acks = append(acks, o.Lease)
 			ackAt = append(ackAt, i)
@@ -558,6 +560,8 @@ func (q *Queue) completeRest(ctx context.Context, outs []queue.Completion, rest 
 			}
 		case o.Outcome == queue.OutcomeRetried || o.Outcome == queue.OutcomeSnoozed:
 			q.wake.at(q.againAt(o.At))
+		case releasesSequence(o):
+			q.wake.signal() // the sequence's next member may be claimable now
 		}
 	}
 	if len(pushed) > 0 {
@@ -608,6 +612,11 @@ func (q *Queue) completeOne(ctx context.Context, st statements, o queue.Completi
 	}
 	if o.Outcome == queue.OutcomeDone {
 		if err := q.keepResult(ctx, st, o, nowT, false); err != nil {
+			return nil, err
+		}
+	}
+	if releasesSequence(o) {
+		if err := q.completeSequence(ctx, st, o); err != nil {
 			return nil, err
 		}
 	}

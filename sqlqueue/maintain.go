@@ -181,7 +181,11 @@ func (q *Queue) pruneJobs(ctx context.Context, state string, cutoff time.Time) (
 		batches++
 		var n int64
 		err = q.fencedTx(ctx, func(st statements) (err error) {
-			n, err = q.execIn(ctx, st, qDeleteInState, ids, state)
+			if n, err = q.execIn(ctx, st, qDeleteInState, ids, state); err != nil || state != stateDead {
+				return err
+			}
+			// A pruned dead head passes its sequence on.
+			_, err = q.seqPassOn(ctx, st, ids, false)
 			return err
 		})
 		if err != nil {

@@ -231,7 +231,7 @@ func (q *Queue) pushOne(ctx context.Context, ex statements, inTx bool, j queue.J
 func (q *Queue) duplicateOf(ctx context.Context, ex statements, j queue.Job) (*queue.DuplicateError, error) {
 	var state string
 	err := queryRow(ctx, ex, q.stmt(qJobState), []any{j.ID}, &state)
-	if err == nil && (state == statePending || state == stateGrouped) {
+	if err == nil && (state == statePending || state == stateGrouped || state == stateSequenced) {
 		return &queue.DuplicateError{ExistingID: j.ID}, nil
 	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -350,6 +350,9 @@ func (q *Queue) pushFree(ctx context.Context, ex statements, inTx bool, js []que
 		return nil, err
 	}
 	if err := q.markGrouped(ctx, ex, js, stored); err != nil {
+		return nil, err
+	}
+	if err := q.markSequenced(ctx, ex, js, stored); err != nil {
 		return nil, err
 	}
 	if err := q.noteActions(ctx, ex, js, stored, now); err != nil {
@@ -676,6 +679,9 @@ func holdsInTx(js []queue.Job) bool {
 		}
 		if len(j.Actions) > 0 {
 			return true // stored, then their history written
+		}
+		if j.Meta[queue.MetaSequence] != "" {
+			return true // members are stored pending, then seated (markSequenced)
 		}
 		if j.UniqueKey != "" && (j.UniqueFor > 0 || j.UniqueReplace) {
 			return true

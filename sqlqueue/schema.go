@@ -41,6 +41,7 @@ type tableNames struct {
 	tags, tagJobs                        string
 	results                              string
 	graphs, graphNodes, graphEdges       string
+	sequences, sequenceJobs              string
 	replacer                             *strings.Replacer
 }
 
@@ -79,12 +80,17 @@ func names(d dialect, table string) tableNames {
 		graphs:     d.quote(table + "_graphs"),
 		graphNodes: d.quote(table + "_graph_nodes"),
 		graphEdges: d.quote(table + "_graph_edges"),
+		// sequences and sequence_jobs hold the heads and the waiting
+		// members of sequences (see sequence.go).
+		sequences:    d.quote(table + "_sequences"),
+		sequenceJobs: d.quote(table + "_sequence_jobs"),
 	}
 	t.replacer = strings.NewReplacer(
 		"{jobs}", t.jobs, "{pauses}", t.pauses, "{workers}", t.workers,
 		"{metrics}", t.metrics, "{run_metrics}", t.runMetrics, "{meta}", t.meta, "{periodic}", t.periodic, "{uniques}", t.uniques, "{counts}", t.counts, "{batches}", t.batches, "{batch_jobs}", t.batchJobs, "{fleet}", t.fleet,
 		"{tags}", t.tags, "{tag_jobs}", t.tagJobs, "{results}", t.results,
 		"{graphs}", t.graphs, "{graph_nodes}", t.graphNodes, "{graph_edges}", t.graphEdges,
+		"{sequences}", t.sequences, "{sequence_jobs}", t.sequenceJobs,
 		// The claim index, for the statements that must read it whatever
 		// the planner's statistics say (SQLite's INDEXED BY).
 		"{claim_idx}", d.quote(table+"_claim"),
@@ -122,7 +128,7 @@ func Schema(d Dialect, opts ...Option) (string, error) {
 
 // tableKinds name a queue's tables besides its jobs table: each is named
 // after the jobs table with "_" and the kind appended.
-var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet", "tags", "tag_jobs", "results", "graphs", "graph_nodes", "graph_edges"}
+var tableKinds = []string{"pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "counts", "batches", "batch_jobs", "fleet", "tags", "tag_jobs", "results", "graphs", "graph_nodes", "graph_edges", "sequences", "sequence_jobs"}
 
 // migrationVars are the names the migration files use for one queue's
 // tables and indexes, quoted (the table prefix is validated by WithTable).
@@ -137,7 +143,7 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
-	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp", "graphs_seq", "graphs_finished", "graph_nodes_name", "graph_nodes_job"} {
+	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp", "graphs_seq", "graphs_finished", "graph_nodes_name", "graph_nodes_job", "sequences_head", "sequence_jobs_key", "sequence_jobs_job"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
 	return vars

@@ -376,6 +376,9 @@ const (
 	stateDead    = "dead"
 	// stateGrouped is a group member waiting for a gather (driver.StateGrouped).
 	stateGrouped = "grouped"
+	// stateSequenced is a sequence member waiting behind its sequence's
+	// head (driver.StateSequenced): no claim sees it.
+	stateSequenced = "sequenced"
 	// stateCancelled is a job cancelled before it finished. A job
 	// cancelled while it ran keeps its lease token, so the worker that
 	// holds it can find it (CancelledSince).
@@ -511,6 +514,8 @@ func (r row) info(now int64) queue.JobInfo {
 		ji.State = queue.StateCancelled
 	case r.state == stateGrouped:
 		ji.State = queue.StateGrouped
+	case r.state == stateSequenced:
+		ji.State = queue.StateSequenced
 	case r.runAt <= now:
 		ji.State = queue.StateReady
 	case r.job.LeaseToken != "":
@@ -1131,6 +1136,35 @@ const (
 	qResultsReleaseGraph
 	qResultsReleaseBatch
 	qResultsRepinGraph
+	// The statements of sequences (sequence.go). qSeqTake creates a
+	// sequence's row naming a head, or finds and (where the dialect
+	// locks rows) locks the row that exists (queue, key, head); qSeqHead
+	// reads its head, locked (queue, key). qSeqWait moves a pushed member
+	// to 'sequenced' (id) and qSeqJoin appends it to the waiting rows
+	// (queue, key, id). qSeqNext reads the first waiting row (queue, key:
+	// pos, job ID), locked; qSeqDropPos deletes one (pos); qSeqWake moves
+	// a waiting member to pending (id); qSeqSetHead names a new head
+	// (head, queue, key); qSeqDelete deletes a sequence's row (queue,
+	// key). qSeqHeadsOf reads, locked, the sequences headed by the jobs of
+	// an ID list (one IN list: queue, key, head), qSeqHeadsGone those
+	// whose head is no longer pending or dead; qSeqDropGone deletes the
+	// waiting rows of an ID list whose jobs are no longer waiting.
+	// qSeqHeld and qSeqHeldOf (queue) list the sequences headed by a dead
+	// letter, most recently dead first (limit: queue, key, head, waiting).
+	qSeqTake
+	qSeqHead
+	qSeqWait
+	qSeqJoin
+	qSeqNext
+	qSeqDropPos
+	qSeqWake
+	qSeqSetHead
+	qSeqDelete
+	qSeqHeadsOf
+	qSeqHeadsGone
+	qSeqDropGone
+	qSeqHeld
+	qSeqHeldOf
 	// qLeaseEpoch reads a lease row's epoch (name); qLeaseEpochLocked
 	// also locks the row until the write transaction ends.
 	qLeaseEpoch
