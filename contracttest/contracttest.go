@@ -89,6 +89,12 @@ type Capabilities struct {
 	// hash slot than their members' results). The check is skipped with
 	// this reason.
 	ResultsFromAck string
+	// NoFieldSearch, when not empty, says why the driver's payload search
+	// takes only one substring: a search with field filters (or several
+	// quoted substrings, see driver.ParseSearch) must fail with an error
+	// matching queue.ErrUnsupported, and the checks of field filters are
+	// skipped with this reason.
+	NoFieldSearch string
 }
 
 // Timing of the suite. Leases that must expire are short; leases that must

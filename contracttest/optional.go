@@ -494,6 +494,81 @@ func (s *suite) testInspector(t *testing.T) {
 		}
 	})
 
+	checkAs(s, t, "ListJobsFieldSearch", func(t *testing.T, q queue.Queue, in driver.Inspector) {
+		// Field filters over JSON payloads, with substrings, in ready
+		// and dead jobs; bytes that are not JSON never match one, and a
+		// filter that does not parse fails with ErrBadSearch.
+		mk := func(queueName, payload string) string {
+			j := newJob(queueName)
+			j.Payload = []byte(payload)
+			push(t, q, j)
+			return j.ID
+		}
+		ann := mk("fs", `{"user_id":42,"name":"ann","vip":true,"address":{"city":"Oslo"}}`)
+		bob := mk("fs", `{"user_id":7,"name":"bob","vip":false,"address":{"city":"Rome"}}`)
+		cid := mk("fs", `{"user_id":42.0,"name":"cid","note":"ORD-7"}`)
+		raw := mk("fs", "user_id = 42 \xff\x00 not JSON")
+		dan := mk("fs", `{"user_id":"42","name":"dan","vip":null}`)
+		dead := mk("fsd", `{"user_id":42,"name":"eve"}`)
+		fail(t, q, reserveOne(t, q, "fsd", dead, longLease), "field search")
+		if s.h.Caps.NoFieldSearch != "" {
+			_, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, Queue: "fs", Search: "payload.user_id = 42"})
+			if !errors.Is(err, queue.ErrUnsupported) {
+				t.Fatalf("a field search on a driver without field filters = %v, want ErrUnsupported", err)
+			}
+			t.Skip(s.h.Caps.NoFieldSearch)
+		}
+		for _, c := range []struct {
+			state  driver.JobState
+			search string
+			want   []string
+		}{
+			{queue.StateReady, "payload.user_id = 42", []string{ann, cid}},
+			{queue.StateReady, `payload.user_id = "42"`, []string{dan}},
+			{queue.StateReady, "payload.user_id != 42", []string{bob, dan}},
+			{queue.StateReady, "payload.vip = true", []string{ann}},
+			{queue.StateReady, "payload.vip != true", []string{bob, dan}},
+			{queue.StateReady, "payload.vip = null", []string{dan}},
+			{queue.StateReady, `payload.address.city = "Rome"`, []string{bob}},
+			{queue.StateReady, `payload.user_id = 42 AND payload.name = "cid"`, []string{cid}},
+			{queue.StateReady, `payload.user_id = 42 AND "ORD-"`, []string{cid}},
+			{queue.StateReady, `payload.user_id = 42 AND "Oslo" AND "ann"`, []string{ann}},
+			{queue.StateReady, `payload.missing = 1`, nil},
+			{queue.StateReady, "user_id = 42", []string{raw}}, // not a filter: a substring
+			{queue.StateDead, "payload.user_id = 42", []string{dead}},
+		} {
+			f := driver.JobFilter{State: c.state, Search: c.search}
+			page, err := in.ListJobs(t.Context(), f)
+			if err != nil {
+				t.Fatalf("ListJobs(%+v): %v", f, err)
+			}
+			var got []string
+			for _, j := range page.Jobs {
+				got = append(got, j.ID)
+			}
+			slices.Sort(got)
+			if want := sorted(c.want...); !slices.Equal(got, want) || page.Next != "" {
+				t.Errorf("ListJobs(%s, %q) = %v, Next %q; want %v and no next page", c.state, c.search, got, page.Next, want)
+			}
+		}
+		// Counted as listed, where the driver counts (the dashboard's
+		// "all matching" buttons).
+		if c := driver.CapabilitiesOf(q).Controller; c != nil {
+			for search, want := range map[string]int64{"payload.user_id = 42": 2, `payload.vip != true AND "bob"`: 1, `payload.user_id = 42 AND "nobody"`: 0} {
+				f := driver.JobFilter{State: queue.StateReady, Queue: "fs", Search: search}
+				if got, err := c.CountJobs(t.Context(), f, 100); err != nil || got != (driver.Count{N: want}) {
+					t.Errorf("CountJobs(ready, %q) = %+v, %v; want %d", search, got, err, want)
+				}
+			}
+		}
+		for _, bad := range []string{"payload.user_id", "payload.user_id = forty", "payload.a = 1 OR payload.b = 2"} {
+			_, err := in.ListJobs(t.Context(), driver.JobFilter{State: queue.StateReady, Search: bad})
+			if !errors.Is(err, driver.ErrBadSearch) {
+				t.Errorf("ListJobs(ready, %q) = %v, want ErrBadSearch", bad, err)
+			}
+		}
+	})
+
 	checkAs(s, t, "ListJobsSearchBounded", func(t *testing.T, q queue.Queue, in driver.Inspector) {
 		// 25 ready jobs; the 3rd and the 24th hold the needle. A search
 		// bounded to 10 jobs per call says where it stopped, so the

@@ -323,6 +323,10 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 	q, _ := readQuery(r, st)
 	q.Limit, _ = strconv.Atoi(v.Get("limit"))
 	q.Limit = min(max(q.Limit, 0), maxBulk)
+	if err := checkSearch(q.Search); err != nil {
+		h.apiStatus(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	res, err := h.listJobs(r.Context(), q)
 	if err != nil {
 		h.apiError(w, r, err)

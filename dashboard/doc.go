@@ -95,6 +95,12 @@
 // goes on from there. On PostgreSQL and SQLite the opt-in search index
 // (`meridian search enable`; see docs/semantics.md) answers such a search
 // in one call with the same matches, so the first page comes at once.
+// A search that starts with "payload." filters the fields of JSON
+// payloads instead: payload.user_id = 42, payload.plan != "free" AND
+// payload.vip = true, payload.kind = "refund" AND "ORD-77" (a quoted
+// text the payload holds); see driver.ParseSearch. One that does not
+// parse answers 400 saying at which position what was expected, on the
+// page and in api/jobs?q=.
 //
 // Lists page by keyset cursor, never by offset. Each page's links carry
 // the cursors of the pages before it, so Previous and First work as well

@@ -248,6 +248,10 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 		}
 		q = cq
 	}
+	if err := checkSearch(q.Search); err != nil {
+		h.fail(w, r, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
 	ctx := r.Context()
 	// The state tabs count from the figures, which are shared between
 	// requests (statsTTL), so the store sees no more QueueStats calls

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/display"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
@@ -264,6 +265,8 @@ func (h *handler) failErr(w http.ResponseWriter, r *http.Request, what string, e
 		h.fail(w, r, http.StatusBadRequest, what+": the page link is not one this dashboard made (its after= cursor is unknown). Start again from the first page.", nil)
 	case errors.Is(err, errBadTag):
 		h.fail(w, r, http.StatusBadRequest, what+": "+tagRule+".", nil)
+	case errors.Is(err, driver.ErrBadSearch):
+		h.fail(w, r, http.StatusBadRequest, what+": "+searchMessage(err)+".", nil)
 	default:
 		h.fail(w, r, http.StatusInternalServerError, what+" failed; the server log has the details.", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -224,5 +225,50 @@ func TestJobPageHistory(t *testing.T) {
 	}
 	if len(api.History) != 2 || api.History[1].Worker != "worker-b" || api.History[0].Error != "smtp: 421 try later" {
 		t.Errorf("api/jobs/{id} history = %+v", api.History)
+	}
+}
+
+// TestFieldSearch: a search that starts with "payload." filters JSON
+// fields, on the failed page and in api/jobs?q=, on memqueue and SQLite;
+// one that does not parse answers 400 saying where and what was
+// expected, on the page and in the API, and lists nothing.
+func TestFieldSearch(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) queue.Queue{
+		"memqueue": func(*testing.T) queue.Queue { return memqueue.New() },
+		"sqlite":   openSQLite,
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := open(t)
+			ann := deadJobs(t, q, "mail", 1, `{"user_id":42,"to":"ann"}`, "boom")[0]
+			bob := deadJobs(t, q, "mail", 3, `{"user_id":7,"to":"bob"}`, "boom")
+			deadJobs(t, q, "mail", 1, `user_id 42, not JSON`, "boom")
+			s := serve(t, dashboard.ForQueue(q.(inspectQueue)))
+
+			list := decode(t, s.page("api/jobs?state=failed&q="+url.QueryEscape(`payload.user_id = 42 AND "ann"`)).Body)
+			jobs := list["jobs"].([]any)
+			if len(jobs) != 1 || jobs[0].(map[string]any)["id"] != ann {
+				t.Errorf("api/jobs with a field filter = %v, want job %s alone", jobs, ann)
+			}
+			page := s.page("failed?q=" + url.QueryEscape("payload.user_id != 42"))
+			for _, id := range bob {
+				if !strings.Contains(page.Body, id) {
+					t.Errorf("failed?q=payload.user_id != 42 does not list %s", id)
+				}
+			}
+			if strings.Contains(page.Body, ann) {
+				t.Errorf("failed?q=payload.user_id != 42 lists %s, whose user_id is 42", ann)
+			}
+
+			const bad = "payload.user_id = forty"
+			const want = `bad search: at position 19: expected a value (a &#34;string&#34;, a number, true, false or null), found &#34;forty&#34;`
+			r := s.get(s.url("failed?q=" + url.QueryEscape(bad)))
+			if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.Body, want) {
+				t.Errorf("failed?q=%s = %d, want 400 saying %s:\n%s", bad, r.StatusCode, want, r.Body)
+			}
+			r = s.get(s.url("api/jobs?state=failed&q=" + url.QueryEscape(bad)))
+			if got := decode(t, r.Body)["error"]; r.StatusCode != http.StatusBadRequest || got != html.UnescapeString(want) {
+				t.Errorf("api/jobs?q=%s = %d %q, want 400 %q", bad, r.StatusCode, got, html.UnescapeString(want))
+			}
+		})
 	}
 }

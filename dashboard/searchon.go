@@ -2,7 +2,11 @@ package dashboard
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
+
+	"github.com/meridianjobs/meridian/queue/driver"
 )
 
 // searchMargin is the part of a request's deadline a search that goes on
@@ -56,4 +60,26 @@ func (h *handler) searchOn(ctx context.Context, q ListQuery, l JobList) JobList 
 		l.Scanned = total
 	}
 	return l
+}
+
+// checkSearch returns, for a payload search (q=) that starts as a field
+// filter and does not parse, the error to show: where it went wrong and
+// what was expected there (see driver.ParseSearch). Any other search is
+// a substring, always valid.
+func checkSearch(search string) error {
+	if _, err := driver.ParseSearch(search); err != nil {
+		return errors.New(searchMessage(err))
+	}
+	return nil
+}
+
+// searchMessage is the text of a driver.ErrBadSearch error err for the
+// user: "bad search: at position 12: expected ...", without the store's
+// prefixes.
+func searchMessage(err error) string {
+	msg := err.Error()
+	if _, rest, ok := strings.Cut(msg, driver.ErrBadSearch.Error()); ok {
+		return "bad search" + rest
+	}
+	return msg
 }

@@ -1,7 +1,6 @@
 package memqueue
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -231,7 +230,10 @@ func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPag
 		limit = defaultPageSize
 	}
 	limit = min(limit, maxPageSize)
-	search := []byte(f.Search)
+	search, err := driver.ParseSearch(f.Search)
+	if err != nil {
+		return driver.JobPage{}, fmt.Errorf("memqueue: listing jobs: %w", err)
+	}
 
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -285,7 +287,7 @@ func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPag
 	}
 	slices.SortFunc(match, func(a, b *entry) int { return listKeyOf(a).compare(listKeyOf(b)) })
 	var page driver.JobPage
-	if len(search) > 0 {
+	if !search.IsZero() {
 		// The search examines the candidates in order, up to f.Scan of
 		// them, and stops early once it has one match past the page.
 		var hits []*entry
@@ -295,7 +297,7 @@ func (q *Queue) ListJobs(ctx context.Context, f driver.JobFilter) (driver.JobPag
 				break
 			}
 			examined++
-			if bytes.Contains(e.job.Payload, search) {
+			if search.Match(e.job.Payload) {
 				hits = append(hits, e)
 			}
 		}

@@ -37,6 +37,7 @@ func TestContract(t *testing.T) {
 			NoDoneRetention:  "redisqueue deletes a job when it is done or cancelled",
 			NoAttemptHistory: "redisqueue keeps no attempt history",
 			ResultsFromAck:   "redisqueue keeps a result for its retention from its ack (PX): a batch's record sits in another hash slot than its members' results",
+			NoFieldSearch:    "redisqueue's scripts search one substring of the payload",
 		},
 	})
 }

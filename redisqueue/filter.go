@@ -167,6 +167,15 @@ func (q *Queue) matching(f driver.JobFilter, scan int) (*jobIter, error) {
 	default:
 		return nil, fmt.Errorf("redisqueue: listing jobs: unknown state %q", f.State)
 	}
+	// The scripts test one substring; field filters, and more than one
+	// substring, are not searched on Redis.
+	s, err := driver.ParseSearch(f.Search)
+	if err != nil {
+		return nil, fmt.Errorf("redisqueue: listing jobs: %w", err)
+	}
+	if len(s.Fields) > 0 || len(s.Text) > 1 {
+		return nil, fmt.Errorf("redisqueue: a payload search with field filters: %w", driver.ErrUnsupported)
+	}
 	if f.After != "" {
 		c, err := decodeCursor(f.State, f.After)
 		if err != nil {

@@ -161,6 +161,10 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 	if f.State == queue.StateReady && f.Name == "" && f.Tag == "" && f.Search == "" {
 		return q.countReady(ctx, f.Queue, limit)
 	}
+	search, err := queue.ParseSearch(f.Search)
+	if err != nil {
+		return queue.Count{}, fmt.Errorf("sqlqueue: counting jobs: %w", err)
+	}
 	now := micros(time.Now())
 	f.After = ""
 	cond, args, err := q.filterCond(f, now)
@@ -185,7 +189,13 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 		if err != nil || query == "" {
 			return err
 		}
-		query, args = q.countQuery(query, args, f.Search)
+		if len(search.Fields) > 0 {
+			// Field filters are tested in Go (see search): read the
+			// payloads of the jobs that hold the substrings.
+			examined, matched, err = q.countFields(ctx, st, query, args, search)
+			return err
+		}
+		query, args = q.countQuery(query, args, search.Text)
 		if f.Search == "" {
 			return queryRow(ctx, st, query, args, &examined)
 		}
@@ -202,6 +212,28 @@ func (q *Queue) CountJobs(ctx context.Context, f queue.JobFilter, limit int) (qu
 		c.More = true
 	}
 	return c, nil
+}
+
+// countFields counts the rows of list (a list statement of key columns
+// and payload, with its arguments) and those whose payload matches s,
+// field filters included, reading the payloads.
+func (q *Queue) countFields(ctx context.Context, st statements, list string, args []any, s queue.Search) (examined, matched int64, err error) {
+	rs, err := st.Query(ctx, q.rebind("SELECT payload FROM ("+list+") s"), args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var p []byte
+		if err := rs.Scan(&p); err != nil {
+			return 0, 0, err
+		}
+		examined++
+		if s.Match(p) {
+			matched++
+		}
+	}
+	return examined, matched, rs.Err()
 }
 
 // countReady is CountJobs of the ready jobs of queueName (every queue

@@ -451,18 +451,27 @@ func (q *Queue) scheduledCountQuery(queueName string, prios []any, now int64) (s
 }
 
 // searchCond adds to a list's condition (and its arguments) that the
-// job's payload holds search.
-func (q *Queue) searchCond(cond string, args []any, search string) (string, []any) {
-	return cond + " AND " + q.d.contains("payload", true), append(slices.Clip(args), []byte(search))
+// job's payload holds each of texts.
+func (q *Queue) searchCond(cond string, args []any, texts []string) (string, []any) {
+	args = slices.Clip(args)
+	for _, t := range texts {
+		cond, args = cond+" AND "+q.d.contains("payload", true), append(args, []byte(t))
+	}
+	return cond, args
 }
 
 // countQuery counts the rows of list, a list statement with its
-// arguments (see listQuery): with a search, it also counts those whose
-// payload holds search (a second column).
-func (q *Queue) countQuery(list string, args []any, search string) (string, []any) {
-	if search == "" {
+// arguments (see listQuery): with texts, it also counts those whose
+// payload holds each of them (a second column).
+func (q *Queue) countQuery(list string, args []any, texts []string) (string, []any) {
+	if len(texts) == 0 {
 		return q.rebind("SELECT COUNT(*) FROM (" + list + ") s"), args
 	}
-	return q.rebind("SELECT COUNT(*), COALESCE(SUM(CASE WHEN " + q.d.contains("payload", true) + " THEN 1 ELSE 0 END), 0) FROM (" + list + ") s"),
-		append([]any{[]byte(search)}, args...)
+	conds := make([]string, len(texts))
+	targs := make([]any, len(texts), len(texts)+len(args))
+	for i, t := range texts {
+		conds[i], targs[i] = q.d.contains("payload", true), []byte(t)
+	}
+	return q.rebind("SELECT COUNT(*), COALESCE(SUM(CASE WHEN " + strings.Join(conds, " AND ") + " THEN 1 ELSE 0 END), 0) FROM (" + list + ") s"),
+		append(targs, args...)
 }

@@ -284,6 +284,10 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 		}
 		after = &c
 	}
+	search, err := queue.ParseSearch(f.Search)
+	if err != nil {
+		return queue.JobPage{}, fmt.Errorf("sqlqueue: listing jobs: %w", err)
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = defaultPage
@@ -303,7 +307,7 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 	err = q.inspectRead(ctx, timeout, true, func(st statements) error {
 		if f.Search != "" {
 			var err error
-			rows, scanned, edge, err = q.search(ctx, st, f, now, cond, slices.Clip(args), after, limit, bound)
+			rows, scanned, edge, err = q.search(ctx, st, f, search, now, cond, slices.Clip(args), after, limit, bound)
 			return err
 		}
 		query, qargs, err := q.listQuery(ctx, st, f, now, cond, slices.Clip(args), after, nil, limit+1, jobCols)
@@ -347,13 +351,23 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 // 1 s over 1,000,000 jobs. When it stopped before the end with the page
 // not full, it returns how many jobs it examined and the key of the
 // last, so the caller can say "none among these" and continue after them.
-func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, now int64, cond string, args []any, after *listCursor, limit, bound int) (rows []row, scanned int, edge *listCursor, err error) {
+//
+// The substrings of s are tested in the store (contains); its field
+// filters in Go (queue.Search.Match), on the payloads of the window's
+// jobs that hold the substrings, read with the second read: no dialect's
+// JSON functions are safe on a payload that is not JSON (PostgreSQL's
+// cast fails the whole statement), and the same code gives every store
+// the same meaning of a field filter.
+func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, s queue.Search, now int64, cond string, args []any, after *listCursor, limit, bound int) (rows []row, scanned int, edge *listCursor, err error) {
 	o := orderOf(f.State)
-	match, margs := q.searchCond(cond, args, f.Search)
+	match, margs := q.searchCond(cond, args, s.Text)
 	l := q.lister(st, f, now)
 	start := time.Now()
 	window := min(max(limit+1, searchWindow), bound)
-	icond, iargs, indexed := q.d.indexedMatch(q.t, f.Search)
+	icond, iargs, indexed := "", []any(nil), false
+	if text := longest(s.Text); text != "" {
+		icond, iargs, indexed = q.d.indexedMatch(q.t, text)
+	}
 	if indexed {
 		if indexed, err = q.searchIndexOn(ctx, st); err != nil {
 			return nil, 0, nil, err
@@ -369,7 +383,7 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 		if lean == "" {
 			break
 		}
-		keys, err := q.readKeys(ctx, st, q.rebind(lean), largs, o, false)
+		keys, err := q.readKeys(ctx, st, q.rebind(lean), largs, o, false, false)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -377,17 +391,25 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 			break
 		}
 		last := keys[len(keys)-1].key
-		query, qargs, err := l.query(ctx, match, slices.Clip(margs), after, &last, limit+1-len(ids), o.keyCols()+", id")
+		// The window's matches, or with field filters every job of it
+		// that holds the substrings, with its payload.
+		want, cols := limit+1-len(ids), o.keyCols()+", id"
+		if len(s.Fields) > 0 {
+			want, cols = len(keys), cols+", payload"
+		}
+		query, qargs, err := l.query(ctx, match, slices.Clip(margs), after, &last, want, cols)
 		if err != nil {
 			return nil, 0, nil, err
 		}
 		if query != "" {
-			got, err := q.readKeys(ctx, st, q.rebind(query), qargs, o, true)
+			got, err := q.readKeys(ctx, st, q.rebind(query), qargs, o, true, len(s.Fields) > 0)
 			if err != nil {
 				return nil, 0, nil, err
 			}
 			for _, k := range got {
-				ids = append(ids, k.id)
+				if len(ids) <= limit && (len(s.Fields) == 0 || s.Match(k.payload)) {
+					ids = append(ids, k.id)
+				}
 			}
 		}
 		scanned += len(keys)
@@ -401,7 +423,7 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 			// the rest of it, however deep, unless the matches after
 			// the window are too many to read whole (then the scan's
 			// next windows find them soon).
-			more, complete, err := q.searchByIndex(ctx, st, f, o, icond, iargs, cond, args, after, limit+1-len(ids))
+			more, complete, err := q.searchByIndex(ctx, st, f, s, o, icond, iargs, cond, args, after, limit+1-len(ids))
 			if err != nil {
 				return nil, 0, nil, err
 			}
@@ -434,15 +456,17 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, no
 	return rows, scanned, edge, nil
 }
 
-// keyed is a job's key in a list order, and its ID when read.
+// keyed is a job's key in a list order, and its ID and payload when
+// read.
 type keyed struct {
-	key listCursor
-	id  string
+	key     listCursor
+	id      string
+	payload []byte
 }
 
-// readKeys runs a query of o's key columns (and id, withID) and returns
-// every row's key.
-func (q *Queue) readKeys(ctx context.Context, st statements, query string, args []any, o listOrder, withID bool) ([]keyed, error) {
+// readKeys runs a query of o's key columns (and id, withID, then
+// payload, withPayload) and returns every row's key.
+func (q *Queue) readKeys(ctx context.Context, st statements, query string, args []any, o listOrder, withID, withPayload bool) ([]keyed, error) {
 	rs, err := st.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -454,6 +478,9 @@ func (q *Queue) readKeys(ctx context.Context, st statements, query string, args 
 		dest := o.dest(&k.key)
 		if withID {
 			dest = append(dest, &k.id)
+		}
+		if withPayload {
+			dest = append(dest, &k.payload)
 		}
 		if err := rs.Scan(dest...); err != nil {
 			return nil, err
@@ -669,4 +696,16 @@ func (q *Queue) Paused(ctx context.Context) ([]string, error) {
 		return nil, q.wrap(ctx, err, "listing paused queues")
 	}
 	return names, nil
+}
+
+// longest is the longest of texts ("" when there is none): the one a
+// search index narrows the candidates by most.
+func longest(texts []string) string {
+	var l string
+	for _, t := range texts {
+		if len(t) > len(l) {
+			l = t
+		}
+	}
+	return l
 }

@@ -492,7 +492,7 @@ FROM (SELECT g, CASE WHEN ? AND g % 5 = 4 THEN 'dead' ELSE 'pending' END AS s,
 		if err != nil {
 			t.Fatal(err)
 		}
-		match, margs := q.searchCond(cond, args, f.Search)
+		match, margs := q.searchCond(cond, args, []string{f.Search})
 		o := orderOf(st)
 		// One connection, so that its session's handler counts are the
 		// reads' own.
@@ -507,7 +507,7 @@ FROM (SELECT g, CASE WHEN ? AND g % 5 = 4 THEN 'dead' ELSE 'pending' END AS s,
 			if err != nil {
 				return err
 			}
-			keys, err := q.readKeys(ctx, st, q.rebind(all), aargs, o, false)
+			keys, err := q.readKeys(ctx, st, q.rebind(all), aargs, o, false, false)
 			if err != nil {
 				return err
 			}
@@ -531,7 +531,7 @@ FROM (SELECT g, CASE WHEN ? AND g % 5 = 4 THEN 'dead' ELSE 'pending' END AS s,
 				query := q.rebind(read.query)
 				checkMySQLRange(t, db, what, query, read.args, q.t.raw, index)
 				before := handlerReads(t, st)
-				if _, err := q.readKeys(ctx, st, query, read.args, o, strings.HasSuffix(what, "/matches")); err != nil {
+				if _, err := q.readKeys(ctx, st, query, read.args, o, strings.HasSuffix(what, "/matches"), false); err != nil {
 					return err
 				}
 				if n := handlerReads(t, st) - before; n > 3*window+2*tie {

@@ -92,18 +92,20 @@ func (q *Queue) searchIndexOn(ctx context.Context, st statements) (bool, error) 
 	return on == 1, rs.Err()
 }
 
-// searchByIndex reads through the index the matches of f's search after
+// searchByIndex reads through the index the matches of search s after
 // the cursor after, every one of them up to indexCandidates, and returns
 // the IDs of the first n in o's order. It reads in two statements: the
-// IDs of the jobs whose payload holds the search, by the index alone
-// (icond and the exact test), then those of them that f's filter (cond,
-// args: see filterCond) and the cursor select, by primary key. So the
+// IDs of the jobs whose payload holds s's substrings, by the index alone
+// (icond and the exact tests), then those of them that f's filter (cond,
+// args: see filterCond) and the cursor select, by primary key, with
+// their payloads when s has field filters (tested in Go). So the
 // planner has one way to the matches, the index, and is not tempted by
 // an ordered index scan that filters row by row. complete is false when
-// more than indexCandidates jobs hold the search: the caller scans on.
-func (q *Queue) searchByIndex(ctx context.Context, st statements, f queue.JobFilter, o listOrder, icond string, iargs []any, cond string, args []any, after *listCursor, n int) (ids []string, complete bool, err error) {
-	query := "SELECT id FROM " + q.t.jobs + " WHERE " + icond + " AND " + q.d.contains("payload", true) + " LIMIT ?"
-	rs, err := st.Query(ctx, q.rebind(query), append(slices.Clip(iargs), []byte(f.Search), indexCandidates+1)...)
+// more than indexCandidates jobs hold the substrings: the caller scans on.
+func (q *Queue) searchByIndex(ctx context.Context, st statements, f queue.JobFilter, s queue.Search, o listOrder, icond string, iargs []any, cond string, args []any, after *listCursor, n int) (ids []string, complete bool, err error) {
+	exact, eargs := q.searchCond(icond, iargs, s.Text)
+	query := "SELECT id FROM " + q.t.jobs + " WHERE " + exact + " LIMIT ?"
+	rs, err := st.Query(ctx, q.rebind(query), append(eargs, indexCandidates+1)...)
 	if err != nil {
 		return nil, false, err
 	}
@@ -127,14 +129,23 @@ func (q *Queue) searchByIndex(ctx context.Context, st statements, f queue.JobFil
 		c, a := o.after(*after)
 		cond, args = cond+" AND "+c, append(slices.Clip(args), a...)
 	}
+	cols, fields := o.keyCols()+", id", len(s.Fields) > 0
+	if fields {
+		cols += ", payload"
+	}
 	var keys []keyed
 	for chunk := range slices.Chunk(found, 1000) {
-		query := "SELECT " + o.keyCols() + ", id FROM " + q.t.jobs + " WHERE id IN (" + placeholders(len(chunk)) + ") AND " + cond
-		got, err := q.readKeys(ctx, st, q.rebind(query), append(slices.Clip(chunk), args...), o, true)
+		query := "SELECT " + cols + " FROM " + q.t.jobs + " WHERE id IN (" + placeholders(len(chunk)) + ") AND " + cond
+		got, err := q.readKeys(ctx, st, q.rebind(query), append(slices.Clip(chunk), args...), o, true, fields)
 		if err != nil {
 			return nil, false, err
 		}
-		keys = append(keys, got...)
+		for _, k := range got {
+			if !fields || s.Match(k.payload) {
+				k.payload = nil
+				keys = append(keys, k)
+			}
+		}
 	}
 	slices.SortFunc(keys, func(a, b keyed) int {
 		if o == byFinish {

@@ -72,12 +72,14 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 	for i, s := range driver.JobStates {
 		states[i] = string(s)
 	}
-	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--limit N] [--json] | show ID [--json] | cancel ID... | retry ID... [--payload JSON | --payload-file FILE] | run-now ID... | clone ID...  [--dsn URL]", errOut)
+	fs, dsn := newFlags("jobs", "list [--state STATE] [--queue NAME] [--name NAME] [--tag TAG] [--search QUERY] [--limit N] [--json] | show ID [--json] | cancel ID... | retry ID... [--payload JSON | --payload-file FILE] | run-now ID... | clone ID...  [--dsn URL]", errOut)
 	state := fs.String("state", string(queue.StateReady), "list: jobs in this state: "+strings.Join(states, ", "))
 	queueName := fs.String("queue", "", "list: only this queue")
 	name := fs.String("name", "", "list: only jobs of this name (job type)")
 	tag := fs.String("tag", "", "list: only jobs with this tag")
 	limit := fs.Int("limit", 50, "list: how many to list (the driver caps it, at 500 for the SQL drivers)")
+	search := fs.String("search", "", `list: only jobs whose payload holds this text, or passes field filters: 'payload.user_id = 42 AND payload.vip = true'`)
+	searchTime := fs.Duration("search-time", 30*time.Second, "list: how long a --search goes on looking before it prints what it found")
 	asJSON := fs.Bool("json", false, "print JSON: one object per job")
 	payloadText := fs.String("payload", "", "retry: the new payload (one JSON value), for one job")
 	payloadFile := fs.String("payload-file", "", "retry: read the new payload from this file (- for standard input)")
@@ -104,6 +106,9 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 	case pos[0] == "list" && len(pos) == 1:
 		if !strings.Contains(","+strings.Join(states, ",")+",", ","+*state+",") {
 			return usagef("unknown --state %q: %s", *state, strings.Join(states, ", "))
+		}
+		if _, err := driver.ParseSearch(*search); err != nil {
+			return usagef("--search %q: %v", *search, strings.TrimPrefix(err.Error(), "queue: "))
 		}
 	case pos[0] == "show" && len(pos) == 2:
 	case pos[0] == "cancel" && len(pos) >= 2:
@@ -146,7 +151,7 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 		}
 		return printJob(out, j)
 	}
-	page, err := insp.ListJobs(ctx, driver.JobFilter{State: driver.JobState(*state), Queue: *queueName, Name: *name, Tag: *tag, Limit: *limit})
+	page, err := listJobs(ctx, insp, driver.JobFilter{State: driver.JobState(*state), Queue: *queueName, Name: *name, Tag: *tag, Search: *search, Limit: *limit}, *searchTime, errOut)
 	if err != nil {
 		return err
 	}
@@ -164,6 +169,39 @@ func jobsMain(ctx context.Context, args []string, s stdio) error {
 			j.CreatedAt.UTC().Format(time.RFC3339), firstLine(j.LastError, 80))
 	}
 	return tw.Flush()
+}
+
+// listJobs lists one page of f. A search that the store stops at its
+// bound (rows or time) before the page is full goes on from where it
+// stopped until the page is full, the jobs end or budget has passed;
+// then it says on errOut how many jobs it examined without reaching the
+// end, so an empty list is never taken for "no match".
+func listJobs(ctx context.Context, insp driver.Inspector, f driver.JobFilter, budget time.Duration, errOut io.Writer) (driver.JobPage, error) {
+	page, err := insp.ListJobs(ctx, f)
+	if err != nil || f.Search == "" {
+		return page, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	end := time.Now().Add(budget)
+	examined := page.Scanned
+	for page.Scanned > 0 && page.Next != "" && len(page.Jobs) < limit && time.Now().Before(end) {
+		next := f
+		next.After, next.Limit = page.Next, limit-len(page.Jobs)
+		more, err := insp.ListJobs(ctx, next)
+		if err != nil {
+			return page, err
+		}
+		page.Jobs = append(page.Jobs, more.Jobs...)
+		page.Next, page.Scanned = more.Next, more.Scanned
+		examined += more.Scanned
+	}
+	if page.Scanned > 0 && page.Next != "" && len(page.Jobs) < limit {
+		fmt.Fprintf(errOut, "meridian: the search examined %d jobs in %v and stopped before the end (--search-time); these are the matches among them\n", examined, budget)
+	}
+	return page, nil
 }
 
 // printJob writes one job's fields, one per line.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -45,5 +46,40 @@ func TestSearchCommand(t *testing.T) {
 	err = searchMain(ctx, []string{"status", "--dsn", "memory://"}, testIO(&out, &errOut))
 	if err == nil || errors.Is(err, driver.ErrUnsupported) {
 		t.Fatalf("search status on memory:// = %v, want the usage error of a read command", err)
+	}
+}
+
+// TestJobsListSearch: jobs list --search takes a substring or field
+// filters, in JSON or as a table; a field filter that does not parse is
+// a usage error (exit 2) saying where.
+func TestJobsListSearch(t *testing.T) {
+	t.Parallel()
+	dsn := fillSQLite(t) // cafe {"to":"bob"} ready, deadbeef {"to":"ada"} dead
+	for _, tc := range []struct {
+		args []string
+		want string // the IDs listed, space-separated
+	}{
+		{[]string{"--search", `payload.to = "bob"`}, "cafe"},
+		{[]string{"--search", `payload.to != "bob"`}, ""},
+		{[]string{"--search", "bob"}, "cafe"},
+		{[]string{"--state", "dead", "--search", `payload.to = "ada" AND "ada"`}, "deadbeef"},
+	} {
+		args := append([]string{"jobs", "list", "--json", "--dsn", dsn}, tc.args...)
+		code, out, stderr := runCLI(t, "", args...)
+		var rows []jobJSON
+		if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil {
+			t.Fatalf("%v: exit %d, %v\n%s%s", tc.args, code, err, out, stderr)
+		}
+		var ids []string
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+		}
+		if got := strings.Join(ids, " "); got != tc.want {
+			t.Errorf("jobs list %v = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	code, _, stderr := runCLI(t, "", "jobs", "list", "--search", "payload.to = bob", "--dsn", dsn)
+	if code != exitUsage || !strings.Contains(stderr, `bad search: at position 14: expected a value`) {
+		t.Errorf("jobs list with a bad filter: exit %d, %q; want %d and the position", code, stderr, exitUsage)
 	}
 }

@@ -162,8 +162,10 @@ type JobFilter struct {
 	Queue string
 	Name  string
 	Tag   string
-	// Search matches a substring of the payload. Drivers bound it with a
-	// row limit and, where the store allows, a statement timeout.
+	// Search matches a substring of the payload or, when it starts with
+	// "payload.", field filters over JSON payloads (see ParseSearch;
+	// one that does not parse fails with ErrBadSearch). Drivers bound it
+	// with a row limit and, where the store allows, a statement timeout.
 	Search string
 	// After is the cursor from the previous page's Next; empty for the first
 	// page. Any other value makes ListJobs fail with ErrBadCursor.
