@@ -33,10 +33,16 @@ const (
 	searchWindow    = 100
 	searchMaxWindow = 4000
 	searchBudget    = 40 * time.Millisecond
-	statsWindow     = time.Hour // QueueStats' throughput window
-	defaultPage     = 50
-	maxPage         = 500
-	maxStatsQueues  = 1000
+	// searchContinueWindow is the first window of a search that goes on
+	// after a cursor: the calls before it found too few matches, and a
+	// call that started again from searchWindow spent most of its budget
+	// on small windows (MariaDB, 2M jobs, load 26: 408,000 jobs examined
+	// in 3 minutes of calls, against 1,588,000 starting at 1,000).
+	searchContinueWindow = 1000
+	statsWindow          = time.Hour // QueueStats' throughput window
+	defaultPage          = 50
+	maxPage              = 500
+	maxStatsQueues       = 1000
 	// maxPriorities is how many distinct priorities of one queue the
 	// inspection queries enumerate (see priorities) before they give up
 	// on the claim index and filter every pending row of the queue.
@@ -258,8 +264,8 @@ func runningBound(held int64) int {
 // A payload search examines at most 10,000 jobs (f.Scan, if smaller)
 // after the cursor, a window at a time, and starts no new window after
 // 40 ms once it has examined the first (the page's size, at least 100,
-// or f.Scan, if fewer), so a page answers in about that time on every
-// dialect (see search). Its reads run at most two seconds (on PostgreSQL
+// or 1,000 when it goes on after a cursor; f.Scan, if fewer), so a page
+// answers in about that time on every dialect (see search). Its reads run at most two seconds (on PostgreSQL
 // a statement timeout, elsewhere the context). When it stops at either
 // bound before filling the page, JobPage.Scanned says how many jobs it
 // examined and Next continues after the last of them.
@@ -337,7 +343,8 @@ func (q *Queue) ListJobs(ctx context.Context, f queue.JobFilter) (queue.JobPage,
 
 // search is ListJobs' payload search: it examines the jobs of the list
 // after the cursor a window at a time, the first the page's size (limit+1,
-// at least searchWindow; bound, if fewer), then twice the last each time
+// at least searchWindow, or searchContinueWindow after a cursor; bound,
+// if fewer), then twice the last each time
 // up to searchMaxWindow, until the page holds limit+1 matches, no job is
 // left, bound jobs were examined, or searchBudget has passed (a window is
 // shrunk to what the time left fits at the pace so far). A window costs
@@ -364,6 +371,9 @@ func (q *Queue) search(ctx context.Context, st statements, f queue.JobFilter, s 
 	l := q.lister(st, f, now)
 	start := time.Now()
 	window := min(max(limit+1, searchWindow), bound)
+	if after != nil {
+		window = min(max(window, searchContinueWindow), bound)
+	}
 	icond, iargs, indexed := "", []any(nil), false
 	if text := longest(s.Text); text != "" {
 		icond, iargs, indexed = q.d.indexedMatch(q.t, text)

@@ -10,18 +10,19 @@ import (
 )
 
 // TestSearchTimeBudget: a payload search that has used its time stops
-// after its first window (100 jobs, the default page's size rounded up)
-// and says so, however many more jobs its row bound allows; following
-// Next reaches every match. The budget is zero here, so each call
-// examines exactly one window whatever the machine's speed.
+// after its first window and says so, however many more jobs its row
+// bound allows: 100 jobs on a first page (the default page's size
+// rounded up), 1,000 when it goes on after a cursor; following Next
+// reaches every match. The budget is zero here, so each call examines
+// exactly one window whatever the machine's speed.
 func TestSearchTimeBudget(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		q := newStore(t, b).queue(t)
 		sqlqueue.SetSearchBudget(q, 0)
-		jobs := make([]queue.Job, 250)
+		jobs := make([]queue.Job, 1250)
 		for i := range jobs {
 			jobs[i] = queue.Job{ID: queue.NewID(), Queue: "tb", Name: "n", Payload: fmt.Appendf(nil, `{"n":%d}`, i)}
-			if i == 180 {
+			if i == 1180 {
 				jobs[i].Payload = []byte(`{"needle":true}`)
 			}
 		}
@@ -34,8 +35,8 @@ func TestSearchTimeBudget(t *testing.T) {
 			next    bool
 		}{
 			{nil, 100, true},                    // jobs 1-100
-			{[]string{jobs[180].ID}, 100, true}, // jobs 101-200
-			{nil, 0, false},                     // jobs 201-250: the end
+			{nil, 1000, true},                   // jobs 101-1,100
+			{[]string{jobs[1180].ID}, 0, false}, // jobs 1,101-1,250: the end
 		}
 		f := queue.JobFilter{State: queue.StateReady, Search: "needle"}
 		for i, w := range steps {

@@ -178,7 +178,8 @@ type JobFilter struct {
 	// bound in memqueue. Drivers cap it at their default where they have
 	// one, and may stop sooner to bound the call's time (the SQL drivers
 	// after about 40 ms, once they examined a first window: the page's
-	// size, at least 100 jobs, or Scan if fewer), saying so in
+	// size, at least 100 jobs (1,000 when the search goes on after a
+	// cursor), or Scan if fewer), saying so in
 	// JobPage.Scanned. Without Search it is ignored.
 	Scan int
 }
