@@ -96,6 +96,7 @@ SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? FROM DUAL WHERE EXISTS (SELECT 1 FROM {tags} WH
 	qNotPendingOfIDs: "SELECT id FROM {jobs} WHERE id IN (?) AND state NOT IN ('pending', 'grouped', 'sequenced')",
 	qGroupMark:       "UPDATE {jobs} SET state = 'grouped' WHERE id IN (?) AND state = 'pending'",
 	qGroupedOf:       "SELECT " + jobCols + " FROM {jobs} WHERE queue IN (?) AND name = ? AND state = 'grouped' ORDER BY seq FOR UPDATE SKIP LOCKED",
+	qGroupedSeqs:     "SELECT queue, seq FROM {jobs} WHERE queue IN (?) AND name = ? AND state = 'grouped' AND seq <= ?",
 	qPause:           "INSERT IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
 	qUniqueTake:      "INSERT IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
 	qMetricsUpsert: `INSERT INTO {run_metrics} (

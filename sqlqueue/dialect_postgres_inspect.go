@@ -102,6 +102,7 @@ ON CONFLICT (tag, list, id) DO UPDATE SET queue = EXCLUDED.queue, name = EXCLUDE
 	qNotPendingOfIDs: "SELECT id FROM {jobs} WHERE id IN (?) AND state NOT IN ('pending', 'grouped', 'sequenced')",
 	qGroupMark:       "UPDATE {jobs} SET state = 'grouped' WHERE id IN (?) AND state = 'pending'",
 	qGroupedOf:       "SELECT " + jobCols + " FROM {jobs} WHERE queue IN (?) AND name = ? AND state = 'grouped' ORDER BY seq FOR UPDATE SKIP LOCKED",
+	qGroupedSeqs:     "SELECT queue, seq FROM {jobs} WHERE queue IN (?) AND name = ? AND state = 'grouped' AND seq <= ?",
 	qPause:           "INSERT INTO {pauses} (queue, paused_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
 	qUniqueTake:      "INSERT INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 	qPriorities:      pgPriorities,

@@ -93,6 +93,7 @@ SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM {tags} WHERE tag = 
 	qNotPendingOfIDs: "SELECT id FROM {jobs} WHERE id IN (?) AND state NOT IN ('pending', 'grouped', 'sequenced')",
 	qGroupMark:       "UPDATE {jobs} SET state = 'grouped' WHERE id IN (?) AND state = 'pending'",
 	qGroupedOf:       "SELECT " + jobCols + " FROM {jobs} WHERE queue IN (?) AND name = ? AND state = 'grouped' ORDER BY seq",
+	qGroupedSeqs:     "SELECT queue, seq FROM {jobs} WHERE queue IN (?) AND name = ? AND state = 'grouped' AND seq <= ?",
 	qPause:           "INSERT OR IGNORE INTO {pauses} (queue, paused_at) VALUES (?, ?)",
 	qUniqueTake:      "INSERT OR IGNORE INTO {uniques} (queue, unique_key, expires_at) VALUES (?, ?, ?)",
 	qPriorities:      sqlitePriorities,

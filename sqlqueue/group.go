@@ -32,11 +32,25 @@ func (q *Queue) GatherGroups(ctx context.Context, queues []string, name string, 
 			if err != nil {
 				return err
 			}
+			hidden, err := q.hiddenGrouped(ctx, st, queues, name, rows)
+			if err != nil {
+				return err
+			}
 			now := time.Now()
-			for _, members := range groupsOf(rows) {
+			for _, g := range groupsOf(rows) {
+				members, seqs := g.jobs, g.seqs
+				bound, partial := hidden[members[0].QueueName()]
 				for len(members) > 0 && rule.Due(len(members), members[0].CreatedAt, members[len(members)-1].CreatedAt, now) {
-					take := members[:min(len(members), rule.MaxSize)]
-					members = members[len(take):]
+					n := min(len(members), rule.MaxSize)
+					if partial && (n < rule.MaxSize || seqs[n-1] > bound) {
+						// Another gather holds a member older than
+						// this set's newest, or one that may belong
+						// to this group and decide its timing: leave
+						// the group to the next gather.
+						break
+					}
+					take := members[:n]
+					members, seqs = members[n:], seqs[n:]
 					if err := q.storeSet(ctx, st, take, now); err != nil {
 						return err
 					}
@@ -55,23 +69,79 @@ func (q *Queue) GatherGroups(ctx context.Context, queues []string, name string, 
 	return sets, nil
 }
 
+// group is one group's members as a gather reads them, oldest first,
+// with their seq.
+type group struct {
+	jobs []queue.Job
+	seqs []int64
+}
+
 // groupsOf splits grouped rows (oldest first) by queue and group key,
 // each group oldest first, in the order of their oldest member.
-func groupsOf(rows []row) [][]queue.Job {
+func groupsOf(rows []row) []group {
 	type gk struct{ queue, key string }
 	at := make(map[gk]int)
-	var out [][]queue.Job
+	var out []group
 	for _, r := range rows {
 		k := gk{r.job.QueueName(), queue.GroupKeyOf(r.job)}
 		i, ok := at[k]
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, nil)
+			out = append(out, group{})
 		}
-		out[i] = append(out[i], r.job)
+		out[i].jobs = append(out[i].jobs, r.job)
+		out[i].seqs = append(out[i].seqs, r.seq)
 	}
 	return out
+}
+
+// hiddenGrouped finds, for each queue, the oldest grouped row (its seq)
+// that the gather's locked read did not return although it is older than
+// a row it did: a row another gather holds locked (SKIP LOCKED passed
+// over it), or one committed after the read began. Two gathers that
+// interleave their scans each read a part of a group with gaps, and a set
+// built across a gap would not hold the group's oldest members; the
+// gather stores only full sets below the bound in such a queue. A queue
+// without such a row is absent from the map. The read takes no lock, so
+// it sees another gather's locked rows as still grouped.
+func (q *Queue) hiddenGrouped(ctx context.Context, st statements, queues []string, name string, rows []row) (map[string]int64, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	seen := make(map[int64]bool, len(rows))
+	var top int64
+	for _, r := range rows {
+		seen[r.seq] = true
+		top = max(top, r.seq)
+	}
+	query, args, err := q.stmtIn(qGroupedSeqs, queues, name, top)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := st.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var hidden map[string]int64
+	for rs.Next() {
+		var queueName string
+		var seq int64
+		if err := rs.Scan(&queueName, &seq); err != nil {
+			return nil, err
+		}
+		if seen[seq] {
+			continue
+		}
+		if hidden == nil {
+			hidden = make(map[string]int64)
+		}
+		if b, ok := hidden[queueName]; !ok || seq < b {
+			hidden[queueName] = seq
+		}
+	}
+	return hidden, rs.Err()
 }
 
 // storeSet deletes members (one group, oldest first) and stores their set

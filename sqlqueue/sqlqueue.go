@@ -923,6 +923,10 @@ const (
 	// qGroupedOf reads the grouped rows (jobCols) of a list of queues (one
 	// IN list) and a name, oldest first, locked against other gathers.
 	qGroupedOf
+	// qGroupedSeqs reads, without a lock, the queue and seq of the
+	// grouped rows of a list of queues (one IN list) and a name up to a
+	// seq: what a gather's locked read may have passed over.
+	qGroupedSeqs
 	// qHasReady finds a ready job (1) of one priority of a list of queues
 	// that are not paused (queues, priority, now, now), and qHasReadyBelow
 	// one of any priority up to a bound (queues, bound, now, now): the

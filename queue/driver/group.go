@@ -111,8 +111,11 @@ type Grouper interface {
 	// jobs named name in queues (an empty list means DefaultQueue) into
 	// sets, and reports how many sets it stored. Each set is stored and
 	// its members deleted in one atomic step; concurrent gathers, in this
-	// process or others, never put one member in two sets. A group due
-	// with more than rule.MaxSize members gives several sets.
+	// process or others, never put one member in two sets, and every set
+	// holds the oldest members of its group (a gather that cannot be sure
+	// of that, because another holds some of them, leaves the group to a
+	// later gather). A group due with more than rule.MaxSize members gives
+	// several sets.
 	GatherGroups(ctx context.Context, queues []string, name string, rule GroupRule) (int, error)
 }
 
