@@ -163,6 +163,37 @@ func (s *suite) testAmender(t *testing.T) {
 		_, err = c.Amend(t.Context(), "no-such-job", driver.Amendment{Op: driver.AmendRunNow})
 		wantErr(t, "Amend(run now) of an unknown ID", err, queue.ErrNotFound)
 	})
+	checkAs(s, t, "FromState", func(t *testing.T, q queue.Queue, c driver.Controller) {
+		// From names the only state a change applies to: a bulk retry of
+		// dead letters must not run again a job that finished meanwhile.
+		ready := newJob("amend-from")
+		push(t, q, ready)
+		_, err := c.Amend(t.Context(), ready.ID, driver.Amendment{Op: driver.AmendNote, Action: by("x"), From: queue.StateDead})
+		wantErr(t, "Amend(note, from dead) of a ready job", err, driver.ErrJobState)
+		wantActions(t, q, ready.ID)
+		gone := newJob("amend")
+		gone.AvailableAt = time.Now().Add(time.Hour)
+		push(t, q, gone)
+		if _, err := c.Cancel(t.Context(), gone.ID); err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		_, err = c.Amend(t.Context(), gone.ID, driver.Amendment{Op: driver.AmendRetry, Action: by("x"), From: queue.StateDead})
+		if s.h.Caps.NoDoneRetention != "" {
+			wantErr(t, "Amend(retry, from dead) of a cancelled job (no retention)", err, queue.ErrNotFound)
+		} else {
+			wantErr(t, "Amend(retry, from dead) of a cancelled job", err, driver.ErrJobState)
+			if in := inspector(q); in != nil {
+				if ji, err := in.GetJob(t.Context(), gone.ID); err != nil || ji.State != queue.StateCancelled {
+					t.Fatalf("GetJob after a refused Amend = %q, %v; want cancelled", ji.State, err)
+				}
+			}
+		}
+		d := killJob(t, q, "amend", "boom")
+		if was := amend(t, c, d.ID, driver.Amendment{Op: driver.AmendRetry, Action: by("retried"), From: queue.StateDead}); was != queue.StateDead {
+			t.Fatalf("Amend(retry, from dead) of a dead letter: was %q, want dead", was)
+		}
+		wantActions(t, q, d.ID, "retried")
+	})
 	checkAs(s, t, "RetryFinished", func(t *testing.T, q queue.Queue, c driver.Controller) {
 		done := newJob("amend")
 		push(t, q, done)

@@ -30,6 +30,8 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 	e.nq.promote(now.UnixNano(), now)
 	was := e.state
 	switch {
+	case a.From != "" && was != a.From:
+		return "", fmt.Errorf("memqueue: %s: the job is %s, not %s: %w", doing, was, a.From, driver.ErrJobState)
 	case a.Op == driver.AmendNote:
 	case a.Op == driver.AmendRunNow && was == queue.StateScheduled:
 		e.nq.scheduled.remove(e.idx)
@@ -79,9 +81,7 @@ func retryable(e *entry) bool {
 // acted records a in e's history, at now when a.At is zero, keeping the
 // last driver.MaxHistory actions.
 func (e *entry) acted(a driver.Action, now time.Time) {
-	if a.At.IsZero() {
-		a.At = now
-	}
+	a = a.Dated(now)
 	if e.history == nil {
 		e.history = new(notes)
 	}

@@ -27,7 +27,7 @@ func (q *Queue) ActOn(ctx context.Context, f driver.JobFilter, a driver.BulkActi
 		for _, j := range page.Jobs {
 			switch {
 			case a == driver.BulkRetry && rec.What != "":
-				_, err = q.Amend(ctx, j.ID, driver.Amendment{Op: driver.AmendRetry, Action: rec})
+				_, err = q.Amend(ctx, j.ID, driver.Amendment{Op: driver.AmendRetry, Action: rec, From: queue.StateDead})
 			case a == driver.BulkRetry:
 				err = q.RetryDead(ctx, j.ID)
 			case a == driver.BulkForget:

@@ -57,11 +57,8 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 			return "", err
 		}
 	}
-	at := a.Action.At
-	if at.IsZero() {
-		at = time.Now()
-	}
-	entry, _ := json.Marshal(actionEntry{At: at.UnixMilli(), By: a.Action.By, What: a.Action.What})
+	rec := a.Action.Dated(time.Now())
+	entry, _ := json.Marshal(actionEntry{At: rec.At.UnixMilli(), By: rec.By, What: rec.What})
 	hasPayload := "0"
 	if a.Payload != nil {
 		hasPayload = "1"
@@ -72,7 +69,7 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 	}
 	for _, b := range bases {
 		out, err := amendScript.Run(ctx, q.rdb, []string{q.idsKey(b)},
-			id, string(a.Op), hasPayload, a.Payload, entry, q.wake, driver.MaxHistory).Slice()
+			id, string(a.Op), hasPayload, a.Payload, entry, q.wake, driver.MaxHistory, string(a.From)).Slice()
 		if err != nil {
 			return "", wrap(doing, err)
 		}
@@ -91,7 +88,8 @@ func (q *Queue) Amend(ctx context.Context, id string, a driver.Amendment) (drive
 
 // amendScript makes one change of Amend: KEYS = ids; ARGV = id, "retry",
 // "run_now" or "note", "1" when a payload follows, the payload, the action
-// entry (JSON), channel, how many actions to keep. It returns {1, the
+// entry (JSON), channel, how many actions to keep, the only state the
+// change applies to ("" for any). It returns {1, the
 // state the job was in}, {0, ""} when no job has that ID, {2, holder}
 // when a retry's unique key is held by another active job, {3, state}
 // when the job's state refuses the change.
@@ -103,6 +101,7 @@ if not B then return {0, ''} end
 local jk = B..':j:'..id
 local was = state_of(jk, now)
 if not was then return {0, ''} end
+if ARGV[8] ~= '' and was ~= ARGV[8] then return {3, was} end
 if ARGV[2] == 'note' then
 elseif ARGV[2] == 'retry' and was == 'dead' then
   local code, v = retry_dead(ids, id, now)

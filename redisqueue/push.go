@@ -235,11 +235,8 @@ func actionsJSON(acts []driver.Action) string {
 	now := time.Now()
 	es := make([]actionEntry, len(acts))
 	for i, a := range acts {
-		at := a.At
-		if at.IsZero() {
-			at = now
-		}
-		es[i] = actionEntry{At: at.UnixMilli(), By: a.By, What: a.What}
+		a = a.Dated(now)
+		es[i] = actionEntry{At: a.At.UnixMilli(), By: a.By, What: a.What}
 	}
 	b, _ := json.Marshal(es)
 	return string(b)

@@ -19,11 +19,8 @@ func (q *Queue) Amend(ctx context.Context, id string, a queue.Amendment) (queue.
 		return "", err
 	}
 	now := time.Now()
-	at := a.Action.At
-	if at.IsZero() {
-		at = now
-	}
-	act := []any{micros(at), a.Action.By, a.Action.What}
+	rec := a.Action.Dated(now)
+	act := []any{micros(rec.At), rec.By, rec.What}
 	var was queue.JobState
 	err := q.againOnConflict(ctx, func() error {
 		return q.d.writeTx(ctx, q, func(ex execer) error {
@@ -39,6 +36,8 @@ func (q *Queue) Amend(ctx context.Context, id string, a queue.Amendment) (queue.
 			was = r.info(micros(now)).State
 			var n int64
 			switch {
+			case a.From != "" && was != a.From:
+				return fmt.Errorf("the job is %s, not %s: %w", was, a.From, queue.ErrJobState)
 			case a.Op == queue.AmendNote:
 				n, err = st.Exec(ctx, q.stmt(qAmendNote), append(act, id)...)
 			case a.Op == queue.AmendRunNow && was == queue.StateScheduled:

@@ -76,11 +76,8 @@ func (q *Queue) actOnIDs(ctx context.Context, a queue.BulkAction, ids []string, 
 	var args []any
 	switch {
 	case a == queue.BulkRetry && rec.What != "":
-		at := now
-		if !rec.At.IsZero() {
-			at = micros(rec.At)
-		}
-		stmt, args = qRetryDeadInNoted, []any{now, now, now, at, rec.By, rec.What, ids}
+		rec = rec.Dated(fromMicros(now))
+		stmt, args = qRetryDeadInNoted, []any{now, now, now, micros(rec.At), rec.By, rec.What, ids}
 	case a == queue.BulkRetry:
 		stmt, args = qRetryDeadIn, []any{now, now, now, ids}
 	case a == queue.BulkForget:
@@ -127,7 +124,7 @@ func (q *Queue) retryEach(ctx context.Context, ids []string, rec queue.Action) (
 	for _, id := range ids {
 		var err error
 		if rec.What != "" {
-			_, err = q.Amend(ctx, id, queue.Amendment{Op: queue.AmendRetry, Action: rec})
+			_, err = q.Amend(ctx, id, queue.Amendment{Op: queue.AmendRetry, Action: rec, From: queue.StateDead})
 		} else {
 			err = q.RetryDead(ctx, id)
 		}

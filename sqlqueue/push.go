@@ -525,11 +525,8 @@ func (q *Queue) noteActions(ctx context.Context, ex statements, js []queue.Job, 
 			continue
 		}
 		for _, a := range j.Actions {
-			at := a.At
-			if at.IsZero() {
-				at = now
-			}
-			if _, err := ex.Exec(ctx, q.stmt(qAmendNote), micros(at), a.By, a.What, j.ID); err != nil {
+			a = a.Dated(now)
+			if _, err := ex.Exec(ctx, q.stmt(qAmendNote), micros(a.At), a.By, a.What, j.ID); err != nil {
 				return err
 			}
 		}

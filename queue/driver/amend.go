@@ -37,6 +37,11 @@ type Amendment struct {
 	// Action is recorded in the job's history (JobInfo.Actions) with
 	// the change; the store sets its At to now when it is zero.
 	Action Action
+	// From, when set, is the only state the change applies to: a job
+	// found in another state is left alone and Amend reports
+	// ErrJobState. A bulk retry of dead letters sets StateDead, so a job
+	// that became done or cancelled since it was listed is not run again.
+	From JobState
 }
 
 // Action is one change an operator made to a job, as its history keeps
@@ -49,6 +54,15 @@ type Action struct {
 	// What says what changed ("retried from cancelled, payload edited
 	// (12 → 14 bytes)").
 	What string
+}
+
+// Dated returns a with At set to now when it is zero: how every store
+// dates an action recorded without a time.
+func (a Action) Dated(now time.Time) Action {
+	if a.At.IsZero() {
+		a.At = now
+	}
+	return a
 }
 
 // ErrJobState reports an amendment asked of a job in a state it does
