@@ -76,12 +76,14 @@ func (s *suite) testLimiters(t *testing.T) {
 func (s *suite) testRateLimit(t *testing.T) {
 	checkAs(s, t, "RateAcrossProcesses", func(t *testing.T, q queue.Queue, _ driver.Scheduler) {
 		// 50 per second across 3 processes: never more than 50 starts in
-		// a second, and the slots come back after their second: more than
-		// two seconds' worth start in ten. (How close a store comes to the
-		// full 500 is a speed figure, measured by hand in
-		// docs/workflows.md, not asserted here: on a loaded machine SQLite's
-		// one writer gave 158.)
-		const n, per, run = 50, time.Second, 10 * time.Second
+		// a second, and the slots come back after their second: the run
+		// goes on until more than three seconds' worth have started,
+		// which no limiter that kept its slots could reach. How fast a
+		// store gets there is a speed figure, measured by hand in
+		// docs/workflows.md, not asserted here (on a loaded machine
+		// SQLite's one writer gave 158 starts in 10 s): the wait for
+		// them is only a deadline.
+		const n, per = 50, time.Second
 		// Starts are recorded when the handler begins, after the store
 		// granted the slot; scheduling on a loaded machine can delay one
 		// recording against another, so windows are judged that much
@@ -97,13 +99,22 @@ func (s *suite) testRateLimit(t *testing.T) {
 			mu.Unlock()
 			return nil
 		}
+		started := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(starts)
+		}
 		rate := func(l *queue.Limiter) (queue.Middleware, error) { return l.Rate(queue.KeyByName, n, per) }
 		begin := time.Now()
 		var stops []func()
 		for _, h := range s.processes(t, q, 3) {
 			stops = append(stops, runWorker(t, limited(t, h, "rate", 4, rate, record)))
 		}
-		time.Sleep(run) // the measured period itself, not a synchronisation
+		for deadline := time.Now().Add(2 * time.Minute); started() <= 3*n; time.Sleep(pollEvery) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d starts in 2 minutes at %d per %s across 3 processes, want more than %d: the slots did not come back after their interval", started(), n, per, 3*n)
+			}
+		}
 		for _, stop := range stops {
 			stop()
 		}
@@ -115,16 +126,7 @@ func (s *suite) testRateLimit(t *testing.T) {
 				t.Fatalf("%d jobs started within %s (from %s): more than %d per %s", n+1, d, starts[i].Sub(begin), n, per)
 			}
 		}
-		within := 0
-		for _, at := range starts {
-			if at.Sub(begin) <= run {
-				within++
-			}
-		}
-		if within <= 2*n {
-			t.Errorf("%d jobs started in %s at %d per %s across 3 processes, want more than %d (slots freed after their interval)", within, run, n, per, 2*n)
-		}
-		t.Logf("%d starts in %s", within, run)
+		t.Logf("%d starts in %s", len(starts), time.Since(begin).Round(time.Millisecond))
 	})
 }
 
