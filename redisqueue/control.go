@@ -161,7 +161,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (driver.JobState, error) 
 		// name) where it is active has its job cancelled.
 		var err error
 		out, err = cancelScript.Run(ctx, q.rdb, []string{q.idsKey(b), q.clogKey(b)},
-			id, time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap).Slice()
+			id, time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap, q.wake).Slice()
 		if err != nil {
 			return "", wrap(doing, err)
 		}

@@ -155,7 +155,7 @@ func (q *Queue) ForgetDead(ctx context.Context, id string) error {
 		return wrap(doing, err)
 	}
 	for _, b := range bases {
-		n, err := forgetDeadScript.Run(ctx, q.rdb, []string{q.idsKey(b)}, id).Int()
+		n, err := forgetDeadScript.Run(ctx, q.rdb, []string{q.idsKey(b)}, id, q.wake).Int()
 		if err != nil {
 			return wrap(doing, err)
 		}
@@ -189,7 +189,8 @@ func (q *Queue) Purge(ctx context.Context, queueName string) (int, error) {
 	return n, wrap("purging", q.settle(ctx, names))
 }
 
-// drain runs s on each queue until it deletes nothing more.
+// drain runs s on each queue until it deletes nothing more: KEYS = the
+// queue's ID index and base, ARGV = chunk and the wake-up channel.
 func (q *Queue) drain(ctx context.Context, doing, queueName string, s *redis.Script) (int, error) {
 	if err := ctxErr(ctx, doing); err != nil {
 		return 0, err
@@ -201,7 +202,7 @@ func (q *Queue) drain(ctx context.Context, doing, queueName string, s *redis.Scr
 	total := 0
 	for _, n := range names {
 		for {
-			k, err := s.Run(ctx, q.rdb, []string{q.idsKey(q.base(n)), q.base(n)}, chunk).Int()
+			k, err := s.Run(ctx, q.rdb, []string{q.idsKey(q.base(n)), q.base(n)}, chunk, q.wake).Int()
 			if err != nil {
 				return total, wrap(doing, err)
 			}

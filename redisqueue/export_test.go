@@ -24,3 +24,7 @@ func MetricsKeys(q *Queue, name string, t time.Time) (minute, hourly string) {
 	h, _, _ := q.pointHash(metricKey{span: 3600, at: t.Unix() - mod(t.Unix(), 3600), queue: name})
 	return m, h
 }
+
+// SetWaitBlocked makes each Wait on q that found nothing due call f just
+// before it blocks. Set it before q's first Wait.
+func SetWaitBlocked(q *Queue, f func()) { q.waker.blocked = f }

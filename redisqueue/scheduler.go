@@ -84,7 +84,9 @@ local st, _, ready = push_one(ids, qset, now, 3)
 local job = ''
 if st == 1 then job = ARGV[3] end
 redis.call('HSET', R, 'l', ARGV[a], 'n', ARGV[a+1], 's', ARGV[a+2], 'j', job, 'w', int(now))
-if ready then redis.call('PUBLISH', ARGV[1], ARGV[4]) end
+local woke = {}
+if ready then woke[ARGV[4]] = true end
+publish(ARGV[1], woke)
 return 1
 `)
 

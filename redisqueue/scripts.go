@@ -144,7 +144,20 @@ end
 -- leave_seq takes the job id out of its sequence sk, where it holds a
 -- place. When it was the head, the next member becomes ready (or
 -- scheduled, at its own available-at): it reports whether one became
--- ready now. A member whose hash is gone is skipped.
+-- ready now, and notes its queue in promoted. A member whose hash is
+-- gone is skipped.
+-- promoted collects the queues in which leave_seq made a member ready
+-- (a local of the script's run); publish publishes them and the queues
+-- of woke (name -> true) on the wake-up channel ch, each once, so that
+-- the Waits on them look again at once (wait.go). Every script that may
+-- end a head ends with it.
+local promoted = {}
+local function publish(ch, woke)
+  for qn in pairs(woke) do redis.call('PUBLISH', ch, qn) end
+  for qn in pairs(promoted) do
+    if not woke[qn] then redis.call('PUBLISH', ch, qn) end
+  end
+end
 local function leave_seq(B, id, sk, now)
   local L = B..':sl:'..sk
   if redis.call('LINDEX', L, 0) ~= id then
@@ -160,7 +173,9 @@ local function leave_seq(B, id, sk, now)
     if v[1] then
       if v[1] ~= 'w' then return false end
       redis.call('ZREM', B..':sqw', rmember(tonumber(v[2]), tonumber(v[3]), nx))
-      return enqueue(B, nx, njk, tonumber(v[2]), now)
+      if not enqueue(B, nx, njk, tonumber(v[2]), now) then return false end
+      promoted[redis.call('HGET', njk, 'q')] = true
+      return true
     end
     redis.call('LPOP', L)
   end
@@ -333,7 +348,7 @@ while ARGV[a] do
   end
   a = a + 2
 end
-for qn in pairs(woke) do redis.call('PUBLISH', ARGV[1], qn) end
+publish(ARGV[1], woke)
 return out
 `)
 
@@ -438,7 +453,7 @@ for o = 1, no do
       redis.call('SET', B..':r:'..id, res, 'PX', int(tonumber(rexp) - now))
     end
     if oc == 0 or oc == 3 then
-      if sk ~= '' and leave_seq(B, id, sk, now) then woke[redis.call('HGET', jk, 'q')] = true end
+      if sk ~= '' then leave_seq(B, id, sk, now) end
       free_key(B, jk, id)
       drop(ids, B, jk, id)
       redis.call('HINCRBY', B..':stats', oc == 0 and 'done' or 'cancelled', 1)
@@ -450,7 +465,7 @@ for o = 1, no do
       redis.call('ZADD', B..':dead', int(now), id)
       redis.call('HINCRBY', B..':stats', 'dead', 1)
       if sk ~= '' and srel == '1' then
-        if leave_seq(B, id, sk, now) then woke[redis.call('HGET', jk, 'q')] = true end
+        leave_seq(B, id, sk, now)
         redis.call('HDEL', jk, 'sk')
       end
     else
@@ -482,7 +497,7 @@ for o = 1, no do
     end
   end
 end
-for qn in pairs(woke) do redis.call('PUBLISH', ARGV[1], qn) end
+publish(ARGV[1], woke)
 return {lost, codes}
 `)
 
@@ -521,15 +536,19 @@ if code == 2 then return {2, v} end
 return {0}
 `)
 
-// forgetDeadScript deletes a dead letter: KEYS = ids; ARGV = id. It
-// returns 1 when deleted, 0 when id is not a dead letter.
+// forgetDeadScript deletes a dead letter: KEYS = ids; ARGV = id, channel.
+// It returns 1 when deleted, 0 when id is not a dead letter, and
+// publishes the queue of a sequence member it made ready.
 var forgetDeadScript = redis.NewScript(prelude + batchPrelude + controlLua + `
-return forget_dead(KEYS[1], ARGV[1])
+local n = forget_dead(KEYS[1], ARGV[1])
+publish(ARGV[2], {})
+return n
 `)
 
 // flushDeadScript deletes up to limit dead letters of one queue, freeing
-// the unique keys they hold: KEYS = ids, base; ARGV = limit. It returns
-// how many it deleted.
+// the unique keys they hold: KEYS = ids, base; ARGV = limit, channel. It
+// returns how many it deleted, and publishes the queue when a sequence
+// member became ready.
 var flushDeadScript = redis.NewScript(prelude + `
 local ids, B = KEYS[1], KEYS[2]
 local now = now_ms()
@@ -540,13 +559,16 @@ for _, id in ipairs(dead) do
   free_key(B, B..':j:'..id, id)
   drop(ids, B, B..':j:'..id, id)
 end
+publish(ARGV[2], {})
 return #dead
 `)
 
 // purgeScript deletes up to limit waiting sequence members, up to limit
-// ready, up to limit scheduled and up to limit grouped jobs of one queue: KEYS = ids, base; ARGV = limit. A
+// ready, up to limit scheduled and up to limit grouped jobs of one queue: KEYS = ids, base; ARGV = limit, channel. A
 // batch member is noted cancelled in the queue's outbox, so that its
-// batch counts it. It returns how many it deleted.
+// batch counts it. It returns how many it deleted, and publishes the
+// queue when a sequence member became ready (one behind the first limit
+// waiting, or pushed meanwhile).
 var purgeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, B = KEYS[1], KEYS[2]
 local lim = tonumber(ARGV[1])
@@ -591,6 +613,7 @@ for _, m in ipairs(redis.call('ZRANGE', B..':grp', 0, lim - 1)) do
   purge_one(jk, id)
   n = n + 1
 end
+publish(ARGV[2], {})
 return n
 `)
 

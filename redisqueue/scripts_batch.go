@@ -343,6 +343,8 @@ redis.call('ZREMRANGEBYSCORE', B..':once', '-inf', int(now - keep))
 if redis.call('ZSCORE', B..':once', ARGV[2]) then return {0} end
 local st, _, ready = push_one(ids, qset, now, 3)
 redis.call('ZADD', B..':once', int(now), ARGV[2])
-if ready then redis.call('PUBLISH', ARGV[1], ARGV[4]) end
+local woke = {}
+if ready then woke[ARGV[4]] = true end
+publish(ARGV[1], woke)
 return {1, st}
 `)

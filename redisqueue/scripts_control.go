@@ -134,13 +134,15 @@ return was
 `)
 
 // cancelScript cancels one job: KEYS = ids, the cancel log; ARGV = id,
-// stamp (ms), keep (ms), cap. It returns cancel_one's code, state and
-// queue to settle.
+// stamp (ms), keep (ms), cap, channel. It returns cancel_one's code,
+// state and queue to settle, and publishes the queue when the next member
+// of the job's sequence became ready.
 var cancelScript = redis.NewScript(prelude + batchPrelude + controlLua + `
 local ids, clog = KEYS[1], KEYS[2]
 local stamp = tonumber(ARGV[2])
 local code, was, settle = cancel_one(ids, clog, ARGV[1], now_ms(), stamp)
 if code == 1 then trim_log(clog, stamp, tonumber(ARGV[3]), tonumber(ARGV[4])) end
+publish(ARGV[5], {})
 return {code, was, settle}
 `)
 
@@ -151,7 +153,8 @@ return {code, was, settle}
 // the action acts on, and dead letters whose unique key another job
 // holds, are skipped. It returns how many it changed, then the queues
 // whose outbox got a cancelled batch member (to settle), and publishes
-// each queue that got a ready job.
+// each queue that got a ready job (a retried dead letter, or the next
+// member of a sequence whose head it cancelled or forgot).
 var bulkScript = redis.NewScript(prelude + batchPrelude + controlLua + `
 local ids, clog, action = KEYS[1], KEYS[2], ARGV[1]
 local stamp = tonumber(ARGV[2])
@@ -186,7 +189,7 @@ for i = 8, #ARGV do
   end
 end
 if action == 'cancel' and n > 0 then trim_log(clog, stamp, tonumber(ARGV[3]), tonumber(ARGV[4])) end
-for qn in pairs(woke) do redis.call('PUBLISH', ARGV[5], qn) end
+publish(ARGV[5], woke)
 local out = {n}
 for qn in pairs(settle) do out[#out+1] = qn end
 return out

@@ -87,7 +87,7 @@ local ids, qset, B = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
 local name = ARGV[2]
 local i = 4
-local stored, woke = 0, nil
+local stored, woke = 0, {}
 for _ = 1, tonumber(ARGV[3]) do
   local gk, k = ARGV[i], tonumber(ARGV[i+1])
   local first, pi = i + 2, i + 2 + k
@@ -115,10 +115,10 @@ for _ = 1, tonumber(ARGV[3]) do
     local st, _, ready = push_one(ids, qset, now, pi)
     if st == 1 then
       stored = stored + 1
-      if ready then woke = ARGV[pi+1] end
+      if ready then woke[ARGV[pi+1]] = true end
     end
   end
 end
-if woke then redis.call('PUBLISH', ARGV[1], woke) end
+publish(ARGV[1], woke)
 return stored
 `)

@@ -48,17 +48,17 @@ return out
 
 // releaseScript releases the sequence ARGV[1] of the queue KEYS[1] held by
 // its dead head: the head leaves it (its field sk goes) and the next
-// member becomes ready. ARGV = key, channel, queue name. It returns 1, or
-// 0 when the sequence is not held by a dead head.
+// member becomes ready. ARGV = key, channel. It returns 1, or 0 when the
+// sequence is not held by a dead head.
 var releaseScript = redis.NewScript(prelude + `
 local B, sk = KEYS[1], ARGV[1]
 local h = redis.call('LINDEX', B..':sl:'..sk, 0)
 if not h then return 0 end
 local jk = B..':j:'..h
 if redis.call('HGET', jk, 'st') ~= 'd' then return 0 end
-local ready = leave_seq(B, h, sk, now_ms())
+leave_seq(B, h, sk, now_ms())
 redis.call('HDEL', jk, 'sk')
-if ready then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+publish(ARGV[2], {})
 return 1
 `)
 
@@ -115,7 +115,7 @@ func (q *Queue) ReleaseSequence(ctx context.Context, queueName, key string) erro
 		return err
 	}
 	name := cmp.Or(queueName, queue.DefaultQueue)
-	n, err := releaseScript.Run(ctx, q.rdb, []string{q.base(name)}, key, q.wake, name).Int()
+	n, err := releaseScript.Run(ctx, q.rdb, []string{q.base(name)}, key, q.wake).Int()
 	if err != nil {
 		return wrap(doing, err)
 	}

@@ -25,6 +25,10 @@ type waker struct {
 	done    chan struct{} // closed when the delivery goroutine ends
 	closed  bool
 	waiters map[*waiter]struct{}
+
+	// blocked, set by tests before the first Wait, runs in each Wait
+	// that found nothing due and is about to block.
+	blocked func()
 }
 
 type waiter struct {
@@ -122,7 +126,9 @@ func (w *waker) close() {
 // Wait returns nil when a job may have become ready on one of queues, or
 // when max has elapsed, and ctx's error when ctx is done (see
 // queue.Waiter). A push, retry or dead-letter retry that makes a job
-// ready wakes it through pub/sub; a job that comes due by its time wakes
+// ready wakes it through pub/sub, and so does the end of a sequence's
+// head (ack, cancel, ForgetDead, FlushDead, Purge, a release) that makes
+// the next member ready; a job that comes due by its time wakes
 // it by a timer set to the earliest due time of the queues' scheduled
 // jobs and leases. A paused queue has nothing due; Resume wakes its
 // Waits. Messages published while the subscription reconnects are lost:
@@ -149,6 +155,9 @@ func (q *Queue) Wait(ctx context.Context, queues []string, max time.Duration) er
 	}
 	timer := time.NewTimer(min(max, due))
 	defer timer.Stop()
+	if q.waker.blocked != nil {
+		q.waker.blocked()
+	}
 	select {
 	case <-wt.ch:
 		return nil
