@@ -1,6 +1,7 @@
 package redisqueue_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,7 +16,46 @@ import (
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/redisqueue"
 )
+
+// startWorkers starts a batchworker process per entry of each, with env
+// and then the entry as its environment; the test's end kills those
+// still running.
+func startWorkers(t *testing.T, bin string, env []string, each ...[]string) []*exec.Cmd {
+	t.Helper()
+	procs := make([]*exec.Cmd, len(each))
+	for i, own := range each {
+		c := exec.Command(bin)
+		c.Env = append(slices.Clip(env), own...)
+		c.Stderr = os.Stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = c
+	}
+	t.Cleanup(func() {
+		for _, c := range procs {
+			_ = c.Process.Kill() // fails on one that was waited for
+		}
+	})
+	return procs
+}
+
+// emptied reports, for testutil.KillRounds, whether every job was fed
+// and queue name of q has none left.
+func emptied(t *testing.T, q *redisqueue.Queue, name string, fed func() bool) func() bool {
+	return func() bool {
+		if !fed() {
+			return false
+		}
+		l, err := q.Len(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l == 0
+	}
+}
 
 // buildBatchWorker builds testdata/batchworker into t's temporary
 // directory.
@@ -157,81 +197,18 @@ func TestGroupsSIGKILL(t *testing.T) {
 	q := newQueue(t, rdb, p)
 	const n, keys = 300, 12
 	want := make([]string, n)
-	pushed := make(chan error, 1)
-	go func() {
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for i := range n {
-			if i%3 == 0 {
-				<-tick.C
-			}
-			key := fmt.Sprintf("u%d", i%keys)
-			want[i] = fmt.Sprintf("%s:%d", key, i)
-			if err := queue.Dispatch(t.Context(), q, note{key, i}, queue.OnQueue("gm"), queue.Group(key)); err != nil {
-				pushed <- err
-				return
-			}
-		}
-		pushed <- nil
-	}()
-	all := false
-	finished := func() bool {
-		if !all {
-			select {
-			case err := <-pushed:
-				if err != nil {
-					t.Fatalf("dispatching a member: %v", err)
-				}
-				all = true
-			default:
-				return false
-			}
-		}
-		l, err := q.Len(t.Context(), "gm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l == 0
+	for i := range n {
+		want[i] = fmt.Sprintf("u%d:%d", i%keys, i)
 	}
+	fed := testutil.Feed(t, n, func(ctx context.Context, i int) error {
+		key := fmt.Sprintf("u%d", i%keys)
+		return queue.Dispatch(ctx, q, note{key, i}, queue.OnQueue("gm"), queue.Group(key))
+	})
 	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p,
 		"BATCHWORKER_KILL_AFTER_SETS=4")
-	kills := 0
-	deadline := time.Now().Add(4 * time.Minute)
-	for !finished() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the members were not all handled within 4 minutes and %d kills", kills)
-		}
-		procs := make([]*exec.Cmd, 3)
-		exited := make(chan *exec.Cmd, len(procs))
-		for i := range procs {
-			c := exec.Command(bin)
-			c.Env = env
-			if i == 0 {
-				c.Env = append(slices.Clip(env), "BATCHWORKER_KILL_AT=ack")
-			}
-			c.Stderr = os.Stderr
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			procs[i] = c
-			go func() { _ = c.Wait(); exited <- c }()
-		}
-		for left := len(procs); left > 0; {
-			select {
-			case c := <-exited:
-				left--
-				if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-					kills++
-				}
-			case <-time.After(200 * time.Millisecond):
-				if finished() {
-					for _, c := range procs {
-						_ = c.Process.Signal(syscall.SIGTERM)
-					}
-				}
-			}
-		}
-	}
+	kills := testutil.KillRounds(t, 10*time.Minute, emptied(t, q, "gm", fed), func() []*exec.Cmd {
+		return startWorkers(t, bin, env, []string{"BATCHWORKER_KILL_AT=ack"}, nil, nil)
+	})
 	lines, err := rdb.LRange(t.Context(), "{"+p+"}:test:sets", 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -125,8 +123,6 @@ func TestGraphSurvivesSIGKILL(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dag.Dispatch: %v", err)
 		}
-		var fleets []*fleet
-		kills := 0
 		finished := func() bool {
 			info, _, err := q.GetGraph(t.Context(), id)
 			if err != nil {
@@ -139,38 +135,9 @@ func TestGraphSurvivesSIGKILL(t *testing.T) {
 		// left; the deadline only stops a graph that no longer moves. On
 		// a loaded 2-core machine MariaDB's rounds took more than the 4
 		// minutes this once allowed.
-		const patience = 10 * time.Minute
-		deadline := time.Now().Add(patience)
-		for !finished() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the graph did not finish within %s and %d kills", patience, kills)
-			}
-			fl := startFleetEnv(t, b, s, 3, time.Second, 0, []string{"WORKER_KILL_AFTER_NODES=12"}, "WORKER_KILL_AT=ack")
-			fleets = append(fleets, fl)
-			exited := make(chan *exec.Cmd, len(fl.procs))
-			for _, p := range fl.procs {
-				go func() { _ = p.Wait(); exited <- p }()
-			}
-			left := len(fl.procs)
-			for left > 0 {
-				select {
-				case p := <-exited:
-					left--
-					if ws, ok := p.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-						kills++
-					}
-				case <-time.After(200 * time.Millisecond):
-					if time.Now().After(deadline) {
-						t.Fatalf("the graph did not finish within %s and %d kills", patience, kills)
-					}
-					if finished() {
-						for _, p := range fl.procs {
-							_ = p.Process.Signal(syscall.SIGTERM)
-						}
-					}
-				}
-			}
-		}
+		fleets, kills := killRounds(t, 10*time.Minute, finished, func() *fleet {
+			return startFleetEnv(t, b, s, 3, time.Second, 0, []string{"WORKER_KILL_AFTER_NODES=12"}, "WORKER_KILL_AT=ack")
+		})
 		info := waitGraph(t, q, id, time.Minute)
 		if info.Done != info.Total || info.Total != len(deps) {
 			t.Fatalf("the graph ended as %+v, want all %d nodes done", info, len(deps))

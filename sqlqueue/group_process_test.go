@@ -2,10 +2,9 @@ package sqlqueue_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,35 +65,16 @@ func TestGroupsSurviveSIGKILL(t *testing.T) {
 		q := s.queue(t)
 		const n, keys = 300, 12
 		want := make([]string, n)
-		pushed := make(chan error, 1)
-		go func() {
-			tick := time.NewTicker(5 * time.Millisecond)
-			defer tick.Stop()
-			for i := range n {
-				if i%3 == 0 {
-					<-tick.C
-				}
-				key := fmt.Sprintf("u%d", i%keys)
-				want[i] = fmt.Sprintf("%s:%d", key, i)
-				if err := queue.Dispatch(t.Context(), q, grpNote{key, i}, queue.Group(key)); err != nil {
-					pushed <- err
-					return
-				}
-			}
-			pushed <- nil
-		}()
-		all := false
+		for i := range n {
+			want[i] = fmt.Sprintf("u%d:%d", i%keys, i)
+		}
+		fed := testutil.Feed(t, n, func(ctx context.Context, i int) error {
+			key := fmt.Sprintf("u%d", i%keys)
+			return queue.Dispatch(ctx, q, grpNote{key, i}, queue.Group(key))
+		})
 		finished := func() bool {
-			if !all {
-				select {
-				case err := <-pushed:
-					if err != nil {
-						t.Fatalf("dispatching a member: %v", err)
-					}
-					all = true
-				default:
-					return false
-				}
+			if !fed() {
+				return false
 			}
 			l, err := q.Len(t.Context(), "")
 			if err != nil {
@@ -102,42 +82,12 @@ func TestGroupsSurviveSIGKILL(t *testing.T) {
 			}
 			return l == 0
 		}
-		var fleets []*fleet
-		kills := 0
 		// Rounds are bounded by the members left (each ends when its
 		// processes have killed themselves); the deadline only stops
 		// sets that no longer move (see TestGraphSurvivesSIGKILL).
-		const patience = 10 * time.Minute
-		deadline := time.Now().Add(patience)
-		for !finished() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the members were not all handled within %s and %d kills", patience, kills)
-			}
-			fl := startFleetEnv(t, b, s, 3, time.Second, 0, []string{"WORKER_KILL_AFTER_SETS=4"}, "WORKER_KILL_AT=ack")
-			fleets = append(fleets, fl)
-			exited := make(chan *exec.Cmd, len(fl.procs))
-			for _, p := range fl.procs {
-				go func() { _ = p.Wait(); exited <- p }()
-			}
-			for left := len(fl.procs); left > 0; {
-				select {
-				case p := <-exited:
-					left--
-					if ws, ok := p.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-						kills++
-					}
-				case <-time.After(200 * time.Millisecond):
-					if time.Now().After(deadline) {
-						t.Fatalf("the members were not all handled within %s and %d kills", patience, kills)
-					}
-					if finished() {
-						for _, p := range fl.procs {
-							_ = p.Process.Signal(syscall.SIGTERM)
-						}
-					}
-				}
-			}
-		}
+		fleets, kills := killRounds(t, 10*time.Minute, finished, func() *fleet {
+			return startFleetEnv(t, b, s, 3, time.Second, 0, []string{"WORKER_KILL_AFTER_SETS=4"}, "WORKER_KILL_AT=ack")
+		})
 		runs := groupRuns(t, fleets...)
 		extra := testutil.CheckGroupSets(t, runs, want, 5)
 		if kills == 0 {

@@ -82,6 +82,17 @@ func startFleet(t *testing.T, b backend, s store, n int, lease, sleep time.Durat
 // environment.
 func startFleetEnv(t *testing.T, b backend, s store, n int, lease, sleep time.Duration, env []string, env0 ...string) *fleet {
 	t.Helper()
+	each := make([][]string, n)
+	if n > 0 {
+		each[0] = env0
+	}
+	return startFleetEach(t, b, s, lease, sleep, env, each...)
+}
+
+// startFleetEach starts a worker process per entry of each, with env and
+// then the entry added to its environment.
+func startFleetEach(t *testing.T, b backend, s store, lease, sleep time.Duration, env []string, each ...[]string) *fleet {
+	t.Helper()
 	source := s.path
 	driver := "sqlite"
 	switch b.dialect {
@@ -93,15 +104,13 @@ func startFleetEnv(t *testing.T, b backend, s store, n int, lease, sleep time.Du
 	bin := buildWorker(t)
 	dir := t.TempDir()
 	fl := &fleet{t: t, holdLog: filepath.Join(dir, "held.log")}
-	for i := range n {
+	for i, own := range each {
 		logPath := filepath.Join(dir, fmt.Sprintf("worker-%d.log", i))
 		cmd := exec.Command(bin)
 		cmd.Env = append(os.Environ(), "WORKER_LOG="+logPath, "WORKER_DRIVER="+driver, "WORKER_SOURCE="+source,
 			"WORKER_TABLE="+s.table, "WORKER_LEASE="+lease.String(), "WORKER_SLEEP="+sleep.String(), "WORKER_HOLD_LOG="+fl.holdLog)
 		cmd.Env = append(cmd.Env, env...)
-		if i == 0 {
-			cmd.Env = append(cmd.Env, env0...)
-		}
+		cmd.Env = append(cmd.Env, own...)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting worker process: %v", err)
@@ -116,6 +125,19 @@ func startFleetEnv(t *testing.T, b backend, s store, n int, lease, sleep time.Du
 		}
 	})
 	return fl
+}
+
+// killRounds runs rounds of the fleets start starts, whose processes kill
+// themselves, until finished holds (testutil.KillRounds: limit bounds
+// it), and returns the fleets and how many processes died of SIGKILL.
+func killRounds(t *testing.T, limit time.Duration, finished func() bool, start func() *fleet) (fleets []*fleet, kills int) {
+	t.Helper()
+	kills = testutil.KillRounds(t, limit, finished, func() []*exec.Cmd {
+		fl := start()
+		fleets = append(fleets, fl)
+		return fl.procs
+	})
+	return fleets, kills
 }
 
 // stop ends every process still running with SIGTERM and waits.

@@ -9,6 +9,16 @@
 // K-th set: inside the handler, after the log entry and before the ack, or,
 // with BATCHWORKER_KILL_AT=ack, as soon as that set's ack is stored.
 //
+// On queue "sq" it handles TestSequencesSIGKILL's sequence members,
+// seqNote{Key, N}, logging a testutil.SeqMark when a run starts and
+// another just before it returns (2 ms later) to a third list, whose
+// order is the order of the marks across processes, and its plain jobs,
+// seqPlain{N}, logging nothing. With BATCHWORKER_KILL_AFTER_SEQ=K the
+// process sends itself SIGKILL at its K-th run of a member: after the
+// start mark (the run never ends), with BATCHWORKER_KILL_AT=end after the
+// end mark (the member runs again), or with BATCHWORKER_KILL_AT=ack as
+// soon as its K-th member's ack is stored.
+//
 // Environment: BATCHWORKER_ADDR (host:port or a redis:// URL),
 // BATCHWORKER_PREFIX. SIGTERM stops it.
 package main
@@ -33,8 +43,8 @@ import (
 	"github.com/meridianjobs/meridian/redisqueue"
 )
 
-// The jobs of TestBatchSIGKILL and TestGroupsSIGKILL (same type names,
-// so the same job names).
+// The jobs of TestBatchSIGKILL, TestGroupsSIGKILL and
+// TestSequencesSIGKILL (same type names, so the same job names).
 type (
 	member   struct{ N int }
 	callback struct{}
@@ -42,6 +52,11 @@ type (
 		Key string
 		N   int
 	}
+	seqNote struct {
+		Key string
+		N   int
+	}
+	seqPlain struct{ N int }
 )
 
 func main() {
@@ -66,7 +81,7 @@ func main() {
 	record := func(ctx context.Context, entry string) error {
 		return rdb.RPush(context.WithoutCancel(ctx), logKey, entry).Err()
 	}
-	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb", "gm").
+	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb", "gm", "sq").
 		Poll(50 * time.Millisecond).Concurrency(4).Lease(time.Second)
 	queue.Handle(w, func(ctx context.Context, m member) error {
 		time.Sleep(5 * time.Millisecond) // so that kills find members running
@@ -102,9 +117,45 @@ func main() {
 			}
 		}))
 	}
+	handleSeq(w, rdb, prefix)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
 		log.Fatal(err)
+	}
+}
+
+// handleSeq registers the handlers of TestSequencesSIGKILL's jobs on w.
+func handleSeq(w *queue.Worker, rdb *redis.Client, prefix string) {
+	logKey := "{" + prefix + "}:test:seq"
+	kill, _ := strconv.ParseInt(os.Getenv("BATCHWORKER_KILL_AFTER_SEQ"), 10, 64)
+	at := os.Getenv("BATCHWORKER_KILL_AT")
+	var runs, acked atomic.Int64
+	queue.Handle(w, func(ctx context.Context, s seqNote) error {
+		k := runs.Add(1)
+		m := testutil.SeqMark{Member: fmt.Sprintf("%s:%d", s.Key, s.N), Run: fmt.Sprintf("%d.%d", os.Getpid(), k)}
+		if err := rdb.RPush(context.WithoutCancel(ctx), logKey, m.Line()).Err(); err != nil {
+			return err
+		}
+		if k == kill && at == "" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond) // the run lasts, so a member let through beside it overlaps it
+		m.End = true
+		if err := rdb.RPush(context.WithoutCancel(ctx), logKey, m.Line()).Err(); err != nil {
+			return err
+		}
+		if k == kill && at == "end" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	})
+	queue.Handle(w, func(context.Context, seqPlain) error { return nil })
+	if kill > 0 && at == "ack" {
+		w.Observer(queue.ObserverFunc(func(e queue.Event) {
+			if e.Kind == queue.EventDone && e.Job.Name == "seqNote" && acked.Add(1) == kill {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
 	}
 }

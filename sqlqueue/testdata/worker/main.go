@@ -34,6 +34,16 @@
 // after the log line and before the ack (the set runs again elsewhere),
 // or, with WORKER_KILL_AT=ack, as soon as that set's ack is stored.
 //
+// A sequence member, seqNote{Key, N}, logs a testutil.SeqMark line when
+// a run starts and another just before it returns (2 ms later) to the
+// file WORKER_SEQ_LOG, which every process opens with O_APPEND: the file
+// keeps the order of the marks across processes. With
+// WORKER_KILL_AFTER_SEQ=K the process sends itself SIGKILL at its K-th
+// run of a member: inside the handler, after the start mark (the run has
+// no end) or, with WORKER_KILL_AT=end, after the end mark (the member
+// runs again), both before the ack; or, with WORKER_KILL_AT=ack, as soon
+// as the K-th member's ack is stored.
+//
 // WORKER_RATE=N puts a limit of N starts a second across every process
 // (queue.Limiter.Rate, one key per job name) in front of the handlers;
 // WORKER_CONCURRENCY_LIMIT=N one of N jobs running at once across them.
@@ -71,6 +81,10 @@ type (
 	wfCallback struct{}
 	wfNode     struct{ N int }
 	grpNote    struct {
+		Key string
+		N   int
+	}
+	seqNote struct {
 		Key string
 		N   int
 	}
@@ -228,6 +242,9 @@ func run() error {
 			}
 		}))
 	}
+	if err := handleSeq(w); err != nil {
+		return err
+	}
 	if v := os.Getenv("WORKER_KILL_AFTER_STEP"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -251,4 +268,52 @@ func appendLine(path, line string) error {
 	}
 	_, err = fmt.Fprintln(f, line)
 	return errors.Join(err, f.Close())
+}
+
+// handleSeq registers the handler of sequence members (seqNote) on w.
+func handleSeq(w *queue.Worker) error {
+	path := os.Getenv("WORKER_SEQ_LOG")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	// One write per mark: with O_APPEND, lines of several processes never
+	// interleave, and their order is the order of the writes.
+	mark := func(m testutil.SeqMark) error {
+		_, err := f.WriteString(m.Line() + "\n")
+		return err
+	}
+	kill, _ := strconv.ParseInt(os.Getenv("WORKER_KILL_AFTER_SEQ"), 10, 64)
+	at := os.Getenv("WORKER_KILL_AT")
+	var runs, acked atomic.Int64
+	queue.Handle(w, func(ctx context.Context, s seqNote) error {
+		k := runs.Add(1)
+		m := testutil.SeqMark{Member: fmt.Sprintf("%s:%d", s.Key, s.N), Run: fmt.Sprintf("%d.%d", os.Getpid(), k)}
+		if err := mark(m); err != nil {
+			return err
+		}
+		if k == kill && at == "" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		time.Sleep(2 * time.Millisecond) // the run lasts, so a member let through beside it overlaps it
+		m.End = true
+		if err := mark(m); err != nil {
+			return err
+		}
+		if k == kill && at == "end" {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
+	})
+	if kill > 0 && at == "ack" {
+		w.Observer(queue.ObserverFunc(func(e queue.Event) {
+			if e.Kind == queue.EventDone && e.Job.Name == "seqNote" && acked.Add(1) == kill {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
+	}
+	return nil
 }
