@@ -44,6 +44,7 @@ type QueueInspector struct {
 	fleet  driver.Fleet      // nil when it carries no fleet commands
 	tags   driver.TagMonitor // nil when it monitors no tags
 	groups bool              // the store has driver.Grouper
+	seq    driver.Sequencer  // nil when it keeps no sequences
 
 	figures shared[StatsView]
 	points  shared[[]driver.MetricPoint]
@@ -60,7 +61,7 @@ func ForQueue(q queue.Queue) *QueueInspector {
 		panic("dashboard: ForQueue given a nil queue")
 	}
 	caps := driver.CapabilitiesOf(q)
-	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows, graphs: caps.Graphs, fleet: caps.Fleet, tags: caps.Tags, groups: caps.Groups != nil}
+	return &QueueInspector{q: q, insp: caps.Inspector, ctl: caps.Controller, sched: caps.Scheduler, wf: caps.Workflows, graphs: caps.Graphs, fleet: caps.Fleet, tags: caps.Tags, groups: caps.Groups != nil, seq: caps.Sequences}
 }
 
 // Abilities follow the driver's capabilities: its Inspector gives
@@ -70,16 +71,18 @@ func ForQueue(q queue.Queue) *QueueInspector {
 // periodic page; its Workflows the batches pages; its Graphs the graphs
 // pages; its Fleet the Workers
 // page's terminate, pause and continue buttons; its TagMonitor the Tags
-// pages; its Grouper (with the Inspector) the job list's grouped tab.
+// pages; its Grouper (with the Inspector) the job list's grouped tab;
+// its Sequencer the Sequences page.
 func (qi *QueueInspector) Abilities() Abilities {
 	ok := qi.insp != nil
 	return Abilities{
 		Browse: ok, ByState: ok, Shared: true, Charts: ok, Runtime: ok, Detail: ok,
 		Pause: qi.ctl != nil, Workers: ok,
 		Cancel: qi.ctl != nil, Periodic: qi.sched != nil, Batches: qi.wf != nil, Graphs: qi.graphs != nil, Fleet: qi.fleet != nil && ok,
-		Amend:  qi.ctl != nil && ok,
-		Tags:   qi.tags != nil,
-		Groups: qi.groups && ok,
+		Amend:     qi.ctl != nil && ok,
+		Tags:      qi.tags != nil,
+		Groups:    qi.groups && ok,
+		Sequences: qi.seq != nil,
 	}
 }
 

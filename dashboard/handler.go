@@ -180,6 +180,7 @@ func (h *handler) routes() {
 	h.tagRoutes(m)
 	h.actRoutes(m)
 	h.amendRoutes(m)
+	h.sequenceRoutes(m)
 	m.HandleFunc("GET /queues", func(w http.ResponseWriter, r *http.Request) {
 		// Relative to /prefix/queues, "queues/" is the dashboard root.
 		seeOther(w, "queues/")

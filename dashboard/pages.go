@@ -450,6 +450,9 @@ type jobData struct {
 	MaxHistory int    // driver.MaxHistory: a history this long may have lost older attempts
 	ListURL    string // the list the job is in
 	ListName   string
+	// SequencesURL lists the held sequences of the job's queue, for a
+	// sequence member over a Source that keeps sequences; "" otherwise.
+	SequencesURL string
 	// RunNowURL and AmendURL are the job actions the job's state allows
 	// (amendLinks), "" for none: run a scheduled job now, retry a failed
 	// job or run a kept cancelled or done one again. Editable: its type
@@ -491,6 +494,9 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.src.Abilities().Cancel && cancellable(j.State) && canAct(r) {
 		d.CancelURL = base + "jobs/" + id + "/cancel"
+	}
+	if key, _ := driver.SequenceOf(j.Job); key != "" && h.src.Abilities().Sequences {
+		d.SequencesURL = base + "sequences?" + url.Values{"queue": {j.QueueName()}}.Encode()
 	}
 	switch qn := j.QueueName(); {
 	case !h.src.Abilities().Browse:
@@ -549,6 +555,9 @@ type queueData struct {
 	ResumeURL  string
 	FailedURL  string
 	JobsURL    string
+	// SequencesURL lists the queue's held sequences, "" when the Source
+	// keeps none.
+	SequencesURL string
 }
 
 type stateLink struct {
@@ -573,6 +582,9 @@ func (h *handler) queue(w http.ResponseWriter, r *http.Request) {
 		ResumeURL: base + "queue/" + esc + "/resume",
 		FailedURL: base + "failed?" + url.Values{"queue": {name}}.Encode(),
 		JobsURL:   base + "jobs?" + url.Values{"state": {"ready"}, "queue": {name}}.Encode(),
+	}
+	if h.src.Abilities().Sequences {
+		d.SequencesURL = base + "sequences?" + url.Values{"queue": {name}}.Encode()
 	}
 	if !h.src.Abilities().Browse {
 		// Without browsing the failed list is not split by queue.

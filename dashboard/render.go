@@ -18,7 +18,7 @@ import (
 )
 
 // pageNames are the page templates; each is parsed with layout.html.
-var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "tags", "tag", "error", "confirm", "batches", "batch", "dispatch", "graphs", "graph"}
+var pageNames = []string{"overview", "jobs", "job", "queue", "workers", "periodic", "metrics", "tags", "tag", "error", "confirm", "batches", "batch", "dispatch", "graphs", "graph", "sequences"}
 
 var funcs = template.FuncMap{
 	"count": display.Count,
@@ -194,6 +194,8 @@ var flashes = map[string]struct {
 	"dispatched":      {"Job dispatched; its history records who dispatched it.", true},
 	"cloned":          {"This job is a clone; its history names the job it copies, which records the clone in its own.", true},
 	"notamended":      {"The job has moved on since the page was read: nothing changed.", false},
+	"released":        {"Sequence released: its next member is ready to run. The dead job stays a dead letter, outside the sequence; its history records who released it.", true},
+	"notheld":         {"That sequence is no longer held: someone may have released it, or retried or forgotten its dead job.", false},
 	// The fleet's commands (the Workers page).
 	"terminated": {"Told to terminate: running jobs finish, then the workers exit for their supervisor to restart them (within about a second).", true},
 	"wpaused":    {"Paused: the workers take no new jobs until continued (within about a second).", true},

@@ -89,6 +89,9 @@ type Abilities struct {
 	// Groups: the store gathers grouped jobs (driver.Grouper), so List
 	// serves driver.StateGrouped: the job list's "grouped" tab.
 	Groups bool
+	// Sequences: the Source is a SequenceSource: the sequences held by a
+	// dead job, and their release.
+	Sequences bool
 }
 
 // ListQuery selects a page of a job list.
