@@ -39,7 +39,7 @@ func FuzzQueryParameters(f *testing.F) {
 		}
 	}
 	h := dashboard.Handler(dashboard.ForQueue(q))
-	paths := []string{"", "failed", "jobs", "queue/emails", "workers", "periodic", "api/stats", "api/jobs", "api/metrics", "api/workers", "api/periodic", "confirm"}
+	paths := []string{"", "failed", "jobs", "queue/emails", "workers", "periodic", "sequences", "api/stats", "api/jobs", "api/metrics", "api/workers", "api/periodic", "confirm"}
 	f.Fuzz(func(t *testing.T, raw string) {
 		if _, err := url.ParseRequestURI("/queues/?" + raw); err != nil || strings.ContainsAny(raw, " #") {
 			t.Skip("not a query string a client can send")
