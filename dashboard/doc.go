@@ -51,6 +51,8 @@
 //	GET  /queues/batches/{id}         a batch: progress, callbacks, members by state
 //	POST /queues/batches/{id}/cancel  cancel a batch's members not yet finished
 //	POST /queues/batches/{id}/retry   retry a batch's failed members (up to 500 a click)
+//	GET  /queues/sequences            sequences held by a dead job (?queue=), with Release (a SequenceSource)
+//	POST /queues/sequences/release    release the form's sequence (queue, key): its next member runs
 //	GET  /queues/api/stats            JSON: the figures of every queue
 //	GET  /queues/api/jobs             JSON: one page of jobs by state
 //	GET  /queues/api/jobs/{id}        JSON: one job
@@ -78,6 +80,8 @@
 //	POST /queues/api/jobs/bulk        JSON: retry, forget or cancel listed or matching jobs; dry_run counts
 //	POST /queues/api/failed/flush     JSON: delete the failed jobs of a queue or of all
 //	POST /queues/api/queues/{name}/pause  JSON: pause (and .../resume) a queue
+//	GET  /queues/api/sequences        JSON: the sequences held by a dead job (?queue=)
+//	POST /queues/api/sequences/release JSON: release a sequence; {"queue": name, "key": key}
 //	GET  /queues/api/openapi.json     the OpenAPI 3 document of the api/ routes
 //
 // An unknown address gets the dashboard's own 404 page (a JSON 404 under
@@ -138,7 +142,7 @@
 // list (jobs?state=grouped, api/jobs?state=grouped) listing the members
 // that wait to be gathered, each with its group key, which a member's
 // page shows too, as a set's page shows the group it came from and its
-// size. Every read is one of the
+// size; its Sequencer the Sequences page (below). Every read is one of the
 // Inspector's bounded calls: counts are exact where the driver keeps them
 // (the SQL drivers and memqueue count every state, scheduled jobs
 // included; a running count past 10,000 is shown as "10,000+"), lists
@@ -365,6 +369,36 @@
 // may act and, for a cookie session, a same-origin request and the
 // double-submit token (the X-Csrf-Token header or the csrf_token field,
 // equal to the meridian_csrf cookie a page set), or a bearer token.
+//
+// GET api/sequences?queue= lists the sequences (queue.Sequence) held by
+// a dead job (a SequenceSource: ForQueue's over a driver with
+// driver.Sequencer), most recently dead first, at most 100; head is the
+// dead job as api/jobs/{id} shows it, waiting the members behind it:
+//
+//	{"queue": "ledger", "limit": 100,
+//	 "sequences": [{"queue": "ledger", "key": "account:42", "waiting": 3,
+//	   "dead_at": "...", "head": JOB}]}
+//
+// POST api/sequences/release with {"queue": "ledger", "key":
+// "account:42"} (in the body: keys may hold slashes) releases one, as the
+// Sequences page's button does: the next member becomes ready, the dead
+// job stays a dead letter outside the sequence, and its history records
+// the release with who made it. It answers {"queue", "key", "released":
+// true, "waiting": n, "head": JOB} (waiting and head left out when the
+// sequence was not among the 100 listed), and 404 when no dead job holds
+// the sequence (released already, its dead job retried or forgotten, or
+// none such).
+//
+// # Held sequences
+//
+// A sequence member dead-lettered without driver.ReleaseOnDead holds its
+// sequence: the members behind it wait in state sequenced. The Sequences
+// page (in the sidebar when the Source is a SequenceSource with
+// Abilities().Sequences; each queue's page links its own, and a member's
+// page names its sequence) lists them with the dead job, its error, since
+// when it is dead and how many wait, and a Release button for callers who
+// may act. Over a store without sequences the page says so, and
+// api/sequences answers 404.
 //
 // # Acting through the API
 //

@@ -92,6 +92,9 @@ func TestHeldSequences(t *testing.T) {
 			if find(p.Doc, func(n *html.Node) bool { return n.Data == "a" && attr(n, "href") == "./sequences" }) == nil {
 				t.Fatalf("the sidebar has no Sequences link:\n%s", p.Body)
 			}
+			if all := s.page("sequences"); find(all.Doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-key") == key }) == nil {
+				t.Fatalf("the Sequences page does not list %s:\n%s", key, all.Body)
+			}
 			qp := s.page("queue/ledger")
 			link := find(qp.Doc, byID("queue-sequences"))
 			if link == nil {
@@ -157,6 +160,9 @@ func TestHeldSequences(t *testing.T) {
 			seq := list[0].(map[string]any)
 			if hd, _ := seq["head"].(map[string]any); seq["key"] != slashed || seq["queue"] != "billing" || seq["waiting"] != 1.0 || hd["id"] != ids[0] || hd["state"] != "dead" || seq["dead_at"] == nil {
 				t.Errorf("GET api/sequences lists %v", seq)
+			}
+			if code, out := s.apiCall(http.MethodGet, "sequences", readToken, nil); code != 200 || len(out["sequences"].([]any)) != 1 {
+				t.Errorf("GET api/sequences = %d %v, want billing's alone (ledger's was released)", code, out)
 			}
 			if code, out := s.apiCall(http.MethodGet, "sequences?queue=elsewhere", readToken, nil); code != 200 || len(out["sequences"].([]any)) != 0 {
 				t.Errorf("GET api/sequences?queue=elsewhere = %d %v, want none", code, out)
