@@ -27,6 +27,10 @@
 // WORKER_KILL_AT=ack, as soon as that node's ack is stored (between a
 // node and its dependants' runs).
 //
+// With WORKER_KILL_AFTER_ITEMS=K the process likewise kills itself at
+// its K-th batch member (wfItem), in the handler or, with
+// WORKER_KILL_AT=ack, once that member's ack is stored.
+//
 // A group member, grpNote{Key, N}, is handled by a group handler
 // (queue.HandleGroup, grace 100 ms, at most 5 members a set) that logs
 // each set as testutil.GroupSet.Line does. With WORKER_KILL_AFTER_SETS=K
@@ -191,16 +195,31 @@ func run() error {
 		}
 		return logDone(fmt.Sprintf("step-%d", s.N), time.Now(), j.Attempts)
 	})
+	killItems, _ := strconv.ParseInt(os.Getenv("WORKER_KILL_AFTER_ITEMS"), 10, 64)
+	killAtAck := os.Getenv("WORKER_KILL_AT") == "ack"
+	var items, itemsAcked atomic.Int64
 	queue.Handle(w, func(ctx context.Context, it wfItem) error {
 		j, _ := queue.JobFromContext(ctx)
-		return logDone(fmt.Sprintf("item-%d", it.N), time.Now(), j.Attempts)
+		if err := logDone(fmt.Sprintf("item-%d", it.N), time.Now(), j.Attempts); err != nil {
+			return err
+		}
+		if killItems > 0 && !killAtAck && items.Add(1) == killItems {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return nil
 	})
+	if killItems > 0 && killAtAck {
+		w.Observer(queue.ObserverFunc(func(e queue.Event) {
+			if e.Kind == queue.EventDone && e.Job.Name == "wfItem" && itemsAcked.Add(1) == killItems {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		}))
+	}
 	queue.Handle(w, func(ctx context.Context, _ wfCallback) error {
 		j, _ := queue.JobFromContext(ctx)
 		return logDone("cb-"+j.Meta[queue.MetaBatchEvent], time.Now(), j.Attempts)
 	})
 	killNodes, _ := strconv.ParseInt(os.Getenv("WORKER_KILL_AFTER_NODES"), 10, 64)
-	killAtAck := os.Getenv("WORKER_KILL_AT") == "ack"
 	var nodes, acked atomic.Int64
 	queue.Handle(w, func(ctx context.Context, nd wfNode) error {
 		j, _ := queue.JobFromContext(ctx)
