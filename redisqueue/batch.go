@@ -33,7 +33,8 @@ var _ driver.Workflows = (*Queue)(nil)
 // batchSweep is a Queue's state for batches: the keys of its batch index
 // and when each queue's outbox was last looked at.
 type batchSweep struct {
-	index, bseq string // {prefix}:batches, {prefix}:bseq
+	index, bseq  string // {prefix}:batches, {prefix}:bseq
+	gindex, gseq string // {prefix}:graphs, {prefix}:gseq
 
 	every time.Duration
 	// hook, set by tests, runs at the end of each step of the protocol
@@ -47,6 +48,7 @@ type batchSweep struct {
 
 func (s *batchSweep) init(g string) {
 	s.index, s.bseq = g+":batches", g+":bseq"
+	s.gindex, s.gseq = g+":graphs", g+":gseq"
 	s.every = sweepEvery
 	s.last = map[string]time.Time{}
 }
@@ -513,7 +515,8 @@ func (q *Queue) settle(ctx context.Context, names []string) error {
 	return nil
 }
 
-// settleQueue applies the events of one queue's outbox to their batches,
+// settleQueue applies the events of one queue's outbox to their batches
+// and graphs (graph.go),
 // in the order they were noted, does what each batch then has to do
 // (inCancel: not the cancel of its members, which the caller is doing),
 // and deletes the events.
@@ -528,12 +531,15 @@ func (q *Queue) settleQueue(ctx context.Context, name string, inCancel bool) err
 	}
 	evs := make([]memberEvent, 0, len(m))
 	var pushes []notedPush
+	var nodes []nodeEvent
 	for f, v := range m {
 		seq, _ := strconv.ParseInt(f, 10, 64)
 		p, ok := unpack(v)
 		switch {
 		case ok && len(p) == 4:
 			evs = append(evs, memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]})
+		case ok && len(p) == 5 && p[0] == graphMark:
+			nodes = append(nodes, nodeEvent{field: f, seq: seq, graph: p[1], job: p[2], outcome: p[3], keep: p[4]})
 		case ok && len(p) == 2+pushFields && p[1] == pushMark:
 			pushes = append(pushes, notedPush{field: f, seq: seq, guard: p[0], fields: p[2:]})
 		default:
@@ -560,7 +566,7 @@ func (q *Queue) settleQueue(ctx context.Context, name string, inCancel bool) err
 			}
 		}
 	}
-	return nil
+	return q.settleNodeEvents(ctx, name, nodes, inCancel)
 }
 
 // applyEvents applies es, events of batch bid from the outbox out, in one

@@ -244,7 +244,8 @@ func lostErr(doing string) error {
 // outcome of outs (see queue.Queue.Complete), all in one script: every
 // outcome with its pushes, together or not at all. A batch member's
 // outcome (Completion.Batch) reaches its batch in the steps of
-// scripts_batch.go, run before Complete returns; should they fail after
+// scripts_batch.go, and a graph node's (Completion.Graph) its graph in
+// those of scripts_graph.go, run before Complete returns; should they fail after
 // the outcome was recorded, the outcome stands (its error is nil) and a
 // later reservation from the queue finishes them (docs/drivers.md). So
 // does a push into another queue than the job's (chain.go).
@@ -355,7 +356,7 @@ func (q *Queue) completeIn(ctx context.Context, starts []driver.Lease, outs []dr
 			rel = "1"
 		}
 		args = append(args, ks.of(q.base(name)), o.Lease.JobID, o.Lease.Token, int(o.Outcome), at, o.Reason, counted, o.Batch, res, rexp,
-			o.Sequence, rel, len(push))
+			o.Sequence, rel, o.Graph, len(push))
 		for _, p := range push {
 			if p.ID == "" {
 				p.ID = driver.NewID()
@@ -396,12 +397,12 @@ func (q *Queue) completeIn(ctx context.Context, starts []driver.Lease, outs []dr
 	if len(codes) != len(sentOuts) {
 		return nil, nil, fmt.Errorf("redisqueue: %s: the script answered %d outcomes of %d", doing, len(codes), len(sentOuts))
 	}
-	var noted []string // the queues whose outbox got a batch member's event
+	var noted []string // the queues whose outbox got a batch member's or graph node's event
 	for k, x := range codes {
 		i := sentOuts[k]
 		switch c, _ := x.(int64); c {
 		case 1:
-			if outs[i].Batch != "" || crosses[i] {
+			if outs[i].Batch != "" || outs[i].Graph != "" || crosses[i] {
 				name, _ := leaseQueue(outs[i].Lease.Token)
 				noted = append(noted, name)
 			}

@@ -159,14 +159,13 @@ func TestCapabilities(t *testing.T) {
 	}
 	defer q.Close()
 	c := driver.CapabilitiesOf(q)
-	for _, name := range []string{"Waiter", "Scheduler", "Workflows", "Inspector", "Reporter", "Controller", "Fleet", "Grouper"} {
+	for _, name := range []string{"Waiter", "Scheduler", "Workflows", "Graphs", "Inspector", "Reporter", "Controller", "Fleet", "Grouper"} {
 		if err := c.Require(name); err != nil {
 			t.Errorf("Require(%s) = %v, want nil", name, err)
 		}
 	}
-	// Graphs (package dag) are not on Redis yet.
-	if m := c.Missing(); len(m) != 1 || !strings.HasPrefix(m[0], "Graphs:") {
-		t.Errorf("Missing() = %q, want Graphs only", m)
+	if m := c.Missing(); len(m) != 0 {
+		t.Errorf("Missing() = %q, want none", m)
 	}
 }
 

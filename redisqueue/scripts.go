@@ -412,12 +412,14 @@ return out
 // outcome, at ms or "", reason, counted (a snooze's "1" or "0"; a dead
 // letter's attempt limit, stored as its max attempts when above 0),
 // batch or "", result or "", result's expiry ms or "", sequence key or
-// "", "1" when its dead-lettering releases the sequence, number of
-// pushes, the pushes). A done or cancelled outcome with a sequence key,
+// "", "1" when its dead-lettering releases the sequence, graph or "",
+// number of pushes, the pushes). A done or cancelled outcome with a sequence key,
 // and a failed one that releases, take the job out of its sequence: the
 // next member becomes ready. A done outcome's result is stored at base:r:id (in the
-// job's slot) until its expiry, by the script's clock. A batch member's done, failed or cancelled outcome is also
-// noted in its queue's outbox (scripts_batch.go). It returns the indexes
+// job's slot) until its expiry, by the script's clock; a graph node's
+// is stored without expiry, its graph releasing it (scripts_graph.go).
+// A batch member's or graph node's done, failed or cancelled outcome is
+// also noted in its queue's outbox (scripts_batch.go, scripts_graph.go). It returns the indexes
 // (from 1) of the lost starts and a status per outcome: 1 recorded, 0
 // lease lost, 2 unknown outcome. A push into the job's own queue is
 // stored by the script; one into another queue (another slot on a
@@ -438,7 +440,7 @@ end
 local codes = {}
 local no = tonumber(arg())
 for o = 1, no do
-  local B, id, tok, oc, at, reason, counted, bid, res, rexp, sk, srel, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), arg(), arg(), arg(), arg(), arg(), tonumber(arg())
+  local B, id, tok, oc, at, reason, counted, bid, res, rexp, sk, srel, gid, np = KEYS[tonumber(arg())], arg(), arg(), tonumber(arg()), arg(), arg(), arg(), arg(), arg(), arg(), arg(), arg(), arg(), tonumber(arg())
   local first = i + 1
   i = i + np * ` + itoa(pushFields) + `
   local jk = leased(B, id, tok, now)
@@ -449,8 +451,16 @@ for o = 1, no do
   else
     codes[o] = 1
     redis.call('ZREM', B..':run', id)
+    local keep = ''
     if oc == 0 and rexp ~= '' and tonumber(rexp) > now then
-      redis.call('SET', B..':r:'..id, res, 'PX', int(tonumber(rexp) - now))
+      if gid ~= '' then
+        -- A graph node's result is kept until its graph has finished
+        -- (step 2 of scripts_graph.go), then for keep ms.
+        keep = int(tonumber(rexp) - now)
+        redis.call('SET', B..':r:'..id, res)
+      else
+        redis.call('SET', B..':r:'..id, res, 'PX', int(tonumber(rexp) - now))
+      end
     end
     if oc == 0 or oc == 3 then
       if sk ~= '' then leave_seq(B, id, sk, now) end
@@ -484,6 +494,7 @@ for o = 1, no do
       if enqueue(B, id, jk, t, now) then woke[redis.call('HGET', jk, 'q')] = true end
     end
     if bid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_member(B, bid, id, oc, reason) end
+    if gid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_node(B, gid, id, oc, keep) end
     if oc == 0 or oc == 2 then
       for p = 0, np - 1 do
         local pi = first + p * ` + itoa(pushFields) + `
@@ -565,21 +576,20 @@ return #dead
 
 // purgeScript deletes up to limit waiting sequence members, up to limit
 // ready, up to limit scheduled and up to limit grouped jobs of one queue: KEYS = ids, base; ARGV = limit, channel. A
-// batch member is noted cancelled in the queue's outbox, so that its
-// batch counts it. It returns how many it deleted, and publishes the
-// queue when a sequence member became ready (one behind the first limit
-// waiting, or pushed meanwhile).
+// batch member or graph node is noted cancelled in the queue's outbox,
+// so that its batch or graph counts it. It returns how many it deleted,
+// and publishes the queue when a sequence member became ready (one behind
+// the first limit waiting, or pushed meanwhile).
 var purgeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, B = KEYS[1], KEYS[2]
 local lim = tonumber(ARGV[1])
 local now = now_ms()
 local n = 0
 local function purge_one(jk, id)
-  local bid = batch_of(jk)
-  if bid then
-    note_member(B, bid, id, 3, '')
-    redis.call('HINCRBY', B..':stats', 'cancelled', 1)
-  end
+  local bid, gid = batch_of(jk), graph_of(jk)
+  if bid then note_member(B, bid, id, 3, '') end
+  if gid then note_node(B, gid, id, 3, '') end
+  if bid or gid then redis.call('HINCRBY', B..':stats', 'cancelled', 1) end
   unseat(B, id, jk, now)
   free_key(B, jk, id)
   drop(ids, B, jk, id)

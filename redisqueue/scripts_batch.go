@@ -91,7 +91,7 @@ local function batch_of(jk)
   end
   return nil
 end
-`
+` + graphPrelude
 
 // batchSide is the helpers of the scripts on a batch's slot. The record,
 // KEYS[1], is a hash: id, nm (name), af (allow failures), cb (callbacks),

@@ -41,9 +41,9 @@ end
 -- cancel_one cancels the active job id: off its set, its unique key
 -- freed, deleted (this store keeps no finished jobs), counted in
 -- <base>:stats; a leased job's lease goes to the cancel log, and a batch
--- member is noted cancelled in its queue's outbox (step 1 of
--- scripts_batch.go). It returns 1, the state the job was in and, for a
--- batch member, its queue's name (whose outbox the caller settles); 0
+-- member or graph node is noted cancelled in its queue's outbox (step 1
+-- of scripts_batch.go, scripts_graph.go). It returns 1, the state the job
+-- was in and, for a batch member or graph node, its queue's name (whose outbox the caller settles); 0
 -- when there is no such job; 2 when it has finished (a dead letter).
 local function cancel_one(ids, clog, id, now, stamp)
   local B = redis.call('HGET', ids, id)
@@ -64,6 +64,11 @@ local function cancel_one(ids, clog, id, now, stamp)
   local bid = batch_of(jk)
   if bid then
     note_member(B, bid, id, 3, '')
+    settle = v[3]
+  end
+  local gid = graph_of(jk)
+  if gid then
+    note_node(B, gid, id, 3, '')
     settle = v[3]
   end
   free_key(B, jk, id)

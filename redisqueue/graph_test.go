@@ -1,0 +1,209 @@
+package redisqueue_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/meridianjobs/meridian/dag"
+	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/driver"
+	"github.com/meridianjobs/meridian/redisqueue"
+)
+
+// gnode is the node job of the graph tests, on queue "gq".
+type gnode struct{ N string }
+
+// chainGraph is a → b → c on queue "gq".
+func chainGraph(t *testing.T) *dag.Graph {
+	t.Helper()
+	g := dag.New("chain")
+	prev := ""
+	for _, n := range []string{"a", "b", "c"} {
+		j, err := queue.NewJob(gnode{n}, queue.OnQueue("gq"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev == "" {
+			g.Add(n, j)
+		} else {
+			g.Add(n, j, dag.After(prev))
+		}
+		prev = n
+	}
+	return g
+}
+
+// nodesReady reserves every job of "gq" and returns them by node name,
+// failing unless they are exactly names, each once.
+func nodesReady(t *testing.T, q queue.Queue, what string, names ...string) map[string]queue.Job {
+	t.Helper()
+	jobs := reserveAll(t, q, "gq", len(names))
+	out := map[string]queue.Job{}
+	for _, j := range jobs {
+		_, n := dag.Of(&j)
+		out[n] = j
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			t.Fatalf("%s: node %s not ready (ready: %v)", what, n, out)
+		}
+	}
+	return out
+}
+
+// nodeStates checks graph id's nodes' states in order a, b, c.
+func nodeStates(t *testing.T, q *redisqueue.Queue, id, what string, want ...driver.NodeState) {
+	t.Helper()
+	_, nodes, err := q.GetGraph(t.Context(), id)
+	if err != nil {
+		t.Fatalf("%s: GetGraph: %v", what, err)
+	}
+	for i, n := range nodes {
+		if i < len(want) && n.State != want[i] {
+			t.Errorf("%s: node %s is %s, want %s", what, n.Name, n.State, want[i])
+		}
+	}
+}
+
+// onlyGraph returns the ID of the one graph q lists.
+func onlyGraph(t *testing.T, q *redisqueue.Queue) string {
+	t.Helper()
+	page, err := q.ListGraphs(t.Context(), driver.BatchFilter{})
+	if err != nil || len(page.Graphs) != 1 {
+		t.Fatalf("ListGraphs = %+v, %v; want one graph", page, err)
+	}
+	return page.Graphs[0].ID
+}
+
+// TestGraphStepsResume kills the graph protocol (scripts_graph.go)
+// between each two of its steps and checks that another process
+// finishes the steps, each dependant pushed once.
+func TestGraphStepsResume(t *testing.T) {
+	t.Parallel()
+	const (
+		w = driver.NodeWaiting
+		p = driver.NodePending
+		d = driver.NodeDone
+		f = driver.NodeFailed
+		c = driver.NodeCancelled
+	)
+	done := func(t *testing.T, q queue.Queue, j queue.Job, o driver.Outcome) {
+		t.Helper()
+		id, _ := dag.Of(&j)
+		if err := testutil.Complete(t.Context(), q, driver.Completion{Lease: j.Lease(), Outcome: o, Graph: id, Reason: "boom"}); err != nil {
+			t.Fatalf("Complete of node %s: %v (the outcome is recorded: the graph's steps are left to others)", j.ID, err)
+		}
+	}
+	t.Run("BetweenOutcomeAndGraph", func(t *testing.T) {
+		t.Parallel()
+		killed, peer := protoSetup(t, "member-noted")
+		id, err := dag.Dispatch(t.Context(), killed, chainGraph(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(t, killed, nodesReady(t, killed, "after dispatch", "a")["a"], driver.OutcomeDone)
+		nodeStates(t, peer, id, "in between", p, w, w)
+		if n := outbox(t, peer, "gq"); n != 1 {
+			t.Errorf("the outbox holds %d events in between, want 1", n)
+		}
+		r := nodesReady(t, peer, "after the sweep", "b")
+		nodeStates(t, peer, id, "after the sweep", d, p, w)
+		reserveAll(t, peer, "gq", 0) // a second sweep pushes nothing
+		done(t, peer, r["b"], driver.OutcomeDone)
+		done(t, peer, nodesReady(t, peer, "after b", "c")["c"], driver.OutcomeDone)
+		nodeStates(t, peer, id, "at the end", d, d, d)
+		if n := outbox(t, peer, "gq"); n != 0 {
+			t.Errorf("the outbox holds %d events at the end, want 0", n)
+		}
+	})
+	t.Run("BetweenLiveAndRoots", func(t *testing.T) {
+		t.Parallel()
+		killed, peer := protoSetup(t, "graph-live")
+		if _, err := dag.Dispatch(t.Context(), killed, chainGraph(t)); !errors.Is(err, errKilled) {
+			t.Fatalf("dag.Dispatch = %v, want the kill", err)
+		}
+		id := onlyGraph(t, peer)
+		nodeStates(t, peer, id, "in between", p, w, w)
+		if n, _ := peer.Len(t.Context(), "gq"); n != 0 {
+			t.Errorf("Len(gq) = %d in between, want 0 (the root not pushed yet)", n)
+		}
+		nodesReady(t, peer, "after the sweep", "a")
+		reserveAll(t, peer, "gq", 0)
+		if n := outbox(t, peer, "gq"); n != 0 {
+			t.Errorf("the outbox holds %d events after the sweep, want 0", n)
+		}
+	})
+	t.Run("BeforeLive", func(t *testing.T) {
+		t.Parallel()
+		killed, peer := protoSetup(t, "graph-noted")
+		if _, err := dag.Dispatch(t.Context(), killed, chainGraph(t)); !errors.Is(err, errKilled) {
+			t.Fatalf("dag.Dispatch = %v, want the kill", err)
+		}
+		// The graph never went live: nobody lists it, nothing is pushed,
+		// and its event waits in the outbox until the graph expires.
+		if page, err := peer.ListGraphs(t.Context(), driver.BatchFilter{}); err != nil || len(page.Graphs) != 0 {
+			t.Errorf("ListGraphs = %+v, %v; want none", page, err)
+		}
+		reserveAll(t, peer, "gq", 0)
+	})
+	t.Run("BetweenPushAndList", func(t *testing.T) {
+		t.Parallel()
+		killed, peer := protoSetup(t, "node-pushed")
+		id, err := dag.Dispatch(t.Context(), killed, chainGraph(t))
+		if err != nil {
+			t.Fatalf("dag.Dispatch: %v (the roots are pushed: the rest is left to others)", err)
+		}
+		// The root's job is stored and runs; its entry stays on the push
+		// list and the follow event in the outbox.
+		r := nodesReady(t, peer, "after dispatch", "a")
+		done(t, peer, r["a"], driver.OutcomeDone)
+		nodesReady(t, peer, "after a", "b") // a is not pushed again
+		nodeStates(t, peer, id, "after a", d, p, w)
+		if n := outbox(t, peer, "gq"); n != 0 {
+			t.Errorf("the outbox holds %d events after the sweep, want 0", n)
+		}
+	})
+	t.Run("BetweenCancelMarkAndNodes", func(t *testing.T) {
+		t.Parallel()
+		killed, peer := protoSetup(t, "graph-cancel-marked")
+		id, err := dag.Dispatch(t.Context(), killed, chainGraph(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := nodesReady(t, peer, "after dispatch", "a")["a"]
+		if _, err := killed.CancelGraph(t.Context(), id); !errors.Is(err, errKilled) {
+			t.Fatalf("CancelGraph = %v, want the kill", err)
+		}
+		nodeStates(t, peer, id, "in between", p, c, c)
+		info, err := peer.CancelGraph(t.Context(), id) // finishes what the first began
+		if err != nil || !info.Finished() || info.CancelledAt.IsZero() {
+			t.Fatalf("CancelGraph again = %+v, %v; want finished and cancelled", info, err)
+		}
+		nodeStates(t, peer, id, "after the second cancel", c, c, c)
+		err = testutil.Complete(t.Context(), peer, driver.Completion{Lease: a.Lease(), Outcome: driver.OutcomeDone, Graph: id})
+		if !errors.Is(err, queue.ErrLeaseLost) {
+			t.Errorf("Complete of the cancelled node: %v, want ErrLeaseLost", err)
+		}
+	})
+	t.Run("BetweenRetryAndPush", func(t *testing.T) {
+		t.Parallel()
+		killed, peer := protoSetup(t, "graph-retried")
+		id, err := dag.Dispatch(t.Context(), killed, chainGraph(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done(t, killed, nodesReady(t, killed, "after dispatch", "a")["a"], driver.OutcomeDone)
+		done(t, killed, nodesReady(t, killed, "after a", "b")["b"], driver.OutcomeFailed)
+		nodeStates(t, peer, id, "after b failed", d, f, c)
+		if _, err := killed.RetryGraph(t.Context(), id); !errors.Is(err, errKilled) {
+			t.Fatalf("RetryGraph = %v, want the kill", err)
+		}
+		nodeStates(t, peer, id, "in between", d, p, w)
+		r := nodesReady(t, peer, "after the sweep", "b") // the dead letter, back to ready once
+		reserveAll(t, peer, "gq", 0)
+		done(t, peer, r["b"], driver.OutcomeDone)
+		done(t, peer, nodesReady(t, peer, "after b", "c")["c"], driver.OutcomeDone)
+		nodeStates(t, peer, id, "at the end", d, d, d)
+	})
+}
