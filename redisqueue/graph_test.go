@@ -2,7 +2,15 @@ package redisqueue_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/meridianjobs/meridian/dag"
 	"github.com/meridianjobs/meridian/internal/testutil"
@@ -206,4 +214,158 @@ func TestGraphStepsResume(t *testing.T) {
 		done(t, peer, nodesReady(t, peer, "after b", "c")["c"], driver.OutcomeDone)
 		nodeStates(t, peer, id, "at the end", d, d, d)
 	})
+}
+
+// wfNode is a graph node job of testdata/batchworker (same type name).
+type wfNode struct{ N int }
+
+// TestGraphSIGKILL runs a graph of 200 nodes (10 layers of 20, each node
+// after 3 of the layer before) on three worker processes while the test
+// SIGKILLs one of them, at a random moment, every 100 to 300 ms until the
+// graph has finished, starting another in its place: kills land between
+// the steps of the graph protocol as they come. Every node must run, none
+// before one of its dependencies finished a run, none pushed twice (at
+// most one run of a node's job that was not recovered from a lost
+// lease), and the graph end with every node done.
+func TestGraphSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes; skipped with -short")
+	}
+	t.Parallel()
+	bin := buildBatchWorker(t)
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	const layers, width, fanIn = 10, 20, 3
+	rng := rand.New(rand.NewPCG(1, 2))
+	g := dag.New("sigkill")
+	deps := make([][]int, layers*width)
+	for l := range layers {
+		for i := range width {
+			n := l*width + i
+			j, err := queue.NewJob(wfNode{n}, queue.OnQueue("gn"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var after []string
+			if l > 0 {
+				for _, k := range rng.Perm(width)[:fanIn] {
+					deps[n] = append(deps[n], (l-1)*width+k)
+					after = append(after, strconv.Itoa((l-1)*width+k))
+				}
+			}
+			g.Add(strconv.Itoa(n), j, dag.After(after...))
+		}
+	}
+	id, err := dag.Dispatch(t.Context(), q, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := func() bool {
+		info, _, err := q.GetGraph(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Finished()
+	}
+	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p)
+	var (
+		mu    sync.Mutex
+		procs []*exec.Cmd
+	)
+	start := func() *exec.Cmd {
+		c := exec.Command(bin)
+		c.Env = env
+		c.Stderr = os.Stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		procs = append(procs, c)
+		mu.Unlock()
+		return c
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range procs {
+			if c.ProcessState == nil {
+				c.Process.Signal(syscall.SIGTERM)
+				c.Wait()
+			}
+		}
+	})
+	live := []*exec.Cmd{start(), start(), start()}
+	kills := 0
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); {
+		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+		if finished() {
+			break
+		}
+		i := rand.IntN(len(live))
+		live[i].Process.Kill()
+		live[i].Wait()
+		kills++
+		live[i] = start()
+	}
+	if kills == 0 {
+		t.Fatal("the graph finished before the first kill: nothing was tested")
+	}
+	testutil.Eventually(t, 2*time.Minute, func() bool {
+		if !finished() {
+			return false
+		}
+		l, err := q.Len(t.Context(), "")
+		return err == nil && l == 0 && outbox(t, q, "gn") == 0
+	}, "the graph to finish and the queue to drain")
+	info, _, err := q.GetGraph(t.Context(), id)
+	if err != nil || info.Done != len(deps) || info.Total != len(deps) {
+		t.Fatalf("the graph ended as %+v, %v; want all %d nodes done", info, err, len(deps))
+	}
+	runs, err := rdb.LRange(t.Context(), "{"+p+"}:test:graph", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type run struct {
+		recovered  bool
+		start, end int64
+	}
+	got := map[int][]run{}
+	for _, r := range runs {
+		var n, rc int
+		var s, e int64
+		if _, err := fmt.Sscanf(r, "%d:%d:%d:%d", &n, &rc, &s, &e); err != nil {
+			t.Fatalf("log entry %q: %v", r, err)
+		}
+		got[n] = append(got[n], run{rc == 1, s, e})
+	}
+	extra := 0
+	firstEnd := make([]int64, len(deps))
+	firstStart := make([]int64, len(deps))
+	for n := range deps {
+		rs := got[n]
+		if len(rs) == 0 {
+			t.Fatalf("node %d never ran", n)
+		}
+		extra += len(rs) - 1
+		fresh := 0
+		firstEnd[n], firstStart[n] = rs[0].end, rs[0].start
+		for _, r := range rs {
+			firstEnd[n], firstStart[n] = min(firstEnd[n], r.end), min(firstStart[n], r.start)
+			if !r.recovered {
+				fresh++
+			}
+		}
+		if fresh > 1 {
+			t.Errorf("node %d ran %d times from a fresh push: it was pushed more than once", n, fresh)
+		}
+	}
+	for n, ds := range deps {
+		for _, d := range ds {
+			if firstStart[n] < firstEnd[d] {
+				t.Errorf("node %d started before its dependency %d had finished a run", n, d)
+			}
+		}
+	}
+	t.Logf("%d nodes done once each in the graph over %d SIGKILLs; %d handler runs again after a kill", info.Done, kills, extra)
 }

@@ -1,7 +1,9 @@
 // Command batchworker is the worker process of redisqueue's process
-// tests: a Worker over the queues "bm", "cb" and "gm" that handles
+// tests: a Worker over the queues "bm", "cb", "gm", "sq" and "gn" that handles
 // TestBatchSIGKILL's batch members and callbacks and logs each handling to
 // a Redis list, so that the test can count them across processes it kills,
+// TestGraphSIGKILL's graph nodes (wfNode on "gn"), logging each run with
+// whether its job was recovered and when it started and ended,
 // and TestGroupsSIGKILL's group members (note{Key, N} on "gm", a group
 // handler of grace 100 ms and sets of at most 5), logging each set to
 // another list as testutil.GroupSet.Line writes it. With
@@ -43,10 +45,11 @@ import (
 	"github.com/meridianjobs/meridian/redisqueue"
 )
 
-// The jobs of TestBatchSIGKILL, TestGroupsSIGKILL and
-// TestSequencesSIGKILL (same type names, so the same job names).
+// The jobs of TestBatchSIGKILL, TestGroupsSIGKILL, TestSequencesSIGKILL
+// and TestGraphSIGKILL (same type names, so the same job names).
 type (
 	member   struct{ N int }
+	wfNode   struct{ N int }
 	callback struct{}
 	note     struct {
 		Key string
@@ -81,7 +84,7 @@ func main() {
 	record := func(ctx context.Context, entry string) error {
 		return rdb.RPush(context.WithoutCancel(ctx), logKey, entry).Err()
 	}
-	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb", "gm", "sq").
+	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb", "gm", "sq", "gn").
 		Poll(50 * time.Millisecond).Concurrency(4).Lease(time.Second)
 	queue.Handle(w, func(ctx context.Context, m member) error {
 		time.Sleep(5 * time.Millisecond) // so that kills find members running
@@ -92,6 +95,17 @@ func main() {
 		// A callback run again after a kill has its CreatedAt; one pushed
 		// twice would have two.
 		return record(ctx, fmt.Sprintf("cb:%s:%d", j.Meta[queue.MetaBatchEvent], j.CreatedAt.UnixMilli()))
+	})
+	queue.Handle(w, func(ctx context.Context, n wfNode) error {
+		j, _ := queue.JobFromContext(ctx)
+		start := time.Now().UnixNano()
+		time.Sleep(5 * time.Millisecond) // so that kills find nodes running
+		rc := 0
+		if j.Recovered {
+			rc = 1
+		}
+		entry := fmt.Sprintf("%d:%d:%d:%d", n.N, rc, start, time.Now().UnixNano())
+		return rdb.RPush(context.WithoutCancel(ctx), "{"+prefix+"}:test:graph", entry).Err()
 	})
 	killSets, _ := strconv.ParseInt(os.Getenv("BATCHWORKER_KILL_AFTER_SETS"), 10, 64)
 	killAtAck := os.Getenv("BATCHWORKER_KILL_AT") == "ack"
