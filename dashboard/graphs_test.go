@@ -72,7 +72,12 @@ func nodeStates(doc *html.Node) map[string]string {
 // waits again) and cancelling the graph through their forms.
 func TestGraphsPages(t *testing.T) {
 	t.Parallel()
-	q := memqueue.New()
+	testGraphsPages(t, memqueue.New())
+}
+
+// testGraphsPages is TestGraphsPages over q (TestRedisGraphsPages: over
+// redisqueue).
+func testGraphsPages(t *testing.T, q queue.Queue) {
 	old := dispatchDiamond(t, q, "report")
 	finishGraphNode(t, q, driver.OutcomeDone)   // a
 	finishGraphNode(t, q, driver.OutcomeFailed) // b or c: the other stays pending, d is cancelled

@@ -102,6 +102,13 @@ func openRedisOne(t *testing.T) queue.Queue {
 	return q
 }
 
+// TestRedisGraphsPages walks the Graphs pages over a Redis queue, as
+// TestGraphsPages does over memqueue.
+func TestRedisGraphsPages(t *testing.T) {
+	t.Parallel()
+	testGraphsPages(t, openRedisOne(t))
+}
+
 // TestRedisPages serves every page over a Redis queue holding jobs in
 // each state, a worker and run metrics: the dashboard finds every ability
 // the inspection pages need, and each page shows what the store holds.
