@@ -25,7 +25,9 @@
 // leases with epochs (leader election, queue.Limiter's limits) and
 // periodic ticks claimed once, fenced by a lease's epoch; the
 // Workflows ability: batches with their callbacks pushed once (chains need
-// no ability: a step's next job rides in its Completion); the Inspector
+// no ability: a step's next job rides in its Completion); the Graphs
+// ability: graphs of jobs (package dag), each node's transition and each
+// dependant's push once (graph.go, scripts_graph.go); the Inspector
 // ability (exact counts from the sizes of the state sets, lists paged by
 // keyset on them, filters and a bounded payload search run on the
 // server) and the Reporter ability (a worker registry with expiry, run
@@ -59,6 +61,8 @@
 //	                  named leases (holder, expiry, epoch) and periodic records
 //	{prefix}:batches, {prefix}:bseq
 //	                  sorted set: the batches, scored by a sequence; its counter
+//	{prefix}:graphs, {prefix}:gseq
+//	                  sorted set: the graphs, scored by a sequence; its counter
 //	{prefix}:workers, {prefix}:seen
 //	                  the worker registry: ID -> entry (JSON); ID by last heartbeat (ms)
 //	{prefix}:tags, {prefix}:tag:<tag>:r, :rj, :f, :fj
@@ -85,9 +89,12 @@
 //	base:paused  string: present while the queue is paused
 //	base:stats   hash: done, retried, dead, cancelled: totals since the queue began
 //	base:m:<hour> hash: run metrics of the hour's minutes (see report.go)
-//	base:bout    hash: the outbox, sequence -> a batch member's outcome not yet
-//	             known applied to its batch, or a chain's next job for another
-//	             queue not yet known stored
+//	base:bout    hash: the outbox, sequence -> a batch member's or graph node's
+//	             outcome not yet known applied to its batch or graph, a graph to
+//	             follow, or a chain's next job for another queue not yet known
+//	             stored
+//	base:r:<id>  string: a done job's result, expiring (PX) at its retention; a
+//	             graph node's kept without expiry until its graph has finished
 //	base:once    sorted set: guards of the pushes made through an outbox into
 //	             this queue, scored by when, kept for the batch retention
 //	base:grp     sorted set: the queue's group members (state grouped), as
@@ -110,6 +117,15 @@
 // script in one slot and safe to run again; scripts_batch.go and
 // docs/drivers.md say which and what a reader sees in between. A chain
 // step's next job for another queue crosses the same way (chain.go).
+//
+// A graph's keys share {prefix:%G:id}: the record (name, times, counters
+// by node state), per node hashes by name (:st state, :wt dependencies
+// left, :jid and :ix the job's ID both ways, :q its queue, :af, :aft,
+// :dp, :jb the encoded job, :pu its push generation, :rk its result's
+// retention), :ord the names in dispatch order, and the lists :rd (nodes
+// to push), :rl (results to release) and :cq (nodes to cancel). A node's
+// outcome and its dependants' pushes cross slots as a batch member's
+// outcome does (scripts_graph.go).
 //
 // # Atomicity
 //
