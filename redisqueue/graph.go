@@ -317,17 +317,8 @@ func (q *Queue) followGraph(ctx context.Context, gid string, inCancel bool) erro
 		rd, _ := v[4].([]any)
 		rl, _ := v[5].([]any)
 		str := func(x any) string { s, _ := x.(string); return s }
-		for i := 0; i+3 < len(rd); i += 4 {
-			entry := str(rd[i])
-			if err := q.pushNode(ctx, gid, entry, str(rd[i+3])); err != nil {
-				return err
-			}
-			if err := q.batchSweep.step("node-pushed"); err != nil {
-				return err
-			}
-			if err := q.rdb.LRem(ctx, gb+":rd", 1, entry).Err(); err != nil {
-				return err
-			}
+		if err := q.pushNodes(ctx, gb, gid, rd); err != nil {
+			return err
 		}
 		for i := 0; i+2 < len(rl); i += 3 {
 			entry := str(rl[i])
@@ -348,26 +339,64 @@ func (q *Queue) followGraph(ctx context.Context, gid string, inCancel bool) erro
 	}
 }
 
-// pushNode pushes the job of graph gid's pending node under its push
-// entry ("<generation>:<name>") once, whatever the retries
-// (pushNodeScript).
-func (q *Queue) pushNode(ctx context.Context, gid, entry, encoded string) error {
-	j, err := driver.DecodeNodeJob(encoded)
-	if err != nil {
-		q.log.Warn("redisqueue: a graph node's job that cannot be read dropped", "graph", gid, "node", entry, "err", err)
+// pushNodes pushes the jobs of graph gid's push entries rd (entry, job
+// ID, queue, job, as graphDueScript returns them), each once whatever the
+// retries: one pushNodesScript per queue, then the entries taken off the
+// push list.
+func (q *Queue) pushNodes(ctx context.Context, gb, gid string, rd []any) error {
+	str := func(x any) string { s, _ := x.(string); return s }
+	type push struct {
+		entry string
+		job   queue.Job
+	}
+	var names []string
+	byQueue := map[string][]push{}
+	var entries []any
+	for i := 0; i+3 < len(rd); i += 4 {
+		entry := str(rd[i])
+		entries = append(entries, entry)
+		j, err := driver.DecodeNodeJob(str(rd[i+3]))
+		if err != nil {
+			// A node job that cannot be read (a record corrupted by hand)
+			// cannot be pushed by any retry.
+			q.log.Warn("redisqueue: a graph node's job that cannot be read dropped", "graph", gid, "node", entry, "err", err)
+			continue
+		}
+		n := j.QueueName()
+		if byQueue[n] == nil {
+			names = append(names, n)
+		}
+		byQueue[n] = append(byQueue[n], push{entry, j})
+	}
+	for _, n := range names {
+		if err := q.register(ctx, n); err != nil {
+			return err
+		}
+		b := q.base(n)
+		ks := newKeyset(q.idsKey(b), q.qsetKey(b))
+		args := []any{q.wake, guardRetention.Milliseconds()}
+		for _, p := range byQueue[n] {
+			var err error
+			if args, err = q.pushArgs(append(args, gid+":"+p.entry), ks, &p.job); err != nil {
+				return err
+			}
+		}
+		if err := pushNodesScript.Run(ctx, q.rdb, ks.keys, args...).Err(); err != nil {
+			return err
+		}
+	}
+	if err := q.batchSweep.step("node-pushed"); err != nil {
+		return err
+	}
+	if len(entries) == 0 {
 		return nil
 	}
-	b := q.base(j.QueueName())
-	if err := q.register(ctx, j.QueueName()); err != nil {
-		return err
+	pipe := q.rdb.Pipeline()
+	for _, e := range entries {
+		pipe.LRem(ctx, gb+":rd", 1, e)
 	}
-	ks := newKeyset(q.idsKey(b), q.qsetKey(b))
-	args, err := q.pushArgs([]any{q.wake, gid + ":" + entry}, ks, &j)
-	if err != nil {
-		return err
-	}
-	args = append(args, guardRetention.Milliseconds())
-	return pushNodeScript.Run(ctx, q.rdb, ks.keys, args...).Err()
+	_, err := pipe.Exec(ctx)
+	return err
 }
 
 // cancelNodes cancels the pending nodes of the cancelled graph gid: each

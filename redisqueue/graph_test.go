@@ -369,3 +369,98 @@ func TestGraphSIGKILL(t *testing.T) {
 	}
 	t.Logf("%d nodes done once each in the graph over %d SIGKILLs; %d handler runs again after a kill", info.Done, kills, extra)
 }
+
+// TestGraphWide dispatches graphs wider than a script's chunk (500
+// nodes): a root and 1,200 dependants, written in three scripts. When the
+// root succeeds every dependant is pushed once; when it fails the
+// cascade of cancels runs over several scripts and the graph finishes.
+func TestGraphWide(t *testing.T) {
+	t.Parallel()
+	const n = 1200
+	wide := func(t *testing.T) *dag.Graph {
+		g := dag.New("wide")
+		j, err := queue.NewJob(gnode{"root"}, queue.OnQueue("gq"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Add("root", j)
+		for i := range n {
+			j, err := queue.NewJob(gnode{strconv.Itoa(i)}, queue.OnQueue("gq"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Add(strconv.Itoa(i), j, dag.After("root"))
+		}
+		return g
+	}
+	for _, o := range []driver.Outcome{driver.OutcomeDone, driver.OutcomeFailed} {
+		t.Run(o.String(), func(t *testing.T) {
+			t.Parallel()
+			rdb := client(t)
+			q := newQueue(t, rdb, prefix(t, rdb))
+			id, err := dag.Dispatch(t.Context(), q, wide(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, nodes, err := q.GetGraph(t.Context(), id)
+			if err != nil || info.Total != n+1 || info.Pending != 1 || info.Waiting != n || len(nodes) != n+1 || nodes[n].Name != strconv.Itoa(n-1) {
+				t.Fatalf("after dispatch GetGraph = %+v (%d nodes), %v", info, len(nodes), err)
+			}
+			root := reserveAll(t, q, "gq", 1)[0]
+			if err := testutil.Complete(t.Context(), q, driver.Completion{Lease: root.Lease(), Outcome: o, Graph: id, Reason: "boom"}); err != nil {
+				t.Fatal(err)
+			}
+			info, _, err = q.GetGraph(t.Context(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o == driver.OutcomeFailed {
+				if !info.Finished() || info.Cancelled != n || info.Failed != 1 {
+					t.Fatalf("after the root failed the graph is %+v, want %d cancelled and finished", info, n)
+				}
+				reserveAll(t, q, "gq", 0)
+				return
+			}
+			if info.Pending != n || info.Done != 1 {
+				t.Fatalf("after the root the graph is %+v, want %d pending", info, n)
+			}
+			if l, err := q.Len(t.Context(), "gq"); err != nil || l != n {
+				t.Fatalf("Len(gq) = %d, %v; want %d (each dependant pushed once)", l, err, n)
+			}
+		})
+	}
+}
+
+// TestGraphDependantWakes checks that a dependant's push wakes a Wait on
+// its queue, as any push does: a Worker idle on the queue runs it at
+// once, not at its next poll.
+func TestGraphDependantWakes(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	waiter := newQueue(t, client(t), p)
+	id, err := dag.Dispatch(t.Context(), q, chainGraph(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := nodesReady(t, q, "after dispatch", "a")["a"]
+	done := make(chan error, 1)
+	go func() { done <- waiter.Wait(t.Context(), []string{"gq"}, time.Hour) }()
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		n, err := rdb.PubSubNumSub(t.Context(), "{"+p+"}:wake").Result()
+		return err == nil && n["{"+p+"}:wake"] == 1
+	}, "the Wait did not subscribe")
+	if err := testutil.Complete(t.Context(), q, driver.Completion{Lease: a.Lease(), Outcome: driver.OutcomeDone, Graph: id}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait still blocked 10s after the dependant's push")
+	}
+	nodesReady(t, q, "after a", "b")
+}

@@ -350,29 +350,33 @@ var noteGraphScript = redis.NewScript(prelude + batchPrelude + `
 return note_node(KEYS[1], ARGV[1], '', 'f', '')
 `)
 
-// pushNodeScript pushes a pending node's job once (step 3): KEYS = ids,
-// queues, the job's queue's base; ARGV = channel, guard, the job's
-// pushFields, the guard's retention ms. A dead letter of the job's ID
-// (a failed node retried) goes back to ready with its attempts reset;
-// otherwise the job is pushed (an active job of its ID is left alone).
-// The guard in <base>:once makes a second run store nothing. It returns
-// 1 when it acted, 0 when the guard was there.
-var pushNodeScript = redis.NewScript(prelude + batchPrelude + controlLua + `
+// pushNodesScript pushes pending nodes' jobs of one queue once each
+// (step 3): KEYS = ids, queues, the queue's base; ARGV = channel, the
+// guards' retention ms, then per job its guard and its pushFields. A dead
+// letter of the job's ID (a failed node retried) goes back to ready with
+// its attempts reset; otherwise the job is pushed (an active job of its
+// ID is left alone). The guard in <base>:once makes a second run store
+// nothing. It returns how many it acted on.
+var pushNodesScript = redis.NewScript(prelude + batchPrelude + controlLua + `
 local ids, qset, B = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
-local keep = tonumber(ARGV[3 + ` + itoa(pushFields) + `])
-redis.call('ZREMRANGEBYSCORE', B..':once', '-inf', int(now - keep))
-if redis.call('ZSCORE', B..':once', ARGV[2]) then return 0 end
-redis.call('ZADD', B..':once', int(now), ARGV[2])
-local id = ARGV[3]
-if redis.call('HGET', ids, id) == B and redis.call('HGET', B..':j:'..id, 'st') == 'd' then
-  local code, qn = retry_dead(ids, id, now)
-  if code == 1 then redis.call('PUBLISH', ARGV[1], qn) end
-  return 1
+redis.call('ZREMRANGEBYSCORE', B..':once', '-inf', int(now - tonumber(ARGV[2])))
+local n, woke = 0, false
+for i = 3, #ARGV, ` + itoa(1+pushFields) + ` do
+  if not redis.call('ZSCORE', B..':once', ARGV[i]) then
+    redis.call('ZADD', B..':once', int(now), ARGV[i])
+    n = n + 1
+    local id = ARGV[i+1]
+    if redis.call('HGET', ids, id) == B and redis.call('HGET', B..':j:'..id, 'st') == 'd' then
+      if retry_dead(ids, id, now) == 1 then woke = true end
+    else
+      local _, _, ready = push_one(ids, qset, now, i + 1)
+      if ready then woke = true end
+    end
+  end
 end
-local _, _, ready = push_one(ids, qset, now, 3)
-if ready then redis.call('PUBLISH', ARGV[1], ARGV[4]) end
-return 1
+if woke then redis.call('PUBLISH', ARGV[1], ARGV[5]) end
+return n
 `)
 
 // cancelNodesScript cancels pending nodes of a cancelled graph in one
