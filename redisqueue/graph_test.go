@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/meridianjobs/meridian/dag"
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
@@ -219,26 +221,14 @@ func TestGraphStepsResume(t *testing.T) {
 // wfNode is a graph node job of testdata/batchworker (same type name).
 type wfNode struct{ N int }
 
-// TestGraphSIGKILL runs a graph of 200 nodes (10 layers of 20, each node
-// after 3 of the layer before) on three worker processes while the test
-// SIGKILLs one of them, at a random moment, every 100 to 300 ms until the
-// graph has finished, starting another in its place: kills land between
-// the steps of the graph protocol as they come. Every node must run, none
-// before one of its dependencies finished a run, none pushed twice (at
-// most one run of a node's job that was not recovered from a lost
-// lease), and the graph end with every node done.
-func TestGraphSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts worker processes; skipped with -short")
-	}
-	t.Parallel()
-	bin := buildBatchWorker(t)
-	rdb := client(t)
-	p := prefix(t, rdb)
-	q := newQueue(t, rdb, p)
-	const layers, width, fanIn = 10, 20, 3
+// layered returns a graph of layers × width wfNode jobs on queue "gn":
+// each node after the first layer depends on fanIn nodes of the layer
+// before (chosen with a fixed seed). It returns the graph and each node's
+// dependencies by node number.
+func layered(t *testing.T, layers, width, fanIn int) (*dag.Graph, [][]int) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	g := dag.New("sigkill")
+	g := dag.New(fmt.Sprintf("layered %dx%d", layers, width))
 	deps := make([][]int, layers*width)
 	for l := range layers {
 		for i := range width {
@@ -257,71 +247,76 @@ func TestGraphSIGKILL(t *testing.T) {
 			g.Add(strconv.Itoa(n), j, dag.After(after...))
 		}
 	}
-	id, err := dag.Dispatch(t.Context(), q, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	finished := func() bool {
-		info, _, err := q.GetGraph(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return info.Finished()
-	}
-	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p)
-	var (
-		mu    sync.Mutex
-		procs []*exec.Cmd
-	)
-	start := func() *exec.Cmd {
-		c := exec.Command(bin)
-		c.Env = env
-		c.Stderr = os.Stderr
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		procs = append(procs, c)
-		mu.Unlock()
-		return c
-	}
+	return g, deps
+}
+
+// workers starts testdata/batchworker processes on prefix p and stops
+// those still running when the test ends.
+type workers struct {
+	t   *testing.T
+	bin string
+	env []string
+	mu  sync.Mutex
+	all []*exec.Cmd
+}
+
+func newWorkers(t *testing.T, p string) *workers {
+	w := &workers{t: t, bin: buildBatchWorker(t),
+		env: append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p)}
 	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range procs {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, c := range w.all {
 			if c.ProcessState == nil {
 				c.Process.Signal(syscall.SIGTERM)
 				c.Wait()
 			}
 		}
 	})
-	live := []*exec.Cmd{start(), start(), start()}
-	kills := 0
-	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); {
-		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
-		if finished() {
-			break
+	return w
+}
+
+func (w *workers) start() *exec.Cmd {
+	c := exec.Command(w.bin)
+	c.Env = w.env
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.all = append(w.all, c)
+	w.mu.Unlock()
+	return c
+}
+
+// waitGraphDone waits until graph id has finished and queue "gn" and its
+// outbox are empty, and fails unless every node is done.
+func waitGraphDone(t *testing.T, q *redisqueue.Queue, id string, nodes int, within time.Duration) {
+	t.Helper()
+	testutil.Eventually(t, within, func() bool {
+		info, _, err := q.GetGraph(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
 		}
-		i := rand.IntN(len(live))
-		live[i].Process.Kill()
-		live[i].Wait()
-		kills++
-		live[i] = start()
-	}
-	if kills == 0 {
-		t.Fatal("the graph finished before the first kill: nothing was tested")
-	}
-	testutil.Eventually(t, 2*time.Minute, func() bool {
-		if !finished() {
+		if !info.Finished() {
 			return false
 		}
 		l, err := q.Len(t.Context(), "")
 		return err == nil && l == 0 && outbox(t, q, "gn") == 0
 	}, "the graph to finish and the queue to drain")
 	info, _, err := q.GetGraph(t.Context(), id)
-	if err != nil || info.Done != len(deps) || info.Total != len(deps) {
-		t.Fatalf("the graph ended as %+v, %v; want all %d nodes done", info, err, len(deps))
+	if err != nil || info.Done != nodes || info.Total != nodes {
+		t.Fatalf("the graph ended as %+v, %v; want all %d nodes done", info, err, nodes)
 	}
+}
+
+// checkGraphRuns judges the runs batchworker logged of a graph's nodes:
+// every node ran; none started before one of its dependencies had
+// finished a run; none ran more than once from a fresh push (a run again
+// after a lost lease is recovered), so none was pushed twice. It returns
+// the runs beyond the first.
+func checkGraphRuns(t *testing.T, rdb redis.UniversalClient, p string, deps [][]int) (extra int) {
+	t.Helper()
 	runs, err := rdb.LRange(t.Context(), "{"+p+"}:test:graph", 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +334,6 @@ func TestGraphSIGKILL(t *testing.T) {
 		}
 		got[n] = append(got[n], run{rc == 1, s, e})
 	}
-	extra := 0
 	firstEnd := make([]int64, len(deps))
 	firstStart := make([]int64, len(deps))
 	for n := range deps {
@@ -367,7 +361,92 @@ func TestGraphSIGKILL(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d nodes done once each in the graph over %d SIGKILLs; %d handler runs again after a kill", info.Done, kills, extra)
+	return extra
+}
+
+// TestGraphSIGKILL runs a graph of 600 nodes (30 layers of 20, each node
+// after 3 of the layer before) on three worker processes while the test
+// SIGKILLs one of them, at a random moment, every 100 to 300 ms until the
+// graph has finished, starting another in its place: kills land between
+// the steps of the graph protocol as they come. Every node must run, none
+// before one of its dependencies finished a run, none pushed twice, and
+// the graph end with every node done.
+func TestGraphSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes; skipped with -short")
+	}
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	g, deps := layered(t, 30, 20, 3)
+	id, err := dag.Dispatch(t.Context(), q, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished := func() bool {
+		info, _, err := q.GetGraph(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Finished()
+	}
+	ws := newWorkers(t, p)
+	live := []*exec.Cmd{ws.start(), ws.start(), ws.start()}
+	kills := 0
+	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); {
+		time.Sleep(time.Duration(100+rand.IntN(200)) * time.Millisecond)
+		if finished() {
+			break
+		}
+		i := rand.IntN(len(live))
+		live[i].Process.Kill()
+		live[i].Wait()
+		kills++
+		live[i] = ws.start()
+	}
+	if kills == 0 {
+		t.Fatal("the graph finished before the first kill: nothing was tested")
+	}
+	waitGraphDone(t, q, id, len(deps), 2*time.Minute)
+	extra := checkGraphRuns(t, rdb, p, deps)
+	t.Logf("%d nodes done once each in the graph over %d SIGKILLs; %d handler runs again after a kill", len(deps), kills, extra)
+}
+
+// TestGraph10kAcrossProcesses runs a graph of 10,000 nodes (100 layers of
+// 100, each node after 3 of the layer before: 29,700 dependencies) over
+// three worker processes: every node done, each after its dependencies
+// and pushed once. By default it runs 1,000 nodes (10 layers);
+// MERIDIAN_GRAPH_10K=1 runs the 10,000.
+func TestGraph10kAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes; skipped with -short")
+	}
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	layers := 10
+	if os.Getenv("MERIDIAN_GRAPH_10K") == "1" {
+		layers = 100
+	}
+	g, deps := layered(t, layers, 100, 3)
+	start := time.Now()
+	id, err := dag.Dispatch(t.Context(), q, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dispatched := time.Since(start)
+	ws := newWorkers(t, p)
+	for range 3 {
+		ws.start()
+	}
+	waitGraphDone(t, q, id, len(deps), 10*time.Minute)
+	took := time.Since(start)
+	if extra := checkGraphRuns(t, rdb, p, deps); extra != 0 {
+		t.Errorf("%d duplicate runs without any crash", extra)
+	}
+	t.Logf("%d nodes done in %s (dispatch %s)", len(deps), took.Round(time.Millisecond), dispatched.Round(time.Millisecond))
 }
 
 // TestGraphWide dispatches graphs wider than a script's chunk (500
