@@ -508,7 +508,7 @@ func (q *Queue) sweep(ctx context.Context, queues []string) {
 // outboxes of queues names, and stores the pushes noted there (chain.go).
 func (q *Queue) settle(ctx context.Context, names []string) error {
 	for _, n := range names {
-		if err := q.settleQueue(ctx, n, false); err != nil {
+		if err := q.settleQueue(ctx, n, ""); err != nil {
 			return err
 		}
 	}
@@ -518,9 +518,10 @@ func (q *Queue) settle(ctx context.Context, names []string) error {
 // settleQueue applies the events of one queue's outbox to their batches
 // and graphs (graph.go),
 // in the order they were noted, does what each batch then has to do
-// (inCancel: not the cancel of its members, which the caller is doing),
+// (not the cancel of the members of the batch or graph whose base is
+// cancelling, which the caller is doing),
 // and deletes the events.
-func (q *Queue) settleQueue(ctx context.Context, name string, inCancel bool) error {
+func (q *Queue) settleQueue(ctx context.Context, name, cancelling string) error {
 	if err := q.batchSweep.step("member-noted"); err != nil {
 		return err
 	}
@@ -561,12 +562,12 @@ func (q *Queue) settleQueue(ctx context.Context, name string, inCancel bool) err
 	}
 	for _, bid := range order {
 		for es := range slices.Chunk(byBatch[bid], memberChunk) {
-			if err := q.applyEvents(ctx, out, bid, es, inCancel); err != nil {
+			if err := q.applyEvents(ctx, out, bid, es, cancelling == q.batchBase(bid)); err != nil {
 				return err
 			}
 		}
 	}
-	return q.settleNodeEvents(ctx, name, nodes, inCancel)
+	return q.settleNodeEvents(ctx, name, nodes, cancelling)
 }
 
 // applyEvents applies es, events of batch bid from the outbox out, in one
@@ -679,7 +680,7 @@ func (q *Queue) cancelMembers(ctx context.Context, bid string) error {
 			return err
 		}
 		for _, n := range names {
-			if err := q.settleQueue(ctx, n, true); err != nil {
+			if err := q.settleQueue(ctx, n, bb); err != nil {
 				return err
 			}
 		}

@@ -435,7 +435,7 @@ func (q *Queue) cancelNodes(ctx context.Context, gid string) error {
 			return err
 		}
 		for _, n := range names {
-			if err := q.settleQueue(ctx, n, true); err != nil {
+			if err := q.settleQueue(ctx, n, gb); err != nil {
 				return err
 			}
 		}
@@ -680,7 +680,7 @@ func (q *Queue) ListGraphs(ctx context.Context, f driver.BatchFilter) (driver.Gr
 
 // settleNodeEvents applies the graph events of one queue's outbox, graph
 // by graph in the order they were noted.
-func (q *Queue) settleNodeEvents(ctx context.Context, name string, evs []nodeEvent, inCancel bool) error {
+func (q *Queue) settleNodeEvents(ctx context.Context, name string, evs []nodeEvent, cancelling string) error {
 	slices.SortFunc(evs, func(a, b nodeEvent) int { return cmp.Compare(a.seq, b.seq) })
 	var order []string
 	byGraph := map[string][]nodeEvent{}
@@ -692,7 +692,7 @@ func (q *Queue) settleNodeEvents(ctx context.Context, name string, evs []nodeEve
 	}
 	for _, gid := range order {
 		for es := range slices.Chunk(byGraph[gid], memberChunk) {
-			if err := q.applyNodeEvents(ctx, name, gid, es, inCancel); err != nil {
+			if err := q.applyNodeEvents(ctx, name, gid, es, cancelling == q.graphBase(gid)); err != nil {
 				return err
 			}
 		}
