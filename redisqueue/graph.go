@@ -160,10 +160,14 @@ func (q *Queue) PushGraph(ctx context.Context, rec driver.GraphRecord, nodes []d
 	if err := q.batchSweep.step("graph-noted"); err != nil {
 		return err
 	}
-	if err := liveGraphScript.Run(ctx, q.rdb, []string{gb}, len(nodes), len(roots)).Err(); err != nil {
-		// The event stays: a later reservation from the root's queue drops
-		// it once the building graph has expired.
+	// Should this fail, the event stays: a later reservation from the
+	// root's queue drops it once the building graph has expired.
+	live, err := liveGraphScript.Run(ctx, q.rdb, []string{gb}, len(nodes), len(roots)).Int()
+	if err != nil {
 		return wrap(doing, err)
+	}
+	if live == 0 {
+		return fmt.Errorf("redisqueue: %s: the graph expired before it went live (its dispatch took over %s)", doing, graphBuildKeep)
 	}
 	if err := q.batchSweep.step("graph-live"); err != nil {
 		return err
