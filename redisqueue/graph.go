@@ -427,7 +427,7 @@ func (q *Queue) cancelNodes(ctx context.Context, gid string) error {
 		for _, n := range names {
 			b := q.base(n)
 			for pairs := range slices.Chunk(byQueue[n], 2*memberChunk) {
-				args := append([]any{gid, time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap, guardRetention.Milliseconds()}, pairs...)
+				args := append([]any{gid, time.Now().UnixMilli(), cancelKeep.Milliseconds(), cancelLogCap, guardRetention.Milliseconds(), q.wake}, pairs...)
 				k, err := cancelNodesScript.Run(ctx, q.rdb, []string{q.idsKey(b), b, q.clogKey(b)}, args...).Int()
 				if err != nil {
 					return err

@@ -356,45 +356,48 @@ return note_node(KEYS[1], ARGV[1], '', 'f', '')
 // letter of the job's ID (a failed node retried) goes back to ready with
 // its attempts reset; otherwise the job is pushed (an active job of its
 // ID is left alone). The guard in <base>:once makes a second run store
-// nothing. It returns how many it acted on.
+// nothing. It returns how many it acted on, and publishes the queue when
+// a job became ready (or a sequence's next member did, a push ending a
+// dead head).
 var pushNodesScript = redis.NewScript(prelude + batchPrelude + controlLua + `
 local ids, qset, B = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', B..':once', '-inf', int(now - tonumber(ARGV[2])))
-local n, woke = 0, false
+local n, woke = 0, {}
 for i = 3, #ARGV, ` + itoa(1+pushFields) + ` do
   if not redis.call('ZSCORE', B..':once', ARGV[i]) then
     redis.call('ZADD', B..':once', int(now), ARGV[i])
     n = n + 1
     local id = ARGV[i+1]
     if redis.call('HGET', ids, id) == B and redis.call('HGET', B..':j:'..id, 'st') == 'd' then
-      if retry_dead(ids, id, now) == 1 then woke = true end
+      if retry_dead(ids, id, now) == 1 then woke[ARGV[i+2]] = true end
     else
       local _, _, ready = push_one(ids, qset, now, i + 1)
-      if ready then woke = true end
+      if ready then woke[ARGV[i+2]] = true end
     end
   end
 end
-if woke then redis.call('PUBLISH', ARGV[1], ARGV[5]) end
+publish(ARGV[1], woke)
 return n
 `)
 
 // cancelNodesScript cancels pending nodes of a cancelled graph in one
 // queue (step 1 of their cancel): KEYS = ids, base, the cancel log; ARGV
 // = graph ID, stamp (ms), the cancel log's keep (ms) and cap, the guards'
-// retention (ms), then (job ID, guard) pairs. An active job is cancelled
+// retention (ms), the wake-up channel, then (job ID, guard) pairs. An active job is cancelled
 // as Controller.Cancel does (noted in the outbox); a job not there whose
 // push guard is not in <base>:once (its push has not happened) has the
 // guard taken, so that the push never happens, and is noted cancelled; a
 // dead or finished one is left to its own event. It returns how many it
-// noted.
+// noted, and publishes the queues where a cancel made a sequence's next
+// member ready.
 var cancelNodesScript = redis.NewScript(prelude + batchPrelude + controlLua + `
 local ids, B, clog, gid = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local now = now_ms()
 local stamp = tonumber(ARGV[2])
 redis.call('ZREMRANGEBYSCORE', B..':once', '-inf', int(now - tonumber(ARGV[5])))
 local n = 0
-for k = 6, #ARGV, 2 do
+for k = 7, #ARGV, 2 do
   local id, guard = ARGV[k], ARGV[k+1]
   local code = cancel_one(ids, clog, id, now, stamp)
   if code == 1 then
@@ -406,5 +409,6 @@ for k = 6, #ARGV, 2 do
   end
 end
 trim_log(clog, stamp, tonumber(ARGV[3]), tonumber(ARGV[4]))
+publish(ARGV[6], {})
 return n
 `)
