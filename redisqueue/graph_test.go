@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/meridianjobs/meridian/dag"
 	"github.com/meridianjobs/meridian/internal/testutil"
+	"github.com/meridianjobs/meridian/memqueue"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/redisqueue"
@@ -542,4 +544,126 @@ func TestGraphDependantWakes(t *testing.T) {
 		t.Fatal("Wait still blocked 10s after the dependant's push")
 	}
 	nodesReady(t, q, "after a", "b")
+}
+
+// TestGraphMatchesMemqueue runs random graphs through random outcomes,
+// retries and cancels on redisqueue and memqueue side by side, and checks
+// after each step that the two agree on every node's state, on the
+// counters and on which nodes are ready: the Lua scripts apply the
+// rules of driver.Graphs as memqueue's Go does.
+func TestGraphMatchesMemqueue(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	for seed := range uint64(8) {
+		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			red := newQueue(t, rdb, prefix(t, rdb))
+			mem := memqueue.New()
+			qs := []queue.Queue{red, mem}
+			gs := []driver.Graphs{red, mem}
+			build := func() *dag.Graph {
+				r := rand.New(rand.NewPCG(seed, 11))
+				g := dag.New("random")
+				for i := range 25 {
+					j, err := queue.NewJob(gnode{strconv.Itoa(i)}, queue.OnQueue("gq"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					var after []string
+					for k := range i {
+						if r.IntN(6) == 0 {
+							after = append(after, strconv.Itoa(k))
+						}
+					}
+					opts := []dag.Option{dag.After(after...)}
+					if r.IntN(4) == 0 {
+						opts = append(opts, dag.AllowFailed())
+					}
+					g.Add(strconv.Itoa(i), j, opts...)
+				}
+				return g
+			}
+			ids := make([]string, 2)
+			for i, q := range qs {
+				id, err := dag.Dispatch(t.Context(), q, build())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = id
+			}
+			for step := range 40 {
+				var infos [2]driver.GraphInfo
+				var nodes [2][]driver.GraphNodeInfo
+				for i, g := range gs {
+					var err error
+					if infos[i], nodes[i], err = g.GetGraph(t.Context(), ids[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for k := range nodes[0] {
+					if nodes[0][k].Name != nodes[1][k].Name || nodes[0][k].State != nodes[1][k].State {
+						t.Fatalf("step %d: node %s is %s on Redis, %s on memory", step, nodes[0][k].Name, nodes[0][k].State, nodes[1][k].State)
+					}
+				}
+				a, b := infos[0], infos[1]
+				if [6]int{a.Total, a.Waiting, a.Pending, a.Done, a.Failed, a.Cancelled} != [6]int{b.Total, b.Waiting, b.Pending, b.Done, b.Failed, b.Cancelled} ||
+					a.CancelledAt.IsZero() != b.CancelledAt.IsZero() {
+					t.Fatalf("step %d: Redis has %+v, memory %+v", step, a, b)
+				}
+				switch r := rng.IntN(10); {
+				case r == 0:
+					for i, g := range gs {
+						if _, err := g.CancelGraph(t.Context(), ids[i]); err != nil {
+							t.Fatal(err)
+						}
+					}
+					continue
+				case r <= 2:
+					var ns [2]int
+					for i, g := range gs {
+						var err error
+						if ns[i], err = g.RetryGraph(t.Context(), ids[i]); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if ns[0] != ns[1] {
+						t.Fatalf("step %d: RetryGraph retried %d on Redis, %d on memory", step, ns[0], ns[1])
+					}
+					continue
+				}
+				var ready [2]map[string]queue.Job
+				for i, q := range qs {
+					ready[i] = map[string]queue.Job{}
+					jobs, err := q.Reserve(t.Context(), []string{"gq"}, 100, time.Minute)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, j := range jobs {
+						_, n := dag.Of(&j)
+						ready[i][n] = j
+					}
+				}
+				var names []string
+				for n := range ready[0] {
+					if _, ok := ready[1][n]; !ok {
+						t.Fatalf("step %d: node %s ready on Redis, not on memory", step, n)
+					}
+					names = append(names, n)
+				}
+				if len(ready[0]) != len(ready[1]) {
+					t.Fatalf("step %d: %d nodes ready on Redis, %d on memory", step, len(ready[0]), len(ready[1]))
+				}
+				slices.Sort(names)
+				for _, n := range names {
+					o := []driver.Outcome{driver.OutcomeDone, driver.OutcomeDone, driver.OutcomeFailed, driver.OutcomeCancelled}[rng.IntN(4)]
+					for i, q := range qs {
+						j := ready[i][n]
+						if err := testutil.Complete(t.Context(), q, driver.Completion{Lease: j.Lease(), Outcome: o, Graph: ids[i], Reason: "boom"}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+		})
+	}
 }

@@ -79,6 +79,12 @@ local function gsplit(s)
   end
   return out
 end
+-- ghash reads a hash into a table.
+local function ghash(k)
+  local t, a = {}, redis.call('HGETALL', k)
+  for i = 1, #a, 2 do t[a[i]] = a[i+1] end
+  return t
+end
 local function gmove(GB, n, from, to)
   redis.call('HSET', GB..':st', n, to)
   redis.call('HINCRBY', GB, GS[from], -1)
@@ -266,9 +272,15 @@ if not v[1] or v[2] then return 0 end
 if v[3] or v[4] then return 1 end
 redis.call('HSET', GB, 'ca', int(now_ms()))
 local st = redis.call('HGETALL', GB..':st')
+local n = 0
 for k = 1, #st, 2 do
-  if st[k+1] == 'w' then gmove(GB, st[k], 'w', 'c') end
+  if st[k+1] == 'w' then
+    redis.call('HSET', GB..':st', st[k], 'c')
+    n = n + 1
+  end
 end
+redis.call('HINCRBY', GB, 'wai', -n)
+redis.call('HINCRBY', GB, 'can', n)
 redis.call('DEL', GB..':cq')
 gend(GB, tonumber(ARGV[1]))
 return 1
@@ -308,37 +320,67 @@ if not v[1] or v[2] then return {-1} end
 redis.call('HDEL', GB, 'ca', 'fa')
 gpersist(GB)
 redis.call('DEL', GB..':rl')
+-- The nodes' hashes are read once into tables, and the counters moved
+-- once at the end: a graph of driver.MaxGraphNodes in one script.
 local ord = redis.call('LRANGE', GB..':ord', 0, -1)
+local st, pu, wt = ghash(GB..':st'), ghash(GB..':pu'), ghash(GB..':wt')
+local delta = {w = 0, p = 0, d = 0, f = 0, c = 0}
+local function set(n, to)
+  delta[st[n]] = delta[st[n]] - 1
+  delta[to] = delta[to] + 1
+  st[n] = to
+  redis.call('HSET', GB..':st', n, to)
+end
+local function ready(n)
+  set(n, 'p')
+  local gen = (tonumber(pu[n]) or 0) + 1
+  pu[n] = gen
+  redis.call('HSET', GB..':pu', n, gen)
+  redis.call('RPUSH', GB..':rd', gen .. ':' .. n)
+end
 local out = {0}
+local done = false
 for _, n in ipairs(ord) do
-  local s = redis.call('HGET', GB..':st', n)
-  if s == 'f' then
-    gmove(GB, n, 'f', 'p')
-    local gen = redis.call('HINCRBY', GB..':pu', n, 1)
-    redis.call('RPUSH', GB..':rd', gen .. ':' .. n)
+  if st[n] == 'f' then
+    ready(n)
     out[1] = out[1] + 1
-  elseif s == 'd' then
-    out[#out+1] = redis.call('HGET', GB..':jid', n) or ''
-    out[#out+1] = redis.call('HGET', GB..':q', n) or ''
+  elseif st[n] == 'd' then
+    done = true
   end
 end
-for _, n in ipairs(ord) do
-  if redis.call('HGET', GB..':st', n) == 'c' and not redis.call('HGET', GB..':pu', n) then
-    gmove(GB, n, 'c', 'w')
-    local c = 0
-    for _, d in ipairs(gsplit(redis.call('HGET', GB..':aft', n))) do
-      if redis.call('HGET', GB..':st', d) ~= 'd' then c = c + 1 end
+if done then
+  local jid, q = ghash(GB..':jid'), ghash(GB..':q')
+  for _, n in ipairs(ord) do
+    if st[n] == 'd' then
+      out[#out+1] = jid[n] or ''
+      out[#out+1] = q[n] or ''
     end
+  end
+end
+local aft = ghash(GB..':aft')
+for _, n in ipairs(ord) do
+  if st[n] == 'c' and not pu[n] then
+    set(n, 'w')
+    local c = 0
+    for _, d in ipairs(gsplit(aft[n])) do
+      if st[d] ~= 'd' then c = c + 1 end
+    end
+    wt[n] = c
     redis.call('HSET', GB..':wt', n, c)
   end
 end
+local dp = ghash(GB..':dp')
 for _, n in ipairs(ord) do
-  local s = redis.call('HGET', GB..':st', n)
-  if s == 'w' and tonumber(redis.call('HGET', GB..':wt', n)) == 0 then
-    gready(GB, n)
-  elseif s == 'c' then
-    for _, d in ipairs(gsplit(redis.call('HGET', GB..':dp', n))) do redis.call('RPUSH', GB..':cq', d) end
+  if st[n] == 'w' and tonumber(wt[n]) == 0 then
+    ready(n)
+  elseif st[n] == 'c' then
+    for _, d in ipairs(gsplit(dp[n])) do
+      if st[d] == 'w' then redis.call('RPUSH', GB..':cq', d) end
+    end
   end
+end
+for k, d in pairs(delta) do
+  if d ~= 0 then redis.call('HINCRBY', GB, GS[k], d) end
 end
 gdrain(GB, tonumber(ARGV[2]), tonumber(ARGV[1]))
 return out
