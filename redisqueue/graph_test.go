@@ -547,7 +547,8 @@ func TestGraphDependantWakes(t *testing.T) {
 }
 
 // TestGraphMatchesMemqueue runs random graphs through random outcomes,
-// retries and cancels on redisqueue and memqueue side by side, and checks
+// cancels of running nodes, retries and cancels of the graph on
+// redisqueue and memqueue side by side, and checks
 // after each step that the two agree on every node's state, on the
 // counters and on which nodes are ready: the Lua scripts apply the
 // rules of driver.Graphs as memqueue's Go does.
@@ -655,6 +656,14 @@ func TestGraphMatchesMemqueue(t *testing.T) {
 				}
 				slices.Sort(names)
 				for _, n := range names {
+					if rng.IntN(8) == 0 { // cancelled while running, by Controller.Cancel
+						for i, q := range qs {
+							if _, err := q.(driver.Controller).Cancel(t.Context(), ready[i][n].ID); err != nil {
+								t.Fatal(err)
+							}
+						}
+						continue
+					}
 					o := []driver.Outcome{driver.OutcomeDone, driver.OutcomeDone, driver.OutcomeFailed, driver.OutcomeCancelled}[rng.IntN(4)]
 					for i, q := range qs {
 						j := ready[i][n]
