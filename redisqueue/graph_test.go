@@ -554,11 +554,24 @@ func TestGraphDependantWakes(t *testing.T) {
 // rules of driver.Graphs as memqueue's Go does.
 func TestGraphMatchesMemqueue(t *testing.T) {
 	t.Parallel()
-	rdb := client(t)
+	t.Run("Standalone", func(t *testing.T) {
+		t.Parallel()
+		rdb := client(t)
+		graphMatchesMemqueue(t, func(t *testing.T) *redisqueue.Queue { return newQueue(t, rdb, prefix(t, rdb)) })
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		t.Parallel()
+		rdb := clusterClient(t)
+		graphMatchesMemqueue(t, func(t *testing.T) *redisqueue.Queue { return newQueue(t, rdb, clusterPrefix(t, rdb)) })
+	})
+}
+
+func graphMatchesMemqueue(t *testing.T, newRedis func(t *testing.T) *redisqueue.Queue) {
+	gqs := []string{"gq0", "gq1", "gq2"} // the nodes' queues: several slots on a Cluster
 	for seed := range uint64(8) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
-			red := newQueue(t, rdb, prefix(t, rdb))
+			red := newRedis(t)
 			mem := memqueue.New()
 			qs := []queue.Queue{red, mem}
 			gs := []driver.Graphs{red, mem}
@@ -566,7 +579,7 @@ func TestGraphMatchesMemqueue(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 11))
 				g := dag.New("random")
 				for i := range 25 {
-					j, err := queue.NewJob(gnode{strconv.Itoa(i)}, queue.OnQueue("gq"))
+					j, err := queue.NewJob(gnode{strconv.Itoa(i)}, queue.OnQueue(gqs[i%len(gqs)]))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -635,7 +648,7 @@ func TestGraphMatchesMemqueue(t *testing.T) {
 				var ready [2]map[string]queue.Job
 				for i, q := range qs {
 					ready[i] = map[string]queue.Job{}
-					jobs, err := q.Reserve(t.Context(), []string{"gq"}, 100, time.Minute)
+					jobs, err := q.Reserve(t.Context(), gqs, 100, time.Minute)
 					if err != nil {
 						t.Fatal(err)
 					}
