@@ -35,6 +35,9 @@ var _ driver.Workflows = (*Queue)(nil)
 type batchSweep struct {
 	index, bseq  string // {prefix}:batches, {prefix}:bseq
 	gindex, gseq string // {prefix}:graphs, {prefix}:gseq
+	// graphKeep is how long a finished graph's keys are kept
+	// (graphRetention; tests shorten it).
+	graphKeep time.Duration
 
 	every time.Duration
 	// hook, set by tests, runs at the end of each step of the protocol
@@ -49,6 +52,7 @@ type batchSweep struct {
 func (s *batchSweep) init(g string) {
 	s.index, s.bseq = g+":batches", g+":bseq"
 	s.gindex, s.gseq = g+":graphs", g+":gseq"
+	s.graphKeep = graphRetention
 	s.every = sweepEvery
 	s.last = map[string]time.Time{}
 }

@@ -7,6 +7,10 @@ import "time"
 // process killed at that point would.
 func SetBatchHook(q *Queue, hook func(step string) error) { q.batchSweep.hook = hook }
 
+// SetGraphRetention sets how long q keeps a graph's keys once it has
+// finished.
+func SetGraphRetention(q *Queue, d time.Duration) { q.batchSweep.graphKeep = d }
+
 // SetSweepEvery sets how often q's reservations look in a queue's outbox.
 func SetSweepEvery(q *Queue, d time.Duration) { q.batchSweep.every = d }
 

@@ -245,7 +245,7 @@ type nodeEvent struct {
 // and deletes the events (step 4). Events of a graph still being
 // dispatched stay.
 func (q *Queue) applyNodeEvents(ctx context.Context, name, gid string, es []nodeEvent, inCancel bool) error {
-	args := []any{graphRetention.Milliseconds(), memberChunk}
+	args := []any{q.batchSweep.graphKeep.Milliseconds(), memberChunk}
 	fields := make([]string, len(es))
 	for i, e := range es {
 		args = append(args, e.job, e.outcome, e.keep)
@@ -313,7 +313,7 @@ func (q *Queue) followGraph(ctx context.Context, gid string, inCancel bool) erro
 		cancelled, _ := v[1].(string)
 		pending, _ := v[2].(int64)
 		if cq, _ := v[3].(int64); cq > 0 {
-			if err := applyGraphScript.Run(ctx, q.rdb, []string{gb}, graphRetention.Milliseconds(), memberChunk).Err(); err != nil {
+			if err := applyGraphScript.Run(ctx, q.rdb, []string{gb}, q.batchSweep.graphKeep.Milliseconds(), memberChunk).Err(); err != nil {
 				return err
 			}
 			continue
@@ -461,7 +461,7 @@ func (q *Queue) CancelGraph(ctx context.Context, id string) (driver.GraphInfo, e
 	if id == "" {
 		return driver.GraphInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 	}
-	ok, err := cancelGraphScript.Run(ctx, q.rdb, []string{q.graphBase(id)}, graphRetention.Milliseconds()).Int()
+	ok, err := cancelGraphScript.Run(ctx, q.rdb, []string{q.graphBase(id)}, q.batchSweep.graphKeep.Milliseconds()).Int()
 	if err != nil {
 		return driver.GraphInfo{}, wrap(doing, err)
 	}
@@ -511,7 +511,7 @@ func (q *Queue) RetryGraph(ctx context.Context, id string) (int, error) {
 	if err := q.register(ctx, rq); err != nil {
 		return 0, wrap(doing, err)
 	}
-	out, err := retryGraphScript.Run(ctx, q.rdb, []string{gb}, graphRetention.Milliseconds(), memberChunk).Slice()
+	out, err := retryGraphScript.Run(ctx, q.rdb, []string{gb}, q.batchSweep.graphKeep.Milliseconds(), memberChunk).Slice()
 	if err != nil {
 		return 0, wrap(doing, err)
 	}

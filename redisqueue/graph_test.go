@@ -689,3 +689,52 @@ func graphMatchesMemqueue(t *testing.T, newRedis func(t *testing.T) *redisqueue.
 		})
 	}
 }
+
+// TestFinishedGraphExpires checks that a finished graph's keys expire
+// after the graph retention (shortened here to a second): GetGraph and
+// GraphNode then answer ErrNotFound and ListGraphs drops the graph, while
+// a running graph is kept and still runs.
+func TestFinishedGraphExpires(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	redisqueue.SetGraphRetention(q, time.Second)
+	running, err := dag.Dispatch(t.Context(), q, chainGraph(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := queue.NewJob(gnode{"x"}, queue.OnQueue("gx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, err := dag.Dispatch(t.Context(), q, dag.New("ended").Add("x", j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := reserveAll(t, q, "gx", 1)[0]
+	if err := testutil.Complete(t.Context(), q, driver.Completion{Lease: x.Lease(), Outcome: driver.OutcomeDone, Graph: ended}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		_, _, err := q.GetGraph(t.Context(), ended)
+		if err != nil && !errors.Is(err, queue.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err != nil
+	}, "the finished graph to expire")
+	if _, err := q.GraphNode(t.Context(), ended, "x"); !errors.Is(err, queue.ErrNotFound) {
+		t.Errorf("GraphNode of an expired graph: %v, want ErrNotFound", err)
+	}
+	if got := onlyGraph(t, q); got != running {
+		t.Errorf("ListGraphs lists %s, want the running graph %s alone", got, running)
+	}
+	if keys, err := rdb.Keys(t.Context(), "{"+p+":%G:"+ended+"}*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("the expired graph's keys: %v, %v; want none", keys, err)
+	}
+	a := nodesReady(t, q, "the running graph", "a")["a"]
+	if err := testutil.Complete(t.Context(), q, driver.Completion{Lease: a.Lease(), Outcome: driver.OutcomeDone, Graph: running}); err != nil {
+		t.Fatal(err)
+	}
+	nodesReady(t, q, "after a", "b")
+}
