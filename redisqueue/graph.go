@@ -449,10 +449,12 @@ func (q *Queue) cancelNodes(ctx context.Context, gid string) error {
 	}
 }
 
-// CancelGraph cancels graph id (see driver.Graphs): it marks the graph
-// cancelled and its waiting nodes cancelled in its slot, then cancels its
-// pending nodes queue by queue, each counted in the graph through its
-// queue's outbox. Calling it again finishes what a call cut short began.
+// CancelGraph cancels graph id (see driver.Graphs): a follow event in a
+// node's queue's outbox first, then the graph and its waiting nodes
+// marked cancelled in its slot, then its pending nodes cancelled queue by
+// queue, each counted in the graph through its queue's outbox, and the
+// event deleted. A call cut short is finished by the next reservation
+// from that queue, or by calling it again.
 func (q *Queue) CancelGraph(ctx context.Context, id string) (driver.GraphInfo, error) {
 	doing := "cancelling graph " + id
 	if err := ctxErr(ctx, doing); err != nil {
@@ -461,17 +463,25 @@ func (q *Queue) CancelGraph(ctx context.Context, id string) (driver.GraphInfo, e
 	if id == "" {
 		return driver.GraphInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 	}
+	outbox, field, err := q.noteFollow(ctx, id)
+	if err != nil {
+		return driver.GraphInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, err)
+	}
 	ok, err := cancelGraphScript.Run(ctx, q.rdb, []string{q.graphBase(id)}, q.batchSweep.graphKeep.Milliseconds()).Int()
 	if err != nil {
 		return driver.GraphInfo{}, wrap(doing, err)
 	}
 	if ok == 0 {
+		q.rdb.HDel(ctx, outbox, field)
 		return driver.GraphInfo{}, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 	}
 	if err := q.batchSweep.step("graph-cancel-marked"); err != nil {
 		return driver.GraphInfo{}, err
 	}
 	if err := q.followGraph(ctx, id, false); err != nil {
+		return driver.GraphInfo{}, wrap(doing, err)
+	}
+	if err := q.rdb.HDel(ctx, outbox, field).Err(); err != nil {
 		return driver.GraphInfo{}, wrap(doing, err)
 	}
 	info, _, err := q.graph(ctx, id, false)
@@ -492,24 +502,9 @@ func (q *Queue) RetryGraph(ctx context.Context, id string) (int, error) {
 		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 	}
 	gb := q.graphBase(id)
-	first, err := q.rdb.LIndex(ctx, gb+":ord", 0).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
-	}
+	outbox, field, err := q.noteFollow(ctx, id)
 	if err != nil {
-		return 0, wrap(doing, err)
-	}
-	rq, err := q.rdb.HGet(ctx, gb+":q", first).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, wrap(doing, err)
-	}
-	seq, err := noteGraphScript.Run(ctx, q.rdb, []string{q.base(rq)}, id).Int64()
-	field := strconv.FormatInt(seq, 10)
-	if err != nil {
-		return 0, wrap(doing, err)
-	}
-	if err := q.register(ctx, rq); err != nil {
-		return 0, wrap(doing, err)
+		return 0, fmt.Errorf("redisqueue: %s: %w", doing, err)
 	}
 	out, err := retryGraphScript.Run(ctx, q.rdb, []string{gb}, q.batchSweep.graphKeep.Milliseconds(), memberChunk).Slice()
 	if err != nil {
@@ -517,7 +512,7 @@ func (q *Queue) RetryGraph(ctx context.Context, id string) (int, error) {
 	}
 	n, _ := out[0].(int64)
 	if n < 0 {
-		q.rdb.HDel(ctx, q.base(rq)+":bout", field)
+		q.rdb.HDel(ctx, outbox, field)
 		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
 	}
 	if err := q.batchSweep.step("graph-retried"); err != nil {
@@ -537,7 +532,35 @@ func (q *Queue) RetryGraph(ctx context.Context, id string) (int, error) {
 	if err := q.followGraph(ctx, id, false); err != nil {
 		return int(n), wrap(doing, err)
 	}
-	return int(n), wrap(doing, q.rdb.HDel(ctx, q.base(rq)+":bout", field).Err())
+	return int(n), wrap(doing, q.rdb.HDel(ctx, outbox, field).Err())
+}
+
+// noteFollow notes a follow event of graph id in the outbox of its first
+// node's queue (served by a Worker, since that node runs there), so that
+// a process killed in what follows leaves the event for the next
+// reservation from that queue. It returns the outbox and the event's
+// field, or an error matching ErrNotFound for an unknown graph.
+func (q *Queue) noteFollow(ctx context.Context, id string) (outbox, field string, err error) {
+	gb := q.graphBase(id)
+	first, err := q.rdb.LIndex(ctx, gb+":ord", 0).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", "", queue.ErrNotFound
+	}
+	if err != nil {
+		return "", "", err
+	}
+	rq, err := q.rdb.HGet(ctx, gb+":q", first).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", "", err
+	}
+	if err := q.register(ctx, rq); err != nil {
+		return "", "", err
+	}
+	seq, err := noteGraphScript.Run(ctx, q.rdb, []string{q.base(rq)}, id).Int64()
+	if err != nil {
+		return "", "", err
+	}
+	return q.base(rq) + ":bout", strconv.FormatInt(seq, 10), nil
 }
 
 // GetGraph reads graph id and its nodes (see driver.Graphs), in one

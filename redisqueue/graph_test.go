@@ -188,11 +188,15 @@ func TestGraphStepsResume(t *testing.T) {
 			t.Fatalf("CancelGraph = %v, want the kill", err)
 		}
 		nodeStates(t, peer, id, "in between", p, c, c)
-		info, err := peer.CancelGraph(t.Context(), id) // finishes what the first began
+		reserveAll(t, peer, "gq", 0) // the sweep cancels a
+		nodeStates(t, peer, id, "after the sweep", c, c, c)
+		if n := outbox(t, peer, "gq"); n != 0 {
+			t.Errorf("the outbox holds %d events after the sweep, want 0", n)
+		}
+		info, err := peer.CancelGraph(t.Context(), id) // a finished graph: nothing changes
 		if err != nil || !info.Finished() || info.CancelledAt.IsZero() {
 			t.Fatalf("CancelGraph again = %+v, %v; want finished and cancelled", info, err)
 		}
-		nodeStates(t, peer, id, "after the second cancel", c, c, c)
 		err = testutil.Complete(t.Context(), peer, driver.Completion{Lease: a.Lease(), Outcome: driver.OutcomeDone, Graph: id})
 		if !errors.Is(err, queue.ErrLeaseLost) {
 			t.Errorf("Complete of the cancelled node: %v, want ErrLeaseLost", err)

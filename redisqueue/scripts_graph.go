@@ -26,10 +26,10 @@ import "github.com/redis/go-redis/v9"
 //  4. the event deleted from the outbox, once the graph has nothing left
 //     to do for it.
 //
-// PushGraph and RetryGraph, which make nodes pending without an outcome,
-// first note a "follow" event (outcome "f") in a node queue's outbox, so
-// that a process killed before step 3 leaves an event that the next
-// reservation from that queue follows.
+// PushGraph, RetryGraph and CancelGraph, which move nodes without an
+// outcome, first note a "follow" event (outcome "f") in a node queue's
+// outbox, so that a process killed before step 3 leaves an event that
+// the next reservation from that queue follows.
 
 // graphPrelude is the helpers of the queue-side scripts that note a
 // graph node's outcome: the end of batchPrelude.
