@@ -83,12 +83,6 @@ type Capabilities struct {
 	// reason.
 	NoUniqueHold map[driver.JobState]string
 
-	// ResultsFromAck, when not empty, says why the driver keeps a batch
-	// member's result for its retention from the member's ack, not until
-	// its batch has finished (redisqueue, whose batches sit in another
-	// hash slot than their members' results). The check is skipped with
-	// this reason.
-	ResultsFromAck string
 	// NoFieldSearch, when not empty, says why the driver's payload search
 	// takes only one substring: a search with field filters (or several
 	// quoted substrings, see driver.ParseSearch) must fail with an error

@@ -93,9 +93,6 @@ func (s *suite) testWorkflowEnds(t *testing.T) {
 		if workflows(q) == nil {
 			t.Skip(lacks(q, "Workflows"))
 		}
-		if s.h.Caps.ResultsFromAck != "" {
-			t.Skip(s.h.Caps.ResultsFromAck)
-		}
 		if _, err := queue.DispatchBatch(t.Context(), q, newBatch(t, 2, false)); err != nil {
 			t.Fatalf("DispatchBatch: %v", err)
 		}

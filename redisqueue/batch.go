@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,7 +75,7 @@ func (q *Queue) batchBase(id string) string {
 
 // batchKeys are every key of the batch whose base is bb.
 func batchKeys(bb string) []string {
-	return []string{bb, bb + ":st", bb + ":p", bb + ":d", bb + ":f", bb + ":c"}
+	return []string{bb, bb + ":st", bb + ":p", bb + ":d", bb + ":f", bb + ":c", bb + ":rk", bb + ":rl"}
 }
 
 // batchState is a batch's record as the batch scripts return it.
@@ -84,12 +85,13 @@ type batchState struct {
 	due      []driver.BatchEvent // marked due, not yet known pushed
 	failedID string
 	reason   string
+	release  []int64 // applyBatchScript's places of events to release
 }
 
 // decodeBatch reads the values of the scripts' RF; ok is false for an
 // unknown batch.
 func decodeBatch(v []any) (st batchState, ok bool) {
-	if len(v) != 18 || v[0] == nil {
+	if len(v) < 18 || v[0] == nil {
 		return st, false
 	}
 	s := func(i int) string { x, _ := v[i].(string); return x }
@@ -110,6 +112,11 @@ func decodeBatch(v []any) (st batchState, ok bool) {
 	for i, ev := range []driver.BatchEvent{driver.BatchThen, driver.BatchCatch, driver.BatchFinally} {
 		if s(12+i) != "" {
 			st.due = append(st.due, ev)
+		}
+	}
+	for _, x := range v[18:] {
+		if k, ok := x.(int64); ok {
+			st.release = append(st.release, k)
 		}
 	}
 	return st, true
@@ -456,11 +463,13 @@ func (q *Queue) BatchMembers(ctx context.Context, id string, f driver.MemberFilt
 }
 
 // memberEvent is one event of a queue's outbox: member job of batch
-// ended with outcome ("0" done, "2" failed, "3" cancelled).
+// ended with outcome ("0" done, "2" failed, "3" cancelled); keep is the
+// ms its result, kept without expiry, is kept once the batch finishes
+// ("" for none).
 type memberEvent struct {
-	field                       string
-	seq                         int64
-	batch, job, outcome, reason string
+	field                             string
+	seq                               int64
+	batch, job, outcome, reason, keep string
 }
 
 // unpack splits the <length>:<bytes> fields of pack.
@@ -541,10 +550,14 @@ func (q *Queue) settleQueue(ctx context.Context, name, cancelling string) error 
 		seq, _ := strconv.ParseInt(f, 10, 64)
 		p, ok := unpack(v)
 		switch {
-		case ok && len(p) == 4:
-			evs = append(evs, memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]})
 		case ok && len(p) == 5 && p[0] == graphMark:
 			nodes = append(nodes, nodeEvent{field: f, seq: seq, graph: p[1], job: p[2], outcome: p[3], keep: p[4]})
+		case ok && (len(p) == 4 || len(p) == 5): // 4: noted before results were kept
+			e := memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]}
+			if len(p) == 5 {
+				e.keep = p[4]
+			}
+			evs = append(evs, e)
 		case ok && len(p) == 2+pushFields && p[1] == pushMark:
 			pushes = append(pushes, notedPush{field: f, seq: seq, guard: p[0], fields: p[2:]})
 		default:
@@ -581,7 +594,7 @@ func (q *Queue) applyEvents(ctx context.Context, out, bid string, es []memberEve
 	args := []any{batchRetention.Milliseconds()}
 	fields := make([]string, len(es))
 	for i, e := range es {
-		args = append(args, e.job, e.outcome, e.reason)
+		args = append(args, e.job, e.outcome, e.reason, e.keep)
 		fields[i] = e.field
 	}
 	v, err := applyBatchScript.Run(ctx, q.rdb, []string{q.batchBase(bid)}, args...).Slice()
@@ -591,8 +604,26 @@ func (q *Queue) applyEvents(ctx context.Context, out, bid string, es []memberEve
 	if err := q.batchSweep.step("events-applied"); err != nil {
 		return err
 	}
-	if st, ok := decodeBatch(v); ok { // an unknown batch's events are dropped
+	var release []memberEvent
+	if st, ok := decodeBatch(v); ok {
+		for _, k := range st.release {
+			if k >= 1 && int(k) <= len(es) {
+				release = append(release, es[k-1])
+			}
+		}
 		if err := q.follow(ctx, st, inCancel); err != nil {
+			return err
+		}
+	} else { // an unknown batch's events are dropped, their results released
+		for _, e := range es {
+			if e.keep != "" {
+				release = append(release, e)
+			}
+		}
+	}
+	name := strings.TrimSuffix(out, ":bout")
+	for _, e := range release {
+		if err := q.rdb.PExpire(ctx, name+":r:"+e.job, keepMS(e.keep)).Err(); err != nil {
 			return err
 		}
 	}
@@ -622,10 +653,52 @@ func (q *Queue) follow(ctx context.Context, st batchState, inCancel bool) error 
 			return err
 		}
 	}
-	if inCancel || st.info.CancelledAt.IsZero() || st.info.Finished() || st.info.Pending == 0 {
+	if st.info.Finished() {
+		return q.releaseMembers(ctx, st.info.ID)
+	}
+	if inCancel || st.info.CancelledAt.IsZero() || st.info.Pending == 0 {
 		return nil
 	}
 	return q.cancelMembers(ctx, st.info.ID)
+}
+
+// releaseMembers starts the retention of the results finished batch bid
+// kept for its done members, each entry of its release list taken off
+// once released, so that a process killed in between leaves the rest to
+// the next sweep (the events stay in the outbox until this returns).
+func (q *Queue) releaseMembers(ctx context.Context, bid string) error {
+	bb := q.batchBase(bid)
+	for {
+		v, err := batchReleasesScript.Run(ctx, q.rdb, []string{bb}, memberChunk).Slice()
+		if err != nil {
+			return err
+		}
+		str := func(x any) string { s, _ := x.(string); return s }
+		for i := 0; i+2 < len(v); i += 3 {
+			entry, id, name := str(v[i]), str(v[i+1]), str(v[i+2])
+			keep, _, _ := strings.Cut(entry, ":")
+			if name != "" {
+				if err := q.rdb.PExpire(ctx, q.base(name)+":r:"+id, keepMS(keep)).Err(); err != nil {
+					return err
+				}
+			}
+			if err := q.rdb.LRem(ctx, bb+":rl", 1, entry).Err(); err != nil {
+				return err
+			}
+		}
+		if len(v) < 3*memberChunk {
+			return nil
+		}
+	}
+}
+
+// keepMS reads a result's retention in ms, at least one.
+func keepMS(keep string) time.Duration {
+	ms, err := strconv.ParseInt(keep, 10, 64)
+	if err != nil || ms <= 0 {
+		ms = 1
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // pushCallback pushes batch bid's callback job j for ev, once whatever the

@@ -176,6 +176,50 @@ func TestBatchStepsResume(t *testing.T) {
 			t.Errorf("the outbox holds %d events after the sweep, want 0", n)
 		}
 	})
+	t.Run("BetweenFinishAndResultRelease", func(t *testing.T) {
+		t.Parallel()
+		killed, peer := protoSetup(t, "events-applied")
+		id, err := queue.DispatchBatch(t.Context(), killed, protoBatch(t, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := reserveAll(t, killed, "bm", 2)
+		for _, j := range ms {
+			c := driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeDone, Batch: id,
+				Result: []byte(`1`), ResultUntil: time.Now().Add(time.Hour)}
+			if err := testutil.Complete(t.Context(), killed, c); err != nil {
+				t.Fatalf("Complete of a member: %v", err)
+			}
+		}
+		rdb := client(t)
+		pttl := func(id string) time.Duration {
+			t.Helper()
+			d, err := rdb.PTTL(t.Context(), "{"+peer.Prefix()+":bm}:r:"+id).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+		// In between: the batch finished, its members' results are kept
+		// without expiry, their release left in the batch's list.
+		if in := getInfo(t, peer, id); !in.Finished() {
+			t.Fatalf("in between the batch is %+v, want finished", in)
+		}
+		for _, j := range ms {
+			if d := pttl(j.ID); d != -1 {
+				t.Errorf("member %s's result has PTTL %v in between, want none (-1)", j.ID, d)
+			}
+		}
+		reserveAll(t, peer, "bm", 0)
+		for _, j := range ms {
+			if d := pttl(j.ID); d <= 0 || d > time.Hour {
+				t.Errorf("member %s's result has PTTL %v after the sweep, want its retention (up to an hour)", j.ID, d)
+			}
+		}
+		if n := outbox(t, peer, "bm"); n != 0 {
+			t.Errorf("the outbox holds %d events after the sweep, want 0", n)
+		}
+	})
 	t.Run("BetweenCallbackPushAndMark", func(t *testing.T) {
 		t.Parallel()
 		killed, peer := protoSetup(t, "callback-pushed")

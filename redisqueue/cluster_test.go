@@ -92,7 +92,6 @@ func TestContractCluster(t *testing.T) {
 			NoDoneRetention:  "redisqueue deletes a job when it is done or cancelled",
 			NoAttemptHistory: "redisqueue keeps no attempt history",
 			IDsPerQueue:      "on a Redis Cluster redisqueue holds an ID unique within its queue (docs/drivers.md)",
-			ResultsFromAck:   "redisqueue keeps a result for its retention from its ack (PX): a batch's record sits in another hash slot than its members' results",
 			NoFieldSearch:    "redisqueue's scripts search one substring of the payload",
 		},
 	})

@@ -36,7 +36,6 @@ func TestContract(t *testing.T) {
 		Caps: contracttest.Capabilities{
 			NoDoneRetention:  "redisqueue deletes a job when it is done or cancelled",
 			NoAttemptHistory: "redisqueue keeps no attempt history",
-			ResultsFromAck:   "redisqueue keeps a batch member's result for its retention from its ack (PX): a batch's record sits in another hash slot than its members' results (a graph node's is kept until its graph finishes)",
 			NoFieldSearch:    "redisqueue's scripts search one substring of the payload",
 		},
 	})

@@ -416,8 +416,9 @@ return out
 // number of pushes, the pushes). A done or cancelled outcome with a sequence key,
 // and a failed one that releases, take the job out of its sequence: the
 // next member becomes ready. A done outcome's result is stored at base:r:id (in the
-// job's slot) until its expiry, by the script's clock; a graph node's
-// is stored without expiry, its graph releasing it (scripts_graph.go).
+// job's slot) until its expiry, by the script's clock; a graph node's or
+// batch member's is stored without expiry, its graph or batch releasing
+// it (scripts_graph.go, scripts_batch.go).
 // A batch member's or graph node's done, failed or cancelled outcome is
 // also noted in its queue's outbox (scripts_batch.go, scripts_graph.go). It returns the indexes
 // (from 1) of the lost starts and a status per outcome: 1 recorded, 0
@@ -453,9 +454,10 @@ for o = 1, no do
     redis.call('ZREM', B..':run', id)
     local keep = ''
     if oc == 0 and rexp ~= '' and tonumber(rexp) > now then
-      if gid ~= '' then
-        -- A graph node's result is kept until its graph has finished
-        -- (step 2 of scripts_graph.go), then for keep ms.
+      if gid ~= '' or bid ~= '' then
+        -- A graph node's or batch member's result is kept until its
+        -- graph or batch has finished (step 2 of scripts_graph.go and
+        -- scripts_batch.go), then for keep ms.
         keep = int(tonumber(rexp) - now)
         redis.call('SET', B..':r:'..id, res)
       else
@@ -493,7 +495,7 @@ for o = 1, no do
       end
       if enqueue(B, id, jk, t, now) then woke[redis.call('HGET', jk, 'q')] = true end
     end
-    if bid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_member(B, bid, id, oc, reason) end
+    if bid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_member(B, bid, id, oc, reason, keep) end
     if gid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_node(B, gid, id, oc, keep) end
     if oc == 0 or oc == 2 then
       for p = 0, np - 1 do

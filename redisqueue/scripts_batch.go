@@ -52,10 +52,12 @@ local function unpack_ev(s)
   return out
 end
 -- note_member records, in queue B's outbox, that member id of batch bid
--- ended with outcome oc (0 done, 2 failed, 3 cancelled).
-local function note_member(B, bid, id, oc, reason)
+-- ended with outcome oc (0 done, 2 failed, 3 cancelled); keep, when
+-- given, is how long (ms) its result, kept without expiry, is kept once
+-- the batch has finished.
+local function note_member(B, bid, id, oc, reason, keep)
   local n = redis.call('INCR', B..':seq')
-  redis.call('HSET', B..':bout', int(n), pack(bid, id, tostring(oc), reason))
+  redis.call('HSET', B..':bout', int(n), pack(bid, id, tostring(oc), reason, keep or ''))
 end
 -- note_push records, in queue B's outbox, the push whose pushFields start
 -- at ARGV[i] (its base index left out: the queue's name finds it), under
@@ -101,7 +103,9 @@ end
 // catch, finally due and not yet known pushed). <batch base>:st is a hash
 // member ID -> state (p, d, f or c) followed by the member's queue;
 // <batch base>:p, :d, :f and :c are sorted sets of the member IDs in each
-// state (score 0, ordered by ID).
+// state (score 0, ordered by ID). <batch base>:rk is a hash member ID ->
+// the ms its result is kept after the batch finishes, and :rl the
+// results to release ("<keep>:<member ID>"), filled when it finishes.
 const batchSide = `
 local RF = {'id','nm','af','cr','ca','ta','ka','fa','tot','don','fai','can','pt','pk','pf','kf','kr','cb'}
 local CNT = {d = 'don', f = 'fai', c = 'can'}
@@ -115,7 +119,9 @@ local function due(BB, now, keep)
   if tot > 0 and don == tot and not v[5] then redis.call('HSET', BB, 'ta', int(now), 'pt', 1) end
   if tot > 0 and don + fai + can == tot and not v[7] then
     redis.call('HSET', BB, 'fa', int(now), 'pf', 1)
-    for _, k in ipairs({BB, BB..':st', BB..':p', BB..':d', BB..':f', BB..':c'}) do
+    local rk = redis.call('HGETALL', BB..':rk')
+    for k = 1, #rk, 2 do redis.call('RPUSH', BB..':rl', rk[k+1] .. ':' .. rk[k]) end
+    for _, k in ipairs({BB, BB..':st', BB..':p', BB..':d', BB..':f', BB..':c', BB..':rk', BB..':rl'}) do
       redis.call('PEXPIRE', k, keep)
     end
   end
@@ -201,16 +207,23 @@ return record(BB)
 
 // applyBatchScript applies members' outcomes to their batch (step 2):
 // KEYS = batch base; ARGV = retention ms, then (member ID, outcome,
-// reason) triples. A member moves by driver.MemberTransition's rule, or
-// not at all (an event applied again); the first failure names the catch
-// job's member and, without allow failures, cancels the batch. It returns
-// the record after marking what is due, or {} for an unknown batch.
+// reason, keep) quadruples. A member moves by driver.MemberTransition's
+// rule, or not at all (an event applied again); the first failure names
+// the catch job's member and, without allow failures, cancels the batch.
+// A done member's keep (the ms its result is kept, "" for none) is noted
+// in :rk while the batch runs. It returns the record after marking what
+// is due, followed by the places (from 1) of the events whose kept result
+// is to be released now (no running batch keeps it), or {} for an
+// unknown batch.
 var applyBatchScript = redis.NewScript(prelude + batchSide + `
 local BB = KEYS[1]
 if not redis.call('HGET', BB, 'id') then return {} end
 local now = now_ms()
-for k = 2, #ARGV, 3 do
-  local id, oc, reason = ARGV[k], ARGV[k+1], ARGV[k+2]
+local rel = {}
+local e = 0
+for k = 2, #ARGV, 4 do
+  e = e + 1
+  local id, oc, reason, rk = ARGV[k], ARGV[k+1], ARGV[k+2], ARGV[k+3]
   local v = redis.call('HGET', BB..':st', id)
   if v then
     local from, qn = string.sub(v, 1, 1), string.sub(v, 2)
@@ -219,6 +232,7 @@ for k = 2, #ARGV, 3 do
     elseif oc == '2' and from == 'p' then to = 'f'
     elseif oc == '3' and from == 'p' then to = 'c' end
     if to then
+      if to == 'd' and rk ~= '' and not redis.call('HGET', BB, 'fa') then redis.call('HSET', BB..':rk', id, rk) end
       move(BB, id, from, to, qn)
       if to == 'f' then
         local r = redis.call('HMGET', BB, 'kf', 'af', 'ca', 'fa')
@@ -227,9 +241,29 @@ for k = 2, #ARGV, 3 do
       end
     end
   end
+  if rk ~= '' and redis.call('HEXISTS', BB..':rk', id) == 0 then rel[#rel+1] = e end
 end
 due(BB, now, tonumber(ARGV[1]))
-return record(BB)
+local out = record(BB)
+for _, x in ipairs(rel) do out[#out+1] = x end
+return out
+`)
+
+// batchReleasesScript reads up to limit results a finished batch has to
+// release: KEYS = batch base; ARGV = limit. It returns (entry, member ID,
+// queue) triples; the caller takes each entry off :rl once released.
+var batchReleasesScript = redis.NewScript(`
+local BB = KEYS[1]
+local out = {}
+for _, en in ipairs(redis.call('LRANGE', BB..':rl', 0, tonumber(ARGV[1]) - 1)) do
+  local c = string.find(en, ':', 1, true)
+  local id = string.sub(en, c + 1)
+  local v = redis.call('HGET', BB..':st', id)
+  out[#out+1] = en
+  out[#out+1] = id
+  out[#out+1] = v and string.sub(v, 2) or ''
+end
+return out
 `)
 
 // cancelBatchScript marks a batch cancelled unless it has finished: KEYS =
