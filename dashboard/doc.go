@@ -98,7 +98,10 @@
 // runs out of budget says how many jobs it examined, with a link that
 // goes on from there. On PostgreSQL and SQLite the opt-in search index
 // (`meridian search enable`; see docs/semantics.md) answers such a search
-// in one call with the same matches, so the first page comes at once.
+// in one call with the same matches, so the first page comes at once;
+// the search hint of a page that searches says whether the index is on
+// (a SearchIndexSource: ForQueue's asks its driver at most once a
+// minute) or the search scans.
 // A search that starts with "payload." filters the fields of JSON
 // payloads instead: payload.user_id = 42, payload.plan != "free" AND
 // payload.vip = true, payload.kind = "refund" AND "ORD-77" (a quoted

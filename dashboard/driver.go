@@ -46,6 +46,8 @@ type QueueInspector struct {
 	groups bool              // the store has driver.Grouper
 	seq    driver.Sequencer  // nil when it keeps no sequences
 
+	indexed shared[bool] // whether the payload search index is on (SearchIndexed)
+
 	figures shared[StatsView]
 	points  shared[[]driver.MetricPoint]
 	hourly  shared[[]driver.MetricPoint]

@@ -106,6 +106,10 @@ type jobsData struct {
 	// link continues the search.
 	Scanned string
 	Among   string
+	// Index says, on a page that searches, whether the store's payload
+	// search index is on ("on", "off"), "" when the Source keeps none
+	// (SearchIndexSource).
+	Index string
 }
 
 type stateTab struct {
@@ -279,6 +283,9 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 		return
 	}
 	d := jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
+	if q.Search != "" {
+		d.Index = h.searchIndex(ctx)
+	}
 	if res.Scanned > 0 && res.Next != "" {
 		d.Scanned = display.Int(int64(res.Scanned))
 		switch {
