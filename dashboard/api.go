@@ -193,6 +193,10 @@ type apiJobs struct {
 	// before it filled the page: how many jobs it examined; next then
 	// continues the search after them.
 	Scanned int `json:"scanned,omitempty"`
+	// SearchIndex is set on a payload search: "on" when the store's
+	// payload search index answered it, "off" when the store has none
+	// and the search scanned; absent for a store that keeps no index.
+	SearchIndex string `json:"search_index,omitempty"`
 }
 
 // apiMetrics is the body of GET api/metrics.
@@ -333,6 +337,9 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := apiJobs{State: st, Jobs: make([]apiJob, len(res.Jobs)), Next: res.Next, NextPage: res.NextPage, Scanned: res.Scanned}
+	if q.Search != "" {
+		out.SearchIndex = h.searchIndex(r.Context())
+	}
 	for i, j := range res.Jobs {
 		out.Jobs[i] = toAPIJob(j)
 	}

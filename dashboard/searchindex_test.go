@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/meridianjobs/meridian/dashboard"
@@ -49,8 +50,18 @@ func TestSearchSaysWhetherIndexed(t *testing.T) {
 	if got := index(t, after, "failed?q=example"); got != "on" {
 		t.Errorf("the failed list with the index: search-index %q, want on", got)
 	}
+	var page struct {
+		SearchIndex string `json:"search_index"`
+	}
+	if r := after.page("api/jobs?state=ready&q=example"); json.Unmarshal([]byte(r.Body), &page) != nil || page.SearchIndex != "on" {
+		t.Errorf("api/jobs with the index: search_index %q in %s, want on", page.SearchIndex, r.Body)
+	}
 	mem := serve(t, dashboard.ForQueue(memqueue.New()))
 	if got := index(t, mem, "jobs?state=ready&q=example"); got != "" {
 		t.Errorf("memqueue: search-index %q, want none", got)
+	}
+	page.SearchIndex = ""
+	if r := mem.page("api/jobs?state=ready&q=example"); json.Unmarshal([]byte(r.Body), &page) != nil || page.SearchIndex != "" {
+		t.Errorf("api/jobs on memqueue: search_index %q in %s, want none", page.SearchIndex, r.Body)
 	}
 }
