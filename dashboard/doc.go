@@ -145,7 +145,9 @@
 // list (jobs?state=grouped, api/jobs?state=grouped) listing the members
 // that wait to be gathered, each with its group key, which a member's
 // page shows too, as a set's page shows the group it came from and its
-// size; its Sequencer the Sequences page (below). Every read is one of the
+// size; its Sequencer the Sequences page (below) and a "sequenced" tab
+// (jobs?state=sequenced) listing the members that wait behind their
+// sequence's head. Every read is one of the
 // Inspector's bounded calls: counts are exact where the driver keeps them
 // (the SQL drivers and memqueue count every state, scheduled jobs
 // included; a running count past 10,000 is shown as "10,000+"), lists

@@ -183,13 +183,20 @@ func (q ListQuery) values() url.Values {
 }
 
 // stateLabel names a state as the pages show it: dead jobs are "failed".
-// states are the job states the lists serve: driver.JobStates, and
-// driver.StateGrouped when the store gathers groups.
+// states are the job states the lists serve: driver.JobStates,
+// driver.StateGrouped when the store gathers groups, and
+// driver.StateSequenced (members waiting behind their sequence's head)
+// when it keeps sequences.
 func (h *handler) states() []driver.JobState {
-	if h.src.Abilities().Groups {
-		return append(slices.Clip(driver.JobStates), driver.StateGrouped)
+	c := h.src.Abilities()
+	out := driver.JobStates
+	if c.Groups {
+		out = append(slices.Clip(out), driver.StateGrouped)
 	}
-	return driver.JobStates
+	if c.Sequences && c.Browse {
+		out = append(slices.Clip(out), driver.StateSequenced)
+	}
+	return out
 }
 
 func stateLabel(s driver.JobState) string {
@@ -197,6 +204,15 @@ func stateLabel(s driver.JobState) string {
 		return "failed"
 	}
 	return string(s)
+}
+
+// stateWords names states as the pages' URLs take them.
+func stateWords(states []driver.JobState) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = stateLabel(s)
+	}
+	return out
 }
 
 // stateTitle is stateLabel with a capital letter.
@@ -228,7 +244,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 	}
 	if !slices.Contains(h.states(), st) {
 		h.fail(w, r, http.StatusBadRequest, "There is no job state "+strconv.Quote(clip(string(st)))+
-			": use ready, scheduled, running, failed, done or cancelled"+map[bool]string{true: " (or grouped)"}[h.src.Abilities().Groups]+".", nil)
+			": use "+strings.Join(stateWords(h.states()), ", ")+".", nil)
 		return
 	}
 	h.list(w, r, st)

@@ -325,3 +325,38 @@ func TestSequenceKeysEscaped(t *testing.T) {
 		t.Errorf("the queue filter is not shown as its text:\n%s", fp.Body)
 	}
 }
+
+// TestSequencedTab lists the members waiting behind a held sequence's
+// head under the job list's "sequenced" tab, on every store that keeps
+// sequences; a store without them has no such tab and refuses the state
+// with a message naming the states it has.
+func TestSequencedTab(t *testing.T) {
+	for _, st := range sequenceStores {
+		t.Run(st.name, func(t *testing.T) {
+			q := st.open(t)
+			ids := heldSequence(t, q, "ledger", "acct:7", 3)
+			s := serve(t, dashboard.ForQueue(q))
+			r := s.page("jobs?state=ready&queue=ledger")
+			tab := find(r.Doc, func(n *html.Node) bool { return n.Data == "a" && attr(n, "data-state") == "sequenced" })
+			if tab == nil {
+				t.Fatal("no sequenced tab on the job list")
+			}
+			r = s.page("jobs?state=sequenced&queue=ledger")
+			for _, id := range ids[1:] {
+				if !strings.Contains(r.Body, id) {
+					t.Errorf("the sequenced tab does not list waiting member %s", id)
+				}
+			}
+			if strings.Contains(r.Body, ids[0]) {
+				t.Errorf("the sequenced tab lists the dead head %s", ids[0])
+			}
+		})
+	}
+	t.Run("without", func(t *testing.T) {
+		s := serve(t, dashboard.ForQueue(struct{ queue.Queue }{memqueue.New()})) // hides every ability
+		r := s.get(s.url("jobs?state=sequenced"))
+		if r.StatusCode != http.StatusBadRequest || strings.Contains(r.Body, "sequenced,") {
+			t.Errorf("state=sequenced without sequences: %d, want 400 without sequenced among the states:\n%s", r.StatusCode, r.Body)
+		}
+	})
+}
