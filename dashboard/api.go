@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -319,7 +320,7 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	if !slices.Contains(h.states(), st) {
 		if v.Has("state") {
-			h.apiStatus(w, http.StatusBadRequest, "unknown state: use ready, scheduled, running, dead or done")
+			h.apiStatus(w, http.StatusBadRequest, "unknown state: use "+strings.Join(stateWords(h.states()), ", "))
 			return
 		}
 		st = queue.StateDead
