@@ -96,7 +96,7 @@
 // where it stopped, within SearchBudget (5 s by default), so the first
 // page holds the first matches however deep they lie; only a search that
 // runs out of budget says how many jobs it examined, with a link that
-// goes on from there. On PostgreSQL and SQLite the opt-in search index
+// goes on from there. On PostgreSQL, SQLite and MariaDB the opt-in search index
 // (`meridian search enable`; see docs/semantics.md) answers such a search
 // in one call with the same matches, so the first page comes at once;
 // the search hint of a page that searches says whether the index is on

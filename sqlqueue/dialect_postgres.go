@@ -34,6 +34,7 @@ const vacuumDeadRows = 10000
 // (their migrations 0003 and 0004), so that an expired job keeps its place.
 type pgDialect struct {
 	poolPush
+	searchPrunedInPlace
 }
 
 func (pgDialect) name() Dialect         { return Postgres }

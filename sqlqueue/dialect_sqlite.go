@@ -35,6 +35,7 @@ type sqliteDialect struct {
 	noNotify
 	noVacuum
 	noCountFunctions
+	searchPrunedInPlace
 }
 
 func (sqliteDialect) name() Dialect              { return SQLite }

@@ -182,7 +182,7 @@
 // seconds): it reads the window's keys from the index, then whole only
 // the jobs whose payload matches. With the opt-in search index
 // (EnableSearchIndex: pg_trgm on PostgreSQL, trigram FTS5 on SQLite,
-// none on MySQL and MariaDB) a search the first window does not satisfy
+// Mroonga bigrams on MariaDB, none on MySQL) a search the first window does not satisfy
 // reads the rest of its page through the index, with the same matches.
 //
 // Inspection reads use the existing indexes and stay fast on large tables

@@ -87,7 +87,8 @@ type store struct {
 
 // tableSuffixes name a queue's tables after its jobs table's name: every
 // table the migrations make, so a test drops them all.
-var tableSuffixes = sqlqueue.TableSuffixes()
+// The payload search index's tables (MariaDB) are dropped too.
+var tableSuffixes = append(sqlqueue.TableSuffixes(), "_search", "_search_gone")
 
 func newStore(t testing.TB, b backend) store {
 	t.Helper()

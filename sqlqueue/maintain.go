@@ -123,6 +123,11 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	if err := q.pruneScheduledCounts(ctx); err != nil {
 		return true, pruned, q.wrap(ctx, err, "pruning the scheduled job counts")
 	}
+	n, err := q.d.pruneSearch(ctx, q)
+	pruned += n
+	if err != nil {
+		return true, pruned, q.wrap(ctx, err, "pruning the search index")
+	}
 	if err := q.d.vacuumIfDue(ctx, q); err != nil {
 		return true, pruned, q.wrap(ctx, err, "vacuuming the jobs table")
 	}

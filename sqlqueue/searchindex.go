@@ -31,7 +31,18 @@ type searchIndexer interface {
 	// when the index cannot answer for search (too short, or bytes it
 	// does not index), and the search is a scan.
 	indexedMatch(t tableNames, search string) (cond string, args []any, ok bool)
+	// pruneSearch removes what the index keeps of jobs deleted since
+	// the last maintenance pass, where the dialect's index does not do
+	// that in the deleting transaction, and returns how many jobs'
+	// entries it removed.
+	pruneSearch(ctx context.Context, q *Queue) (int, error)
 }
+
+// searchPrunedInPlace is pruneSearch of an index that the deleting
+// transaction keeps current itself.
+type searchPrunedInPlace struct{}
+
+func (searchPrunedInPlace) pruneSearch(context.Context, *Queue) (int, error) { return 0, nil }
 
 // indexCandidates is how many matches after the cursor a search through
 // the index reads at most: more, and the matches are common enough that
@@ -43,10 +54,13 @@ const indexCandidates = searchRows
 // index on encode(payload, 'escape') (it creates the pg_trgm extension if
 // missing, which needs the right to), built CONCURRENTLY so pushes go on
 // meanwhile; on SQLite an FTS5 table with the trigram tokenizer, kept
-// current by triggers on the jobs table. MySQL and MariaDB have none
-// (MariaDB ships no ngram full-text parser), and it returns an error
-// matching queue.ErrUnsupported: a search there is the time-budgeted
-// scan. It is outside the numbered migrations: Setup and Migrate never
+// current by triggers on the jobs table; on MariaDB a table on its
+// Mroonga engine with a bigram full-text index, written by triggers and
+// pruned by Maintain (it loads the engine's plugin when the server has
+// its file; see dialect_mysql_search.go). Without Mroonga (MySQL, or
+// MariaDB without the plugin's package) it returns an error matching
+// queue.ErrUnsupported: a search there is the time-budgeted scan. It is
+// outside the numbered migrations: Setup and Migrate never
 // create or need it, and DisableSearchIndex removes it. With the index a
 // search finds the same jobs as without (see ListJobs), sooner.
 func (q *Queue) EnableSearchIndex(ctx context.Context) error {

@@ -2,11 +2,14 @@ package sqlqueue_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/meridianjobs/meridian/internal/testutil"
 	queue "github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -16,8 +19,8 @@ import (
 // order), for payloads that are not UTF-8, hold NUL bytes or LIKE's
 // metacharacters, and searches too short or too odd for the index; and a
 // match deep in the queue comes on the first page in one call, where the
-// scan with no time left stops after its first window. MySQL and MariaDB
-// have no index and say so.
+// scan with no time left stops after its first window. On MySQL it needs
+// MariaDB's Mroonga engine (see noMroonga).
 func TestSearchIndexMatchesScan(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		q := newStore(t, b).queue(t)
@@ -84,10 +87,8 @@ func TestSearchIndexMatchesScan(t *testing.T) {
 			}
 		}
 		err := q.EnableSearchIndex(t.Context())
-		if b.dialect == sqlqueue.MySQL {
-			if !errors.Is(err, queue.ErrUnsupported) {
-				t.Fatalf("EnableSearchIndex on MySQL = %v, want ErrUnsupported", err)
-			}
+		if b.dialect == sqlqueue.MySQL && errors.Is(err, queue.ErrUnsupported) {
+			noMroonga(t, err)
 			return
 		}
 		if err != nil {
@@ -105,6 +106,7 @@ func TestSearchIndexMatchesScan(t *testing.T) {
 			t.Fatal(err)
 		}
 		jobs = append(jobs, late)
+
 		want = matches()
 		indexed := all(t)
 		for _, s := range searches {
@@ -129,4 +131,107 @@ func TestSearchIndexMatchesScan(t *testing.T) {
 			t.Fatalf("Push after DisableSearchIndex: %v", err)
 		}
 	})
+}
+
+// noMroonga ends a test of the MySQL dialect's search index on a server
+// without MariaDB's Mroonga engine (err says why): a skip, except under
+// CI, whose script installs the engine's plugin.
+func noMroonga(t *testing.T, err error) {
+	t.Helper()
+	if testutil.CI() {
+		t.Fatalf("EnableSearchIndex on MariaDB under CI: %v (.ci/run installs mariadb-plugin-mroonga)", err)
+	}
+	t.Skipf("no payload search index on this MySQL server: %v", err)
+}
+
+// TestSearchIndexMariaDBPrunes: on MariaDB the index's Mroonga table is
+// not transactional, so a deleted job's rows go when the maintenance
+// pass prunes the deletions noted in the jobs' transactions; a delete
+// that rolls back leaves the job found, and the prune removes exactly
+// the rows of the jobs gone.
+func TestSearchIndexMariaDBPrunes(t *testing.T) {
+	b := serverBackend(t, sqlqueue.MySQL, "mysql", "MERIDIAN_MYSQL_DSN")
+	s := newStore(t, b)
+	q, db := s.open(t)
+	ctx := t.Context()
+	if err := q.EnableSearchIndex(ctx); errors.Is(err, queue.ErrUnsupported) {
+		noMroonga(t, err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = q.DisableSearchIndex(context.Background()) })
+	// The 40 matches lie after 300 jobs that do not match, past the
+	// scan's first window, so the index finds them (no time is left for
+	// a second window).
+	var fill, jobs []queue.Job
+	for i := range 300 {
+		fill = append(fill, queue.Job{ID: queue.NewID(), Queue: "p", Name: "n", Payload: fmt.Appendf(nil, "hay %d", i)})
+	}
+	for i := range 40 {
+		jobs = append(jobs, queue.Job{ID: queue.NewID(), Queue: "p", Name: "n", Payload: fmt.Appendf(nil, "needle %d", i)})
+	}
+	for _, js := range [][]queue.Job{fill, jobs} {
+		if _, err := q.PushMany(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(table string) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+s.table+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	found := func() int {
+		t.Helper()
+		page, err := q.ListJobs(ctx, queue.JobFilter{State: queue.StateReady, Queue: "p", Search: "needle", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Jobs)
+	}
+	// A delete rolled back: the job stays, and so do its index rows.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM "+s.table+" WHERE id = ?", jobs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sqlqueue.SetSearchBudget(q, 0)
+	if n := found(); n != 40 {
+		t.Fatalf("after a rolled-back delete and a prune, the search finds %d jobs, want 40", n)
+	}
+	got, err := q.Reserve(ctx, []string{"p"}, 325, time.Minute)
+	if err != nil || len(got) != 325 {
+		t.Fatalf("Reserve = %d jobs, %v; want 325", len(got), err)
+	}
+	var leases []queue.Lease
+	for _, j := range got {
+		if bytes.HasPrefix(j.Payload, []byte("needle")) {
+			leases = append(leases, j.Lease())
+		}
+	}
+	if lost, err := testutil.AckMany(ctx, q, leases); err != nil || len(lost) != 0 {
+		t.Fatalf("AckMany = lost %v, %v", lost, err)
+	}
+	if side, gone := count("_search"), count("_search_gone"); side != 340 || gone != 25 {
+		t.Fatalf("after 25 acks: %d index rows and %d noted deletions, want 340 and 25", side, gone)
+	}
+	if _, _, err := q.Maintain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if side, gone := count("_search"), count("_search_gone"); side != 315 || gone != 0 {
+		t.Fatalf("after the prune: %d index rows and %d noted deletions, want 315 and 0", side, gone)
+	}
+	if n := found(); n != 15 {
+		t.Fatalf("the search finds %d jobs, want the 15 left", n)
+	}
 }
