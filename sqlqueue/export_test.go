@@ -1,6 +1,9 @@
 package sqlqueue
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetVacuumThresholds makes q check for a vacuum after every acked jobs
 // and vacuum from deadRows dead rows (tests: the defaults take 100,000
@@ -37,4 +40,18 @@ func TableSuffixes() []string {
 		s = append(s, "_"+k)
 	}
 	return s
+}
+
+// IndexHolds reports whether the search index's condition for search
+// holds of the job id (asked alone, without the exact byte test), and
+// whether the index answers that search at all (indexed false: it is a
+// scan, and held is false).
+func IndexHolds(ctx context.Context, q *Queue, id, search string) (held, indexed bool, err error) {
+	cond, args, indexed := q.d.indexedMatch(q.t, search)
+	if !indexed {
+		return false, false, nil
+	}
+	var n int
+	err = q.db.QueryRowContext(ctx, q.rebind("SELECT COUNT(*) FROM "+q.t.jobs+" WHERE id = ? AND "+cond), append([]any{id}, args...)...).Scan(&n)
+	return n == 1, true, err
 }
