@@ -88,6 +88,7 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		baseDur     = fs.Duration("baseline-duration", 0, "length of the baseline (default 5s)")
 		pool        = fs.Int("pool", 0, "connections in each PostgreSQL/MySQL queue's pool instead of the driver package's default (PostgreSQL: pool_max_conns; MySQL: an *sql.DB keeping them all idle)")
 		keepDone    = fs.Bool("keep-done", false, "SQL stores: keep acked jobs in the done state (sqlqueue.WithRetention) instead of deleting them, as River does by default")
+		searchIndex = fs.Bool("search-index", false, "SQL stores: create the payload search index (meridian search enable) of each mode's tables first: what it costs on every write")
 		kept        = fs.Int("kept", 0, "SQL stores: before each mode, fill its fresh jobs table with this many kept rows of finished work, production-shaped (85% done, 10% scheduled 1-10 hours ahead, 5% dead), in bulk INSERT ... SELECT statements: the claim's and ack's cost as the table grows")
 		analyzeKept = fs.Bool("analyze-kept", false, "with --kept: ANALYZE the jobs table once the kept rows are written, before the mode queues its jobs (stale statistics; with --analyze too, fresh ones after the fill; neither: none)")
 		analyze     = fs.Bool("analyze", false, "ANALYZE the jobs table after the burn-down's fill, as autovacuum would on a production server")
@@ -215,16 +216,19 @@ flags:`)
 		case "sqlite":
 			t := bench.SQLite(path)
 			t.KeepDone = *keepDone
+			t.SearchIndex = *searchIndex
 			targets = append(targets, t)
 		case "postgres":
 			t := bench.Postgres(*pgDSN)
 			t.Pool = *pool
 			t.KeepDone = *keepDone
+			t.SearchIndex = *searchIndex
 			targets = append(targets, t)
 		case "mysql":
 			t := bench.MySQL(*myDSN)
 			t.Pool = *pool
 			t.KeepDone = *keepDone
+			t.SearchIndex = *searchIndex
 			targets = append(targets, t)
 		case "redis":
 			t, err := bench.NewRedis(*redisURL)
@@ -251,7 +255,7 @@ flags:`)
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %s%d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
 		o.Jobs, o.Duration, o.Warmup, queuesText(o.Queues), o.Workers, o.Concurrency, prefetchText(o.Prefetch), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
-		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone)+keptText(o.Kept, o.AnalyzeKept))
+		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone)+keptText(o.Kept, o.AnalyzeKept)+searchIndexText(*searchIndex))
 	var errs []error
 	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}
 	for _, t := range targets {
@@ -312,6 +316,13 @@ func keptText(n int, analyzed bool) string {
 func keepDoneText(keep bool) string {
 	if keep {
 		return "; SQL stores keep done jobs (--keep-done)"
+	}
+	return ""
+}
+
+func searchIndexText(on bool) string {
+	if on {
+		return "; SQL stores with the payload search index (--search-index)"
 	}
 	return ""
 }

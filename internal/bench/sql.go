@@ -46,6 +46,11 @@ type SQL struct {
 	// do at their defaults, which keep completed jobs.
 	KeepDone bool
 
+	// SearchIndex creates the payload search index of each queue's
+	// tables (sqlqueue.Queue.EnableSearchIndex) before it is measured:
+	// what the index costs on every write.
+	SearchIndex bool
+
 	rootOnce sync.Once
 	rootPID  int // the server's main process (ServerCPU), 0 if unknown
 }
@@ -125,6 +130,7 @@ func uniqueTable() string {
 type sqlQueue interface {
 	queue.Queue
 	DropTables(ctx context.Context) error
+	EnableSearchIndex(ctx context.Context) error
 	Close() error
 }
 
@@ -162,6 +168,11 @@ func (s *SQL) NewQueue(ctx context.Context) (queue.Queue, func(context.Context) 
 	}
 	drop := func(ctx context.Context) error {
 		return errors.Join(q.DropTables(ctx), q.Close())
+	}
+	if s.SearchIndex {
+		if err := q.EnableSearchIndex(ctx); err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("enabling the search index of %s: %w", table, err), drop(ctx))
+		}
 	}
 	return q, drop, nil
 }
