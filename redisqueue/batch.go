@@ -75,7 +75,7 @@ func (q *Queue) batchBase(id string) string {
 
 // batchKeys are every key of the batch whose base is bb.
 func batchKeys(bb string) []string {
-	return []string{bb, bb + ":st", bb + ":p", bb + ":d", bb + ":f", bb + ":c", bb + ":rk", bb + ":rl"}
+	return []string{bb, bb + ":st", bb + ":p", bb + ":d", bb + ":f", bb + ":c", bb + ":rk", bb + ":rl", bb + ":nx"}
 }
 
 // batchState is a batch's record as the batch scripts return it.
@@ -85,13 +85,14 @@ type batchState struct {
 	due      []driver.BatchEvent // marked due, not yet known pushed
 	failedID string
 	reason   string
+	steps    int     // chain steps added as members, not yet known pushed
 	release  []int64 // applyBatchScript's places of events to release
 }
 
 // decodeBatch reads the values of the scripts' RF; ok is false for an
 // unknown batch.
 func decodeBatch(v []any) (st batchState, ok bool) {
-	if len(v) < 18 || v[0] == nil {
+	if len(v) < len(recordFields) || v[0] == nil {
 		return st, false
 	}
 	s := func(i int) string { x, _ := v[i].(string); return x }
@@ -107,14 +108,14 @@ func decodeBatch(v []any) (st batchState, ok bool) {
 		Total: n(8), Done: n(9), Failed: n(10), Cancelled: n(11),
 		CreatedAt: t(3), CancelledAt: t(4), ThenAt: t(5), CatchAt: t(6), FinishedAt: t(7)}
 	in.Pending = in.Total - in.Done - in.Failed - in.Cancelled
-	st = batchState{info: in, failedID: s(15), reason: s(16),
+	st = batchState{info: in, failedID: s(15), reason: s(16), steps: n(18),
 		rec: driver.BatchRecord{ID: in.ID, Name: in.Name, AllowFailures: in.AllowFailures, Callbacks: s(17)}}
 	for i, ev := range []driver.BatchEvent{driver.BatchThen, driver.BatchCatch, driver.BatchFinally} {
 		if s(12+i) != "" {
 			st.due = append(st.due, ev)
 		}
 	}
-	for _, x := range v[18:] {
+	for _, x := range v[len(recordFields):] {
 		if k, ok := x.(int64); ok {
 			st.release = append(st.release, k)
 		}
@@ -123,7 +124,7 @@ func decodeBatch(v []any) (st batchState, ok bool) {
 }
 
 // recordFields are the scripts' RF, for reading a record without one.
-var recordFields = []string{"id", "nm", "af", "cr", "ca", "ta", "ka", "fa", "tot", "don", "fai", "can", "pt", "pk", "pf", "kf", "kr", "cb"}
+var recordFields = []string{"id", "nm", "af", "cr", "ca", "ta", "ka", "fa", "tot", "don", "fai", "can", "pt", "pk", "pf", "kf", "kr", "cb", "nx"}
 
 // dueMark is the record's field that marks ev due.
 var dueMark = map[driver.BatchEvent]string{driver.BatchThen: "pt", driver.BatchCatch: "pk", driver.BatchFinally: "pf"}
@@ -164,9 +165,6 @@ func (q *Queue) PushBatch(ctx context.Context, rec driver.BatchRecord, jobs []qu
 	}
 	if err := driver.ValidateBatch(jobs); err != nil {
 		return 0, err
-	}
-	if err := noChains(jobs); err != nil {
-		return 0, fmt.Errorf("redisqueue: %s: %w", doing, err)
 	}
 	jobs = withIDs(jobs)
 	af := "0"
@@ -252,9 +250,6 @@ func (q *Queue) AddToBatch(ctx context.Context, id string, jobs []queue.Job) (in
 	}
 	if err := driver.ValidateBatch(jobs); err != nil {
 		return 0, err
-	}
-	if err := noChains(jobs); err != nil {
-		return 0, fmt.Errorf("redisqueue: %s: %w", doing, err)
 	}
 	if id == "" {
 		return 0, fmt.Errorf("redisqueue: %s: %w", doing, queue.ErrNotFound)
@@ -465,11 +460,41 @@ func (q *Queue) BatchMembers(ctx context.Context, id string, f driver.MemberFilt
 // memberEvent is one event of a queue's outbox: member job of batch
 // ended with outcome ("0" done, "2" failed, "3" cancelled); keep is the
 // ms its result, kept without expiry, is kept once the batch finishes
-// ("" for none).
+// ("" for none); steps are a done member's pushes, its chain's next step.
 type memberEvent struct {
 	field                             string
 	seq                               int64
 	batch, job, outcome, reason, keep string
+	steps                             []stepPush
+}
+
+// stepPush is a chain step that a done member's event names: its job's
+// ID and queue, and its push (guard and pushFields, base index left out)
+// packed as the batch keeps it until pushed.
+type stepPush struct{ id, queue, packed string }
+
+// stepFields is how many fields a step takes in a member's event.
+const stepFields = 1 + pushFields
+
+// memberStepsOf reads the steps of a member's event fields p, which
+// follow its first five.
+func memberStepsOf(p []string) []stepPush {
+	var out []stepPush
+	for r := p[5:]; len(r) > 0; r = r[stepFields:] {
+		out = append(out, stepPush{id: r[1], queue: r[2], packed: pack(r[:stepFields]...)})
+	}
+	return out
+}
+
+// pack joins fields as <length>:<bytes> each, as the scripts' pack does.
+func pack(fields ...string) string {
+	var b strings.Builder
+	for _, f := range fields {
+		b.WriteString(strconv.Itoa(len(f)))
+		b.WriteByte(':')
+		b.WriteString(f)
+	}
+	return b.String()
 }
 
 // unpack splits the <length>:<bytes> fields of pack.
@@ -552,12 +577,10 @@ func (q *Queue) settleQueue(ctx context.Context, name, cancelling string) error 
 		switch {
 		case ok && len(p) == 5 && p[0] == graphMark:
 			nodes = append(nodes, nodeEvent{field: f, seq: seq, graph: p[1], job: p[2], outcome: p[3], keep: p[4]})
-		case ok && (len(p) == 4 || len(p) == 5): // 4: noted before results were kept
-			e := memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]}
-			if len(p) == 5 {
-				e.keep = p[4]
-			}
-			evs = append(evs, e)
+		case ok && len(p) == 4: // noted before results were kept
+			evs = append(evs, memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3]})
+		case ok && len(p) >= 5 && p[1] != pushMark && (len(p)-5)%stepFields == 0:
+			evs = append(evs, memberEvent{field: f, seq: seq, batch: p[0], job: p[1], outcome: p[2], reason: p[3], keep: p[4], steps: memberStepsOf(p)})
 		case ok && len(p) == 2+pushFields && p[1] == pushMark:
 			pushes = append(pushes, notedPush{field: f, seq: seq, guard: p[0], fields: p[2:]})
 		default:
@@ -594,7 +617,10 @@ func (q *Queue) applyEvents(ctx context.Context, out, bid string, es []memberEve
 	args := []any{batchRetention.Milliseconds()}
 	fields := make([]string, len(es))
 	for i, e := range es {
-		args = append(args, e.job, e.outcome, e.reason, e.keep)
+		args = append(args, e.job, e.outcome, e.reason, e.keep, len(e.steps))
+		for _, s := range e.steps {
+			args = append(args, s.id, s.queue, s.packed)
+		}
 		fields[i] = e.field
 	}
 	v, err := applyBatchScript.Run(ctx, q.rdb, []string{q.batchBase(bid)}, args...).Slice()
@@ -630,10 +656,16 @@ func (q *Queue) applyEvents(ctx context.Context, out, bid string, es []memberEve
 	return q.rdb.HDel(ctx, out, fields...).Err()
 }
 
-// follow does what batch st has to do: push each callback marked due
-// once (step 3), and cancel its pending members if it was cancelled
-// (unless inCancel).
+// follow does what batch st has to do: push each chain step it added as
+// a member and each callback marked due, once (step 3), and cancel its
+// pending members if it was cancelled (unless inCancel).
 func (q *Queue) follow(ctx context.Context, st batchState, inCancel bool) error {
+	if st.steps > 0 {
+		var err error
+		if st, err = q.pushSteps(ctx, st); err != nil {
+			return err
+		}
+	}
 	for _, ev := range st.due {
 		j, err := st.rec.Callback(ev, st.failedID, st.reason)
 		if err != nil {
@@ -660,6 +692,69 @@ func (q *Queue) follow(ctx context.Context, st batchState, inCancel bool) error 
 		return nil
 	}
 	return q.cancelMembers(ctx, st.info.ID)
+}
+
+// pushSteps pushes the chain steps batch st added as members (step 3),
+// a chunk at a time: each into its queue once whatever the retries
+// (pushOnceScript, guarded by the completed step's lease and the push's
+// place), then its push taken off the batch, a step never stored dropped
+// from the members (stepPushedScript). It returns the record as the last
+// script left it.
+func (q *Queue) pushSteps(ctx context.Context, st batchState) (batchState, error) {
+	bb := q.batchBase(st.info.ID)
+	for {
+		v, err := batchStepsScript.Run(ctx, q.rdb, []string{bb}, memberChunk).StringSlice()
+		if err != nil {
+			return st, err
+		}
+		for i := 0; i+1 < len(v); i += 2 {
+			id, packed := v[i], v[i+1]
+			p, ok := unpack(packed)
+			stored := "1"
+			if ok && len(p) == stepFields {
+				if stored, err = q.pushStep(ctx, p[0], p[1:]); err != nil {
+					return st, err
+				}
+			} else {
+				q.log.Warn("redisqueue: an unreadable chain step of a batch dropped", "batch", st.info.ID, "step", id)
+				stored = "0"
+			}
+			if err := q.batchSweep.step("step-pushed"); err != nil {
+				return st, err
+			}
+			r, err := stepPushedScript.Run(ctx, q.rdb, []string{bb}, batchRetention.Milliseconds(), id, stored).Slice()
+			if err != nil {
+				return st, err
+			}
+			if s, ok := decodeBatch(r); ok {
+				st = s
+			}
+		}
+		if len(v) < 2*memberChunk {
+			return st, nil
+		}
+	}
+}
+
+// pushStep pushes a chain step whose pushFields (base index left out)
+// are fields under guard, once: it returns "1" when that push, now or in
+// an earlier run, stored the job, "0" when it stored nothing (an active
+// job held its ID).
+func (q *Queue) pushStep(ctx context.Context, guard string, fields []string) (string, error) {
+	ks, args, err := q.notedPushArgs(ctx, guard, fields)
+	if err != nil {
+		return "", err
+	}
+	out, err := pushOnceScript.Run(ctx, q.rdb, ks.keys, append(args, "1")...).Slice()
+	if err != nil {
+		return "", err
+	}
+	if len(out) == 2 {
+		if s, _ := out[1].(int64); s != 1 {
+			return "0", nil
+		}
+	}
+	return "1", nil
 }
 
 // releaseMembers starts the retention of the results finished batch bid
@@ -765,17 +860,4 @@ func (q *Queue) cancelMembers(ctx context.Context, bid string) error {
 			return nil
 		}
 	}
-}
-
-// noChains refuses chains among a batch's members: a chain's next step
-// joins its batch in the transaction of the step's ack, and a batch's
-// record sits in another hash slot than its members' queues, where no
-// script of the ack reaches it.
-func noChains(jobs []queue.Job) error {
-	for _, j := range jobs {
-		if _, ok := j.Meta[queue.MetaChain]; ok {
-			return fmt.Errorf("%w: job %s is a chain; redisqueue keeps no chain in a batch", queue.ErrUnsupported, j.ID)
-		}
-	}
-	return nil
 }

@@ -45,21 +45,10 @@ type notedPush struct {
 func (q *Queue) deliver(ctx context.Context, out string, pushes []notedPush) error {
 	slices.SortFunc(pushes, func(a, b notedPush) int { return cmp.Compare(a.seq, b.seq) })
 	for _, p := range pushes {
-		b := q.base(p.fields[1])
-		if err := q.register(ctx, p.fields[1]); err != nil {
+		ks, args, err := q.notedPushArgs(ctx, p.guard, p.fields)
+		if err != nil {
 			return err
 		}
-		ks := newKeyset(q.idsKey(b), q.qsetKey(b))
-		args := make([]any, 0, 3+pushFields)
-		args = append(args, q.wake, p.guard)
-		for i, f := range p.fields {
-			if i == 2 { // the base index
-				args = append(args, ks.of(q.base(p.fields[1])))
-				continue
-			}
-			args = append(args, f)
-		}
-		args = append(args, guardRetention.Milliseconds())
 		if err := pushOnceScript.Run(ctx, q.rdb, ks.keys, args...).Err(); err != nil {
 			return err
 		}
@@ -71,4 +60,25 @@ func (q *Queue) deliver(ctx context.Context, out string, pushes []notedPush) err
 		}
 	}
 	return nil
+}
+
+// notedPushArgs registers the queue of a push noted by a script (its
+// pushFields, base index left out) and returns pushOnceScript's keys and
+// arguments for it under guard.
+func (q *Queue) notedPushArgs(ctx context.Context, guard string, fields []string) (*keyset, []any, error) {
+	b := q.base(fields[1])
+	if err := q.register(ctx, fields[1]); err != nil {
+		return nil, nil, err
+	}
+	ks := newKeyset(q.idsKey(b), q.qsetKey(b))
+	args := make([]any, 0, 4+pushFields)
+	args = append(args, q.wake, guard)
+	for i, f := range fields {
+		if i == 2 { // the base index
+			args = append(args, ks.of(b))
+			continue
+		}
+		args = append(args, f)
+	}
+	return ks, append(args, guardRetention.Milliseconds()), nil
 }

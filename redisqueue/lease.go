@@ -364,7 +364,9 @@ func (q *Queue) completeIn(ctx context.Context, starts []driver.Lease, outs []dr
 			cross := q.base(p.QueueName()) != q.base(name)
 			crosses[i] = crosses[i] || cross
 			var err error
-			if cross {
+			// A batch member's done pushes ride in its outbox event
+			// (completeScript): no key of theirs is named.
+			if cross || (o.Batch != "" && o.Outcome == driver.OutcomeDone) {
 				args, err = q.pushArgsAt(args, 0, &p)
 			} else {
 				args, err = q.pushArgs(args, ks, &p)

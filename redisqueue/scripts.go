@@ -425,6 +425,10 @@ return out
 // lease lost, 2 unknown outcome. A push into the job's own queue is
 // stored by the script; one into another queue (another slot on a
 // Cluster) is noted in the outbox and stored by the next step (chain.go).
+// A batch member's done outcome with pushes (its chain's next step) is
+// neither: the pushes ride in the member's event, guarded by the job's
+// ID, lease token and the push's place, and its batch adds and pushes
+// them (scripts_batch.go).
 var completeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, qset = KEYS[1], KEYS[2]
 local now = now_ms()
@@ -495,9 +499,24 @@ for o = 1, no do
       end
       if enqueue(B, id, jk, t, now) then woke[redis.call('HGET', jk, 'q')] = true end
     end
-    if bid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_member(B, bid, id, oc, reason, keep) end
+    -- A batch member's done outcome takes its pushes (a chain's next
+    -- step) into its event: its batch adds them as members and pushes
+    -- them (step 2 of scripts_batch.go), or not, as it decides.
+    local steps = bid ~= '' and oc == 0 and np > 0
+    if bid ~= '' and (oc == 0 or oc == 2 or oc == 3) then
+      local nx = {}
+      if steps then
+        for p = 0, np - 1 do
+          local pi = first + p * ` + itoa(pushFields) + `
+          nx[#nx+1] = id .. ':' .. tok .. ':' .. p
+          for k = 0, ` + itoa(pushFields) + ` - 1 do nx[#nx+1] = ARGV[pi+k] end
+          nx[#nx - ` + itoa(pushFields) + ` + 3] = ''
+        end
+      end
+      note_member(B, bid, id, oc, reason, keep, nx)
+    end
     if gid ~= '' and (oc == 0 or oc == 2 or oc == 3) then note_node(B, gid, id, oc, keep) end
-    if oc == 0 or oc == 2 then
+    if (oc == 0 or oc == 2) and not steps then
       for p = 0, np - 1 do
         local pi = first + p * ` + itoa(pushFields) + `
         if KEYS[tonumber(ARGV[pi+2])] == B then

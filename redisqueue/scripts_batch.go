@@ -54,10 +54,13 @@ end
 -- note_member records, in queue B's outbox, that member id of batch bid
 -- ended with outcome oc (0 done, 2 failed, 3 cancelled); keep, when
 -- given, is how long (ms) its result, kept without expiry, is kept once
--- the batch has finished.
-local function note_member(B, bid, id, oc, reason, keep)
+-- the batch has finished. steps, when given, is the done member's
+-- pushes (its chain's next step), each its guard then its pushFields
+-- with the base index left out: the batch makes them members and pushes
+-- them (applyBatchScript).
+local function note_member(B, bid, id, oc, reason, keep, steps)
   local n = redis.call('INCR', B..':seq')
-  redis.call('HSET', B..':bout', int(n), pack(bid, id, tostring(oc), reason, keep or ''))
+  redis.call('HSET', B..':bout', int(n), pack(bid, id, tostring(oc), reason, keep or '', unpack(steps or {})))
 end
 -- note_push records, in queue B's outbox, the push whose pushFields start
 -- at ARGV[i] (its base index left out: the queue's name finds it), under
@@ -106,8 +109,12 @@ end
 // state (score 0, ordered by ID). <batch base>:rk is a hash member ID ->
 // the ms its result is kept after the batch finishes, and :rl the
 // results to release ("<keep>:<member ID>"), filled when it finishes.
+// <batch base>:nx is the batch's step pushes: a hash member ID -> the
+// push of a chain's next step added as a member and not yet known
+// pushed (its guard and pushFields, packed), and the record's nx counts
+// them.
 const batchSide = `
-local RF = {'id','nm','af','cr','ca','ta','ka','fa','tot','don','fai','can','pt','pk','pf','kf','kr','cb'}
+local RF = {'id','nm','af','cr','ca','ta','ka','fa','tot','don','fai','can','pt','pk','pf','kf','kr','cb','nx'}
 local CNT = {d = 'don', f = 'fai', c = 'can'}
 local function record(BB) return redis.call('HMGET', BB, unpack(RF)) end
 -- due marks the callbacks the counters make due (driver.BatchDue), each
@@ -121,7 +128,7 @@ local function due(BB, now, keep)
     redis.call('HSET', BB, 'fa', int(now), 'pf', 1)
     local rk = redis.call('HGETALL', BB..':rk')
     for k = 1, #rk, 2 do redis.call('RPUSH', BB..':rl', rk[k+1] .. ':' .. rk[k]) end
-    for _, k in ipairs({BB, BB..':st', BB..':p', BB..':d', BB..':f', BB..':c', BB..':rk', BB..':rl'}) do
+    for _, k in ipairs({BB, BB..':st', BB..':p', BB..':d', BB..':f', BB..':c', BB..':rk', BB..':rl', BB..':nx'}) do
       redis.call('PEXPIRE', k, keep)
     end
   end
@@ -133,6 +140,15 @@ local function move(BB, id, from, to, qn)
   redis.call('ZADD', BB..':'..to, 0, id)
   if CNT[from] then redis.call('HINCRBY', BB, CNT[from], -1) end
   if CNT[to] then redis.call('HINCRBY', BB, CNT[to], 1) end
+end
+-- add_step adds the chain step id of queue qn as a pending member, its
+-- push (entry) on the step pushes, unless id is a member already.
+local function add_step(BB, id, qn, entry)
+  if redis.call('HSETNX', BB..':st', id, 'p' .. qn) == 0 then return end
+  redis.call('ZADD', BB..':p', 0, id)
+  redis.call('HINCRBY', BB, 'tot', 1)
+  redis.call('HSET', BB..':nx', id, entry)
+  redis.call('HINCRBY', BB, 'nx', 1)
 end
 -- add_members adds the (id, queue) pairs of ARGV from i as pending
 -- members, skipping IDs that are members already, and returns the IDs
@@ -206,10 +222,17 @@ return record(BB)
 `)
 
 // applyBatchScript applies members' outcomes to their batch (step 2):
-// KEYS = batch base; ARGV = retention ms, then (member ID, outcome,
-// reason, keep) quadruples. A member moves by driver.MemberTransition's
-// rule, or not at all (an event applied again); the first failure names
-// the catch job's member and, without allow failures, cancels the batch.
+// KEYS = batch base; ARGV = retention ms, then per event the member ID,
+// outcome, reason, keep and the number of its steps, followed by each
+// step's (ID, queue, packed push). A member moves by
+// driver.MemberTransition's rule, or not at all (an event applied
+// again); the first failure names the catch job's member and, without
+// allow failures, cancels the batch. A pending member done while the
+// batch runs (neither cancelled nor finished) first adds its steps (its
+// chain's next step) as pending members, each with its push on :nx
+// (step 3 pushes it), so that the batch never looks finished between a
+// chain's steps; otherwise its steps are dropped: the chain ends with
+// its batch.
 // A done member's keep (the ms its result is kept, "" for none) is noted
 // in :rk while the batch runs. It returns the record after marking what
 // is due, followed by the places (from 1) of the events whose kept result
@@ -221,9 +244,12 @@ if not redis.call('HGET', BB, 'id') then return {} end
 local now = now_ms()
 local rel = {}
 local e = 0
-for k = 2, #ARGV, 4 do
+local k = 2
+while k <= #ARGV do
   e = e + 1
-  local id, oc, reason, rk = ARGV[k], ARGV[k+1], ARGV[k+2], ARGV[k+3]
+  local id, oc, reason, rk, ns = ARGV[k], ARGV[k+1], ARGV[k+2], ARGV[k+3], tonumber(ARGV[k+4])
+  local s0 = k + 5
+  k = s0 + 3 * ns
   local v = redis.call('HGET', BB..':st', id)
   if v then
     local from, qn = string.sub(v, 1, 1), string.sub(v, 2)
@@ -232,6 +258,12 @@ for k = 2, #ARGV, 4 do
     elseif oc == '2' and from == 'p' then to = 'f'
     elseif oc == '3' and from == 'p' then to = 'c' end
     if to then
+      if to == 'd' and from == 'p' and ns > 0 then
+        local r = redis.call('HMGET', BB, 'ca', 'fa')
+        if not r[1] and not r[2] then
+          for s = s0, k - 1, 3 do add_step(BB, ARGV[s], ARGV[s+1], ARGV[s+2]) end
+        end
+      end
       if to == 'd' and rk ~= '' and not redis.call('HGET', BB, 'fa') then redis.call('HSET', BB..':rk', id, rk) end
       move(BB, id, from, to, qn)
       if to == 'f' then
@@ -264,6 +296,53 @@ for _, en in ipairs(redis.call('LRANGE', BB..':rl', 0, tonumber(ARGV[1]) - 1)) d
   out[#out+1] = v and string.sub(v, 2) or ''
 end
 return out
+`)
+
+// batchStepsScript reads up to limit step pushes of a batch (step 3):
+// KEYS = batch base; ARGV = limit. It returns (member ID, packed push)
+// pairs of the steps still pending, and takes off the pushes of steps
+// no longer pending (cancelled with their batch: they are not pushed).
+var batchStepsScript = redis.NewScript(`
+local BB = KEYS[1]
+local limit = tonumber(ARGV[1])
+local out = {}
+local kv = redis.call('HGETALL', BB..':nx')
+for k = 1, #kv, 2 do
+  local v = redis.call('HGET', BB..':st', kv[k])
+  if v and string.sub(v, 1, 1) == 'p' then
+    if #out < 2 * limit then
+      out[#out+1] = kv[k]
+      out[#out+1] = kv[k+1]
+    end
+  else
+    redis.call('HDEL', BB..':nx', kv[k])
+    redis.call('HINCRBY', BB, 'nx', -1)
+  end
+end
+return out
+`)
+
+// stepPushedScript takes a step's push off the batch once it is known
+// pushed (the end of step 3): KEYS = batch base; ARGV = retention ms, the
+// step's member ID, "1" when the push stored it. A step never stored
+// (its ID held by another job) is dropped from the members, still
+// pending, so that the batch can finish. It returns the record after
+// marking what is due, or {} for an unknown batch.
+var stepPushedScript = redis.NewScript(prelude + batchSide + `
+local BB = KEYS[1]
+if not redis.call('HGET', BB, 'id') then return {} end
+local id = ARGV[2]
+if redis.call('HDEL', BB..':nx', id) == 1 then redis.call('HINCRBY', BB, 'nx', -1) end
+if ARGV[3] ~= '1' then
+  local v = redis.call('HGET', BB..':st', id)
+  if v and string.sub(v, 1, 1) == 'p' then
+    redis.call('HDEL', BB..':st', id)
+    redis.call('ZREM', BB..':p', id)
+    redis.call('HINCRBY', BB, 'tot', -1)
+  end
+end
+due(BB, now_ms(), tonumber(ARGV[1]))
+return record(BB)
 `)
 
 // cancelBatchScript marks a batch cancelled unless it has finished: KEYS =
@@ -361,22 +440,31 @@ return n
 `)
 
 // pushOnceScript pushes a job once, whatever the retries: a batch's
-// callback (step 3) or a chain's next step noted in an outbox (chain.go).
-// KEYS = ids, queues, the job's queue's base; ARGV = channel, guard (a
-// batch's ID and event, or the completed job's lease and the push's
-// place), then the job's pushFields, then the guard's retention in ms.
-// The guard stays in <base>:once for that long so that a push run again
-// after a crash stores nothing. It returns {1, push_one's status} when it
-// pushed (status 1 stored, 0 an active job of the ID, 2 or 3 a unique
-// key held), {0} when the guard was there.
+// callback or chain step (step 3) or a chain's next step noted in an
+// outbox (chain.go). KEYS = ids, queues, the job's queue's base; ARGV =
+// channel, guard (a batch's ID and event, or the completed job's lease
+// and the push's place), then the job's pushFields, then the guard's
+// retention in ms, and optionally "1" to note a push that stored nothing
+// beside the guard (as guard.."\0skip"). The guard stays in <base>:once
+// for that long so that a push run again after a crash stores nothing.
+// It returns {1, push_one's status} when it pushed (status 1 stored, 0
+// an active job of the ID, 2 or 3 a unique key held), {0} when the guard
+// was there, or {0, 0} when it was and the push it guards was noted as
+// having stored nothing.
 var pushOnceScript = redis.NewScript(prelude + `
 local ids, qset, B = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
 local keep = tonumber(ARGV[3 + ` + itoa(pushFields) + `])
 redis.call('ZREMRANGEBYSCORE', B..':once', '-inf', int(now - keep))
-if redis.call('ZSCORE', B..':once', ARGV[2]) then return {0} end
+if redis.call('ZSCORE', B..':once', ARGV[2]) then
+  if redis.call('ZSCORE', B..':once', ARGV[2] .. '\0skip') then return {0, 0} end
+  return {0}
+end
 local st, _, ready = push_one(ids, qset, now, 3)
 redis.call('ZADD', B..':once', int(now), ARGV[2])
+if st ~= 1 and ARGV[4 + ` + itoa(pushFields) + `] == '1' then
+  redis.call('ZADD', B..':once', int(now), ARGV[2] .. '\0skip')
+end
 local woke = {}
 if ready then woke[ARGV[4]] = true end
 publish(ARGV[1], woke)
