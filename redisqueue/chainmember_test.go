@@ -1,7 +1,12 @@
 package redisqueue_test
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
@@ -209,4 +214,135 @@ func TestChainMemberStepsResume(t *testing.T) {
 		}
 		wantQuiet(t, peer)
 	})
+}
+
+// The jobs of TestChainMembersSIGKILL, handled by testdata/batchworker
+// (same type names, so the same job names): step S of the chain that is
+// member M of batch B, and the batches' callbacks.
+type (
+	chainStep struct{ B, M, S int }
+	chainCB   struct{}
+)
+
+// TestChainMembersSIGKILL runs 8 batches of 6 members each, every member
+// a chain of 2 or 3 steps whose steps go to queues "ch" and "ch2" in
+// turn, on rounds of three worker processes that each SIGKILL themselves
+// at a random moment within 800 ms of their start, wherever their work
+// then is (a handler, an ack, a step of the batch protocol), until every
+// batch has finished and nothing is left in the queues or their outboxes.
+// Every step must have run, each pushed once (one CreatedAt, however
+// often it ran again after a kill), every batch count each of its chains'
+// steps as a member done, and each batch's then and finally be pushed
+// once.
+func TestChainMembersSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts worker processes; skipped with -short")
+	}
+	t.Parallel()
+	bin := buildBatchWorker(t)
+	rdb := client(t)
+	p := prefix(t, rdb)
+	q := newQueue(t, rdb, p)
+	const batches, members = 12, 10
+	job := func(v any, name string) queue.Job {
+		t.Helper()
+		j, err := queue.NewJob(v, queue.OnQueue(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	steps := map[string]bool{} // "B:M:S" of every step
+	ids := make([]string, batches)
+	totals := make([]int, batches)
+	for b := range batches {
+		var bt queue.Batch
+		for m := range members {
+			var c queue.Chain
+			for s := range 2 + (b+m)%2 {
+				c.Steps = append(c.Steps, job(chainStep{b, m, s}, []string{"ch", "ch2"}[s%2]))
+				steps[fmt.Sprintf("%d:%d:%d", b, m, s)] = true
+			}
+			first, err := c.First()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bt.Jobs = append(bt.Jobs, first)
+			totals[b] += len(c.Steps)
+		}
+		then, finally := job(chainCB{}, "ch"), job(chainCB{}, "ch")
+		bt.Then, bt.Finally = &then, &finally
+		id, err := queue.DispatchBatch(t.Context(), q, bt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[b] = id
+	}
+	finished := func() bool {
+		for _, id := range ids {
+			if !getInfo(t, q, id).Finished() {
+				return false
+			}
+		}
+		l, err := q.Len(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l == 0 && outbox(t, q, "ch") == 0 && outbox(t, q, "ch2") == 0
+	}
+	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p,
+		"BATCHWORKER_KILL_WITHIN=400")
+	kills := testutil.KillRounds(t, 3*time.Minute, finished, func() []*exec.Cmd {
+		return startWorkers(t, bin, env, nil, nil, nil)
+	})
+	if kills == 0 {
+		t.Errorf("no process was killed: the test proved nothing")
+	}
+	lines, err := rdb.LRange(t.Context(), "{"+p+"}:test:chain", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushes := map[string]map[string]bool{} // step or "batch:event" -> CreatedAt of each run
+	runs := 0
+	for _, l := range lines {
+		kind, rest, _ := strings.Cut(l, ":")
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 || (kind != "s" && kind != "c") {
+			t.Fatalf("unreadable log entry %q", l)
+		}
+		what, created := rest[:i], rest[i+1:]
+		if kind == "s" {
+			runs++
+			if !steps[what] {
+				t.Errorf("a step %s ran that no chain has", what)
+			}
+		}
+		if pushes[what] == nil {
+			pushes[what] = map[string]bool{}
+		}
+		pushes[what][created] = true
+	}
+	for s := range steps {
+		if n := len(pushes[s]); n != 1 {
+			t.Errorf("step %s ran from %d pushes (by CreatedAt), want 1", s, n)
+		}
+	}
+	for b, id := range ids {
+		in := getInfo(t, q, id)
+		if in.Total != totals[b] {
+			t.Errorf("batch %d has %d members, want its chains' %d steps", b, in.Total, totals[b])
+		}
+		wantCounts(t, fmt.Sprintf("batch %d at the end", b), in, 0, totals[b], 0, 0)
+		for _, ev := range []driver.BatchEvent{driver.BatchThen, driver.BatchFinally, driver.BatchCatch} {
+			want := 1
+			if ev == driver.BatchCatch {
+				want = 0
+			}
+			if n := len(pushes[id+":"+string(ev)]); n != want {
+				t.Errorf("batch %d's %s pushed %d times (by CreatedAt), want %d", b, ev, n, want)
+			}
+		}
+	}
+	t.Logf("%d steps of %d chains in %d batches over %d SIGKILLs; %d step runs again after a kill",
+		len(steps), batches*members, batches, kills, runs-len(steps))
 }

@@ -21,6 +21,13 @@
 // end mark (the member runs again), or with BATCHWORKER_KILL_AT=ack as
 // soon as its K-th member's ack is stored.
 //
+// On queues "ch" and "ch2" it handles TestChainMembersSIGKILL's chain
+// steps, chainStep{B, M, S} (step S of the chain that is member M of
+// batch B), and its batches' callbacks, chainCB, logging each run with
+// its job's CreatedAt to a fourth list. With BATCHWORKER_KILL_WITHIN=ms
+// the process sends itself SIGKILL at a random moment between 100 ms and
+// that many ms after it starts, wherever its work then is.
+//
 // Environment: BATCHWORKER_ADDR (host:port or a redis:// URL),
 // BATCHWORKER_PREFIX. SIGTERM stops it.
 package main
@@ -30,6 +37,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strconv"
@@ -59,7 +67,9 @@ type (
 		Key string
 		N   int
 	}
-	seqPlain struct{ N int }
+	seqPlain  struct{ N int }
+	chainStep struct{ B, M, S int }
+	chainCB   struct{}
 )
 
 func main() {
@@ -84,7 +94,7 @@ func main() {
 	record := func(ctx context.Context, entry string) error {
 		return rdb.RPush(context.WithoutCancel(ctx), logKey, entry).Err()
 	}
-	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb", "gm", "sq", "gn").
+	w := queue.NewWorker(q).Slog(slog.New(slog.DiscardHandler)).Queues("bm", "cb", "gm", "sq", "gn", "ch", "ch2").
 		Poll(50 * time.Millisecond).Concurrency(4).Lease(time.Second)
 	queue.Handle(w, func(ctx context.Context, m member) error {
 		time.Sleep(5 * time.Millisecond) // so that kills find members running
@@ -132,6 +142,13 @@ func main() {
 		}))
 	}
 	handleSeq(w, rdb, prefix)
+	handleChains(w, rdb, prefix)
+	if within, _ := strconv.Atoi(os.Getenv("BATCHWORKER_KILL_WITHIN")); within > 100 {
+		go func() {
+			time.Sleep(time.Duration(100+rand.IntN(within-100)) * time.Millisecond)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
@@ -172,4 +189,20 @@ func handleSeq(w *queue.Worker, rdb *redis.Client, prefix string) {
 			}
 		}))
 	}
+}
+
+// handleChains registers the handlers of TestChainMembersSIGKILL's jobs
+// on w: each run logged as "s:B:M:S:<CreatedAt ms>" or "c:<batch>:<event>:<CreatedAt ms>".
+func handleChains(w *queue.Worker, rdb *redis.Client, prefix string) {
+	logKey := "{" + prefix + "}:test:chain"
+	queue.Handle(w, func(ctx context.Context, s chainStep) error {
+		j, _ := queue.JobFromContext(ctx)
+		time.Sleep(2 * time.Millisecond) // so that kills find steps running
+		return rdb.RPush(context.WithoutCancel(ctx), logKey, fmt.Sprintf("s:%d:%d:%d:%d", s.B, s.M, s.S, j.CreatedAt.UnixMilli())).Err()
+	})
+	queue.Handle(w, func(ctx context.Context, _ chainCB) error {
+		j, _ := queue.JobFromContext(ctx)
+		return rdb.RPush(context.WithoutCancel(ctx), logKey,
+			fmt.Sprintf("c:%s:%s:%d", j.Meta[queue.MetaBatchOf], j.Meta[queue.MetaBatchEvent], j.CreatedAt.UnixMilli())).Err()
+	})
 }
