@@ -44,9 +44,10 @@ import (
 // dead-lettered is a failed member and ends its chain (the chain's Catch
 // is pushed, not as a member); in a batch that was cancelled a step's ack
 // pushes no next step. A chain in a batch may not contain a batch step
-// (Batch.Step), and a store that cannot add the next step with the ack
-// refuses chain members (redisqueue: ErrUnsupported). The callbacks are
-// carried, encoded, in the batch's record.
+// (Batch.Step). (redisqueue adds the next step to the batch just after
+// the ack, in the batch's own hash slot, before counting the step done:
+// the batch never looks finished between two steps there either.) The
+// callbacks are carried, encoded, in the batch's record.
 type Batch struct {
 	// Name labels the batch on the dashboard (optional, at most 255
 	// bytes).

@@ -24,8 +24,11 @@
 // the Waiter ability, woken by pub/sub; the Scheduler ability: named
 // leases with epochs (leader election, queue.Limiter's limits) and
 // periodic ticks claimed once, fenced by a lease's epoch; the
-// Workflows ability: batches with their callbacks pushed once (chains need
-// no ability: a step's next job rides in its Completion); the Graphs
+// Workflows ability: batches with their callbacks pushed once, a member
+// may be a chain (chains need no ability: a step's next job rides in its
+// Completion; in a batch it crosses to the batch's slot with the step's
+// outcome, is added there as a pending member before the step counts
+// done, and is pushed once: scripts_batch.go); the Graphs
 // ability: graphs of jobs (package dag), each node's transition and each
 // dependant's push once (graph.go, scripts_graph.go); the Inspector
 // ability (exact counts from the sizes of the state sets, lists paged by
@@ -112,11 +115,21 @@
 // A batch's keys share {prefix:%B:id} (its id escaped as a queue name is;
 // "%B" is in no queue's escaped name): the record (a hash of its name,
 // callbacks, counters, times and the callbacks due), :st (member ID ->
-// state and queue) and :p, :d, :f, :c (the member IDs by state). A member's
-// outcome crosses from its queue's slot to its batch's in steps, each one
-// script in one slot and safe to run again; scripts_batch.go and
-// docs/drivers.md say which and what a reader sees in between. A chain
-// step's next job for another queue crosses the same way (chain.go).
+// state and queue), :p, :d, :f, :c (the member IDs by state), :rk and
+// :rl (members' results kept, and to release) and :nx (chain steps added
+// as members, not yet known pushed). A member's outcome crosses from its
+// queue's slot to its batch's in steps, each one script in one slot and
+// safe to run again; scripts_batch.go and docs/drivers.md say which and
+// what a reader sees in between. A chain step's next job for another
+// queue crosses the same way (chain.go). A batch member may be a chain:
+// the ack of a step puts its next step in the member's event, and the
+// script that applies it adds the step to the batch as a pending member
+// before it counts the finished step done (so the batch never looks
+// finished between steps), or drops it when the batch was cancelled or
+// has finished (the chain ends with its batch); the step is then pushed
+// once through its guard, and one that the push did not store (an
+// active job holds its ID) is dropped from the members so the batch can
+// still finish. A step dead-lettered is a failed member.
 //
 // A graph's keys share {prefix:%G:id}: the record (name, times, counters
 // by node state), per node hashes by name (:st state, :wt dependencies

@@ -11,15 +11,22 @@ import "github.com/redis/go-redis/v9"
 //
 //  1. the member's outcome (Complete, Purge, a batch's cancel) and an
 //     event naming it, in the member queue's outbox <base>:bout, in one
-//     script of the queue's slot;
+//     script of the queue's slot; a done member's pushes (its chain's
+//     next step) ride in the event, not pushed;
 //  2. the event applied to the batch by driver.MemberTransition's rule,
 //     the counters with it, and each callback it makes due marked as due
 //     (pt, pk, pf) once, in one script of the batch's slot; an event
-//     applied twice moves nothing the second time;
-//  3. each due callback pushed into its queue under a guard,
-//     <base>:once, that a second push of the same callback finds, then
-//     its mark cleared in the batch; a failure that cancels the batch has
-//     its pending members cancelled through step 1 of their queues;
+//     applied twice moves nothing the second time; a pending member done
+//     while the batch runs first adds its chain's next step as a pending
+//     member, its push kept on the batch's :nx;
+//  3. each step on :nx pushed into its queue under a guard (the finished
+//     step's lease and the push's place) in <base>:once, then taken off
+//     :nx, and dropped from the members if the push stored nothing (an
+//     active job held its ID: the guard notes that too); each due
+//     callback pushed into its queue under a guard, <base>:once, that a
+//     second push of the same callback finds, then its mark cleared in
+//     the batch; a failure that cancels the batch has its pending members
+//     cancelled through step 1 of their queues;
 //  4. the event deleted from the outbox, once the batch has nothing left
 //     to do for it.
 //
