@@ -469,19 +469,23 @@ type memberEvent struct {
 }
 
 // stepPush is a chain step that a done member's event names: its job's
-// ID and queue, and its push (guard and pushFields, base index left out)
-// packed as the batch keeps it until pushed.
+// ID and queue, and its push (pushFields, base index left out) packed as
+// the batch keeps it until pushed.
 type stepPush struct{ id, queue, packed string }
 
 // stepFields is how many fields a step takes in a member's event.
-const stepFields = 1 + pushFields
+const stepFields = pushFields
+
+// stepGuard is the guard in <base>:once of the push of chain step id of
+// batch bid (IDs have no NUL).
+func stepGuard(bid, id string) string { return bid + "\x00step\x00" + id }
 
 // memberStepsOf reads the steps of a member's event fields p, which
 // follow its first five.
 func memberStepsOf(p []string) []stepPush {
 	var out []stepPush
 	for r := p[5:]; len(r) > 0; r = r[stepFields:] {
-		out = append(out, stepPush{id: r[1], queue: r[2], packed: pack(r[:stepFields]...)})
+		out = append(out, stepPush{id: r[0], queue: r[1], packed: pack(r[:stepFields]...)})
 	}
 	return out
 }
@@ -696,10 +700,9 @@ func (q *Queue) follow(ctx context.Context, st batchState, inCancel bool) error 
 
 // pushSteps pushes the chain steps batch st added as members (step 3),
 // a chunk at a time: each into its queue once whatever the retries
-// (pushOnceScript, guarded by the completed step's lease and the push's
-// place), then its push taken off the batch, a step never stored dropped
-// from the members (stepPushedScript). It returns the record as the last
-// script left it.
+// (pushOnceScript, under stepGuard), then its push taken off the batch,
+// a step never stored dropped from the members (stepPushedScript). It
+// returns the record as the last script left it.
 func (q *Queue) pushSteps(ctx context.Context, st batchState) (batchState, error) {
 	bb := q.batchBase(st.info.ID)
 	for {
@@ -711,8 +714,11 @@ func (q *Queue) pushSteps(ctx context.Context, st batchState) (batchState, error
 			id, packed := v[i], v[i+1]
 			p, ok := unpack(packed)
 			stored := "1"
+			if err := q.batchSweep.step("steps-read"); err != nil {
+				return st, err
+			}
 			if ok && len(p) == stepFields {
-				if stored, err = q.pushStep(ctx, p[0], p[1:]); err != nil {
+				if stored, err = q.pushStep(ctx, stepGuard(st.info.ID, id), p); err != nil {
 					return st, err
 				}
 			} else {

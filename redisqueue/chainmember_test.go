@@ -346,3 +346,55 @@ func TestChainMembersSIGKILL(t *testing.T) {
 	t.Logf("%d steps of %d chains in %d batches over %d SIGKILLs; %d step runs again after a kill",
 		len(steps), batches*members, batches, kills, runs-len(steps))
 }
+
+// TestChainMemberCancelRace cancels a batch while another process pushes
+// its chain member's next step (between reading the push off the batch
+// and storing it): the step is counted cancelled and never stored, as a
+// cancelled batch pushes no step.
+func TestChainMemberCancelRace(t *testing.T) {
+	t.Parallel()
+	rdb := client(t)
+	p := prefix(t, rdb)
+	racing := newQueue(t, rdb, p)
+	peer := newQueue(t, client(t), p)
+	redisqueue.SetSweepEvery(peer, 0)
+	var id string
+	cancelled := false
+	redisqueue.SetBatchHook(racing, func(step string) error {
+		if step == "steps-read" && !cancelled {
+			cancelled = true
+			in, err := peer.CancelBatch(t.Context(), id)
+			if err != nil {
+				t.Errorf("CancelBatch: %v", err)
+			}
+			wantCounts(t, "after CancelBatch", in, 0, 1, 0, 1)
+		}
+		return nil
+	})
+	b, err := queue.DispatchBatch(t.Context(), racing, protoBatch(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = b
+	step := reserveAll(t, racing, "bm", 1)[0]
+	next := queue.Job{ID: driver.NewID(), Queue: "bc", Name: "step", Meta: map[string]string{queue.MetaBatch: id}}
+	c := driver.Completion{Lease: step.Lease(), Outcome: driver.OutcomeDone, Batch: id, Push: []queue.Job{next}}
+	if err := testutil.Complete(t.Context(), racing, c); err != nil {
+		t.Fatal(err)
+	}
+	if !cancelled {
+		t.Fatal("the step's push was never read: the race was not run")
+	}
+	if n, _ := peer.Len(t.Context(), "bc"); n != 0 {
+		t.Errorf("Len(bc) = %d, want 0: the cancelled batch's step was stored", n)
+	}
+	in := getInfo(t, peer, id)
+	wantCounts(t, "at the end", in, 0, 1, 0, 1)
+	if !in.Finished() {
+		t.Errorf("the batch is %+v, want finished", in)
+	}
+	if got := callbacksRun(t, peer); got[driver.BatchFinally] != 1 || len(got) != 1 {
+		t.Errorf("callbacks %v, want finally alone", got)
+	}
+	wantQuiet(t, peer)
+}

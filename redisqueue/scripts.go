@@ -426,9 +426,8 @@ return out
 // stored by the script; one into another queue (another slot on a
 // Cluster) is noted in the outbox and stored by the next step (chain.go).
 // A batch member's done outcome with pushes (its chain's next step) is
-// neither: the pushes ride in the member's event, guarded by the job's
-// ID, lease token and the push's place, and its batch adds and pushes
-// them (scripts_batch.go).
+// neither: the pushes ride in the member's event, and its batch adds and
+// pushes them (scripts_batch.go).
 var completeScript = redis.NewScript(prelude + batchPrelude + `
 local ids, qset = KEYS[1], KEYS[2]
 local now = now_ms()
@@ -508,7 +507,6 @@ for o = 1, no do
       if steps then
         for p = 0, np - 1 do
           local pi = first + p * ` + itoa(pushFields) + `
-          nx[#nx+1] = id .. ':' .. tok .. ':' .. p
           for k = 0, ` + itoa(pushFields) + ` - 1 do nx[#nx+1] = ARGV[pi+k] end
           nx[#nx - ` + itoa(pushFields) + ` + 3] = ''
         end

@@ -19,10 +19,10 @@ import "github.com/redis/go-redis/v9"
 //     applied twice moves nothing the second time; a pending member done
 //     while the batch runs first adds its chain's next step as a pending
 //     member, its push kept on the batch's :nx;
-//  3. each step on :nx pushed into its queue under a guard (the finished
-//     step's lease and the push's place) in <base>:once, then taken off
-//     :nx, and dropped from the members if the push stored nothing (an
-//     active job held its ID: the guard notes that too); each due
+//  3. each step on :nx pushed into its queue under a guard naming the
+//     batch and the step, <batch>"\0step\0"<step ID>, in <base>:once,
+//     then taken off :nx, and dropped from the members if the push stored
+//     nothing (an active job held its ID: the guard notes that too); each due
 //     callback pushed into its queue under a guard, <base>:once, that a
 //     second push of the same callback finds, then its mark cleared in
 //     the batch; a failure that cancels the batch has its pending members
@@ -62,9 +62,9 @@ end
 -- ended with outcome oc (0 done, 2 failed, 3 cancelled); keep, when
 -- given, is how long (ms) its result, kept without expiry, is kept once
 -- the batch has finished. steps, when given, is the done member's
--- pushes (its chain's next step), each its guard then its pushFields
--- with the base index left out: the batch makes them members and pushes
--- them (applyBatchScript).
+-- pushes (its chain's next step), each its pushFields with the base
+-- index left out: the batch makes them members and pushes them
+-- (applyBatchScript).
 local function note_member(B, bid, id, oc, reason, keep, steps)
   local n = redis.call('INCR', B..':seq')
   redis.call('HSET', B..':bout', int(n), pack(bid, id, tostring(oc), reason, keep or '', unpack(steps or {})))
@@ -118,8 +118,8 @@ end
 // results to release ("<keep>:<member ID>"), filled when it finishes.
 // <batch base>:nx is the batch's step pushes: a hash member ID -> the
 // push of a chain's next step added as a member and not yet known
-// pushed (its guard and pushFields, packed), and the record's nx counts
-// them.
+// pushed (its pushFields, base index left out, packed), and the
+// record's nx counts them.
 const batchSide = `
 local RF = {'id','nm','af','cr','ca','ta','ka','fa','tot','don','fai','can','pt','pk','pf','kf','kr','cb','nx'}
 local CNT = {d = 'don', f = 'fai', c = 'can'}
@@ -307,16 +307,18 @@ return out
 
 // batchStepsScript reads up to limit step pushes of a batch (step 3):
 // KEYS = batch base; ARGV = limit. It returns (member ID, packed push)
-// pairs of the steps still pending, and takes off the pushes of steps
-// no longer pending (cancelled with their batch: they are not pushed).
+// pairs of the steps still pending in a batch not cancelled, and takes
+// off the others' pushes: a cancelled batch pushes no step (its pending
+// ones are cancelled as its other members are, cancelMembersScript).
 var batchStepsScript = redis.NewScript(`
 local BB = KEYS[1]
 local limit = tonumber(ARGV[1])
 local out = {}
+local ca = redis.call('HGET', BB, 'ca')
 local kv = redis.call('HGETALL', BB..':nx')
 for k = 1, #kv, 2 do
   local v = redis.call('HGET', BB..':st', kv[k])
-  if v and string.sub(v, 1, 1) == 'p' then
+  if not ca and v and string.sub(v, 1, 1) == 'p' then
     if #out < 2 * limit then
       out[#out+1] = kv[k]
       out[#out+1] = kv[k+1]
@@ -414,9 +416,11 @@ return out
 // one's lease is then lost, and written to the cancel log, so that its
 // Worker stops the handler as after Controller.Cancel) and noted
 // cancelled in the outbox; a member whose job is gone with no event in
-// the outbox (its push never happened: a dispatch cut short) is noted
-// cancelled too; a dead or finished one is left to its own event. It
-// returns how many it noted.
+// the outbox (its push never happened: a dispatch cut short, or a
+// chain's next step not yet pushed by step 3) is noted cancelled too,
+// and the guard of a step's push put in <base>:once, so that a push of
+// it still under way stores nothing; a dead or finished one is left to
+// its own event. It returns how many it noted.
 var cancelMembersScript = redis.NewScript(prelude + batchPrelude + controlLua + `
 local ids, B, clog, bid = KEYS[1], KEYS[2], KEYS[3], ARGV[1]
 local stamp = tonumber(ARGV[2])
@@ -438,6 +442,7 @@ for k = 5, #ARGV do
     note_member(B, bid, id, 3, '')
     n = n + 1
   elseif not st and not noted(B, id) then
+    redis.call('ZADD', B..':once', int(now_ms()), bid .. '\0step\0' .. id)
     note_member(B, bid, id, 3, '')
     n = n + 1
   end
