@@ -154,8 +154,7 @@ local function add_step(BB, id, qn, entry)
   if redis.call('HSETNX', BB..':st', id, 'p' .. qn) == 0 then return end
   redis.call('ZADD', BB..':p', 0, id)
   redis.call('HINCRBY', BB, 'tot', 1)
-  redis.call('HSET', BB..':nx', id, entry)
-  redis.call('HINCRBY', BB, 'nx', 1)
+  if redis.call('HSET', BB..':nx', id, entry) == 1 then redis.call('HINCRBY', BB, 'nx', 1) end
 end
 -- add_members adds the (id, queue) pairs of ARGV from i as pending
 -- members, skipping IDs that are members already, and returns the IDs
