@@ -356,39 +356,59 @@ func (q *Queue) ListBatches(ctx context.Context, f driver.BatchFilter) (driver.B
 	if err != nil {
 		return driver.BatchPage{}, err
 	}
-	maxScore := "+inf"
-	if f.After != "" {
-		if _, err := strconv.ParseInt(f.After, 10, 64); err != nil {
-			return driver.BatchPage{}, fmt.Errorf("%w: page cursor %q", queue.ErrBatch, f.After)
-		}
-		maxScore = "(" + f.After
+	batches, next, err := indexPage(ctx, q, q.index, limit, f.After, queue.ErrBatch, q.batchBase, recordFields, func(v []any) (driver.BatchInfo, bool) {
+		st, ok := decodeBatch(v)
+		return st.info, ok
+	})
+	if err != nil {
+		return driver.BatchPage{}, wrap(doing, err)
 	}
-	var page driver.BatchPage
+	return driver.BatchPage{Batches: batches, Next: next}, nil
+}
+
+// indexPage reads a page of up to limit records listed in the sorted set
+// index (batches, graphs), highest score first, after the score after
+// ("" from the top; one that is no integer is refused with bad): each
+// record's fields are read from the hash base(ID) in one pipeline and
+// made a T by decode, whose ok false skips the record. A record whose
+// hash is gone (its first field nil: past its retention) is taken off
+// the index as met. next is the cursor of the page after, "" at the end.
+func indexPage[T any](ctx context.Context, q *Queue, index string, limit int, after string, bad error, base func(string) string, fields []string, decode func([]any) (T, bool)) (items []T, next string, err error) {
+	maxScore := "+inf"
+	if after != "" {
+		if _, err := strconv.ParseInt(after, 10, 64); err != nil {
+			return nil, "", fmt.Errorf("%w: page cursor %q", bad, after)
+		}
+		maxScore = "(" + after
+	}
 	var seqs []int64
-	for len(page.Batches) <= limit {
-		want := int64(limit + 1 - len(page.Batches))
-		zs, err := q.rdb.ZRevRangeByScoreWithScores(ctx, q.index, &redis.ZRangeBy{Max: maxScore, Min: "-inf", Count: want}).Result()
+	for len(items) <= limit {
+		want := int64(limit + 1 - len(items))
+		zs, err := q.rdb.ZRevRangeByScoreWithScores(ctx, index, &redis.ZRangeBy{Max: maxScore, Min: "-inf", Count: want}).Result()
 		if err != nil {
-			return driver.BatchPage{}, wrap(doing, err)
+			return nil, "", err
 		}
 		pipe := q.rdb.Pipeline()
 		gets := make([]*redis.SliceCmd, len(zs))
 		for i, z := range zs {
 			id, _ := z.Member.(string)
-			gets[i] = pipe.HMGet(ctx, q.batchBase(id), recordFields...)
+			gets[i] = pipe.HMGet(ctx, base(id), fields...)
 		}
 		if len(zs) > 0 {
 			if _, err := pipe.Exec(ctx); err != nil {
-				return driver.BatchPage{}, wrap(doing, err)
+				return nil, "", err
 			}
 		}
 		for i, z := range zs {
-			st, ok := decodeBatch(gets[i].Val())
-			if !ok { // past its retention
-				q.rdb.ZRem(ctx, q.index, z.Member)
+			v := gets[i].Val()
+			item, ok := decode(v)
+			if !ok {
+				if len(v) > 0 && v[0] == nil {
+					q.rdb.ZRem(ctx, index, z.Member)
+				}
 				continue
 			}
-			page.Batches = append(page.Batches, st.info)
+			items = append(items, item)
 			seqs = append(seqs, int64(z.Score))
 		}
 		if int64(len(zs)) < want {
@@ -396,11 +416,10 @@ func (q *Queue) ListBatches(ctx context.Context, f driver.BatchFilter) (driver.B
 		}
 		maxScore = "(" + strconv.FormatInt(int64(zs[len(zs)-1].Score), 10)
 	}
-	if len(page.Batches) > limit {
-		page.Batches = page.Batches[:limit]
-		page.Next = strconv.FormatInt(seqs[limit-1], 10)
+	if len(items) > limit {
+		items, next = items[:limit], strconv.FormatInt(seqs[limit-1], 10)
 	}
-	return page, nil
+	return items, next, nil
 }
 
 // memberStates maps the scripts' state letters to the contract's.

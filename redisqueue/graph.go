@@ -655,54 +655,11 @@ func (q *Queue) ListGraphs(ctx context.Context, f driver.BatchFilter) (driver.Gr
 	if err != nil {
 		return driver.GraphPage{}, err
 	}
-	maxScore := "+inf"
-	if f.After != "" {
-		if _, err := strconv.ParseInt(f.After, 10, 64); err != nil {
-			return driver.GraphPage{}, fmt.Errorf("%w: page cursor %q", driver.ErrGraph, f.After)
-		}
-		maxScore = "(" + f.After
+	graphs, next, err := indexPage(ctx, q, q.gindex, limit, f.After, driver.ErrGraph, q.graphBase, graphFields, decodeGraph)
+	if err != nil {
+		return driver.GraphPage{}, wrap(doing, err)
 	}
-	var page driver.GraphPage
-	var seqs []int64
-	for len(page.Graphs) <= limit {
-		want := int64(limit + 1 - len(page.Graphs))
-		zs, err := q.rdb.ZRevRangeByScoreWithScores(ctx, q.gindex, &redis.ZRangeBy{Max: maxScore, Min: "-inf", Count: want}).Result()
-		if err != nil {
-			return driver.GraphPage{}, wrap(doing, err)
-		}
-		pipe := q.rdb.Pipeline()
-		gets := make([]*redis.SliceCmd, len(zs))
-		for i, z := range zs {
-			id, _ := z.Member.(string)
-			gets[i] = pipe.HMGet(ctx, q.graphBase(id), graphFields...)
-		}
-		if len(zs) > 0 {
-			if _, err := pipe.Exec(ctx); err != nil {
-				return driver.GraphPage{}, wrap(doing, err)
-			}
-		}
-		for i, z := range zs {
-			v := gets[i].Val()
-			info, ok := decodeGraph(v)
-			if !ok {
-				if len(v) > 0 && v[0] == nil { // past its retention
-					q.rdb.ZRem(ctx, q.gindex, z.Member)
-				}
-				continue
-			}
-			page.Graphs = append(page.Graphs, info)
-			seqs = append(seqs, int64(z.Score))
-		}
-		if int64(len(zs)) < want {
-			break
-		}
-		maxScore = "(" + strconv.FormatInt(int64(zs[len(zs)-1].Score), 10)
-	}
-	if len(page.Graphs) > limit {
-		page.Graphs = page.Graphs[:limit]
-		page.Next = strconv.FormatInt(seqs[limit-1], 10)
-	}
-	return page, nil
+	return driver.GraphPage{Graphs: graphs, Next: next}, nil
 }
 
 // settleNodeEvents applies the graph events of one queue's outbox, graph
