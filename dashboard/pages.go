@@ -110,6 +110,16 @@ type jobsData struct {
 	// search index is on ("on", "off"), "" when the Source keeps none
 	// (SearchIndexSource).
 	Index string
+	// Table shows the rows' table: there are rows, or the page searches
+	// (it shows the table before it knows whether a row will come, as it
+	// writes its rows as the search finds them). Found: some job is
+	// listed; without one, the page says why under the (empty) table.
+	Table bool
+	Found bool
+	// Stopped says why a search stopped early, on a store error after it
+	// had begun, "" otherwise; it is a row of the table, Columns wide.
+	Stopped string
+	Columns int
 }
 
 type stateTab struct {
@@ -149,7 +159,9 @@ func readQuery(r *http.Request, state driver.JobState) (ListQuery, pageRef) {
 func (h *handler) listJobs(ctx context.Context, q ListQuery) (JobList, error) {
 	l, err := h.src.List(ctx, q)
 	if err == nil && q.Search != "" {
-		l = h.searchOn(ctx, q, l)
+		// A call that fails mid-search ends it with what was found:
+		// Next and Scanned say where to go on.
+		l, _ = h.searchAll(ctx, q, l)
 	}
 	for i := range l.Jobs {
 		l.Jobs[i] = hide(l.Jobs[i])
@@ -288,7 +300,16 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 			figc <- figures{sv, err}
 		}()
 	}
-	res, err := h.listJobs(ctx, q)
+	// A list that searches a store through a time-budgeted scan sends
+	// its rows as the search finds them (streamList), when the response
+	// can be flushed; other lists, and the live region a refresh asks
+	// for, are rendered whole.
+	streams := q.Search != "" && c.Browse && r.Header.Get("X-Meridian-Partial") == "" && canFlush(w)
+	res, err := h.src.List(ctx, q)
+	var stopped error // a store error that ended the search after its first call
+	if err == nil && q.Search != "" && !streams {
+		res, stopped = h.searchAll(ctx, q, res)
+	}
 	if err != nil && q.Search != "" && !isUnsupported(err) && !errors.Is(err, queue.ErrBadCursor) {
 		h.fail(w, r, http.StatusServiceUnavailable, "The payload search did not finish: it is bounded in time and rows "+
 			"so that it cannot slow the store down. Narrow it with a queue, name or tag filter and try again.", err)
@@ -298,23 +319,18 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 		h.failErr(w, r, "Listing "+stateLabel(st)+" jobs", err)
 		return
 	}
-	d := jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
+	d := &jobsData{Query: q, Dead: dead, Action: self, Errors: dead}
 	if q.Search != "" {
 		d.Index = h.searchIndex(ctx)
 	}
-	if res.Scanned > 0 && res.Next != "" {
-		d.Scanned = display.Int(int64(res.Scanned))
-		switch {
-		case q.After != "":
-			d.Among = "the next " + d.Scanned
-		case st == queue.StateDead || st == queue.StateDone || st == queue.StateCancelled:
-			d.Among = "the " + d.Scanned + " most recent"
-		default:
-			d.Among = "the first " + d.Scanned + " in line"
-		}
-	}
 	d.Cancel = c.Cancel && cancellable(st) && canAct(r)
 	d.Filtered = q.Name != "" || q.Tag != "" || q.Search != ""
+	if q.Search != "" && c.Browse {
+		// A page that searches draws its table, with every column a
+		// match may need, before it reads the matches: the same page
+		// whether it is streamed or rendered whole.
+		d.Table, d.Errors, d.Tags = true, true, true
+	}
 	if c.Browse && canAct(r) {
 		switch {
 		case dead:
@@ -329,7 +345,6 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 	}
 	var tabFigures *StatsView // the shared figures the tab counts show
 	if c.Browse {
-		d.Pager = keysetPager(self, filters, ref, res.Next)
 		d.Clear = self
 		if !dead {
 			d.Clear += "?state=" + string(st)
@@ -376,46 +391,87 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 			}
 			d.States = append(d.States, tab)
 		}
-	} else {
-		d.Pager = numberPager(self, filters, q.Page, res.NextPage > 0)
 	}
-	for _, j := range res.Jobs {
-		row := jobRow{JobView: j}
-		id := url.PathEscape(j.ID)
-		if c.Detail {
-			row.URL = base + "jobs/" + id
-		}
-		if c.Browse {
-			row.QueueURL = base + "queue/" + url.PathEscape(j.QueueName())
-			v := cloneValues(filters)
-			v.Set("name", j.Name)
-			row.NameURL = self + encodeQuery(v)
-			for _, tag := range j.Tags {
+	// rows are the table rows of jobs.
+	rows := func(jobs []JobView) []jobRow {
+		out := make([]jobRow, 0, len(jobs))
+		for _, j := range jobs {
+			row := jobRow{JobView: hide(j)}
+			id := url.PathEscape(j.ID)
+			if c.Detail {
+				row.URL = base + "jobs/" + id
+			}
+			if c.Browse {
+				row.QueueURL = base + "queue/" + url.PathEscape(j.QueueName())
 				v := cloneValues(filters)
-				v.Set("tag", tag)
-				row.TagURLs = append(row.TagURLs, namedLink{tag, self + encodeQuery(v)})
+				v.Set("name", j.Name)
+				row.NameURL = self + encodeQuery(v)
+				for _, tag := range j.Tags {
+					v := cloneValues(filters)
+					v.Set("tag", tag)
+					row.TagURLs = append(row.TagURLs, namedLink{tag, self + encodeQuery(v)})
+				}
+			}
+			if d.Cancel {
+				row.CancelURL = base + "jobs/" + id + "/cancel"
+			}
+			if dead {
+				row.RetryURL = base + "failed/" + id + "/retry"
+				row.ForgetURL = base + "failed/" + id + "/forget"
+			}
+			if j.LastError != "" {
+				d.Errors = true
+			}
+			if len(j.Tags) > 0 {
+				d.Tags = true
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+	// end fills in what the page says once the search or listing is
+	// over: where it stopped, and the pages after it.
+	end := func(res JobList, stopped error) {
+		if res.Scanned > 0 && res.Next != "" {
+			d.Scanned = display.Int(int64(res.Scanned))
+			switch {
+			case q.After != "":
+				d.Among = "the next " + d.Scanned
+			case st == queue.StateDead || st == queue.StateDone || st == queue.StateCancelled:
+				d.Among = "the " + d.Scanned + " most recent"
+			default:
+				d.Among = "the first " + d.Scanned + " in line"
 			}
 		}
-		if d.Cancel {
-			row.CancelURL = base + "jobs/" + id + "/cancel"
+		if c.Browse {
+			d.Pager = keysetPager(self, filters, ref, res.Next)
+		} else {
+			d.Pager = numberPager(self, filters, q.Page, res.NextPage > 0)
 		}
-		if dead {
-			row.RetryURL = base + "failed/" + id + "/retry"
-			row.ForgetURL = base + "failed/" + id + "/forget"
+		d.Columns = 5 // ID, name, queue, attempts, time
+		for _, on := range []bool{d.Tags, d.Errors, dead && canAct(r) || d.Cancel, dead && canAct(r) || d.Cancel} {
+			if on {
+				d.Columns++ // and the select box and actions
+			}
 		}
-		if j.LastError != "" {
-			d.Errors = true
+		if stopped != nil {
+			h.cfg.logger.Error("dashboard: the payload search stopped", "path", r.URL.Path, "err", stopped)
+			d.Stopped = stoppedText(stopped)
 		}
-		if len(j.Tags) > 0 {
-			d.Tags = true
-		}
-		d.Rows = append(d.Rows, row)
 	}
 	title, nav := stateTitle(st)+" jobs", "jobs"
 	if dead {
 		title, nav = "Failed jobs", "failed"
 	}
-	p := h.newPage(w, r, title, nav, d)
+	if streams {
+		h.streamList(w, r, q, title, nav, d, res, rows, end)
+		return
+	}
+	d.Rows = rows(res.Jobs)
+	d.Found = len(d.Rows) > 0
+	d.Table = d.Table || d.Found
+	end(res, stopped)
+	p := h.newPage(w, r, title, nav, *d)
 	if tabFigures != nil {
 		p.sharedFigures(*tabFigures, false)
 	}

@@ -218,25 +218,40 @@ func flashText(q url.Values) (string, bool) {
 // only the page's live region (the "live" template), which the refresh
 // script swaps in.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, p *page) {
-	var buf bytes.Buffer
-	tmpl := "layout"
+	tmpls := []string{"layout"}
 	if r.Header.Get("X-Meridian-Partial") != "" {
-		tmpl = "live"
 		// The live region begins with the time its figures were read.
-		if err := h.pages[name].ExecuteTemplate(&buf, "readat", p); err != nil {
-			h.cfg.logger.Error("dashboard: rendering page", "page", name, "err", err)
-			http.Error(w, "dashboard: rendering failed", http.StatusInternalServerError)
-			return
-		}
+		tmpls = []string{"readat", "live"}
 	}
-	if err := h.pages[name].ExecuteTemplate(&buf, tmpl, p); err != nil {
-		h.cfg.logger.Error("dashboard: rendering page", "page", name, "err", err)
+	b, ok := h.renderParts(name, p, tmpls...)
+	if !ok {
 		http.Error(w, "dashboard: rendering failed", http.StatusInternalServerError)
 		return
 	}
+	writeHead(w, status)
+	_, _ = w.Write(b)
+}
+
+// renderParts executes the templates tmpls of page name in turn with p
+// and returns what they wrote; when one fails, it logs the error and
+// returns false.
+func (h *handler) renderParts(name string, p *page, tmpls ...string) ([]byte, bool) {
+	var buf bytes.Buffer
+	for _, t := range tmpls {
+		if err := h.pages[name].ExecuteTemplate(&buf, t, p); err != nil {
+			h.cfg.logger.Error("dashboard: rendering page", "page", name, "template", t, "err", err)
+			return nil, false
+		}
+	}
+	return buf.Bytes(), true
+}
+
+// writeHead writes the status line and the headers of an HTML page;
+// ServeHTTP set the security headers before, and newPage the CSRF
+// cookie.
+func writeHead(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
 }
 
 // errorData is the model of the error page.

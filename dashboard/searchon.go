@@ -26,40 +26,74 @@ const searchMargin = time.Second
 // default is 5 seconds; zero or less asks the Source once per page.
 func SearchBudget(d time.Duration) Option { return func(c *config) { c.searchBudget = d } }
 
-// searchOn continues a payload search l of q that stopped at the
-// Source's bound before it filled the page (see SearchBudget). A call
-// that fails ends the search with what was found: Scanned and Next say
-// where to go on.
-func (h *handler) searchOn(ctx context.Context, q ListQuery, l JobList) JobList {
+// searchOn continues a payload search of q whose first call answered
+// first, when that call stopped at the Source's bound before it filled
+// the page (see SearchBudget). It asks for the search's windows one
+// after the other and hands each window's answer to each as soon as it
+// is read, so a page can send its rows while the search goes on
+// (streamList); an error from each ends the search. It returns where the
+// search ended: Next and Scanned, the jobs examined over every window,
+// as the last answer gives them, and Jobs nil.
+//
+// It returns an error only for a call that failed while the request
+// still wanted the answer and the budget had not run out: the search
+// stopped there, and Next and Scanned say where to go on. A call cut by
+// the budget ends the search as a bound does, and a request whose
+// context is done (the client went away) ends it without an error: no
+// one is left to tell.
+func (h *handler) searchOn(ctx context.Context, q ListQuery, first JobList, each func(JobList) error) (JobList, error) {
+	end := first
+	end.Jobs = nil
 	if h.cfg.searchBudget <= 0 || !h.src.Abilities().Browse {
-		return l
+		return end, nil
 	}
 	limit := q.Limit
 	if limit <= 0 {
 		limit = PageSize
 	}
-	end := time.Now().Add(h.cfg.searchBudget)
-	if dl, ok := ctx.Deadline(); ok && dl.Add(-searchMargin).Before(end) {
-		end = dl.Add(-searchMargin)
+	deadline := time.Now().Add(h.cfg.searchBudget)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-searchMargin).Before(deadline) {
+		deadline = dl.Add(-searchMargin)
 	}
-	total := l.Scanned
-	for l.Scanned > 0 && l.Next != "" && len(l.Jobs) < limit && time.Now().Before(end) {
+	found, total := len(first.Jobs), first.Scanned
+	for end.Scanned > 0 && end.Next != "" && found < limit && time.Now().Before(deadline) && ctx.Err() == nil {
 		next := q
-		next.After, next.Limit = l.Next, limit-len(l.Jobs)
-		cctx, cancel := context.WithDeadline(ctx, end)
+		next.After, next.Limit = end.Next, limit-found
+		cctx, cancel := context.WithDeadline(ctx, deadline)
 		more, err := h.src.List(cctx, next)
 		cancel()
 		if err != nil {
+			if ctx.Err() != nil || !time.Now().Before(deadline) && errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
+			end.Scanned = total
+			return end, err
+		}
+		found += len(more.Jobs)
+		end.Next, end.Scanned = more.Next, more.Scanned
+		total += more.Scanned
+		if err := each(more); err != nil {
 			break
 		}
-		l.Jobs = append(l.Jobs, more.Jobs...)
-		l.Next, l.Scanned = more.Next, more.Scanned
-		total += more.Scanned
 	}
-	if l.Scanned > 0 {
-		l.Scanned = total
+	if end.Scanned > 0 {
+		end.Scanned = total
 	}
-	return l
+	return end, nil
+}
+
+// searchAll is searchOn collecting the windows' jobs after first's: the
+// whole page at once, for an answer that is not sent as it is found. The
+// error is searchOn's: what was found before it is in the JobList.
+func (h *handler) searchAll(ctx context.Context, q ListQuery, first JobList) (JobList, error) {
+	jobs := first.Jobs
+	end, err := h.searchOn(ctx, q, first, func(more JobList) error {
+		jobs = append(jobs, more.Jobs...)
+		return nil
+	})
+	end.Jobs = jobs
+	end.NextPage = first.NextPage
+	return end, err
 }
 
 // checkSearch returns, for a payload search (q=) that starts as a field
