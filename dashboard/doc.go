@@ -102,6 +102,27 @@
 // the search hint of a page that searches says whether the index is on
 // (a SearchIndexSource: ForQueue's asks its driver at most once a
 // minute) or the search scans.
+//
+// The jobs and failed pages stream a search as it goes: when the
+// response can be flushed (http.Flusher, directly or through Unwrap),
+// the page's head, its filters and the table's head go out with the
+// rows of the store's first call, then each further call's rows as they
+// are read, each flushed, then where the search stopped, the pager and
+// the rest of the page; the user sees the first matches while the scan
+// goes on. The response carries the headers every page does (the
+// Content-Security-Policy, the CSRF cookie) and X-Accel-Buffering: no,
+// which asks nginx to pass the parts on rather than hold them; a proxy
+// that buffers whole responses shows the page once it is complete, as
+// before. The page is the one rendered whole for the same result (a
+// page that searches always draws its table, with the tags and error
+// columns, since its rows are not known when the table begins). A store
+// error on the search's first call is the usual error page with its
+// status; one after the page began ends the table with a row that says
+// the search stopped and the store's error, and the pager goes on from
+// where it stopped. A client that goes away stops the search: the
+// store's call under way is cancelled with the request, and no call
+// follows. Pages that do not search, and the live region a refresh
+// asks for, are rendered whole.
 // A search that starts with "payload." filters the fields of JSON
 // payloads instead: payload.user_id = 42, payload.plan != "free" AND
 // payload.vip = true, payload.kind = "refund" AND "ORD-77" (a quoted
