@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -200,6 +201,22 @@ type apiJobs struct {
 	SearchIndex string `json:"search_index,omitempty"`
 }
 
+// apiJobsEnd is the last line of an api/jobs answer in NDJSON (Accept:
+// application/x-ndjson): after one line per job, where the list ended,
+// as apiJobs says it.
+type apiJobsEnd struct {
+	End         bool            `json:"end"` // always true: this line ends the answer
+	State       driver.JobState `json:"state"`
+	Next        string          `json:"next,omitempty"`
+	NextPage    int             `json:"next_page,omitempty"`
+	Scanned     int             `json:"scanned,omitempty"`
+	SearchIndex string          `json:"search_index,omitempty"`
+	// Error is set when a store error stopped a payload search after its
+	// first call: the jobs sent are what it had found, and next goes on
+	// from where it stopped.
+	Error string `json:"error,omitempty"`
+}
+
 // apiMetrics is the body of GET api/metrics.
 type apiMetrics struct {
 	Window      string     `json:"window"`
@@ -332,6 +349,10 @@ func (h *handler) apiJobs(w http.ResponseWriter, r *http.Request) {
 		h.apiStatus(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if acceptsNDJSON(r) {
+		h.apiJobsStream(w, r, q, st)
+		return
+	}
 	res, err := h.listJobs(r.Context(), q)
 	if err != nil {
 		h.apiError(w, r, err)
@@ -428,4 +449,68 @@ func (h *handler) apiWorkers(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, out)
+}
+
+// acceptsNDJSON reports whether r's Accept header names
+// application/x-ndjson.
+func acceptsNDJSON(r *http.Request) bool {
+	for _, a := range r.Header.Values("Accept") {
+		for _, m := range strings.Split(a, ",") {
+			m, _, _ = strings.Cut(m, ";")
+			if strings.EqualFold(strings.TrimSpace(m), "application/x-ndjson") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// apiJobsStream answers api/jobs in NDJSON: one line per job, written
+// and flushed as the list, or a payload search window by window
+// (searchOn), reads them, then an apiJobsEnd line. An error of the
+// store's first call is the usual JSON error with its status; one after
+// the answer began is the end line's error. A client that goes away
+// stops the search, and the answer ends there, without an end line.
+func (h *handler) apiJobsStream(w http.ResponseWriter, r *http.Request, q ListQuery, st driver.JobState) {
+	ctx := r.Context()
+	first, err := h.src.List(ctx, q)
+	if err != nil {
+		h.apiError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	send := func(jobs []JobView) error {
+		for _, j := range jobs {
+			if err := enc.Encode(toAPIJob(hide(j))); err != nil {
+				return err
+			}
+		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
+		return nil
+	}
+	if send(first.Jobs) != nil {
+		return
+	}
+	last, stopped := first, error(nil)
+	if q.Search != "" {
+		last, stopped = h.searchOn(ctx, q, first, func(more JobList) error { return send(more.Jobs) })
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	end := apiJobsEnd{End: true, State: st, Next: last.Next, NextPage: first.NextPage, Scanned: last.Scanned}
+	if q.Search != "" {
+		end.SearchIndex = h.searchIndex(ctx)
+	}
+	if stopped != nil {
+		h.cfg.logger.Error("dashboard: the payload search stopped", "path", r.URL.Path, "err", stopped)
+		end.Error = "the search stopped: the store failed: " + stopped.Error()
+	}
+	_ = enc.Encode(end)
 }

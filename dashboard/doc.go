@@ -122,7 +122,12 @@
 // where it stopped. A client that goes away stops the search: the
 // store's call under way is cancelled with the request, and no call
 // follows. Pages that do not search, and the live region a refresh
-// asks for, are rendered whole.
+// asks for, are rendered whole. GET api/jobs with Accept:
+// application/x-ndjson answers the same way in newline-delimited JSON:
+// one job object a line, each window's as it is read, then a line
+// {"end": true, "state", "next", "scanned", ...} with where the list
+// ended, and "error" when a store error stopped the search after the
+// answer began (openapi.json: JobStreamEnd).
 // A search that starts with "payload." filters the fields of JSON
 // payloads instead: payload.user_id = 42, payload.plan != "free" AND
 // payload.vip = true, payload.kind = "refund" AND "ORD-77" (a quoted

@@ -358,3 +358,86 @@ func TestSearchStreamSamePage(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIJobsNDJSON: api/jobs?q= with Accept: application/x-ndjson sends
+// one JSON object a line per matching job, the first window's before the
+// search goes on, then an end line with where the list ended; a store
+// error after the answer began is the end line's error.
+func TestAPIJobsNDJSON(t *testing.T) {
+	var q queue.Queue = memqueue.New()
+	want := searchJobs(t, q)
+	g := newGatedScan(t, q, 10, nil)
+	s := serveWrapped(t, nil, nil, dashboard.ForQueue(g), dashboard.SearchBudget(time.Minute), dashboard.RequestTimeout(2*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a guard, not a measure
+	defer cancel()
+	get := func() *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url("api/jobs?state=dead&q=needle"), nil)
+		req.Header.Set("Accept", "application/x-ndjson")
+		res, err := s.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/x-ndjson" {
+			t.Fatalf("status %d, Content-Type %q", res.StatusCode, res.Header.Get("Content-Type"))
+		}
+		return res
+	}
+	lines := func(body string) (ids []string, end map[string]any) {
+		t.Helper()
+		for _, l := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+			m := decode(t, l)
+			if m["end"] == true {
+				if end != nil {
+					t.Fatalf("two end lines:\n%s", body)
+				}
+				end = m
+				continue
+			}
+			if end != nil {
+				t.Fatalf("a line after the end line:\n%s", body)
+			}
+			ids = append(ids, m["id"].(string))
+		}
+		if end == nil {
+			t.Fatalf("no end line:\n%s", body)
+		}
+		return ids, end
+	}
+
+	res := get()
+	defer res.Body.Close()
+	first := <-g.entered
+	var got strings.Builder
+	marks := make([]string, len(first))
+	for i, id := range first {
+		marks[i] = `"id":"` + id + `"`
+	}
+	readUntil(t, res.Body, &got, marks...)
+	g.open()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Write(b)
+	ids, end := lines(got.String())
+	if strings.Join(sorted(ids), ",") != strings.Join(sorted(want), ",") {
+		t.Fatalf("jobs %v, want %v", ids, want)
+	}
+	if end["state"] != "dead" || end["next"] != nil || end["error"] != nil {
+		t.Errorf("end line %v, want state dead, no next and no error", end)
+	}
+
+	g = newGatedScan(t, q, 10, errors.New("store <down>"))
+	g.open()
+	s = serveWrapped(t, nil, nil, dashboard.ForQueue(g), dashboard.SearchBudget(time.Minute), dashboard.RequestTimeout(2*time.Minute))
+	res2 := get()
+	defer res2.Body.Close()
+	b, err = io.ReadAll(res2.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, end = lines(string(b))
+	if len(ids) != len(<-g.entered) || end["next"] == nil || !strings.Contains(end["error"].(string), "store <down>") {
+		t.Errorf("a search stopped by the store: jobs %v, end %v; want the first window's, a next cursor and the error", ids, end)
+	}
+}
