@@ -1,6 +1,6 @@
-// Meridian dashboard: live refresh of the page's #live region, confirm
-// prompts and select-all. No framework; loaded as an external file so the
-// Content-Security-Policy can forbid inline script.
+// Meridian dashboard: live refresh of the page's #live region (confirm
+// prompts and select-all are forms.js's). No framework; loaded as an
+// external file so the Content-Security-Policy can forbid inline script.
 (function () {
   "use strict";
 
@@ -118,18 +118,4 @@
     }
   }
   localTimes(document);
-
-  // Delegated handlers keep working after the region is swapped.
-  document.addEventListener("submit", function (e) {
-    var btn = e.submitter;
-    var msg = (btn && btn.getAttribute("data-confirm")) || e.target.getAttribute("data-confirm");
-    if (msg && !window.confirm(msg)) e.preventDefault();
-  });
-  document.addEventListener("change", function (e) {
-    var t = e.target;
-    if (t.hasAttribute && t.hasAttribute("data-select-all")) {
-      var boxes = document.querySelectorAll("input[type=checkbox][name=id]");
-      for (var i = 0; i < boxes.length; i++) boxes[i].checked = t.checked;
-    }
-  });
 })();
