@@ -197,6 +197,17 @@ func TestSearchStreamsRows(t *testing.T) {
 			if strings.Contains(got.String(), "</html>") {
 				t.Fatal("the page ended before the search went on")
 			}
+			// The forms of the rows sent carry the CSRF token of the
+			// cookie the page set, as a page rendered whole does.
+			var token string
+			for _, c := range res.Cookies() {
+				if c.Value != "" && c.HttpOnly {
+					token = c.Value
+				}
+			}
+			if token == "" || !strings.Contains(got.String(), `name="csrf_token" value="`+token+`"`) {
+				t.Fatalf("the streamed rows do not carry the CSRF cookie's token (cookies %v)", res.Cookies())
+			}
 			g.open()
 			b, err := io.ReadAll(res.Body)
 			if err != nil {
