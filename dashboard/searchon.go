@@ -22,7 +22,9 @@ const searchMargin = time.Second
 // to render). So a match deep in a queue is found on the first page, not
 // after hundreds of "Search the next N" clicks. When the budget runs out
 // first, the page says how many jobs were examined and its Next link
-// goes on from there: "no match" is never said of jobs not examined. The
+// goes on from there: "no match" is never said of jobs not examined.
+// The jobs and failed pages (and api/jobs in NDJSON) send each call's
+// matches as it returns them, so the first ones show at once. The
 // default is 5 seconds; zero or less asks the Source once per page.
 func SearchBudget(d time.Duration) Option { return func(c *config) { c.searchBudget = d } }
 
