@@ -510,7 +510,7 @@ func (h *handler) apiJobsStream(w http.ResponseWriter, r *http.Request, q ListQu
 	}
 	if stopped != nil {
 		h.cfg.logger.Error("dashboard: the payload search stopped", "path", r.URL.Path, "err", stopped)
-		end.Error = "the search stopped: the store failed: " + stopped.Error()
+		end.Error = "the search stopped: the store failed; the server log has the details"
 	}
 	_ = enc.Encode(end)
 }

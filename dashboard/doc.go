@@ -118,7 +118,7 @@
 // columns, since its rows are not known when the table begins). A store
 // error on the search's first call is the usual error page with its
 // status; one after the page began ends the table with a row that says
-// the search stopped and the store's error, and the pager goes on from
+// the search stopped (the store's error goes to the log, as on every page), and the pager goes on from
 // where it stopped. A client that goes away stops the search: the
 // store's call under way is cancelled with the request, and no call
 // follows. Pages that do not search, and the live region a refresh

@@ -456,7 +456,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request, st driver.JobStat
 		}
 		if stopped != nil {
 			h.cfg.logger.Error("dashboard: the payload search stopped", "path", r.URL.Path, "err", stopped)
-			d.Stopped = stoppedText(stopped)
+			d.Stopped = stoppedText
 		}
 	}
 	title, nav := stateTitle(st)+" jobs", "jobs"

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"errors"
 	"net/http"
-	"unicode/utf8"
 )
 
 // streamList writes the page of a list that searches (q.Search) as the
@@ -113,17 +112,8 @@ func canFlush(w http.ResponseWriter) bool {
 	}
 }
 
-// stoppedText is what the row that ends a search stopped by the store's
-// error err says: the error's text, clipped (the template escapes it).
-func stoppedText(err error) string {
-	msg := err.Error()
-	if len(msg) > 300 {
-		i := 300
-		for i > 0 && !utf8.RuneStart(msg[i]) {
-			i--
-		}
-		msg = msg[:i] + "…"
-	}
-	return "The search stopped here: the store failed (" + msg + "). The rows above are what it had found; " +
-		"the next page goes on from where it stopped."
-}
+// stoppedText is the row that ends a search the store stopped after the
+// page began. The store's error is logged, not shown, as on every page
+// (see fail): its text can name tables, hosts and statements.
+const stoppedText = "The search stopped here: the store failed; the server log has the details. " +
+	"The rows above are what it had found; the next page goes on from where it stopped."
