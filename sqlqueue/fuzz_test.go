@@ -18,18 +18,28 @@ import (
 // FuzzPushReserve runs the suite's round-trip fuzz target on every dialect
 // at once: SQLite always, PostgreSQL and MariaDB when their DSNs are set.
 func FuzzPushReserve(f *testing.F) {
-	queues := map[string]queue.Queue{"sqlite": newStore(f, sqliteBackend()).queue(f)}
+	queues := map[string]queue.Queue{}
+	for name, q := range fuzzQueues(f) {
+		queues[name] = q
+	}
+	contracttest.FuzzPushReserve(f, queues)
+}
+
+// fuzzQueues opens a queue on every dialect, by name: SQLite always,
+// PostgreSQL and MariaDB when their DSNs are set (under CI they must be).
+func fuzzQueues(f *testing.F) map[string]*sqlqueue.Queue {
+	queues := map[string]*sqlqueue.Queue{"sqlite": newStore(f, sqliteBackend()).queue(f)}
 	for _, s := range []struct {
 		d           sqlqueue.Dialect
 		driver, env string
 	}{{sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN"}, {sqlqueue.MySQL, "mysql", "MERIDIAN_MYSQL_DSN"}} {
-		if os.Getenv(s.env) == "" && os.Getenv("CI") != "true" {
+		if os.Getenv(s.env) == "" && !testutil.CI() {
 			f.Logf("%s not set: fuzzing without %s", s.env, s.d)
 			continue
 		}
 		queues[string(s.d)] = newStore(f, serverBackend(f, s.d, s.driver, s.env)).queue(f)
 	}
-	contracttest.FuzzPushReserve(f, queues)
+	return queues
 }
 
 // FuzzSearchIndex: the search index never misses a match. For a payload
@@ -39,17 +49,7 @@ func FuzzPushReserve(f *testing.F) {
 // the search, wherever the index answers the search at all (the exact
 // byte test, which stays in every query, drops what it finds besides).
 func FuzzSearchIndex(f *testing.F) {
-	stores := map[string]*sqlqueue.Queue{"sqlite": newStore(f, sqliteBackend()).queue(f)}
-	for _, s := range []struct {
-		d           sqlqueue.Dialect
-		driver, env string
-	}{{sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN"}, {sqlqueue.MySQL, "mysql", "MERIDIAN_MYSQL_DSN"}} {
-		if os.Getenv(s.env) == "" && os.Getenv("CI") != "true" {
-			f.Logf("%s not set: fuzzing without %s", s.env, s.d)
-			continue
-		}
-		stores[string(s.d)] = newStore(f, serverBackend(f, s.d, s.driver, s.env)).queue(f)
-	}
+	stores := fuzzQueues(f)
 	for name, q := range stores {
 		if err := q.EnableSearchIndex(f.Context()); errors.Is(err, driver.ErrUnsupported) && !testutil.CI() {
 			f.Logf("%s: no search index: %v", name, err)
