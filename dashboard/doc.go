@@ -428,8 +428,9 @@
 // Abilities().Sequences; each queue's page links its own, and a member's
 // page names its sequence) lists them with the dead job, its error, since
 // when it is dead and how many wait, and a Release button for callers who
-// may act. Over a store without sequences the page says so, and
-// api/sequences answers 404.
+// may act. The overview's row of a queue with held sequences says how
+// many (from one read of at most 100). Over a store without sequences the
+// page says so, and api/sequences answers 404.
 //
 // # Acting through the API
 //

@@ -53,10 +53,14 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	d := overviewData{Stats: sv}
 	base := relBase(r)
 	warn := h.warnings(ctx)
+	held, capped := h.heldCounts(ctx)
 	for _, q := range sv.Queues {
 		lines := warn[q.Queue]
 		if q.Unserved {
 			lines = append(slices.Clip(lines), display.Count(q.Ready)+" ready jobs wait and no live worker serves this queue")
+		}
+		if n := held[q.Queue]; n > 0 {
+			lines = append(slices.Clip(lines), heldLine(n, capped))
 		}
 		d.Queues = append(d.Queues, queueRow{q, base + "queue/" + url.PathEscape(q.Queue), lines})
 	}
@@ -1016,6 +1020,44 @@ func (h *handler) pause(w http.ResponseWriter, r *http.Request) {
 		flash = "paused"
 	}
 	seeOther(w, "../"+url.PathEscape(name)+"?flash="+flash)
+}
+
+// heldShown is how many held sequences the overview reads at most.
+const heldShown = 100
+
+// heldCounts counts the sequences held by a dead head per queue, from
+// one read of up to heldShown of them (the Sequences page's); capped is
+// set when there were more, and the counts are then at least the true
+// ones. None when the Source keeps no sequences or the read fails
+// (logged: the overview shows its other figures).
+func (h *handler) heldCounts(ctx context.Context) (n map[string]int, capped bool) {
+	ss, ok := h.src.(SequenceSource)
+	if !ok || !h.src.Abilities().Sequences {
+		return nil, false
+	}
+	held, err := ss.HeldSequences(ctx, "", heldShown+1)
+	if err != nil {
+		h.cfg.logger.Warn("dashboard: counting held sequences", "err", err)
+		return nil, false
+	}
+	n = map[string]int{}
+	for _, s := range held[:min(len(held), heldShown)] {
+		n[s.Queue]++
+	}
+	return n, len(held) > heldShown
+}
+
+// heldLine is a queue's overview line for n sequences held by a dead
+// head (or n at least, when capped).
+func heldLine(n int, capped bool) string {
+	count := strconv.Itoa(n) + " sequences are"
+	switch {
+	case capped:
+		count = strconv.Itoa(n) + " or more sequences are"
+	case n == 1:
+		count = "1 sequence is"
+	}
+	return count + " held by a dead job: their later members wait until it is retried, forgotten or released (Sequences page)"
 }
 
 // warnings reads the Warnings option's lines, none without it.

@@ -360,3 +360,57 @@ func TestSequencedTab(t *testing.T) {
 		}
 	})
 }
+
+// TestOverviewCountsHeldSequences: the overview's row of a queue with
+// sequences held by a dead head says how many, on every store that keeps
+// sequences; a queue without any says nothing of them, and neither does
+// the overview once the sequences are released.
+func TestOverviewCountsHeldSequences(t *testing.T) {
+	t.Parallel()
+	for _, st := range sequenceStores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			q := st.open(t)
+			s := serve(t, dashboard.ForQueue(q))
+			heldSequence(t, q, "ledger", "account:1", 2)
+			heldSequence(t, q, "ledger", "account:2", 2)
+			heldSequence(t, q, "mail", "user:7", 3)
+			plain, err := queue.NewJob(struct{}{}, queue.OnQueue("plain"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Push(context.Background(), plain); err != nil {
+				t.Fatal(err)
+			}
+			lines := func() map[string]string {
+				t.Helper()
+				p := s.page("")
+				out := map[string]string{}
+				for _, row := range findAll(p.Doc, func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-queue") != "" }) {
+					for _, w := range findAll(row, func(n *html.Node) bool { return strings.Contains(attr(n, "class"), "warning") }) {
+						if strings.Contains(text(w), "held by a dead job") {
+							out[attr(row, "data-queue")] = text(w)
+						}
+					}
+				}
+				return out
+			}
+			got := lines()
+			if !strings.HasPrefix(got["ledger"], "2 sequences are held") || !strings.HasPrefix(got["mail"], "1 sequence is held") || got["plain"] != "" {
+				t.Fatalf("the overview's held-sequence lines = %q; want 2 for ledger, 1 for mail, none for plain", got)
+			}
+			ss, ok := q.(driver.Sequencer)
+			if !ok {
+				t.Fatalf("%T keeps sequences but is no driver.Sequencer", q)
+			}
+			for _, k := range [][2]string{{"ledger", "account:1"}, {"ledger", "account:2"}, {"mail", "user:7"}} {
+				if err := ss.ReleaseSequence(context.Background(), k[0], k[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := lines(); len(got) != 0 {
+				t.Errorf("after the releases the overview still says %q", got)
+			}
+		})
+	}
+}
