@@ -426,3 +426,26 @@ func TestMigrateConcurrentOneMigrates(t *testing.T) {
 		}
 	})
 }
+
+// TestDropTablesLeavesNothing: DropTables drops every table the migrations
+// made, on every dialect (the bench and the tests tear down through it;
+// it once left the results, graph and sequence tables behind).
+func TestDropTablesLeavesNothing(t *testing.T) {
+	t.Parallel()
+	for d, open := range backends(t) {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t, open(t))
+			q, db := s.open(t)
+			if got := catalog(t, db, d, s.table); len(got) == 0 {
+				t.Fatal("the catalog lists nothing after Setup: the check below could not fail")
+			}
+			if err := q.DropTables(t.Context()); err != nil {
+				t.Fatalf("DropTables: %v", err)
+			}
+			if got := catalog(t, db, d, s.table); len(got) > 0 {
+				t.Errorf("left after DropTables:\n%s", strings.Join(got, "\n"))
+			}
+		})
+	}
+}

@@ -315,7 +315,13 @@ func (q *Queue) DropTables(ctx context.Context) error {
 	if err := q.d.disableSearch(ctx, q.db, q.t); err != nil {
 		return q.wrap(ctx, err, "dropping the search index")
 	}
-	for _, table := range []string{q.t.jobs, q.t.pauses, q.t.workers, q.t.metrics, q.t.runMetrics, q.t.meta, q.t.periodic, q.t.uniques, q.t.counts, q.t.batches, q.t.batchJobs, q.t.fleet, q.t.tags, q.t.tagJobs} {
+	// Every table the migrations make (tableKinds, which the migration
+	// files name), so that a table added later is dropped too.
+	for _, kind := range append([]string{""}, tableKinds...) {
+		table := q.t.jobs
+		if kind != "" {
+			table = q.d.quote(q.t.raw + "_" + kind)
+		}
 		if _, err := q.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
 			return q.wrap(ctx, err, "dropping table %s", table)
 		}
