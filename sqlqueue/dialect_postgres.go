@@ -97,7 +97,12 @@ func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int
 		return nil, err
 	}
 	defer rs.Close()
-	got := make([]row, 0, max)
+	// Sized for a small claim and grown as rows come: max is what the
+	// Worker would take (its handlers plus the prefetch, about 1,000), and
+	// a claim at a low rate returns a few rows, so a slice of max rows
+	// (about 400 kB) allocated and cleared per claim cost more CPU than
+	// the claim's round trip.
+	got := make([]row, 0, min(max, 64))
 	var cs claimScanner
 	cs.init()
 	for rs.Next() {
