@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jmoiron/sqlx"
 	queue "github.com/meridianjobs/meridian/queue/driver"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/migrate"
 )
 
@@ -210,38 +211,58 @@ func (pgDialect) notifyTx(ctx context.Context, q *Queue, ex statements, js []que
 // are collected, and one goroutine, started when there is something to
 // send and gone when there is not, sends them as one pg_notify per round
 // trip on a connection of its own, so pushes made meanwhile are coalesced.
+//
+// With a local waker (sqlqueue/postgres sets one, see hook.Queue.Local)
+// the queues of each push are also handed to it at once, so a Worker of
+// this process wakes without waiting for the round trip of the
+// notification and its delivery; the notification is then marked with
+// origin, which that listener skips, and is sent at most once per gap:
+// it only wakes other processes, whose listeners debounce by about as
+// much anyway. At a steady 1,000 pushes a second it was one round trip
+// for every 1.5 pushes, as much client CPU as the pushes' claims.
 type announcer struct {
 	mu      sync.Mutex
 	queues  []string
 	running bool
 	wg      sync.WaitGroup
+
+	origin string
+	gap    time.Duration
+	wake   func(queues []string)
 }
 
 // announceTimeout bounds one notification round trip.
 const announceTimeout = 5 * time.Second
 
 // announce queues the notification for the stored jobs of js (all of them
-// when stored is nil).
+// when stored is nil), and wakes this process's waiters on their queues.
 func (pgDialect) announce(q *Queue, js []queue.Job, stored []bool) {
 	a := &q.announcer
+	var local []string
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	added := false
 	for i, j := range js {
 		if stored != nil && !stored[i] {
 			continue
 		}
 		added = true
-		if name := j.QueueName(); !slices.Contains(a.queues, name) {
+		name := j.QueueName()
+		if a.wake != nil && !slices.Contains(local, name) {
+			local = append(local, name)
+		}
+		if !slices.Contains(a.queues, name) {
 			a.queues = append(a.queues, name)
 		}
 	}
-	if !added || a.running {
-		return
+	if added && !a.running {
+		a.running = true
+		a.wg.Add(1)
+		go announceLoop(q)
 	}
-	a.running = true
-	a.wg.Add(1)
-	go announceLoop(q)
+	a.mu.Unlock()
+	if len(local) > 0 {
+		a.wake(local)
+	}
 }
 
 // announceLoop sends the collected notifications until none is left. A
@@ -250,7 +271,14 @@ func (pgDialect) announce(q *Queue, js []queue.Job, stored []bool) {
 func announceLoop(q *Queue) {
 	a := &q.announcer
 	defer a.wg.Done()
+	var last time.Time
 	for {
+		if a.gap > 0 && !last.IsZero() {
+			// Pushes made until then join this notification.
+			if d := time.Until(last.Add(a.gap)); d > 0 {
+				time.Sleep(d)
+			}
+		}
 		a.mu.Lock()
 		queues := a.queues
 		a.queues = nil
@@ -261,9 +289,11 @@ func announceLoop(q *Queue) {
 		}
 		a.mu.Unlock()
 		payload := strings.Join(queues, "\n")
-		if len(payload) > maxNotifyPayload {
+		if len(hook.MarkPayload(a.origin, payload)) > maxNotifyPayload {
 			payload = ""
 		}
+		payload = hook.MarkPayload(a.origin, payload)
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 		_, err := q.db.ExecContext(ctx, q.stmt(qNotify), q.NotifyChannel(), payload)
 		cancel()

@@ -3,6 +3,7 @@ package sqlqueue
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
@@ -29,3 +30,8 @@ func (h hooks) Own(closeDB func() error) { h.q.closeDB = closeDB }
 func (h hooks) Logger() *slog.Logger { return h.q.log }
 
 func (h hooks) Direct(s hook.Statements) { h.q.direct = s }
+
+func (h hooks) Local(origin string, gap time.Duration, wake func(queues []string)) {
+	a := &h.q.announcer
+	a.origin, a.gap, a.wake = origin, gap, wake
+}

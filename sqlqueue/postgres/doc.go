@@ -53,6 +53,18 @@
 // until a notification names one of its queues, then returns so the
 // Worker reserves.
 //
+// A push through this Queue (outside a caller's transaction) also wakes
+// this Queue's own waiters at once, in the process, as soon as it has
+// committed: a Worker of the process that pushed does not wait for the
+// notification's round trip and delivery. Its notification then carries
+// a mark of the Queue that sent it, which that Queue's listener skips, and
+// only wakes other processes, so it is sent at most once per debounce
+// window (their listeners wake at most about that often anyway): at
+// 1,000 pushes a second one notification went out for every 1.5 pushes
+// before, now at most 333 a second. The mark is a first line left empty
+// (a stored queue name is never empty), so a listener of an older release
+// reads it as a queue nobody waits on.
+//
 // Wake-ups are debounced: the first notification after a quiet window
 // (Config.Debounce, 3ms by default) wakes the matching waiters at once,
 // and the rest of a burst wakes them once more at the window's end, so a

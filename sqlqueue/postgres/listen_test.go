@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 )
 
 // testListener is a listener without a connection: the tests feed it
@@ -222,4 +224,51 @@ func lookupRacingNotification(t *testing.T) {
 	if n := lookups.Load(); n != 2 {
 		t.Fatalf("%d lookups, want 2: the racing one not cached, the next one cached", n)
 	}
+}
+
+// A notification this Queue's own push sent (marked with its origin) wakes
+// nobody: its waiters were woken at the push. One from another origin, or
+// unmarked (a push inside a caller's transaction, an older release), wakes
+// the waiters on the queues it names.
+func TestDeliverSkipsOwnOrigin(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var due atomic.Int64
+		var lookups atomic.Int32
+		cases := []struct {
+			name, payload string
+			wakes         bool
+		}{
+			{"unmarked", hook.MarkPayload("", "mail"), true},
+			{"own push", "", false}, // the payload: the listener's own mark, below
+			{"another origin", hook.MarkPayload("0123456789abcdef", "mail"), true},
+			{"another origin, another queue", hook.MarkPayload("0123456789abcdef", "reports"), false},
+			{"another origin, every queue", hook.MarkPayload("0123456789abcdef", ""), true},
+		}
+		for _, c := range cases {
+			l := testListener(time.Millisecond, &due, &lookups)
+			payload := c.payload
+			if c.name == "own push" {
+				payload = hook.MarkPayload(l.origin, "mail")
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			res := make(chan error, 1)
+			go func() { res <- l.wait(ctx, []string{"mail"}, time.Hour) }()
+			synctest.Wait()
+			l.deliver(payload)
+			synctest.Wait()
+			select {
+			case err := <-res:
+				if !c.wakes || err != nil {
+					t.Errorf("%s: Wait returned %v; want it to stay waiting", c.name, err)
+				}
+			default:
+				if c.wakes {
+					t.Errorf("%s (%q): Wait not woken", c.name, payload)
+				}
+			}
+			cancel()
+			synctest.Wait()
+		}
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -153,6 +152,9 @@ func NewWithConfig(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts ...
 		dial = func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, cfg.ListenDSN) }
 	}
 	q.l = newListener(sq.NotifyChannel(), dial, cfg.Debounce, cfg.ListenCheck, cfg.Logger, q.nextRunAt)
+	// This process's pushes wake its own waiters at once, not through a
+	// notification's round trip (see the package doc).
+	hook.Of(sq).Local(q.l.origin, cfg.Debounce, func(queues []string) { q.l.notified(queues, false) })
 	if err := q.l.start(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -342,7 +344,10 @@ type listener struct {
 	check    time.Duration
 	dial     func(ctx context.Context) (*pgx.Conn, error)
 	debounce time.Duration
-	log      *slog.Logger
+	// origin marks the notifications of this Queue's own pushes (see
+	// hook.Queue.Local), whose waiters were woken without them.
+	origin string
+	log    *slog.Logger
 	// lookup returns the earliest run_at (Unix µs) of the pending jobs of
 	// one non-paused queue, ok false when it has none.
 	lookup func(ctx context.Context, queues []string) (map[string]int64, error)
@@ -380,6 +385,7 @@ func newListener(channel string, dial func(context.Context) (*pgx.Conn, error), 
 	return &listener{
 		channel:  channel,
 		ping:     fmt.Sprintf("meridian_ping_%016x", rand.Uint64()),
+		origin:   fmt.Sprintf("%016x", rand.Uint64()),
 		check:    check,
 		dial:     dial,
 		debounce: debounce,
@@ -542,11 +548,7 @@ func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
 		if n.Channel != l.channel {
 			continue
 		}
-		if n.Payload == "" {
-			l.notified(nil, true)
-			continue
-		}
-		l.notified(strings.Split(n.Payload, "\n"), false)
+		l.deliver(n.Payload)
 	}
 }
 
@@ -554,6 +556,17 @@ func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
 // due-time cache of those queues is dropped at once; waiters are woken at
 // once if no wake-up happened in the last debounce window, else once at
 // the window's end for everything notified during it.
+// deliver wakes the waiters a notification's payload names, unless this
+// Queue's own push sent it: its waiters were woken at once (see
+// hook.Queue.Local).
+func (l *listener) deliver(payload string) {
+	queues, all, origin := hook.ParsePayload(payload)
+	if origin == l.origin {
+		return
+	}
+	l.notified(queues, all)
+}
+
 func (l *listener) notified(queues []string, all bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

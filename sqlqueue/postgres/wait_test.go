@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
 	"github.com/meridianjobs/meridian/sqlqueue"
+	"github.com/meridianjobs/meridian/sqlqueue/internal/hook"
 	"github.com/meridianjobs/meridian/sqlqueue/postgres"
 )
 
@@ -374,5 +377,85 @@ func TestListenDSN(t *testing.T) {
 	}
 	if _, err := postgres.New(t.Context(), nil); err == nil {
 		t.Error("New with a nil pool succeeded")
+	}
+}
+
+// A push wakes the waiters of its own Queue at once, without its
+// notification: here the listener listens on another database, where no
+// notification of this one arrives, and is still woken. A push from
+// another Queue (another process) cannot reach it there: the wake-up was
+// the local one. The notifications for other processes still go out,
+// marked with the pushing Queue's origin, at most one per debounce window.
+func TestLocalPushWakesWithoutNotification(t *testing.T) {
+	t.Parallel()
+	dsn := testDSN(t)
+	pool := newPool(t, dsn)
+	if _, err := pool.Exec(t.Context(), "CREATE DATABASE meridian_listen_elsewhere"); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("creating a database to listen on: %v", err)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := strings.Replace(dsn, "/"+cfg.Database+"?", "/meridian_listen_elsewhere?", 1)
+	if elsewhere == dsn {
+		t.Fatalf("cannot name another database in %q", dsn)
+	}
+	const gap = 20 * time.Millisecond
+	q, err := postgres.NewWithConfig(t.Context(), pool, postgres.Config{ListenDSN: elsewhere, Debounce: gap}, sqlqueue.WithTable(randomTable()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if err := q.Setup(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer q.DropTables(context.Background())
+	other := openQueue(t, dsn, q.Table())
+
+	done := waitAsync(t.Context(), q, []string{"local"}, safetyPoll)
+	if err := queue.Dispatch(t.Context(), other, struct{}{}, queue.OnQueue("local")); err != nil {
+		t.Fatal(err)
+	}
+	staysWaiting(t, done, 300*time.Millisecond, "for another Queue's push: its notification went to the other database")
+	if err := queue.Dispatch(t.Context(), q, struct{}{}, queue.OnQueue("local")); err != nil {
+		t.Fatal(err)
+	}
+	woken(t, done, "a push through the same Queue")
+
+	// What other processes receive: notifications marked with an origin,
+	// naming the queue, no more often than once per window.
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "LISTEN "+pgx.Identifier{q.NotifyChannel()}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	const pushes = 200
+	start := time.Now()
+	for range pushes {
+		if err := queue.Dispatch(t.Context(), q, struct{}{}, queue.OnQueue("local")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	got := 0
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*gap)
+		n, err := conn.WaitForNotification(ctx)
+		cancel()
+		if err != nil {
+			break // none left
+		}
+		queues, all, origin := hook.ParsePayload(n.Payload)
+		if origin == "" || all || !slices.Equal(queues, []string{"local"}) {
+			t.Errorf("notification %q: queues %q, all %v, origin %q; want the queue local from a marked origin", n.Payload, queues, all, origin)
+		}
+		got++
+	}
+	if limit := int(elapsed/gap) + 2; got < 1 || got > limit {
+		t.Errorf("%d pushes in %v sent %d notifications; want 1 to %d (one per %v window)", pushes, elapsed, got, limit, gap)
 	}
 }

@@ -10,6 +10,8 @@ package hook
 import (
 	"context"
 	"log/slog"
+	"strings"
+	"time"
 
 	queue "github.com/meridianjobs/meridian/queue/driver"
 )
@@ -71,6 +73,42 @@ type Queue interface {
 	// per-column conversions through database/sql cost most (the
 	// PostgreSQL claim). Call it before the Queue is used.
 	Direct(s Statements)
+	// Local makes the Queue hand the queues of every push it announces to
+	// wake at once, in this process, before its notification goes out;
+	// the notification then carries origin (see LocalPayload), so that
+	// the listener that woke locally skips it, and notifications are sent
+	// at most once per gap, coalesced, for the other processes. Call it
+	// before the Queue is used.
+	Local(origin string, gap time.Duration, wake func(queues []string))
+}
+
+// ParsePayload reads a notification payload of a Queue's NotifyChannel:
+// the queues named (all true: every queue) and the origin that sent it
+// when the sender marked it (see Queue.Local; "" otherwise). A marked
+// payload begins with an empty line, then the origin: an empty queue name
+// is never stored, so no unmarked payload begins so, and a listener that
+// does not know the mark wakes nothing more than the named queues.
+func ParsePayload(payload string) (queues []string, all bool, origin string) {
+	if payload == "" {
+		return nil, true, ""
+	}
+	if rest, ok := strings.CutPrefix(payload, "\n"); ok {
+		origin, rest, _ = strings.Cut(rest, "\n")
+		if rest == "" {
+			return nil, true, origin
+		}
+		return strings.Split(rest, "\n"), false, origin
+	}
+	return strings.Split(payload, "\n"), false, ""
+}
+
+// MarkPayload is the payload naming queues (joined) sent by origin: see
+// ParsePayload.
+func MarkPayload(origin, queues string) string {
+	if origin == "" {
+		return queues
+	}
+	return "\n" + origin + "\n" + queues
 }
 
 // Of returns the hooks of q, a *sqlqueue.Queue. Set by sqlqueue.
