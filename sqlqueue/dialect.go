@@ -205,7 +205,7 @@ type poolPush struct{}
 
 func (poolPush) pushBatch(ctx context.Context, q *Queue, n, chunks int, fn func(ex statements, inTx bool) error) error {
 	if n < 2 && chunks < 2 {
-		return fn(stmts(q.db), false)
+		return fn(q.reads(), false)
 	}
 	return q.d.writeTx(ctx, q, func(ex execer) error { return fn(stmts(ex), true) })
 }

@@ -364,9 +364,10 @@ func (q *Queue) finishByArrays(ctx context.Context, st statements, stmt query, l
 	return done, err
 }
 
-// reads returns the statements for a read of many rows in one statement
-// (a claim, a batch ack's returned leases): the driver's own client when
-// the registration package gave one (hook.Queue.Direct), else the DB.
+// reads returns the statements for one statement outside a transaction
+// whose cost per call matters (a claim, a batch ack's returned leases, a
+// push): the driver's own client when the registration package gave one
+// (hook.Queue.Direct), else the DB.
 func (q *Queue) reads() statements {
 	if q.direct != nil {
 		return q.direct

@@ -82,7 +82,7 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 		if holdsInTx([]queue.Job{j}) {
 			return q.d.writeTx(ctx, q, func(ex execer) error { return q.pushOne(ctx, stmts(ex), true, j) })
 		}
-		return q.pushOne(ctx, stmts(q.db), false, j)
+		return q.pushOne(ctx, q.reads(), false, j)
 	})
 	if err != nil {
 		return err

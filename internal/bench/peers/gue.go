@@ -118,8 +118,11 @@ func (e *gueEngine) StartWorkers(o bench.Options, handle func(t int64)) (func() 
 		// Graceful shutdown (gue's own option for it): a job running when
 		// stop cancels finishes and its deletion commits, as the Engine's
 		// stop promises.
-		wp, err := gue.NewWorkerPool(e.client, wm, o.Concurrency, gue.WithPoolQueue(gueQueue), gue.WithPoolPollInterval(e.settings.guePoll),
-			gue.WithPoolGracefulShutdown(nil))
+		opts := []gue.WorkerPoolOption{gue.WithPoolQueue(gueQueue), gue.WithPoolPollInterval(e.settings.guePoll), gue.WithPoolGracefulShutdown(nil)}
+		if e.settings.gueRunAt {
+			opts = append(opts, gue.WithPoolPollStrategy(gue.RunAtPollStrategy))
+		}
+		wp, err := gue.NewWorkerPool(e.client, wm, o.Concurrency, opts...)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("making a gue worker pool: %w", err)

@@ -56,6 +56,7 @@ type config struct {
 // library's own.
 type peerSettings struct {
 	guePoll          time.Duration // gue's WorkerPool poll interval
+	gueRunAt         bool          // gue's RunAtPollStrategy instead of its default PriorityPollStrategy
 	neoqPendingCheck time.Duration // neoq's PendingJobCheckInterval
 	goqitePoll       time.Duration // goqite's Runner PollInterval
 }
@@ -80,6 +81,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		latencyDur  = fs.Duration("latency-duration", 60*time.Second, "length of the latency mode")
 		pool        = fs.Int("pool", 16, "PostgreSQL: connections in each system's pgxpool (sqlqueue/postgres opens 16)")
 		guePoll     = fs.Duration("gue-poll", 5*time.Second, "gue's WorkerPool poll interval (gue's default)")
+		gueStrategy = fs.String("gue-strategy", "priority", "gue's poll strategy: priority (its default, PriorityPollStrategy: each poll sorts the queue's due jobs by priority, no index serves it) or runat (RunAtPollStrategy, served by its index)")
 		neoqPending = fs.Duration("neoq-pending-check", 60*time.Second, "neoq's PendingJobCheckInterval, how often it looks for jobs no notification announced (neoq's default)")
 		goqitePoll  = fs.Duration("goqite-poll", 100*time.Millisecond, "goqite's Runner PollInterval (goqite's default)")
 	)
@@ -121,6 +123,9 @@ func parse(args []string, errOut io.Writer) (config, error) {
 			return config{}, fmt.Errorf("--%s must be positive, not %s", v.name, v.d)
 		}
 	}
+	if *gueStrategy != "priority" && *gueStrategy != "runat" {
+		return config{}, fmt.Errorf("--gue-strategy must be priority or runat, not %q", *gueStrategy)
+	}
 	if *warmup < 0 || *warmup >= *duration {
 		return config{}, fmt.Errorf("--warmup must be at least 0 and shorter than --duration (%s), not %s", *duration, *warmup)
 	}
@@ -129,7 +134,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	o.Jobs, o.Duration, o.Warmup = *jobs, *duration, *warmup
 	o.Concurrency, o.Poll, o.Rate, o.LatencyDuration = *concurrency, *poll, *rate, *latencyDur
 	return config{peer: p, keepDone: *keepDone, dsn: *dsn, rounds: *rounds, pool: *pool, modes: ms, opts: o,
-		settings: peerSettings{guePoll: *guePoll, neoqPendingCheck: *neoqPending, goqitePoll: *goqitePoll}}, nil
+		settings: peerSettings{guePoll: *guePoll, gueRunAt: *gueStrategy == "runat", neoqPendingCheck: *neoqPending, goqitePoll: *goqitePoll}}, nil
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -161,8 +166,12 @@ func (c config) peerText() string {
 	s := c.settings
 	switch c.peer.name {
 	case "gue":
-		return fmt.Sprintf("adapter/pgxv5 over a pgxpool of %d (its --concurrency workers hold a connection each while they poll and work), poll %s, PriorityPollStrategy (its defaults), graceful shutdown, EnqueueBatch; deletes finished jobs (its only way)",
-			c.pool, s.guePoll)
+		strategy := "PriorityPollStrategy (its defaults)"
+		if s.gueRunAt {
+			strategy = "RunAtPollStrategy (--gue-strategy runat; its defaults otherwise)"
+		}
+		return fmt.Sprintf("adapter/pgxv5 over a pgxpool of %d (its --concurrency workers hold a connection each while they poll and work), poll %s, %s, graceful shutdown, EnqueueBatch; deletes finished jobs (its only way)",
+			c.pool, s.guePoll, strategy)
 	case "neoq":
 		return fmt.Sprintf("postgres backend, pool_max_conns %d, a handler of Concurrency --concurrency, a NOTIFY per job, PendingJobCheckInterval %s, synchronous_commit off (its defaults), one Enqueue per job, Shutdown to stop (it does not wait for running jobs), each job fingerprinted uniquely (neoq drops a payload already queued); keeps processed jobs (its only way)",
 			c.pool, s.neoqPendingCheck)

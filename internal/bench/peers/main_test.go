@@ -102,6 +102,13 @@ func TestParse(t *testing.T) {
 	if err != nil || c.peer.store != "postgres" || !c.keepDone || c.settings.neoqPendingCheck != time.Minute || c.settings.guePoll != 5*time.Second {
 		t.Errorf("neoq's config is %+v (%v); want postgres, keepDone, the peers' default intervals", c, err)
 	}
+	if c.settings.gueRunAt {
+		t.Error("gue's poll strategy defaults to runat; want its own default, priority")
+	}
+	c, err = parse([]string{"--peer", "gue", "--postgres-dsn", "postgres://x", "--gue-strategy", "runat"}, io.Discard)
+	if err != nil || !c.settings.gueRunAt || !strings.Contains(c.peerText(), "RunAtPollStrategy") {
+		t.Errorf("--gue-strategy runat: runAt %v, header %q (%v); want RunAtPollStrategy named", c.settings.gueRunAt, c.peerText(), err)
+	}
 }
 
 func TestParseRejectsBadFlags(t *testing.T) {
@@ -118,6 +125,7 @@ func TestParseRejectsBadFlags(t *testing.T) {
 		{"unknown mode", []string{"--peer", "gue", "--postgres-dsn", "postgres://x", "--modes", "fast"}, "unknown mode"},
 		{"flood", []string{"--peer", "goqite", "--modes", "flood"}, "not compared with peers"},
 		{"zero poll", []string{"--peer", "goqite", "--goqite-poll", "0s"}, "--goqite-poll must be positive"},
+		{"gue strategy", []string{"--peer", "gue", "--postgres-dsn", "postgres://x", "--gue-strategy", "fifo"}, "--gue-strategy must be priority or runat"},
 		{"warm-up too long", []string{"--peer", "goqite", "--duration", "1s", "--warmup", "2s"}, "--warmup must be"},
 		{"stray argument", []string{"--peer", "goqite", "extra"}, "unexpected arguments"},
 	}
