@@ -31,7 +31,8 @@
 //     connections. Each worker holds a connection while it polls and works
 //     a job, so workers beyond --pool, and the producers' inserts, wait for
 //     one: at the default --concurrency of 1,000 that wait dominates; set
-//     --concurrency to the pool's size to see gue without it. It queues
+//     --peer-concurrency to the pool's size to see gue without it (Meridian
+//     keeps --concurrency). It queues
 //     with EnqueueBatch and deletes finished jobs; its workers stop with
 //     gue's graceful shutdown, so a running job's deletion commits. Its
 //     default poll strategy orders a queue's due jobs by priority, which

@@ -114,7 +114,7 @@ func (e *goqiteEngine) StartWorkers(o bench.Options, handle func(t int64)) (func
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range o.Workers {
-		r := jobs.NewRunner(jobs.NewRunnerOpts{Limit: o.Concurrency, PollInterval: e.settings.goqitePoll, Queue: e.q})
+		r := jobs.NewRunner(jobs.NewRunnerOpts{Limit: e.settings.concurrency, PollInterval: e.settings.goqitePoll, Queue: e.q})
 		r.Register(goqiteJob, func(_ context.Context, m []byte) error {
 			var a benchArgs
 			if err := json.Unmarshal(m, &a); err != nil {

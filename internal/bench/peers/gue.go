@@ -122,7 +122,7 @@ func (e *gueEngine) StartWorkers(o bench.Options, handle func(t int64)) (func() 
 		if e.settings.gueRunAt {
 			opts = append(opts, gue.WithPoolPollStrategy(gue.RunAtPollStrategy))
 		}
-		wp, err := gue.NewWorkerPool(e.client, wm, o.Concurrency, opts...)
+		wp, err := gue.NewWorkerPool(e.client, wm, e.settings.concurrency, opts...)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("making a gue worker pool: %w", err)

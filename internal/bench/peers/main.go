@@ -55,6 +55,7 @@ type config struct {
 // peerSettings are the peers' own knobs; their defaults are each
 // library's own.
 type peerSettings struct {
+	concurrency      int           // the peer's handlers (--peer-concurrency)
 	guePoll          time.Duration // gue's WorkerPool poll interval
 	gueRunAt         bool          // gue's RunAtPollStrategy instead of its default PriorityPollStrategy
 	neoqPendingCheck time.Duration // neoq's PendingJobCheckInterval
@@ -75,7 +76,8 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		jobs        = fs.Int("jobs", 200_000, "jobs queued before each burn-down")
 		duration    = fs.Duration("duration", 60*time.Second, "length of the continuous mode")
 		warmup      = fs.Duration("warmup", d.Warmup, "start of the continuous mode left uncounted")
-		concurrency = fs.Int("concurrency", d.Concurrency, "handler goroutines: Meridian's Concurrency, gue's pool size, neoq's handler Concurrency, goqite's Runner Limit")
+		concurrency = fs.Int("concurrency", d.Concurrency, "handler goroutines: Meridian's Concurrency, and the peer's unless --peer-concurrency")
+		peerConc    = fs.Int("peer-concurrency", 0, "the peer's handlers when not --concurrency: gue's pool size (each worker holds a connection: at most --pool is useful), neoq's handler Concurrency, goqite's Runner Limit")
 		poll        = fs.Duration("poll", d.Poll, "Meridian workers' idle poll interval")
 		rate        = fs.Int("rate", d.Rate, "latency mode's dispatch rate in jobs/s")
 		latencyDur  = fs.Duration("latency-duration", 60*time.Second, "length of the latency mode")
@@ -123,6 +125,12 @@ func parse(args []string, errOut io.Writer) (config, error) {
 			return config{}, fmt.Errorf("--%s must be positive, not %s", v.name, v.d)
 		}
 	}
+	if *peerConc < 0 {
+		return config{}, fmt.Errorf("--peer-concurrency must not be negative, not %d", *peerConc)
+	}
+	if *peerConc == 0 {
+		*peerConc = *concurrency
+	}
 	if *gueStrategy != "priority" && *gueStrategy != "runat" {
 		return config{}, fmt.Errorf("--gue-strategy must be priority or runat, not %q", *gueStrategy)
 	}
@@ -134,7 +142,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	o.Jobs, o.Duration, o.Warmup = *jobs, *duration, *warmup
 	o.Concurrency, o.Poll, o.Rate, o.LatencyDuration = *concurrency, *poll, *rate, *latencyDur
 	return config{peer: p, keepDone: *keepDone, dsn: *dsn, rounds: *rounds, pool: *pool, modes: ms, opts: o,
-		settings: peerSettings{guePoll: *guePoll, gueRunAt: *gueStrategy == "runat", neoqPendingCheck: *neoqPending, goqitePoll: *goqitePoll}}, nil
+		settings: peerSettings{concurrency: *peerConc, guePoll: *guePoll, gueRunAt: *gueStrategy == "runat", neoqPendingCheck: *neoqPending, goqitePoll: *goqitePoll}}, nil
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -150,8 +158,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	fmt.Fprintf(out, "peers bench: %s against Meridian on %s, %s %s/%s, %d CPUs, %s\n", c.peer.version, c.peer.store,
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "%d round(s); jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d\n",
-		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency)
+	fmt.Fprintf(out, "%d round(s); jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d (Meridian), %d (%s)\n",
+		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency, c.settings.concurrency, c.peer.system)
 	fmt.Fprintf(out, "%s: %s\n", c.peer.system, c.peerText())
 	fmt.Fprintf(out, "Meridian: %s, poll %s, %s\n\n", c.meridianText(), c.opts.Poll, keepText(c.keepDone))
 	res, err := compare(ctx, c)
@@ -170,14 +178,14 @@ func (c config) peerText() string {
 		if s.gueRunAt {
 			strategy = "RunAtPollStrategy (--gue-strategy runat; its defaults otherwise)"
 		}
-		return fmt.Sprintf("adapter/pgxv5 over a pgxpool of %d (its --concurrency workers hold a connection each while they poll and work), poll %s, %s, graceful shutdown, EnqueueBatch; deletes finished jobs (its only way)",
-			c.pool, s.guePoll, strategy)
+		return fmt.Sprintf("adapter/pgxv5 over a pgxpool of %d (its %d workers hold a connection each while they poll and work), poll %s, %s, graceful shutdown, EnqueueBatch; deletes finished jobs (its only way)",
+			c.pool, s.concurrency, s.guePoll, strategy)
 	case "neoq":
-		return fmt.Sprintf("postgres backend, pool_max_conns %d, a handler of Concurrency --concurrency, a NOTIFY per job, PendingJobCheckInterval %s, synchronous_commit off (its defaults), one Enqueue per job, Shutdown to stop (it does not wait for running jobs), each job fingerprinted uniquely (neoq drops a payload already queued); keeps processed jobs (its only way)",
-			c.pool, s.neoqPendingCheck)
+		return fmt.Sprintf("postgres backend, pool_max_conns %d, a handler of Concurrency %d, a NOTIFY per job, PendingJobCheckInterval %s, synchronous_commit off (its defaults), one Enqueue per job, Shutdown to stop (it does not wait for running jobs), each job fingerprinted uniquely (neoq drops a payload already queued); keeps processed jobs (its only way)",
+			c.pool, s.concurrency, s.neoqPendingCheck)
 	default:
-		return fmt.Sprintf("jobs.Runner, Limit --concurrency, PollInterval %s, Extend 5s (its defaults), on a file of its own over modernc.org/sqlite with one connection, WAL, busy_timeout 5s, foreign keys (its README); queues in one transaction per DispatchMany (jobs.CreateTx); deletes finished jobs",
-			s.goqitePoll)
+		return fmt.Sprintf("jobs.Runner, Limit %d, PollInterval %s, Extend 5s (its defaults), on a file of its own over modernc.org/sqlite with one connection, WAL, busy_timeout 5s, foreign keys (its README); queues in one transaction per DispatchMany (jobs.CreateTx); deletes finished jobs",
+			s.concurrency, s.goqitePoll)
 	}
 }
 

@@ -105,7 +105,13 @@ func TestParse(t *testing.T) {
 	if c.settings.gueRunAt {
 		t.Error("gue's poll strategy defaults to runat; want its own default, priority")
 	}
-	c, err = parse([]string{"--peer", "gue", "--postgres-dsn", "postgres://x", "--gue-strategy", "runat"}, io.Discard)
+	if c.settings.concurrency != c.opts.Concurrency {
+		t.Errorf("the peer's concurrency is %d; want --concurrency's %d without --peer-concurrency", c.settings.concurrency, c.opts.Concurrency)
+	}
+	c, err = parse([]string{"--peer", "gue", "--postgres-dsn", "postgres://x", "--gue-strategy", "runat", "--peer-concurrency", "16"}, io.Discard)
+	if err != nil || c.settings.concurrency != 16 || c.opts.Concurrency != 1000 || !strings.Contains(c.peerText(), "its 16 workers") {
+		t.Errorf("--peer-concurrency 16: peer %d, Meridian %d, header %q (%v); want 16 and 1000", c.settings.concurrency, c.opts.Concurrency, c.peerText(), err)
+	}
 	if err != nil || !c.settings.gueRunAt || !strings.Contains(c.peerText(), "RunAtPollStrategy") {
 		t.Errorf("--gue-strategy runat: runAt %v, header %q (%v); want RunAtPollStrategy named", c.settings.gueRunAt, c.peerText(), err)
 	}
@@ -125,6 +131,7 @@ func TestParseRejectsBadFlags(t *testing.T) {
 		{"unknown mode", []string{"--peer", "gue", "--postgres-dsn", "postgres://x", "--modes", "fast"}, "unknown mode"},
 		{"flood", []string{"--peer", "goqite", "--modes", "flood"}, "not compared with peers"},
 		{"zero poll", []string{"--peer", "goqite", "--goqite-poll", "0s"}, "--goqite-poll must be positive"},
+		{"negative peer concurrency", []string{"--peer", "goqite", "--peer-concurrency", "-1"}, "--peer-concurrency must not be negative"},
 		{"gue strategy", []string{"--peer", "gue", "--postgres-dsn", "postgres://x", "--gue-strategy", "fifo"}, "--gue-strategy must be priority or runat"},
 		{"warm-up too long", []string{"--peer", "goqite", "--duration", "1s", "--warmup", "2s"}, "--warmup must be"},
 		{"stray argument", []string{"--peer", "goqite", "extra"}, "unexpected arguments"},

@@ -119,7 +119,7 @@ func (e *neoqEngine) StartWorkers(o bench.Options, handle func(t int64)) (func()
 			t, _ := j.Payload["t"].(float64)
 			handle(int64(t))
 			return nil
-		}, handler.Concurrency(o.Concurrency))
+		}, handler.Concurrency(e.settings.concurrency))
 		if err := nq.Start(context.Background(), h); err != nil {
 			return nil, errors.Join(fmt.Errorf("starting neoq's handler: %w", err), stopAll())
 		}
