@@ -288,11 +288,10 @@ func announceLoop(q *Queue) {
 			return
 		}
 		a.mu.Unlock()
-		payload := strings.Join(queues, "\n")
-		if len(hook.MarkPayload(a.origin, payload)) > maxNotifyPayload {
-			payload = ""
+		payload := hook.MarkPayload(a.origin, strings.Join(queues, "\n"))
+		if len(payload) > maxNotifyPayload {
+			payload = hook.MarkPayload(a.origin, "") // every queue
 		}
-		payload = hook.MarkPayload(a.origin, payload)
 		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 		_, err := q.db.ExecContext(ctx, q.stmt(qNotify), q.NotifyChannel(), payload)
