@@ -140,6 +140,49 @@ func probe(t *testing.T, path string) *sql.DB {
 	return db
 }
 
+// lockable reports whether every row of the MariaDB tables of the store
+// table (the jobs, their counts, the leader lease...) can be locked at once
+// in source: false when another transaction holds one of them.
+// NOWAIT makes each lock fail at once rather than wait, so the probe needs
+// no short deadline of its own.
+func lockable(t *testing.T, source, table string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	db, err := sql.Open("mysql", source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = DATABASE() AND (table_name = ? OR table_name LIKE CONCAT(REPLACE(?, '_', '\\_'), '\\_%'))`, table, table)
+	if err != nil {
+		return false
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return false
+		}
+		tables = append(tables, name)
+	}
+	if rows.Err() != nil || len(tables) == 0 {
+		return false
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false
+	}
+	defer tx.Rollback()
+	for _, name := range tables {
+		if _, err := tx.ExecContext(ctx, "SELECT 1 FROM `"+name+"` FOR UPDATE NOWAIT"); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func (p *pauseProc) stderr(t *testing.T) string {
 	b, _ := os.ReadFile(p.log + ".stderr")
 	return string(b)
@@ -228,6 +271,11 @@ func TestPauseSIGSTOP(t *testing.T) {
 							return false
 						}
 						_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+					case st.name == "mysql" && !lockable(t, source, table):
+						// InnoDB waits 50 s for a row lock: A stopped
+						// between a transaction's update of a counts row
+						// or of the job and its commit stops B's claim.
+						return false
 					case m.name == "leader":
 						// A stopped inside ClaimTick holds the periodic
 						// row, which B's RegisterPeriodic waits on before

@@ -2,9 +2,13 @@ package sqlqueue_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/meridianjobs/meridian/internal/testutil"
 	"github.com/meridianjobs/meridian/queue"
@@ -142,16 +146,20 @@ func TestPushManyRevivalTimeoutStoresNothing(t *testing.T) {
 			}
 			// A statement the server was still running when the push gave
 			// up holds the dead letter's row until it ends: lock it once
-			// more, so that what it did is settled before counting.
-			settle, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := settle.QueryRowContext(ctx, "SELECT id FROM "+s.table+" WHERE id = '"+deadID+"' FOR UPDATE").Scan(&id); err != nil {
-				t.Fatalf("locking the dead letter again: %v", err)
-			}
-			if err := settle.Commit(); err != nil {
-				t.Fatal(err)
+			// more, so that what it did is settled before counting. On
+			// InnoDB that statement's insert holds a shared lock on the
+			// duplicate row and upgrades it while this lock waits: the
+			// server breaks that deadlock by rolling back this lock, the
+			// smaller transaction, so it is taken again.
+			for try := 1; ; try++ {
+				err := lockRow(ctx, db, s.table, deadID)
+				if err == nil {
+					break
+				}
+				var me *mysql.MySQLError
+				if !errors.As(err, &me) || me.Number != 1213 || try == 10 {
+					t.Fatalf("locking the dead letter again (try %d): %v", try, err)
+				}
 			}
 			var n int
 			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM "+s.table+" WHERE id = '"+newID+"'").Scan(&n); err != nil {
@@ -165,4 +173,19 @@ func TestPushManyRevivalTimeoutStoresNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockRow locks the row id of table in a transaction of its own and
+// commits: it returns once every transaction that held the row has ended.
+func lockRow(ctx context.Context, db *sql.DB, table, id string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var got string
+	if err := tx.QueryRowContext(ctx, "SELECT id FROM "+table+" WHERE id = '"+id+"' FOR UPDATE").Scan(&got); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
