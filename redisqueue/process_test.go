@@ -19,6 +19,13 @@ import (
 	"github.com/meridianjobs/meridian/redisqueue"
 )
 
+// killProof gives a job of a SIGKILL test more attempts than the test
+// kills processes: a job whose attempt had started in a killed process is
+// charged that attempt, and an unlucky one in flight at five kills would
+// use up the default five and be dead-lettered, failing a check that is
+// about the kills' other effects.
+var killProof = queue.MaxAttempts(1000)
+
 // startWorkers starts a batchworker process per entry of each, with env
 // and then the entry as its environment; the test's end kills those
 // still running.
@@ -202,7 +209,7 @@ func TestGroupsSIGKILL(t *testing.T) {
 	}
 	fed := testutil.Feed(t, n, func(ctx context.Context, i int) error {
 		key := fmt.Sprintf("u%d", i%keys)
-		return queue.Dispatch(ctx, q, note{key, i}, queue.OnQueue("gm"), queue.Group(key))
+		return queue.Dispatch(ctx, q, note{key, i}, queue.OnQueue("gm"), queue.Group(key), killProof)
 	})
 	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p,
 		"BATCHWORKER_KILL_AFTER_SETS=4")

@@ -57,9 +57,9 @@ func TestSequencesSIGKILL(t *testing.T) {
 	fed := testutil.Feed(t, n, func(ctx context.Context, i int) error {
 		m, ok := member[i]
 		if !ok {
-			return queue.Dispatch(ctx, q, seqPlain{i}, queue.OnQueue("sq"))
+			return queue.Dispatch(ctx, q, seqPlain{i}, queue.OnQueue("sq"), killProof)
 		}
-		return queue.Dispatch(ctx, q, m, queue.OnQueue("sq"), queue.Sequence(m.Key))
+		return queue.Dispatch(ctx, q, m, queue.OnQueue("sq"), queue.Sequence(m.Key), killProof)
 	})
 	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p,
 		"BATCHWORKER_KILL_AFTER_SEQ=10")

@@ -12,6 +12,13 @@ import (
 	"github.com/meridianjobs/meridian/queue"
 )
 
+// killProof gives a job of a SIGKILL test more attempts than the test
+// kills processes: a job whose attempt had started in a killed process is
+// charged that attempt, and an unlucky one in flight at five kills would
+// use up the default five and be dead-lettered, failing a check that is
+// about the kills' other effects.
+var killProof = queue.MaxAttempts(1000)
+
 // grpNote is a group member of testdata/worker (same type name).
 type grpNote struct {
 	Key string
@@ -70,7 +77,7 @@ func TestGroupsSurviveSIGKILL(t *testing.T) {
 		}
 		fed := testutil.Feed(t, n, func(ctx context.Context, i int) error {
 			key := fmt.Sprintf("u%d", i%keys)
-			return queue.Dispatch(ctx, q, grpNote{key, i}, queue.Group(key))
+			return queue.Dispatch(ctx, q, grpNote{key, i}, queue.Group(key), killProof)
 		})
 		finished := func() bool {
 			if !fed() {

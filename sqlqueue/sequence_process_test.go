@@ -74,9 +74,9 @@ func TestSequencesSurviveSIGKILL(t *testing.T) {
 		fed := testutil.Feed(t, n, func(ctx context.Context, i int) error {
 			m, ok := member[i]
 			if !ok {
-				return queue.Dispatch(ctx, q, procJob{i})
+				return queue.Dispatch(ctx, q, procJob{i}, killProof)
 			}
-			return queue.Dispatch(ctx, q, m, queue.Sequence(m.Key))
+			return queue.Dispatch(ctx, q, m, queue.Sequence(m.Key), killProof)
 		})
 		finished := func() bool {
 			if !fed() {
