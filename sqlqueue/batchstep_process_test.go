@@ -29,7 +29,7 @@ func TestBatchStepSurvivesSIGKILL(t *testing.T) {
 		var bt queue.Batch
 		ids := make([]string, n)
 		for i := range n {
-			j, err := queue.NewJob(wfItem{i})
+			j, err := queue.NewJob(wfItem{i}, killProof)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,12 @@ func TestBatchStepSurvivesSIGKILL(t *testing.T) {
 			}
 		}
 		if len(got["step-3"]) == 0 {
-			t.Fatalf("the queue drained and step 3 never ran: %v", got)
+			dead, err := q.DeadLetters(t.Context(), "", 100)
+			var why []string
+			for _, d := range dead {
+				why = append(why, fmt.Sprintf("%s %s attempts %d: %s", d.ID, d.Name, d.Attempts, d.LastError))
+			}
+			t.Fatalf("the queue drained and step 3 never ran (dead letters %v, %v): %v", why, err, got)
 		}
 		step3 := got["step-3"][0].start
 		for _, key := range append([]string{"step-1"}, ids...) {

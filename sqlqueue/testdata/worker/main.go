@@ -184,8 +184,17 @@ func run() error {
 		return err
 	}
 	holdStep, _ := strconv.Atoi(os.Getenv("WORKER_HOLD_STEP"))
+	killStep, _ := strconv.Atoi(os.Getenv("WORKER_KILL_AFTER_STEP"))
 	queue.Handle(w, func(ctx context.Context, s wfStep) error {
 		j, _ := queue.JobFromContext(ctx)
+		if killStep > 0 && s.N > killStep {
+			// The observer's SIGKILL after step killStep's ack is on its
+			// way; the next step, stored with that ack, can reach a
+			// handler here first (a loaded machine delays the observer),
+			// and must not complete in this process.
+			<-ctx.Done()
+			return ctx.Err()
+		}
 		if s.N == holdStep {
 			if err := appendLine(os.Getenv("WORKER_HOLD_LOG"), "held "+j.ID); err != nil {
 				return err
