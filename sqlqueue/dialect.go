@@ -123,9 +123,10 @@ type dialect interface {
 	// pending jobs).
 	priorities(ctx context.Context, q *Queue, st statements, names []string) (map[string][]int64, error)
 
-	// dropCountFunctions returns the statements that drop what the counts
-	// migration created outside the tables (vars: migrationVars), if any.
-	dropCountFunctions(vars map[string]string) []string
+	// dropFunctions returns the statements that drop what the migrations
+	// created outside the tables (vars: migrationVars), if any: the
+	// counting triggers' functions and the leases function (PostgreSQL).
+	dropFunctions(vars map[string]string) []string
 	// foldCounts moves the counts of the shards no open transaction holds
 	// into shard 0 (see the counts migration); the maintenance pass runs it.
 	foldCounts(ctx context.Context, q *Queue) error
@@ -184,11 +185,11 @@ type noNotify struct{}
 func (noNotify) notifyTx(context.Context, *Queue, statements, []queue.Job, []bool) error { return nil }
 func (noNotify) announce(*Queue, []queue.Job, []bool)                                    {}
 
-// noCountFunctions is dropCountFunctions of a dialect whose counting
-// triggers call no function of their own.
-type noCountFunctions struct{}
+// noFunctions is dropFunctions of a dialect whose migrations create no
+// function of their own.
+type noFunctions struct{}
 
-func (noCountFunctions) dropCountFunctions(map[string]string) []string { return nil }
+func (noFunctions) dropFunctions(map[string]string) []string { return nil }
 
 // noVacuum is the maintenance half of a dialect that needs no vacuum.
 type noVacuum struct{}

@@ -41,7 +41,7 @@ const (
 type mysqlDialect struct {
 	noNotify
 	noVacuum
-	noCountFunctions
+	noFunctions
 	poolPush
 }
 

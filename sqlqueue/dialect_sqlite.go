@@ -34,7 +34,7 @@ const (
 type sqliteDialect struct {
 	noNotify
 	noVacuum
-	noCountFunctions
+	noFunctions
 	searchPrunedInPlace
 }
 

@@ -197,4 +197,6 @@ func ExampleSchema() {
 	// CREATE INDEX IF NOT EXISTS "jobs_sequence_jobs_key" ON "jobs_sequence_jobs" (queue, seq_key, pos)
 	// CREATE UNIQUE INDEX IF NOT EXISTS "jobs_sequence_jobs_job" ON "jobs_sequence_jobs" (job_id)
 	// UPDATE "jobs_meta" SET value = '21' WHERE name = 'schema_version'
+	// CREATE OR REPLACE FUNCTION "jobs_leases_fn"(ids TEXT[], toks TEXT[]) RETURNS TABLE (lease_id TEXT, lease_tok TEXT)
+	// UPDATE "jobs_meta" SET value = '22' WHERE name = 'schema_version'
 }

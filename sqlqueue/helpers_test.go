@@ -138,7 +138,7 @@ func (s store) open(t testing.TB, opts ...sqlqueue.Option) (*sqlqueue.Queue, *sq
 				_, _ = db.ExecContext(context.Background(), "DROP TABLE IF EXISTS "+s.table+suffix)
 			}
 			if s.b.dialect == sqlqueue.Postgres {
-				_, _ = db.ExecContext(context.Background(), "DROP FUNCTION IF EXISTS "+s.table+"_count_ins_fn(), "+s.table+"_count_del_fn(), "+s.table+"_count_upd_fn(), "+s.table+"_sched_ins_fn(), "+s.table+"_sched_del_fn(), "+s.table+"_sched_upd_fn()")
+				_, _ = db.ExecContext(context.Background(), "DROP FUNCTION IF EXISTS "+s.table+"_count_ins_fn(), "+s.table+"_count_del_fn(), "+s.table+"_count_upd_fn(), "+s.table+"_sched_ins_fn(), "+s.table+"_sched_del_fn(), "+s.table+"_sched_upd_fn(), "+s.table+"_leases_fn(TEXT[], TEXT[])")
 			}
 		})
 	}

@@ -94,6 +94,9 @@ func names(d dialect, table string) tableNames {
 		// The claim index, for the statements that must read it whatever
 		// the planner's statistics say (SQLite's INDEXED BY).
 		"{claim_idx}", d.quote(table+"_claim"),
+		// The function that passes a batch's leases (PostgreSQL: see
+		// pgLeasesFrom).
+		"{leases_fn}", d.quote(table+"_leases_fn"),
 	)
 	return t
 }
@@ -143,6 +146,9 @@ func migrationVars(d dialect, table string) map[string]string {
 		vars[s+"_trg"] = d.quote(table + "_" + s)
 		vars[s+"_fn"] = d.quote(table + "_" + s + "_fn")
 	}
+	// The function the batch lease statements read their leases from
+	// (PostgreSQL's lease_fn migration).
+	vars["leases_fn"] = d.quote(table + "_leases_fn")
 	for _, s := range []string{"claim", "unique", "state", "finished", "seq", "list", "batches_seq", "batches_finished", "tag_jobs_at", "results_exp", "graphs_seq", "graphs_finished", "graph_nodes_name", "graph_nodes_job", "sequences_head", "sequence_jobs_key", "sequence_jobs_job"} {
 		vars[s+"_idx"] = d.quote(table + "_" + s)
 	}
@@ -327,10 +333,10 @@ func (q *Queue) DropTables(ctx context.Context) error {
 		}
 	}
 	// The counting triggers went with the jobs table; functions they
-	// called (PostgreSQL) outlive it.
-	for _, stmt := range q.d.dropCountFunctions(migrationVars(q.d, q.t.raw)) {
+	// called and the leases function (PostgreSQL) outlive it.
+	for _, stmt := range q.d.dropFunctions(migrationVars(q.d, q.t.raw)) {
 		if _, err := q.db.ExecContext(ctx, stmt); err != nil {
-			return q.wrap(ctx, err, "dropping the counting functions")
+			return q.wrap(ctx, err, "dropping the tables' functions")
 		}
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 // recording its own version.
 func TestFiles(t *testing.T) {
 	vars := map[string]string{}
-	for _, n := range []string{"jobs", "pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "claim_idx", "unique_idx", "state_idx", "finished_idx", "seq_idx", "list_idx", "counts", "count_ins_trg", "count_del_trg", "count_upd_trg", "count_ins_fn", "count_del_fn", "count_upd_fn", "sched_ins_trg", "sched_del_trg", "sched_upd_trg", "sched_ins_fn", "sched_del_fn", "sched_upd_fn", "batches", "batch_jobs", "batches_seq_idx", "batches_finished_idx", "fleet", "tags", "tag_jobs", "tag_jobs_at_idx", "results", "results_exp_idx", "graphs", "graph_nodes", "graph_edges", "graphs_seq_idx", "graph_nodes_job_idx", "graph_nodes_name_idx", "graphs_finished_idx", "sequences", "sequence_jobs", "sequences_head_idx", "sequence_jobs_key_idx", "sequence_jobs_job_idx"} {
+	for _, n := range []string{"jobs", "pauses", "workers", "metrics", "run_metrics", "meta", "periodic", "uniques", "claim_idx", "unique_idx", "state_idx", "finished_idx", "seq_idx", "list_idx", "counts", "count_ins_trg", "count_del_trg", "count_upd_trg", "count_ins_fn", "count_del_fn", "count_upd_fn", "sched_ins_trg", "sched_del_trg", "sched_upd_trg", "sched_ins_fn", "sched_del_fn", "sched_upd_fn", "leases_fn", "batches", "batch_jobs", "batches_seq_idx", "batches_finished_idx", "fleet", "tags", "tag_jobs", "tag_jobs_at_idx", "results", "results_exp_idx", "graphs", "graph_nodes", "graph_edges", "graphs_seq_idx", "graph_nodes_job_idx", "graph_nodes_name_idx", "graphs_finished_idx", "sequences", "sequence_jobs", "sequences_head_idx", "sequence_jobs_key_idx", "sequence_jobs_job_idx"} {
 		vars[n] = `"t_` + n + `"`
 	}
 	for _, d := range []*Dialect{Postgres, MySQL, SQLite} {
