@@ -131,8 +131,8 @@ type dialect interface {
 	// into shard 0 (see the counts migration); the maintenance pass runs it.
 	foldCounts(ctx context.Context, q *Queue) error
 	// vacuumIfDue vacuums the jobs table when it holds enough dead rows to
-	// be worth it, on dialects that need it.
-	vacuumIfDue(ctx context.Context, q *Queue) error
+	// be worth it (bar's dead rows or more), on dialects that need it.
+	vacuumIfDue(ctx context.Context, q *Queue, bar vacuumBar) error
 }
 
 func dialectFor(name Dialect) (dialect, error) {
@@ -194,7 +194,7 @@ func (noFunctions) dropFunctions(map[string]string) []string { return nil }
 // noVacuum is the maintenance half of a dialect that needs no vacuum.
 type noVacuum struct{}
 
-func (noVacuum) vacuumIfDue(context.Context, *Queue) error { return nil }
+func (noVacuum) vacuumIfDue(context.Context, *Queue, vacuumBar) error { return nil }
 
 // poolPush is pushBatch on the pool for one job, and in a write
 // transaction for several. One insertion would commit a batch whole on

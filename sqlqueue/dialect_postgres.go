@@ -468,7 +468,8 @@ func (pgDialect) contains(col string, blob bool) string {
 func (pgDialect) listFrom(t tableNames, _ listOrder) string { return t.jobs }
 
 // vacuumIfDue vacuums the jobs table when its statistics count at least
-// vacuumDeadRows dead rows: on a server with autovacuum off, nothing else
+// the dead rows bar asks (vacuumDeadRows; after a walk, see
+// vacuumAfterWalk, fewer on a small table): on a server with autovacuum off, nothing else
 // would, and claims would walk ever more dead index entries. Claims are HOT updates, but acks delete rows whose index
 // entries stay at the head of the claim index until a vacuum removes them.
 //
@@ -477,9 +478,9 @@ func (pgDialect) listFrom(t tableNames, _ listOrder) string { return t.jobs }
 // quickly, but the claim and ack plans hold in every state of them (see
 // finishLeases and reserve), and an ANALYZE with every vacuum, every
 // 100,000 acks, costs a burn-down more than stale figures do.
-func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue) error {
+func (pgDialect) vacuumIfDue(ctx context.Context, q *Queue, bar vacuumBar) error {
 	var due, analyze bool
-	err := queryRow(ctx, stmts(q.db), q.stmt(qVacuumDue), []any{q.vac.minDeadRows(), analyzeEvery.Seconds(), q.t.jobs}, &due, &analyze)
+	err := queryRow(ctx, stmts(q.db), q.stmt(qVacuumDue), []any{bar.dead, bar.perLive, analyzeEvery.Seconds(), q.t.jobs}, &due, &analyze)
 	if err != nil || !due {
 		return err
 	}
@@ -603,7 +604,7 @@ WHERE id = ? AND state <> 'pending' AND NOT EXISTS (SELECT 1 FROM {jobs} o WHERE
 	qLeaseEpochLocked: "SELECT epoch FROM {meta} WHERE name = ? FOR UPDATE",
 	qInsertMembers:    "INSERT INTO {batch_jobs} (batch_id, job_id, state) VALUES {list (?, ?, 'pending')} ON CONFLICT DO NOTHING",
 
-	qVacuumDue: `SELECT COALESCE(n_dead_tup >= ?, false),
+	qVacuumDue: `SELECT COALESCE(n_dead_tup >= GREATEST(CAST(? AS BIGINT), n_live_tup * CAST(? AS FLOAT8)), false),
   COALESCE(GREATEST(last_analyze, last_autoanalyze) < now() - make_interval(secs => ?), true)
 FROM (SELECT 1) one LEFT JOIN pg_stat_user_tables ON relid = to_regclass(?)`,
 	qVacuum:        "VACUUM (SKIP_LOCKED) {jobs}",

@@ -12,6 +12,11 @@ func SetVacuumThresholds(q *Queue, acked, deadRows int64) {
 	q.vac.after, q.vac.deadRows = acked, deadRows
 }
 
+// SetVacuumWalk makes q check for a vacuum once its claims' estimated
+// walk over dead index entries reaches walk (tests: the default is
+// 4,000,000).
+func SetVacuumWalk(q *Queue, walk int64) { q.vac.afterWalk = walk }
+
 // SetSearchBudget sets the time a payload search spends per call before
 // it starts no new window (0: it examines its first window only).
 func SetSearchBudget(q *Queue, d time.Duration) { q.searchBudget = d }

@@ -128,7 +128,7 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	if err != nil {
 		return true, pruned, q.wrap(ctx, err, "pruning the search index")
 	}
-	if err := q.d.vacuumIfDue(ctx, q); err != nil {
+	if err := q.d.vacuumIfDue(ctx, q, vacuumBar{dead: q.vac.minDeadRows()}); err != nil {
 		return true, pruned, q.wrap(ctx, err, "vacuuming the jobs table")
 	}
 	return true, pruned, nil

@@ -126,6 +126,60 @@ func TestPostgresVacuumsAfterAcks(t *testing.T) {
 	}
 }
 
+// TestPostgresVacuumsAfterClaimWalk checks that a Queue whose claims take
+// one job each, as at a low rate, vacuums the jobs table long before
+// vacuumAfterAcks: each claim adds the jobs acked since the last check to
+// an estimate of the dead index entries claims walk, and the check starts
+// when it reaches its bound (lowered here from 4,000,000 to 500, reached
+// at the 33rd claim: 0 + 1 + ... + 32 = 528).
+func TestPostgresVacuumsAfterClaimWalk(t *testing.T) {
+	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
+	s := newStore(t, b)
+	q, db := s.open(t)
+	ctx := t.Context()
+	sqlqueue.SetVacuumThresholds(q, 0, -1) // vacuumAfterAcks stays; vacuum whatever the dead rows
+	sqlqueue.SetVacuumWalk(q, 500)
+
+	vacuums := func() int64 {
+		t.Helper()
+		var n int64
+		if err := db.QueryRowContext(ctx, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)", s.table).Scan(&n); err != nil {
+			t.Fatalf("reading the table's statistics: %v", err)
+		}
+		return n
+	}
+	jobs := make([]queue.Job, 60)
+	for i := range jobs {
+		jobs[i] = queue.Job{Name: "n"}
+	}
+	if _, err := q.PushMany(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	ackOne := func() {
+		t.Helper()
+		got, err := q.Reserve(ctx, nil, 1, time.Minute)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("Reserve = %d jobs, %v; want 1", len(got), err)
+		}
+		if lost, err := testutil.AckMany(ctx, q, []queue.Lease{got[0].Lease()}); err != nil || len(lost) > 0 {
+			t.Fatalf("AckMany lost %d, %v", len(lost), err)
+		}
+	}
+	for range 30 {
+		ackOne()
+	}
+	if n := vacuums(); n != 0 {
+		t.Fatalf("vacuumed %d times after 30 claims (walk 435), below the bound of 500", n)
+	}
+	for range 10 {
+		ackOne()
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return vacuums() > 0 }, "no vacuum within 30 s of the 33rd claim")
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPostgresVacuumAnalyzesAtMostEvery10Minutes checks that the vacuum
 // of the jobs table analyzes it only when no analyze ran in the last ten
 // minutes: the first of two vacuums in a row analyzes, the second not.
