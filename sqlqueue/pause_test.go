@@ -159,6 +159,7 @@ func lockable(t *testing.T, source, table string) bool {
 	if err != nil {
 		return false
 	}
+	defer rows.Close()
 	var tables []string
 	for rows.Next() {
 		var name string

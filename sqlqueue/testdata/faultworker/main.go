@@ -126,7 +126,7 @@ func run() error {
 		return lead(ctx, q, lease, record)
 	}
 	w := queue.NewWorker(q).
-		Slog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))).
+		Slog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))). // warnings too: a failed test prints this log
 		Concurrency(conc).Poll(poll).Lease(lease).ShutdownTimeout(5 * time.Second)
 	queue.Handle(w, func(ctx context.Context, _ Work) error {
 		j, _ := queue.JobFromContext(ctx)

@@ -18,7 +18,8 @@
 // WORKER_HOLD_STEP=N the handler of step N holds it as WORKER_HOLD_AFTER
 // does; with WORKER_KILL_AFTER_STEP=N the process sends itself SIGKILL as
 // soon as step N is acked (and the next step stored): a crash between two
-// steps.
+// steps; a later step that reaches its handler before the kill waits
+// there and never completes in that process.
 //
 // A graph's node, wfNode{N}, is logged as "node-N". With
 // WORKER_KILL_AFTER_NODES=K the process sends itself SIGKILL at its K-th
@@ -184,7 +185,14 @@ func run() error {
 		return err
 	}
 	holdStep, _ := strconv.Atoi(os.Getenv("WORKER_HOLD_STEP"))
-	killStep, _ := strconv.Atoi(os.Getenv("WORKER_KILL_AFTER_STEP"))
+	killStep := 0
+	if v := os.Getenv("WORKER_KILL_AFTER_STEP"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("WORKER_KILL_AFTER_STEP: %w", err)
+		}
+		killStep = n
+	}
 	queue.Handle(w, func(ctx context.Context, s wfStep) error {
 		j, _ := queue.JobFromContext(ctx)
 		if killStep > 0 && s.N > killStep {
@@ -273,14 +281,10 @@ func run() error {
 	if err := handleSeq(w); err != nil {
 		return err
 	}
-	if v := os.Getenv("WORKER_KILL_AFTER_STEP"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("WORKER_KILL_AFTER_STEP: %w", err)
-		}
+	if killStep > 0 {
 		w.Observer(queue.ObserverFunc(func(e queue.Event) {
 			var s wfStep
-			if e.Kind == queue.EventDone && e.Job.Name == "wfStep" && json.Unmarshal(e.Job.Payload, &s) == nil && s.N == n {
+			if e.Kind == queue.EventDone && e.Job.Name == "wfStep" && json.Unmarshal(e.Job.Payload, &s) == nil && s.N == killStep {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			}
 		}))
