@@ -30,12 +30,7 @@ func TestLeasePlans(t *testing.T) {
 	ctx := context.Background()
 	db, q := planQueue(t, "pgx", testutil.PostgresEnv, "lplans_")
 	now := time.Now().UnixMicro()
-	exec := func(stmt string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q.sqlOnce(stmt), args...); err != nil {
-			t.Fatalf("%v\n%s", err, stmt)
-		}
-	}
+	exec := planExec(t, db, q)
 	fill := func(from, to int) {
 		exec(`INSERT INTO {jobs} (id, queue, name, payload, priority, attempts, max_attempts, timeout_us, unique_key, tags, meta,
   available_at, run_at, created_at, updated_at, finished_at, last_error, lease_token, lease_expires_at, state)
@@ -88,16 +83,7 @@ FROM (SELECT g, CASE WHEN g % 20 < 16 THEN 'done' WHEN g % 20 = 16 THEN 'dead' E
 		cases = append(cases, stmtCase{opName[ops[0]] + "+" + opName[ops[1]], q.stmt(stmt), args})
 	}
 
-	scenarios := []struct {
-		name  string
-		setup func()
-	}{
-		{"missing", func() {}},
-		{"fresh", func() { exec("ANALYZE {jobs}") }},
-		{"stale", func() { fill(planRows+1, 2*planRows) }}, // doubles the table after the ANALYZE
-		{"deleted", func() { exec("DELETE FROM pg_statistic WHERE starelid = CAST(? AS regclass)", q.t.jobs) }},
-	}
-	for _, sc := range scenarios {
+	for _, sc := range statsScenarios(exec, q, func() { fill(planRows+1, 2*planRows) }) {
 		sc.setup()
 		for i, c := range cases {
 			checkLeasePlan(t, db, q, fmt.Sprintf("%s/%s", sc.name, c.name), fmt.Sprintf("lplan_%d", i), c.text, c.args)

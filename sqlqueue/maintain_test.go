@@ -80,41 +80,8 @@ func TestPostgresMaintainVacuums(t *testing.T) {
 // pass, and that Close waits for it. The thresholds are lowered so that
 // the test acks 150 jobs instead of 100,000.
 func TestPostgresVacuumsAfterAcks(t *testing.T) {
-	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
-	s := newStore(t, b)
-	q, db := s.open(t)
-	ctx := t.Context()
+	q, vacuums, ack := vacuumQueue(t, 150)
 	sqlqueue.SetVacuumThresholds(q, 100, -1)
-
-	vacuums := func() int64 {
-		t.Helper()
-		var n int64
-		if err := db.QueryRowContext(ctx, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)", s.table).Scan(&n); err != nil {
-			t.Fatalf("reading the table's statistics: %v", err)
-		}
-		return n
-	}
-	jobs := make([]queue.Job, 150)
-	for i := range jobs {
-		jobs[i] = queue.Job{Name: "n"}
-	}
-	if _, err := q.PushMany(ctx, jobs); err != nil {
-		t.Fatal(err)
-	}
-	ack := func(n int) {
-		t.Helper()
-		got, err := q.Reserve(ctx, nil, n, time.Minute)
-		if err != nil || len(got) != n {
-			t.Fatalf("Reserve = %d jobs, %v; want %d", len(got), err, n)
-		}
-		leases := make([]queue.Lease, len(got))
-		for i, j := range got {
-			leases[i] = j.Lease()
-		}
-		if lost, err := testutil.AckMany(ctx, q, leases); err != nil || len(lost) > 0 {
-			t.Fatalf("AckMany lost %d, %v", len(lost), err)
-		}
-	}
 	ack(50)
 	if n := vacuums(); n != 0 {
 		t.Fatalf("vacuumed %d times after 50 acks, below the threshold of 100", n)
@@ -133,51 +100,63 @@ func TestPostgresVacuumsAfterAcks(t *testing.T) {
 // when it reaches its bound (lowered here from 4,000,000 to 500, reached
 // at the 33rd claim: 0 + 1 + ... + 32 = 528).
 func TestPostgresVacuumsAfterClaimWalk(t *testing.T) {
+	q, vacuums, ack := vacuumQueue(t, 60)
+	sqlqueue.SetVacuumThresholds(q, 0, -1) // vacuumAfterAcks stays; vacuum whatever the dead rows
+	sqlqueue.SetVacuumWalk(q, 500)
+	for range 30 {
+		ack(1)
+	}
+	if n := vacuums(); n != 0 {
+		t.Fatalf("vacuumed %d times after 30 claims (walk 435), below the bound of 500", n)
+	}
+	for range 10 {
+		ack(1)
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return vacuums() > 0 }, "no vacuum within 30 s of the 33rd claim")
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vacuumQueue opens a PostgreSQL Queue of its own tables holding n jobs,
+// and returns it with a reader of its jobs table's vacuum count and a
+// function that reserves k jobs in one claim and acks them.
+func vacuumQueue(t *testing.T, n int) (*sqlqueue.Queue, func() int64, func(k int)) {
+	t.Helper()
 	b := serverBackend(t, sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN")
 	s := newStore(t, b)
 	q, db := s.open(t)
 	ctx := t.Context()
-	sqlqueue.SetVacuumThresholds(q, 0, -1) // vacuumAfterAcks stays; vacuum whatever the dead rows
-	sqlqueue.SetVacuumWalk(q, 500)
-
 	vacuums := func() int64 {
 		t.Helper()
-		var n int64
-		if err := db.QueryRowContext(ctx, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)", s.table).Scan(&n); err != nil {
+		var v int64
+		if err := db.QueryRowContext(ctx, "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = to_regclass($1)", s.table).Scan(&v); err != nil {
 			t.Fatalf("reading the table's statistics: %v", err)
 		}
-		return n
+		return v
 	}
-	jobs := make([]queue.Job, 60)
+	jobs := make([]queue.Job, n)
 	for i := range jobs {
 		jobs[i] = queue.Job{Name: "n"}
 	}
 	if _, err := q.PushMany(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
-	ackOne := func() {
+	ack := func(k int) {
 		t.Helper()
-		got, err := q.Reserve(ctx, nil, 1, time.Minute)
-		if err != nil || len(got) != 1 {
-			t.Fatalf("Reserve = %d jobs, %v; want 1", len(got), err)
+		got, err := q.Reserve(ctx, nil, k, time.Minute)
+		if err != nil || len(got) != k {
+			t.Fatalf("Reserve = %d jobs, %v; want %d", len(got), err, k)
 		}
-		if lost, err := testutil.AckMany(ctx, q, []queue.Lease{got[0].Lease()}); err != nil || len(lost) > 0 {
+		leases := make([]queue.Lease, len(got))
+		for i, j := range got {
+			leases[i] = j.Lease()
+		}
+		if lost, err := testutil.AckMany(ctx, q, leases); err != nil || len(lost) > 0 {
 			t.Fatalf("AckMany lost %d, %v", len(lost), err)
 		}
 	}
-	for range 30 {
-		ackOne()
-	}
-	if n := vacuums(); n != 0 {
-		t.Fatalf("vacuumed %d times after 30 claims (walk 435), below the bound of 500", n)
-	}
-	for range 10 {
-		ackOne()
-	}
-	testutil.Eventually(t, 30*time.Second, func() bool { return vacuums() > 0 }, "no vacuum within 30 s of the 33rd claim")
-	if err := q.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return q, vacuums, ack
 }
 
 // TestPostgresVacuumAnalyzesAtMostEvery10Minutes checks that the vacuum

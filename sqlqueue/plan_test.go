@@ -35,12 +35,7 @@ func TestListPlans(t *testing.T) {
 	ctx := context.Background()
 	db, q := planQueue(t, "pgx", testutil.PostgresEnv, "plans_")
 	now := time.Now().UnixMicro()
-	exec := func(stmt string, args ...any) {
-		t.Helper()
-		if _, err := db.ExecContext(ctx, q.sqlOnce(stmt), args...); err != nil {
-			t.Fatalf("%v\n%s", err, stmt)
-		}
-	}
+	exec := planExec(t, db, q)
 	// The production shape in small: most jobs done, a tenth dead, some
 	// ready, many scheduled hours ahead, two priorities, a few running.
 	fill := func(from, to int) {
@@ -62,16 +57,7 @@ FROM (SELECT g, CASE WHEN g % 20 < 12 THEN 'done' WHEN g % 20 < 14 THEN 'dead' W
 	exec(`INSERT INTO {workers} (id, host, pid, queues, concurrency, started_at, last_seen, running)
 VALUES ('w', 'h', 1, '[]', 1, CAST(? AS BIGINT), CAST(? AS BIGINT), '{"q0": 10, "q1": 10, "q2": 10, "q3": 10}')`, now, now+3600e6)
 
-	scenarios := []struct {
-		name  string
-		setup func()
-	}{
-		{"missing", func() {}},
-		{"fresh", func() { exec("ANALYZE {jobs}") }},
-		{"stale", func() { fill(planRows+1, 2*planRows) }}, // doubles the table after the ANALYZE
-		{"deleted", func() { exec("DELETE FROM pg_statistic WHERE starelid = CAST(? AS regclass)", q.t.jobs) }},
-	}
-	for _, sc := range scenarios {
+	for _, sc := range statsScenarios(exec, q, func() { fill(planRows+1, 2*planRows) }) {
 		sc.setup()
 		for _, st := range queue.JobStates {
 			want := q.t.raw + "_claim"
@@ -322,6 +308,37 @@ func planQueue(t *testing.T, driverName, env, prefix string) (*sql.DB, *Queue) {
 		}
 	})
 	return db, q
+}
+
+// planExec returns a function that runs a statement written as a
+// template (sqlOnce) on db, failing t on an error.
+func planExec(t *testing.T, db *sql.DB, q *Queue) func(stmt string, args ...any) {
+	return func(stmt string, args ...any) {
+		t.Helper()
+		if _, err := db.ExecContext(context.Background(), q.sqlOnce(stmt), args...); err != nil {
+			t.Fatalf("%v\n%s", err, stmt)
+		}
+	}
+}
+
+// statsScenario is a state of the planner's statistics of the jobs table
+// and how to bring it about after the one before.
+type statsScenario struct {
+	name  string
+	setup func()
+}
+
+// statsScenarios are the states of the statistics a plan test checks in
+// turn on PostgreSQL: missing (never analyzed), fresh (analyzed), stale
+// (analyzed, then the table doubled by double) and deleted (pg_statistic
+// rows of the table removed).
+func statsScenarios(exec func(stmt string, args ...any), q *Queue, double func()) []statsScenario {
+	return []statsScenario{
+		{"missing", func() {}},
+		{"fresh", func() { exec("ANALYZE {jobs}") }},
+		{"stale", double},
+		{"deleted", func() { exec("DELETE FROM pg_statistic WHERE starelid = CAST(? AS regclass)", q.t.jobs) }},
+	}
 }
 
 // sqlOnce readies a statement a test writes as a template ({jobs} and the
