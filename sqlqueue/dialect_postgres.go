@@ -307,11 +307,37 @@ func announceLoop(q *Queue) {
 // text-array parameters (pgArray), so one statement text serves every
 // batch size: each part's change is a data-modifying CTE, and the rows
 // they return are told apart by the part's number.
-func (pgDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
+//
+// Over tables one version down (the lease_fn migration undone while this
+// release runs, as a rolling downgrade does), the first statement that
+// finds no leases function (SQLSTATE 42883, refused before it ran) is run
+// again reading unnest, and so is every later one of q.
+func (d pgDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, now int64) ([]map[queue.Lease]bool, error) {
+	if q.unnestLeases.Load() {
+		return d.finishLeasesAs(ctx, q, parts, now, true)
+	}
+	out, err := d.finishLeasesAs(ctx, q, parts, now, false)
+	if code, _ := pgState(err); code == pgerrcode.UndefinedFunction {
+		q.unnestLeases.Store(true)
+		q.log.Warn("sqlqueue: the jobs table has no leases function (schema version below 22); lease statements read unnest until Setup runs", "table", q.t.raw)
+		return d.finishLeasesAs(ctx, q, parts, now, true)
+	}
+	return out, err
+}
+
+// finishLeasesAs is finishLeases, reading the leases through unnest
+// instead of the leases function when unnest is set.
+func (pgDialect) finishLeasesAs(ctx context.Context, q *Queue, parts []leaseStmt, now int64, unnest bool) ([]map[queue.Lease]bool, error) {
+	text := func(id query) string {
+		if unnest {
+			return strings.ReplaceAll(q.stmt(id), q.d.quote(q.t.raw+"_leases_fn")+"(", "unnest(")
+		}
+		return q.stmt(id)
+	}
 	if len(parts) == 1 {
 		p := parts[0]
 		done := make(map[queue.Lease]bool, len(p.leases))
-		err := scanLeases(ctx, q.reads(), done, q.stmt(leaseQueries[p.op].many), pgLeaseArgs(q, p.leases, now, p.args)...)
+		err := scanLeases(ctx, q.reads(), done, text(leaseQueries[p.op].many), pgLeaseArgs(q, p.leases, now, p.args)...)
 		return []map[queue.Lease]bool{done}, err
 	}
 	stmt, ok := pgBothLeases[[2]leaseOp{parts[0].op, parts[1].op}]
@@ -324,7 +350,7 @@ func (pgDialect) finishLeases(ctx context.Context, q *Queue, parts []leaseStmt, 
 		args = append(args, pgLeaseArgs(q, p.leases, now, p.args)...)
 		out[i] = make(map[queue.Lease]bool, len(p.leases))
 	}
-	rows, err := q.reads().Query(ctx, q.stmt(stmt), args...)
+	rows, err := q.reads().Query(ctx, text(stmt), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -386,8 +412,6 @@ func (pgDialect) isConfig(err error) bool {
 	return false
 }
 
-// pgState is the SQLSTATE of err from a driver whose errors report one
-// (pgx's *pgconn.PgError, lib/pq's *pq.Error).
 // isConflict is a deadlock or a serialization failure, each of which
 // aborts the whole transaction.
 func (pgDialect) isConflict(err error) bool {
@@ -395,6 +419,8 @@ func (pgDialect) isConflict(err error) bool {
 	return code == pgerrcode.DeadlockDetected || code == pgerrcode.SerializationFailure
 }
 
+// pgState is the SQLSTATE of err from a driver whose errors report one
+// (pgx's *pgconn.PgError, lib/pq's *pq.Error).
 func pgState(err error) (string, bool) {
 	var s interface{ SQLState() string }
 	if errors.As(err, &s) {

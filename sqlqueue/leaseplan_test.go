@@ -154,3 +154,59 @@ func checkLeasePlan(t *testing.T, db *sql.DB, q *Queue, what, name, stmt string,
 		t.Errorf("%s: PostgreSQL planned each of %d calls afresh and kept no generic plan", what, custom)
 	}
 }
+
+// TestLeasesOneVersionDown checks that this release's lease statements
+// work over PostgreSQL tables one version down, where the leases
+// function is gone (a rolling downgrade undoes its migration while the
+// Worker runs): the first statement that finds no function runs again
+// reading unnest, and once Setup has made the function again the
+// statements read it again. Start marks, acks and extends are checked on
+// each side.
+func TestLeasesOneVersionDown(t *testing.T) {
+	ctx := t.Context()
+	db, q := planQueue(t, "pgx", testutil.PostgresEnv, "ldown_")
+	// Another process's Queue migrates: q, already in use, goes on.
+	other, err := New(db, WithTable(q.t.raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, err := LatestSchemaVersion(Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func(what string) {
+		t.Helper()
+		if _, err := q.PushMany(ctx, []queue.Job{{Name: "n"}, {Name: "n"}}); err != nil {
+			t.Fatalf("%s: PushMany: %v", what, err)
+		}
+		got, err := q.ReserveUnstarted(ctx, nil, 2, time.Minute)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("%s: ReserveUnstarted = %d jobs, %v", what, len(got), err)
+		}
+		leases := []queue.Lease{got[0].Lease(), got[1].Lease()}
+		if lost, err := q.ExtendMany(ctx, leases, time.Minute); err != nil || len(lost) > 0 {
+			t.Fatalf("%s: ExtendMany lost %v, %v", what, lost, err)
+		}
+		// A mark alone, a mark with another job's ack, an ack alone.
+		for _, c := range []struct{ starts, acks []queue.Lease }{{leases[:1], nil}, {leases[1:], leases[:1]}, {nil, leases[1:]}} {
+			if lostStarts, lostAcks, err := testutil.StartAck(ctx, q, c.starts, c.acks); err != nil || len(lostStarts)+len(lostAcks) > 0 {
+				t.Fatalf("%s: start marks and acks lost %v and %v, %v", what, lostStarts, lostAcks, err)
+			}
+		}
+	}
+	round("at the latest version")
+	if _, v, err := other.MigrateDown(ctx, latest-1); err != nil || v != latest-1 {
+		t.Fatalf("MigrateDown(%d) = %d, %v", latest-1, v, err)
+	}
+	round("one version down")
+	if !q.unnestLeases.Load() {
+		t.Error("one version down, the lease statements did not fall back to unnest")
+	}
+	if err := q.Setup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	round("after Setup")
+	if q.unnestLeases.Load() {
+		t.Error("after Setup the lease statements still read unnest")
+	}
+}

@@ -177,6 +177,7 @@ func (q *Queue) Setup(ctx context.Context) error {
 	if _, _, err := q.Migrate(ctx, 0); err != nil {
 		return err
 	}
+	q.unnestLeases.Store(false) // the leases function is there again
 	return q.use(ctx)
 }
 

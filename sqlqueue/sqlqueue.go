@@ -217,6 +217,10 @@ type Queue struct {
 	direct statements
 
 	vac vacuumer // background vacuum checks after many acks
+	// unnestLeases is set once a lease statement found no leases function
+	// (PostgreSQL tables one version down, its migration undone while this
+	// release runs): from then on the statements read unnest, as before it.
+	unnestLeases atomic.Bool
 
 	searchBudget time.Duration // a payload search's time per call (see search)
 }
