@@ -495,8 +495,9 @@ func (pgDialect) listFrom(t tableNames, _ listOrder) string { return t.jobs }
 
 // vacuumIfDue vacuums the jobs table when its statistics count at least
 // the dead rows bar asks (vacuumDeadRows; after a walk, see
-// vacuumAfterWalk, fewer on a small table): on a server with autovacuum off, nothing else
-// would, and claims would walk ever more dead index entries. Claims are HOT updates, but acks delete rows whose index
+// vacuumAfterWalk, fewer on a small table): on a server with autovacuum
+// off, nothing else would, and claims would walk ever more dead index
+// entries. Claims are HOT updates, but acks delete rows whose index
 // entries stay at the head of the claim index until a vacuum removes them.
 //
 // It analyzes the table too when no analyze (its own or autovacuum's) ran
