@@ -57,6 +57,9 @@ FROM (SELECT g, CASE WHEN g % 20 < 16 THEN 'done' WHEN g % 20 = 16 THEN 'dead' E
 		}
 		leases = append(leases, l)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	rows.Close()
 	if len(leases) < 2 {
 		t.Fatalf("the fill leased %d jobs, want 2 or more", len(leases))
