@@ -58,7 +58,8 @@
 // Complete (every outcome, pushes, batch members, start marks, lost leases
 // reported one by one), ExtendMany (lost leases reported; extended leases
 // hold past the original expiry), ReserveUnstarted (no attempt counted
-// until a start), and the
+// until a start), ReserveStarting (a fresh job counted by its claim, one
+// taken back from an expired lease only at its start), and the
 // uniqueness modes of every Push (UniqueFor holds after finish, Replace of a
 // waiting job).
 //

@@ -75,6 +75,64 @@ func (s *suite) testStarter(t *testing.T) {
 		ack(t, q, third)
 	})
 
+	s.check(t, "StartingCountsFreshNotRecovered", func(t *testing.T, q queue.Queue) {
+		// ReserveStarting counts the attempt of a job handed out fresh, in
+		// the claim, and not of one taken back from an expired lease:
+		// Complete's starts count that one when it starts.
+		first, second := newJob("sst"), newJob("sst")
+		push(t, q, first)
+		got, err := q.ReserveStarting(t.Context(), []string{"sst"}, 1, shortLease)
+		if err != nil || len(got) != 1 || got[0].ID != first.ID {
+			t.Fatalf("ReserveStarting = %v, %v; want %s", ids(got), err, first.ID)
+		}
+		if got[0].Attempts != 1 || got[0].Recovered || got[0].LeaseToken == "" {
+			t.Fatalf("ReserveStarting gave attempts %d, recovered %v, token %q; want 1, false and a lease", got[0].Attempts, got[0].Recovered, got[0].LeaseToken)
+		}
+		// Its holder dies: the lease expires, and the job comes back
+		// recovered, its attempt as stored, first in its old place, beside
+		// a job pushed since.
+		expired := got[0].LeaseExpiresAt.Add(s.tol)
+		eventually(t, "the lease's expiry", func() bool { return time.Now().After(expired) })
+		push(t, q, second)
+		var again []queue.Job
+		eventually(t, "the expired job's return", func() bool {
+			var err error
+			again, err = q.ReserveStarting(t.Context(), []string{"sst"}, 10, longLease)
+			if err != nil {
+				t.Fatalf("ReserveStarting: %v", err)
+			}
+			if len(again) == 1 && again[0].ID != first.ID {
+				// The store's clock had the lease current still: give the
+				// fresh job back and ask again.
+				ack(t, q, again[0])
+				push(t, q, newJob("sst"))
+				return false
+			}
+			return len(again) > 0
+		})
+		if len(again) != 2 || again[0].ID != first.ID {
+			t.Fatalf("after the lease expired ReserveStarting = %v; want %s, then another", ids(again), first.ID)
+		}
+		if !again[0].Recovered || again[0].Attempts != 1 {
+			t.Fatalf("the expired job came back recovered %v with %d attempts; want recovered with 1 (the claim counts none)", again[0].Recovered, again[0].Attempts)
+		}
+		if again[1].Recovered || again[1].Attempts != 1 {
+			t.Fatalf("the fresh job came back recovered %v with %d attempts; want not recovered with 1", again[1].Recovered, again[1].Attempts)
+		}
+		// The recovered job starts: Complete counts its second attempt.
+		if lost, err := startLeases(t.Context(), q, []driver.Lease{again[0].Lease()}); err != nil || len(lost) != 0 {
+			t.Fatalf("Start = %v, %v; want nothing lost", lost, err)
+		}
+		nack(t, q, again[0], time.Now(), "retry")
+		ack(t, q, again[1])
+		third := awaitReserve(t, q, "sst", longLease)
+		if third.ID != first.ID || third.Attempts != 3 {
+			t.Fatalf("Reserve gave %s with %d attempts; want %s with 3 (claim, start, then Reserve's)", third.ID, third.Attempts, first.ID)
+		}
+		ack(t, q, third)
+		wantLen(t, q, "sst", 0)
+	})
+
 	s.check(t, "StartCounts", func(t *testing.T, q queue.Queue) {
 		jobs, batch, stale := staleBatch(t, q, "sc", longLease)
 		lost, err := startLeases(t.Context(), q, batch)

@@ -461,14 +461,26 @@ var defaultQueues = []string{queue.DefaultQueue}
 // The returned jobs share their Payload, Tags and Meta with the stored job;
 // callers must not modify them.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
-	return q.reserve(ctx, queues, max, lease, 1)
+	return q.reserve(ctx, queues, max, lease, claimCount{fresh: 1, recovered: 1})
 }
 
 // ReserveUnstarted is Reserve without counting the attempt (see
-// queue.Starter); Start counts it.
+// queue.Queue); Complete's starts count it.
 func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
-	return q.reserve(ctx, queues, max, lease, 0)
+	return q.reserve(ctx, queues, max, lease, claimCount{})
 }
+
+// ReserveStarting is Reserve counting the attempts of the jobs it hands
+// out fresh and not of those taken back from an expired lease (see
+// queue.Queue).
+func (q *Queue) ReserveStarting(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, claimCount{fresh: 1})
+}
+
+// claimCount is what a reservation adds to the attempts of the jobs it
+// takes: fresh to a job with no lease before it, recovered to one taken
+// back from an expired lease (queue.Job.Recovered).
+type claimCount struct{ fresh, recovered int }
 
 // start counts one attempt for the job under each current lease, in one
 // critical section, and returns the leases that were not current. It fails
@@ -494,7 +506,7 @@ func (q *Queue) start(ctx context.Context, leases []driver.Lease) ([]driver.Leas
 }
 
 // reserve is Reserve, adding inc to each job's attempts.
-func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc int) ([]queue.Job, error) {
+func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc claimCount) ([]queue.Job, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memqueue: reserving jobs: %w", err)
 	}
@@ -555,7 +567,11 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 		e := best.ready.pop()
 		q.tokens++
 		e.state = queue.StateRunning
-		e.job.Attempts += inc
+		if e.job.Recovered {
+			e.job.Attempts += inc.recovered
+		} else {
+			e.job.Attempts += inc.fresh
+		}
 		i, from := len(out), 0
 		if i > 0 {
 			from = ends[i-1]

@@ -128,6 +128,10 @@ func (q *fastQueue) Reserve(_ context.Context, _ []string, max int, lease time.D
 	return q.take(max, lease, 1), nil
 }
 
+func (q *fastQueue) ReserveStarting(_ context.Context, _ []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.take(max, lease, 1), nil
+}
+
 func (q *fastQueue) ReserveUnstarted(_ context.Context, _ []string, max int, lease time.Duration) ([]queue.Job, error) {
 	return q.take(max, lease, 0), nil
 }

@@ -176,6 +176,14 @@ func (c *completer) snooze(j *Job, result error, start time.Time, rt time.Durati
 		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeSnoozed, At: time.Now().Add(se.d), Counted: se.counted}})
 }
 
+// giveBack releases j, which did not run, until at with the attempt its
+// claim counted given back (an uncounted snooze); cause says why, for the
+// logs.
+func (c *completer) giveBack(j *Job, cause error, at time.Time) {
+	c.submit(ackItem{j: j, start: time.Now(), cause: cause,
+		out: driver.Completion{Lease: j.Lease(), Outcome: driver.OutcomeSnoozed, At: at}})
+}
+
 // cancel ends j as cancelled at its handler's request (a Cancel result),
 // counted cancelled in its batch.
 func (c *completer) cancel(j *Job, cause error, start time.Time, rt time.Duration) {
@@ -228,7 +236,7 @@ func (c *completer) recorded(it ackItem) {
 		c.log.Debug("queue: job failed; retrying", "job", j.ID, "name", j.Name, "attempt", j.Attempts, "retry_at", it.out.At, "err", it.cause)
 		c.finished(j, driver.OutcomeRetried, it.cause, it.start, it.rt)
 	case driver.OutcomeSnoozed:
-		c.log.Debug("queue: job snoozed", "job", j.ID, "name", j.Name, "until", it.out.At, "counted", it.out.Counted)
+		c.log.Debug("queue: job snoozed", "job", j.ID, "name", j.Name, "until", it.out.At, "counted", it.out.Counted, "cause", it.cause)
 		c.finished(j, driver.OutcomeSnoozed, nil, it.start, it.rt)
 	case driver.OutcomeCancelled:
 		c.cancelled(j, it.cause, it.start, it.rt)

@@ -77,6 +77,19 @@ func (e *executor) start(j *Job) bool {
 	return true
 }
 
+// release gives j back, available at at, without running it here, its
+// attempts as they were before its reservation: a job reserved unstarted
+// is nacked (nothing counted it); one whose claim counted its attempt
+// (ReserveStarting, for a handler idle then) is snoozed with that attempt
+// given back, so that an attempt still counts only when a handler starts.
+func (e *executor) release(j *Job, unstarted bool, cause error, at time.Time) {
+	if unstarted {
+		e.completer.nack(j, cause, at, time.Now(), 0)
+		return
+	}
+	e.completer.giveBack(j, cause, at)
+}
+
 // execute runs one attempt of j and records its outcome. hj is j's held
 // entry, or nil to look it up.
 func (e *executor) execute(j *Job, hj *held) {
@@ -107,7 +120,7 @@ func (e *executor) execute(j *Job, hj *held) {
 	if e.base.Err() != nil {
 		// The shutdown grace ran out before this prefetched job started:
 		// release it for another worker without running it.
-		e.completer.nack(j, errShutdown, time.Now(), time.Now(), 0)
+		e.release(j, unstarted, errShutdown, time.Now())
 		return
 	}
 	h := e.handlers[j.Name]
@@ -117,15 +130,10 @@ func (e *executor) execute(j *Job, hj *held) {
 		return
 	}
 	if e.abandoned.runs(j.ID) {
-		// Never two copies of one job in one process. A job reserved
-		// without its attempt counted goes back as it was; one whose
-		// reservation counted it spends that attempt.
+		// Never two copies of one job in one process: it goes back,
+		// after a backoff, with its attempts as they were.
 		e.log.Warn("queue: job's abandoned attempt still runs here; releasing it", "job", j.ID, "name", j.Name)
-		if !unstarted && attempt >= maxA {
-			e.completer.fail(j, errStillRunning, time.Now(), 0)
-			return
-		}
-		e.completer.nack(j, errStillRunning, time.Now().Add(e.backoffFor(j)), time.Now(), 0)
+		e.release(j, unstarted, errStillRunning, time.Now().Add(e.backoffFor(j)))
 		return
 	}
 	if j.Recovered && e.apart != nil {
@@ -138,7 +146,7 @@ func (e *executor) execute(j *Job, hj *held) {
 		case e.apart <- struct{}{}:
 			defer func() { <-e.apart }()
 		case <-e.base.Done():
-			e.completer.nack(j, errShutdown, time.Now(), time.Now(), 0)
+			e.release(j, unstarted, errShutdown, time.Now())
 			return
 		}
 	}

@@ -19,6 +19,7 @@ type startingStub struct {
 	mu        sync.Mutex
 	counted   []int // Reserve's max, per call
 	unstarted []int // ReserveUnstarted's max, per call
+	starting  []int // ReserveStarting's max, per call
 }
 
 func (s *startingStub) jobs(prefix string, n int) []Job {
@@ -34,6 +35,13 @@ func (s *startingStub) Reserve(_ context.Context, _ []string, n int, _ time.Dura
 	defer s.mu.Unlock()
 	s.counted = append(s.counted, n)
 	return s.jobs(fmt.Sprint("c", len(s.counted), "-"), n), nil
+}
+
+func (s *startingStub) ReserveStarting(_ context.Context, _ []string, n int, _ time.Duration) ([]Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starting = append(s.starting, n)
+	return s.jobs(fmt.Sprint("s", len(s.starting), "-"), n), nil
 }
 
 func (s *startingStub) ReserveUnstarted(_ context.Context, _ []string, n int, _ time.Duration) ([]Job, error) {
@@ -58,10 +66,10 @@ func TestFetcherPrefetchesWhateverHandlersRun(t *testing.T) {
 		running       int // of 4 handlers
 		wantUnstarted []int
 	}{
-		{running: 0, wantUnstarted: []int{104}},
-		{running: 1, wantUnstarted: []int{104}},
-		{running: 2, wantUnstarted: []int{104}},
-		{running: 3, wantUnstarted: []int{104}},
+		{running: 0, wantUnstarted: []int{100}},
+		{running: 1, wantUnstarted: []int{100}},
+		{running: 2, wantUnstarted: []int{100}},
+		{running: 3, wantUnstarted: []int{100}},
 	} {
 		t.Run(fmt.Sprint(tc.running, " running"), func(t *testing.T) {
 			t.Parallel()
@@ -86,9 +94,11 @@ func TestFetcherPrefetchesWhateverHandlersRun(t *testing.T) {
 				<-done
 				sq.mu.Lock()
 				defer sq.mu.Unlock()
-				if len(sq.counted) != 0 || fmt.Sprint(sq.unstarted) != fmt.Sprint(tc.wantUnstarted) {
-					t.Errorf("with %d of 4 handlers running: Reserve %v, ReserveUnstarted %v; want none and %v",
-						tc.running, sq.counted, sq.unstarted, tc.wantUnstarted)
+				// The 4 handlers are the fetcher's own (the jobs running
+				// here are not its): 4 for them, counted, then 100 ahead.
+				if len(sq.counted) != 0 || fmt.Sprint(sq.starting) != "[4]" || fmt.Sprint(sq.unstarted) != fmt.Sprint(tc.wantUnstarted) {
+					t.Errorf("with %d of 4 handlers running: Reserve %v, ReserveStarting %v, ReserveUnstarted %v; want none, [4] and %v",
+						tc.running, sq.counted, sq.starting, sq.unstarted, tc.wantUnstarted)
 				}
 			})
 		})

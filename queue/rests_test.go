@@ -45,6 +45,13 @@ func (u *unreachable) Reserve(ctx context.Context, queues []string, n int, lease
 	return u.Queue.Reserve(ctx, queues, n, lease)
 }
 
+func (u *unreachable) ReserveStarting(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	if err := u.fail(queues); err != nil {
+		return nil, err
+	}
+	return u.Queue.ReserveStarting(ctx, queues, n, lease)
+}
+
 func (u *unreachable) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
 	if err := u.fail(queues); err != nil {
 		return nil, err

@@ -363,6 +363,16 @@ func newReserveCounter() *reserveCounter {
 
 func (c *reserveCounter) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
 	jobs, err := c.Queue.ReserveUnstarted(ctx, queues, n, lease)
+	return jobs, c.count(queues, jobs, err)
+}
+
+func (c *reserveCounter) ReserveStarting(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	jobs, err := c.Queue.ReserveStarting(ctx, queues, n, lease)
+	return jobs, c.count(queues, jobs, err)
+}
+
+// count counts a reservation of queues that gave jobs, and returns err.
+func (c *reserveCounter) count(queues []string, jobs []queue.Job, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, qn := range queues {
@@ -371,7 +381,7 @@ func (c *reserveCounter) ReserveUnstarted(ctx context.Context, queues []string, 
 			c.empty[qn]++
 		}
 	}
-	return jobs, err
+	return err
 }
 
 func (c *reserveCounter) counts(qn string) (calls, empty int) {
@@ -548,12 +558,27 @@ type slowReserve struct {
 }
 
 func (s *slowReserve) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
-	select {
-	case <-time.After(s.d):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := s.wait(ctx); err != nil {
+		return nil, err
 	}
 	return s.reserveCounter.ReserveUnstarted(ctx, queues, n, lease)
+}
+
+func (s *slowReserve) ReserveStarting(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.reserveCounter.ReserveStarting(ctx, queues, n, lease)
+}
+
+// wait is the round trip's delay, or ctx's error.
+func (s *slowReserve) wait(ctx context.Context) error {
+	select {
+	case <-time.After(s.d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // TestWorkerReservesManyPerRoundTrip: when the reservations are slower

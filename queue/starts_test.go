@@ -20,6 +20,8 @@ type stubStarter struct {
 	mu        sync.Mutex
 	unstarted []int       // n of each ReserveUnstarted call
 	counted   []int       // n of each Reserve call
+	starting  []int       // n of each ReserveStarting call
+	recovered int         // the first this many jobs of a ReserveStarting call are Recovered
 	starts    [][]driver. // each Start call's leases
 			Lease
 	start      func([]driver.Lease) ([]driver.Lease, error)
@@ -32,6 +34,20 @@ func (s *stubStarter) Reserve(_ context.Context, _ []string, n int, _ time.Durat
 	s.counted = append(s.counted, n)
 	s.mu.Unlock()
 	return jobsN("c", n, 1), nil
+}
+
+// ReserveStarting returns n jobs, the first s.recovered of them taken
+// back from an expired lease (uncounted), the others counted.
+func (s *stubStarter) ReserveStarting(_ context.Context, _ []string, n int, _ time.Duration) ([]Job, error) {
+	s.mu.Lock()
+	s.starting = append(s.starting, n)
+	rec := s.recovered
+	s.mu.Unlock()
+	out := jobsN("s", n, 1)
+	for i := range out[:min(rec, n)] {
+		out[i].Attempts, out[i].Recovered = 0, true
+	}
+	return out, nil
 }
 
 func (s *stubStarter) ReserveUnstarted(_ context.Context, _ []string, n int, _ time.Duration) ([]Job, error) {
@@ -65,32 +81,40 @@ func jobsN(prefix string, n, attempts int) []Job {
 	return out
 }
 
-// TestFetcherCountsNoAttemptAtReservation checks that with a Starter every
-// reservation leaves the attempts as stored, the idle handlers' jobs too:
-// an attempt counts only when its handler starts.
-func TestFetcherCountsNoAttemptAtReservation(t *testing.T) {
+// TestFetcherCountsTheIdleHandlersJobsAtReservation checks how the
+// fetcher reserves: the jobs for its idle handlers through ReserveStarting
+// (counted by the claim, no start mark to write), the rest (the prefetch)
+// through ReserveUnstarted, counted only when each handler starts; a job
+// taken back from an expired lease still needs its start mark.
+func TestFetcherCountsTheIdleHandlersJobsAtReservation(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		n, idle int
+		name          string
+		n, idle       int
+		recovered     int
+		wantStarting  []int
+		wantUnstarted []int
 	}{
-		{"all idle", 4, 4},
-		{"some idle", 10, 4},
-		{"none idle", 10, 0},
-		{"more busy than held", 10, -3},
+		{name: "all idle", n: 4, idle: 4, wantStarting: []int{4}},
+		{name: "some idle", n: 10, idle: 4, wantStarting: []int{4}, wantUnstarted: []int{6}},
+		{name: "some idle, two recovered", n: 10, idle: 4, recovered: 2, wantStarting: []int{4}, wantUnstarted: []int{6}},
+		{name: "none idle", n: 10, idle: 0, wantUnstarted: []int{10}},
+		{name: "more busy than held", n: 10, idle: -3, wantUnstarted: []int{10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &stubStarter{stubQueue: &stubQueue{t: t}}
+			st := &stubStarter{stubQueue: &stubQueue{t: t}, recovered: tc.recovered}
 			f := &fetcher{q: st, queues: []string{DefaultQueue}, ctx: context.Background()}
 			jobs, unstarted, err := f.reserve(tc.n, tc.idle)
 			if err != nil || len(jobs) != tc.n {
 				t.Fatalf("reserve = %d jobs, %v; want %d", len(jobs), err, tc.n)
 			}
-			if len(st.counted) != 0 || !equalInts(st.unstarted, []int{tc.n}) {
-				t.Fatalf("Reserve calls %v, ReserveUnstarted calls %v; want none and [%d]", st.counted, st.unstarted, tc.n)
+			if len(st.counted) != 0 || !equalInts(st.starting, tc.wantStarting) || !equalInts(st.unstarted, tc.wantUnstarted) {
+				t.Fatalf("Reserve calls %v, ReserveStarting calls %v, ReserveUnstarted calls %v; want none, %v and %v",
+					st.counted, st.starting, st.unstarted, tc.wantStarting, tc.wantUnstarted)
 			}
 			for i, j := range jobs {
-				if !unstarted[i] || j.Attempts != 0 {
-					t.Fatalf("job %s: unstarted %v with %d attempts; want unstarted with 0", j.ID, unstarted[i], j.Attempts)
+				counted := i < max(tc.idle, 0) && i >= tc.recovered
+				if unstarted[i] == counted || j.Attempts != map[bool]int{true: 1, false: 0}[counted] {
+					t.Fatalf("job %d (%s): unstarted %v with %d attempts; want unstarted %v", i, j.ID, unstarted[i], j.Attempts, !counted)
 				}
 			}
 		})

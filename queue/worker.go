@@ -908,10 +908,9 @@ func (f *fetcher) run(stopCtx context.Context) {
 		// recent rate, whether or not the handlers are busy: when they
 		// idle because the reservations are slower than the jobs, a
 		// reservation for the idle handlers alone would cap the run at
-		// Concurrency jobs per round trip. (Every job is reserved
-		// unstarted and its start marked in a batch, so a job reserved
-		// ahead costs no write more than one reserved for an idle
-		// handler.)
+		// Concurrency jobs per round trip. (A job reserved ahead has its
+		// start marked in a batch with the outcomes; the idle handlers'
+		// jobs are counted by their claim: see reserve.)
 		ahead := f.pace.ahead(time.Now())
 		want := f.concurrency + ahead - outstanding
 		// Reserve when a handler is idle, or when the buffer has room for a
@@ -963,14 +962,20 @@ func (f *fetcher) run(stopCtx context.Context) {
 	}
 }
 
-// reserve takes up to n jobs, from the worker's queues in priority order.
-// With a Starter every job is reserved without counting an attempt, and
-// the executor counts it (a start mark) just before its handler runs: an
+// reserve takes up to n jobs, from the worker's queues in priority order,
+// idle of them for the handlers idle now. Those are reserved through
+// ReserveStarting, which counts their attempts in the claim itself (they
+// start at once), so each saves a start mark, a round trip before its
+// handler: at a low rate that is most jobs. The rest, the prefetch, are
+// reserved without counting an attempt (ReserveUnstarted), and the
+// executor counts it (a start mark) just before the handler runs: an
 // attempt counts only when its handler starts, so jobs that were leased
-// beside one that crashed the process keep their attempts.
+// beside one that crashed the process keep their attempts. A job taken
+// back from an expired lease is never counted by its claim (it waits to
+// run apart from the others of its kind; see executor.apart).
 //
-// unstarted[i] reports whether the job out[i] was reserved so.
-func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
+// unstarted[i] reports whether the job out[i] still needs its start mark.
+func (f *fetcher) reserve(n, idle int) (out []*Job, unstarted []bool, err error) {
 	if f.rests == nil {
 		f.rests = newRests(f.log, f.queues, f.poll, f.freed.poke)
 	}
@@ -984,6 +989,21 @@ func (f *fetcher) reserve(n, _ int) (out []*Job, unstarted []bool, err error) {
 		}
 		if f.rests.resting(i, now) {
 			continue
+		}
+		var err error
+		if k := min(n, idle); k > 0 {
+			var jobs []Job
+			jobs, err = f.q.ReserveStarting(f.ctx, []string{qn}, k, f.lease)
+			for i := range jobs {
+				out = append(out, &jobs[i])
+				unstarted = append(unstarted, jobs[i].Recovered)
+			}
+			n, idle = n-len(jobs), idle-len(jobs)
+			if err != nil || len(jobs) < k || n <= 0 {
+				// Short: nothing more is ready in this queue now.
+				f.rests.done(i, err)
+				continue
+			}
 		}
 		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{qn}, n, f.lease)
 		for i := range jobs {

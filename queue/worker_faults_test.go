@@ -39,15 +39,31 @@ func (f *faultyQueue) Reserve(ctx context.Context, queues []string, n int, lease
 
 // ReserveUnstarted fails as Reserve does: the Worker prefetches through it.
 func (f *faultyQueue) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
-	f.mu.Lock()
-	if len(f.errs) > 0 {
-		err := f.errs[0]
-		f.errs = f.errs[1:]
-		f.mu.Unlock()
+	if err := f.next(); err != nil {
 		return nil, err
 	}
-	f.mu.Unlock()
 	return f.Queue.ReserveUnstarted(ctx, queues, n, lease)
+}
+
+// ReserveStarting fails as Reserve does: the Worker reserves its idle
+// handlers' jobs through it.
+func (f *faultyQueue) ReserveStarting(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	if err := f.next(); err != nil {
+		return nil, err
+	}
+	return f.Queue.ReserveStarting(ctx, queues, n, lease)
+}
+
+// next takes the next error to return, if any.
+func (f *faultyQueue) next() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.errs) == 0 {
+		return nil
+	}
+	err := f.errs[0]
+	f.errs = f.errs[1:]
+	return err
 }
 
 // syncBuffer is a log destination safe for concurrent writes.
@@ -131,7 +147,8 @@ func TestWorkerNeverRunsTwoCopiesOfAJob(t *testing.T) {
 		release := make(chan struct{})
 		var running, most atomic.Int32
 		var failed atomic.Value
-		w := queue.NewWorker(q).Slog(quiet).Concurrency(4).MaxAttempts(3).
+		var logs syncBuffer
+		w := queue.NewWorker(q).Slog(slog.New(slog.NewTextHandler(&logs, nil))).Concurrency(4).MaxAttempts(3).
 			Timeout(time.Second).Grace(time.Second).Backoff(time.Second).
 			OnFailed(func(j queue.Job, err error) { failed.Store(err) })
 		queue.Handle(w, func(ctx context.Context, g Greet) error {
@@ -152,8 +169,7 @@ func TestWorkerNeverRunsTwoCopiesOfAJob(t *testing.T) {
 		go func() { errc <- w.Run(ctx) }()
 		// Past the timeout, grace, and every retry's backoff.
 		testutil.Eventually(t, time.Minute, func() bool {
-			info, err := q.GetJob(t.Context(), id)
-			return err == nil && strings.Contains(info.LastError, "still runs in this process")
+			return strings.Contains(logs.String(), "abandoned attempt still runs here; releasing it")
 		}, "the job was not released while its abandoned attempt runs")
 		synctest.Wait()
 		if got := most.Load(); got != 1 {

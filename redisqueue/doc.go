@@ -18,7 +18,8 @@
 // # What it implements
 //
 // The core contract (queue.Queue): Push and PushMany (one script, all or
-// nothing), Reserve and ReserveUnstarted under leases with tokens,
+// nothing), Reserve, ReserveUnstarted and ReserveStarting under leases
+// with tokens,
 // Complete with the start marks and every outcome and its pushes,
 // ExtendMany, the dead letters, Len and Purge;
 // the Waiter ability, woken by pub/sub; the Scheduler ability: named

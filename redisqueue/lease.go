@@ -31,16 +31,28 @@ var defaultQueues = []string{queue.DefaultQueue}
 // the call fails only when every queue's does. A max below 1 reserves
 // nothing.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
-	return q.reserve(ctx, queues, max, lease, 1)
+	return q.reserve(ctx, queues, max, lease, claimCount{fresh: 1, recovered: 1})
 }
 
 // ReserveUnstarted is Reserve without counting the attempt: Complete's
 // starts count it (see queue.Queue).
 func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
-	return q.reserve(ctx, queues, max, lease, 0)
+	return q.reserve(ctx, queues, max, lease, claimCount{})
 }
 
-func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc int) ([]queue.Job, error) {
+// ReserveStarting is Reserve counting the attempts of the jobs it hands
+// out fresh and not of those taken back from an expired lease (see
+// queue.Queue): the script tells them apart by the job's recovered mark.
+func (q *Queue) ReserveStarting(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, claimCount{fresh: 1})
+}
+
+// claimCount is what a reservation adds to the attempts of the jobs it
+// takes: fresh to a job with no lease before it, recovered to one taken
+// back from an expired lease (queue.Job.Recovered).
+type claimCount struct{ fresh, recovered int }
+
+func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc claimCount) ([]queue.Job, error) {
 	const doing = "reserving jobs"
 	if err := ctxErr(ctx, doing); err != nil {
 		return nil, err
@@ -79,7 +91,7 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 		return true
 	}
 	for i, name := range queues {
-		out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, max, 0, "", "", 0, promoteLimit, "peek").Slice()
+		out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, max, 0, "", "", 0, promoteLimit, "peek", 0).Slice()
 		if err != nil {
 			if skip(name, err) {
 				continue
@@ -124,9 +136,9 @@ func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease tim
 }
 
 // reserveFrom runs reserveScript on one queue.
-func (q *Queue) reserveFrom(ctx context.Context, name string, n int, leaseMs int64, inc int) ([]queue.Job, error) {
+func (q *Queue) reserveFrom(ctx context.Context, name string, n int, leaseMs int64, inc claimCount) ([]queue.Job, error) {
 	head := driver.NewToken() + "."
-	out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, n, leaseMs, head, ":"+name, inc, promoteLimit, "").Slice()
+	out, err := reserveScript.Run(ctx, q.rdb, []string{q.base(name)}, n, leaseMs, head, ":"+name, inc.fresh, promoteLimit, "", inc.recovered).Slice()
 	if err != nil {
 		return nil, err
 	}

@@ -353,16 +353,17 @@ return out
 `)
 
 // reserveScript leases up to n ready jobs of one queue: KEYS = base;
-// ARGV = n, lease ms, token head, token tail, attempts to add (0 or 1),
-// promote limit, and "peek" to lease nothing and return the best n
-// members of ready with their scores instead. Due scheduled jobs and jobs whose lease expired move to
+// ARGV = n, lease ms, token head, token tail, attempts to add to a job
+// with no lease before it (0 or 1), promote limit, "peek" to lease nothing
+// and return the best n members of ready with their scores instead, and
+// attempts to add to a job taken back from an expired lease (marked rc). Due scheduled jobs and jobs whose lease expired move to
 // ready first; an expired one keeps its available-at and sequence, so its
 // place, and is marked recovered. A paused queue (<base>:paused) then
 // leases, and peeks, nothing.
 var reserveScript = redis.NewScript(prelude + `
 local B = KEYS[1]
 local now = now_ms()
-local n, lease, inc, lim = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local n, lease, inc, lim, rinc = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8])
 local due = redis.call('ZRANGEBYSCORE', B..':sched', '-inf', int(now), 'LIMIT', 0, lim)
 -- A member whose job hash is gone (deleted by hand, or evicted under a
 -- maxmemory policy that evicts) is dropped rather than revived half made.
@@ -397,7 +398,9 @@ for i, m in ipairs(ms) do
   redis.call('ZREM', B..':ready', m)
   if redis.call('EXISTS', jk) == 1 then
     redis.call('HSET', jk, 'st', 'x', 'tk', ARGV[3] .. i .. ARGV[4], 'ex', exp)
-    if inc > 0 then redis.call('HINCRBY', jk, 'a', inc) end
+    local add = inc
+    if rinc ~= inc and redis.call('HEXISTS', jk, 'rc') == 1 then add = rinc end
+    if add > 0 then redis.call('HINCRBY', jk, 'a', add) end
     redis.call('ZADD', B..':run', exp, id)
     out[#out+1] = redis.call('HMGET', jk, unpack(JF))
     redis.call('HDEL', jk, 'rc')

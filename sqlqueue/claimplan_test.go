@@ -208,7 +208,7 @@ func pgClaimReads(t *testing.T, db *sql.DB, q *Queue, queues []string) (int64, i
 		}
 		return n
 	}
-	claim := explain(q.stmtN(qClaim, len(queues)), pgClaimArgs(queues, claimPlanLimit, now, now.Add(time.Hour), "t", 1, "w"))
+	claim := explain(q.stmtN(qClaim, len(queues)), pgClaimArgs(queues, claimPlanLimit, now, now.Add(time.Hour), "t", claimCount{fresh: 1, recovered: 1}, "w"))
 	var ready int64
 	for _, prio := range []int64{5, 0} {
 		ready += explain(q.stmtN(qHasReady, len(queues)), append(queueArgs(queues), prio, micros(now), micros(now)))

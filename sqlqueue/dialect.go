@@ -78,8 +78,8 @@ type dialect interface {
 
 	// reserve leases up to max ready jobs of queues (not paused) until
 	// expires, each with its own token made from token, in claim order,
-	// adding inc (1, or 0 for ReserveUnstarted) to their attempts.
-	reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error)
+	// adding inc to their attempts (see claimCount).
+	reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc claimCount) ([]row, error)
 	// insertJobs inserts js in one statement on ex (held: jobs that name
 	// UniqueStates, by qInsertJobsHeld), skipping rows whose ID
 	// or unique key is taken, and returns the IDs it inserted. With

@@ -93,7 +93,7 @@ func (mysqlDialect) migrations() *migrate.Dialect { return migrate.MySQL }
 // row's claim-index entry, which the ack needs next (MariaDB 10.11, a few
 // times per 200,000-job burn-down). Returned, the error would send the
 // Worker into its idle wait with jobs queued.
-func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
+func (d mysqlDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc claimCount) ([]row, error) {
 	var rows []row
 	err := q.againOnConflict(ctx, func() error {
 		return d.writeTx(ctx, q, func(ex execer) error {
@@ -758,7 +758,7 @@ var mysqlWrites = queryTemplates{
 		" ORDER BY run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
 	qClaimSelectBelow: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND priority <= ? AND run_at <= ? AND lease_expires_at <= ?" +
 		" ORDER BY priority DESC, run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
-	qClaimUpdate: "UPDATE {jobs} SET attempts = attempts + ?, lease_token = CONCAT(?, '-', seq), lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE id IN ({list ?})",
+	qClaimUpdate: "UPDATE {jobs} SET attempts = attempts + CASE WHEN COALESCE(lease_token, '') = '' THEN ? ELSE ? END, lease_token = CONCAT(?, '-', seq), lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE id IN ({list ?})",
 
 	// One job under its lease.
 	qAckDelete:    "DELETE FROM {jobs} WHERE " + mysqlLeased,

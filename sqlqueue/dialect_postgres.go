@@ -86,7 +86,7 @@ func (pgDialect) migrations() *migrate.Dialect { return migrate.Postgres }
 // through the Queue's direct statements when sqlqueue/postgres gave it
 // some (pgx without database/sql's per-column conversions), else through
 // the *sql.DB.
-func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
+func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc claimCount) ([]row, error) {
 	if len(queues) > 1 {
 		var err error
 		if queues, err = q.unpaused(ctx, stmts(q.db), queues); err != nil || len(queues) == 0 {
@@ -131,15 +131,15 @@ func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int
 }
 
 // pgClaimArgs are qClaim's arguments.
-func pgClaimArgs(queues []string, max int, now, expires time.Time, token string, inc int, worker string) []any {
+func pgClaimArgs(queues []string, max int, now, expires time.Time, token string, inc claimCount, worker string) []any {
 	names := queueArgs(queues)
-	args := make([]any, 0, 4*len(names)+10)
+	args := make([]any, 0, 4*len(names)+11)
 	args = append(args, names...)
 	args = append(args, names...)
 	args = append(args, names...)
 	args = append(args, micros(now), micros(now))
 	args = append(args, names...)
-	return append(args, max, max, inc, token, micros(expires), micros(now), micros(now), worker)
+	return append(args, max, max, inc.recovered, inc.fresh, token, micros(expires), micros(now), micros(now), worker)
 }
 
 // pgClaimCols are the columns a claim returns: the job as the Job type
@@ -561,7 +561,7 @@ var pgWrites = queryTemplates{
     LIMIT ?
     FOR UPDATE OF j SKIP LOCKED) j
   LIMIT ?)
-UPDATE {jobs} t SET attempts = t.attempts + CAST(? AS INTEGER), lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?,
+UPDATE {jobs} t SET attempts = t.attempts + CASE WHEN c.recovered THEN CAST(? AS INTEGER) ELSE CAST(? AS INTEGER) END, lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?,
   started_at = CAST(? AS BIGINT), worker = CAST(? AS TEXT)
 FROM c WHERE t.id = c.id
 RETURNING ` + pgClaimCols,

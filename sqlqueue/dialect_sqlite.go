@@ -144,7 +144,7 @@ func (sqliteDialect) migrations() *migrate.Dialect { return migrate.SQLite }
 // (selectThenClaim) and updates by
 // seq, the rowid, in one BEGIN IMMEDIATE transaction: by id every row
 // costs a probe of the id index first.
-func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc int) ([]row, error) {
+func (d sqliteDialect) reserve(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc claimCount) ([]row, error) {
 	ready, err := q.anyReady(ctx, stmts(q.db), queues, micros(now))
 	if err != nil || !ready {
 		return nil, err
@@ -323,7 +323,7 @@ var sqliteWrites = queryTemplates{
 	qClaimNext:        "SELECT priority FROM {jobs} INDEXED BY {claim_idx} WHERE queue = ? AND state = 'pending' AND priority < ? ORDER BY priority DESC LIMIT 1",
 	qClaimSelect:      "SELECT " + jobCols + " FROM {jobs} INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND priority = ? AND run_at <= ? AND lease_expires_at <= ? ORDER BY run_at, seq LIMIT ?",
 	qClaimSelectBelow: "SELECT " + jobCols + " FROM {jobs} INDEXED BY {claim_idx} WHERE state = 'pending' AND queue IN ({list ?}) AND priority <= ? AND run_at <= ? AND lease_expires_at <= ? ORDER BY priority DESC, run_at, seq LIMIT ?",
-	qClaimUpdate:      "UPDATE {jobs} SET attempts = attempts + ?, lease_token = ? || '-' || seq, lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE seq IN ({list ?})",
+	qClaimUpdate:      "UPDATE {jobs} SET attempts = attempts + CASE WHEN COALESCE(lease_token, '') = '' THEN ? ELSE ? END, lease_token = ? || '-' || seq, lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE seq IN ({list ?})",
 
 	// One job under its lease.
 	qAckDelete:    "DELETE FROM {jobs} WHERE " + sqliteLeased,

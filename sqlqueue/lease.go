@@ -26,17 +26,38 @@ import (
 // change by primary key: qClaimSelect, qClaimUpdate); SQLite in one BEGIN
 // IMMEDIATE transaction. Every reserved job gets its own lease token.
 func (q *Queue) Reserve(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
-	return q.reserve(ctx, queues, max, lease, 1)
+	return q.reserve(ctx, queues, max, lease, claimCount{fresh: 1, recovered: 1})
 }
 
 // ReserveUnstarted is Reserve without counting the attempt (see
-// queue.Starter): the claim leaves attempts as stored, and Start counts it.
+// queue.Queue): the claim leaves attempts as stored, and Complete's starts
+// count it.
 func (q *Queue) ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
-	return q.reserve(ctx, queues, max, lease, 0)
+	return q.reserve(ctx, queues, max, lease, claimCount{})
+}
+
+// ReserveStarting is Reserve counting the attempts of the jobs it hands
+// out fresh and not of those taken back from an expired lease (see
+// queue.Queue): one claim statement whose attempts column adds either.
+func (q *Queue) ReserveStarting(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	return q.reserve(ctx, queues, max, lease, claimCount{fresh: 1})
+}
+
+// claimCount is what a claim adds to the attempts of the jobs it takes:
+// fresh to a job with no lease before it, recovered to one taken back from
+// an expired lease (queue.Job.Recovered).
+type claimCount struct{ fresh, recovered int }
+
+// of returns what the claim adds to a job, recovered or not.
+func (c claimCount) of(recovered bool) int {
+	if recovered {
+		return c.recovered
+	}
+	return c.fresh
 }
 
 // reserve is Reserve, adding inc to each claimed job's attempts.
-func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc int) ([]queue.Job, error) {
+func (q *Queue) reserve(ctx context.Context, queues []string, max int, lease time.Duration, inc claimCount) ([]queue.Job, error) {
 	if err := q.use(ctx); err != nil {
 		return nil, err
 	}
@@ -98,7 +119,7 @@ func (q *Queue) unpaused(ctx context.Context, st statements, queues []string) ([
 // Each read asks only for the jobs still missing, so the priorities
 // share the limit, and a priority that gives fewer (its due jobs taken,
 // or held by another claim's locks) leaves the rest to the next.
-func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string, max int, now, expires time.Time, token string, inc int, keyOf func(r row) any) ([]row, error) {
+func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string, max int, now, expires time.Time, token string, inc claimCount, keyOf func(r row) any) ([]row, error) {
 	st := stmts(ex)
 	queues, err := q.unpaused(ctx, st, queues)
 	if err != nil || len(queues) == 0 {
@@ -119,8 +140,8 @@ func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string,
 	if err != nil || len(got) == 0 {
 		return nil, err
 	}
-	args := make([]any, 0, 6+len(got))
-	args = append(args, inc, token, micros(expires), micros(now), micros(now), queue.WorkerOf(ctx))
+	args := make([]any, 0, 7+len(got))
+	args = append(args, inc.fresh, inc.recovered, token, micros(expires), micros(now), micros(now), queue.WorkerOf(ctx))
 	for _, r := range got {
 		args = append(args, keyOf(r))
 	}
@@ -130,7 +151,7 @@ func (q *Queue) selectThenClaim(ctx context.Context, ex execer, queues []string,
 	for i := range got {
 		r := &got[i]
 		r.job.Recovered = r.job.LeaseToken != "" // its last lease expired
-		r.job.Attempts += inc
+		r.job.Attempts += inc.of(r.job.Recovered)
 		r.job.LeaseToken = token + "-" + strconv.FormatInt(r.seq, 10)
 		r.job.LeaseExpiresAt = expires
 		r.runAt, r.updatedAt = micros(expires), micros(now)

@@ -170,9 +170,11 @@ func TestRunMemory(t *testing.T) {
 		t.Fatalf("calls of %d modes, want 5: %+v", len(rep.Calls), rep.Calls)
 	}
 	for _, c := range rep.Calls {
-		// The Worker reserves without counting an attempt and counts it
-		// when the handler starts (every driver here can).
-		want := "ReserveUnstarted "
+		// The Worker reserves its idle handlers' jobs counted by the
+		// claim (ReserveStarting): a burn-down prefetches beside them
+		// (ReserveUnstarted), and at a low rate every job finds a handler
+		// idle.
+		want := "ReserveStarting "
 		switch c.Mode {
 		case "Dispatch":
 			want = "Push "

@@ -27,12 +27,17 @@ type Calls struct {
 	// calls, jobs and time.
 	Unstarted, Prefetched atomic.Int64
 	UnstartedNanos        atomic.Int64
+	// Starting, StartingJobs and StartingNanos are ReserveStarting's
+	// calls, jobs and time.
+	Starting, StartingJobs atomic.Int64
+	StartingNanos          atomic.Int64
 	// Complete, CompleteStarts, CompleteOuts and CompleteNanos are
 	// Complete's calls, the leases of each list and its time.
 	Complete, CompleteStarts, CompleteOuts atomic.Int64
 	CompleteNanos                          atomic.Int64
 
-	// byQueue counts the reservations (Reserve and ReserveUnstarted) of
+	// byQueue counts the reservations (Reserve, ReserveUnstarted and
+	// ReserveStarting) of
 	// one queue each, by queue name (see ByQueue).
 	mu      sync.Mutex
 	byQueue map[string]*queueCalls
@@ -105,6 +110,7 @@ func (c *Calls) String() string {
 		parts = append(parts, fmt.Sprintf("%d of them empty", n))
 	}
 	per("ReserveUnstarted", c.Unstarted.Load(), c.Prefetched.Load(), c.UnstartedNanos.Load())
+	per("ReserveStarting", c.Starting.Load(), c.StartingJobs.Load(), c.StartingNanos.Load())
 	if n := c.Complete.Load(); n > 0 {
 		parts = append(parts, fmt.Sprintf("Complete %d calls x %.1f starts + %.1f outcomes (%.2f ms each)", n,
 			float64(c.CompleteStarts.Load())/float64(n), float64(c.CompleteOuts.Load())/float64(n), float64(c.CompleteNanos.Load())/float64(n)/1e6))
@@ -154,6 +160,17 @@ func (q *counted) ReserveUnstarted(ctx context.Context, queues []string, max int
 	q.c.UnstartedNanos.Add(int64(d))
 	q.c.Unstarted.Add(1)
 	q.c.Prefetched.Add(int64(len(jobs)))
+	return jobs, err
+}
+
+func (q *counted) ReserveStarting(ctx context.Context, queues []string, max int, lease time.Duration) ([]queue.Job, error) {
+	start := time.Now()
+	jobs, err := q.Queue.ReserveStarting(ctx, queues, max, lease)
+	d := time.Since(start)
+	q.c.reserved(queues, len(jobs), d)
+	q.c.StartingNanos.Add(int64(d))
+	q.c.Starting.Add(1)
+	q.c.StartingJobs.Add(int64(len(jobs)))
 	return jobs, err
 }
 

@@ -51,8 +51,8 @@ type BatchPusher interface {
 //
 // # Leases
 //
-// Complete and ExtendMany present the Leases that Reserve or
-// ReserveUnstarted gave. A lease is current until it expires (whether or
+// Complete and ExtendMany present the Leases that Reserve,
+// ReserveUnstarted or ReserveStarting gave. A lease is current until it expires (whether or
 // not the job was reserved again since), the job gets another lease, or
 // the job is no longer reserved or does not exist; for a lease that is not
 // current those calls change nothing for it and report it lost (an error
@@ -106,6 +106,17 @@ type Queue interface {
 	// as they were, so a crash loop uses up the attempts of the jobs that
 	// ran, not of those that waited beside them.
 	ReserveUnstarted(ctx context.Context, queues []string, max int, lease time.Duration) ([]Job, error)
+
+	// ReserveStarting is Reserve for handlers that start the jobs at once:
+	// it counts the attempt of each job it returns, as Reserve does, except
+	// a job taken back from an expired lease (Recovered), whose Attempts it
+	// leaves as stored, as ReserveUnstarted does; Complete counts that one
+	// when its handler is about to start. The Worker reserves through it
+	// for its idle handlers, which saves each such job its start mark (a
+	// round trip before the handler), and runs a recovered job apart from
+	// the others of its kind, counted only as it starts, so that a crash
+	// loop still uses up the attempts of the jobs that ran.
+	ReserveStarting(ctx context.Context, queues []string, max int, lease time.Duration) ([]Job, error)
 
 	// Complete records handler outcomes in as few round trips as the
 	// store allows: it counts one attempt for the job under each current

@@ -99,11 +99,12 @@ type Job struct {
 	// LeaseExpiresAt is when the current lease runs out; after it the job may
 	// be reserved again by anyone. Zero on jobs that are not reserved.
 	LeaseExpiresAt time.Time
-	// Recovered is set by Reserve (and ReserveUnstarted) on a job taken back
-	// from a lease that expired: its last delivery ended with no outcome,
-	// because the process that held it died, stalled or lost its lease. The
-	// Worker runs such jobs apart from one another (see Worker), so that a
-	// crash loop narrows onto the job that causes it.
+	// Recovered is set by every reservation (Reserve, ReserveUnstarted,
+	// ReserveStarting) on a job taken back from a lease that expired: its
+	// last delivery ended with no outcome, because the process that held
+	// it died, stalled or lost its lease. The Worker runs such jobs apart
+	// from one another (see Worker), so that a crash loop narrows onto the
+	// job that causes it.
 	Recovered bool
 }
 
