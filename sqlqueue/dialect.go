@@ -45,6 +45,9 @@ type dialect interface {
 	rebind(query string) string
 	// maxParams is the most bind parameters one statement may carry.
 	maxParams() int
+	// pushLanes is how many single pushes of a Queue run on their own at
+	// once before the others wait to go together (pushgroup.go).
+	pushLanes() int
 
 	// searchIndexer is the dialect's opt-in payload search index.
 	searchIndexer

@@ -49,6 +49,7 @@ func (mysqlDialect) name() Dialect                         { return MySQL }
 func (mysqlDialect) quote(s string) string                 { return "`" + s + "`" }
 func (mysqlDialect) rebind(query string) string            { return query }
 func (mysqlDialect) maxParams() int                        { return 65535 }
+func (mysqlDialect) pushLanes() int                        { return 2 }
 func (mysqlDialect) configure(DB)                          {}
 func (mysqlDialect) prepare(context.Context, *Queue) error { return nil }
 

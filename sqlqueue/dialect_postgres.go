@@ -41,6 +41,7 @@ type pgDialect struct {
 func (pgDialect) name() Dialect         { return Postgres }
 func (pgDialect) quote(s string) string { return quoteDouble(s) }
 func (pgDialect) maxParams() int        { return 65535 }
+func (pgDialect) pushLanes() int        { return 2 }
 
 // rebind turns ? placeholders into $1, $2 ... The SQL this package writes
 // has no ? outside placeholders.

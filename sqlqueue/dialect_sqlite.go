@@ -42,6 +42,7 @@ func (sqliteDialect) name() Dialect              { return SQLite }
 func (sqliteDialect) quote(s string) string      { return quoteDouble(s) }
 func (sqliteDialect) rebind(query string) string { return query }
 func (sqliteDialect) maxParams() int             { return 32766 }
+func (sqliteDialect) pushLanes() int             { return 1 }
 
 // configure limits db to one open connection: SQLite has one writer, and
 // one connection makes the process's writers queue in Go instead of

@@ -60,3 +60,10 @@ func IndexHolds(ctx context.Context, q *Queue, id, search string) (held, indexed
 	err = q.db.QueryRowContext(ctx, q.rebind("SELECT COUNT(*) FROM "+q.t.jobs+" WHERE id = ? AND "+cond), append([]any{id}, args...)...).Scan(&n)
 	return n == 1, true, err
 }
+
+// PushesWaiting is how many Pushes of q wait for a push lane.
+func PushesWaiting(q *Queue) int {
+	q.group.mu.Lock()
+	defer q.group.mu.Unlock()
+	return len(q.group.waiting)
+}

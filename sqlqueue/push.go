@@ -71,6 +71,15 @@ func stmts(ex execer) statements { return sqlStatements{ex} }
 // retention) replaces it with j, pending again with its attempts reset.
 // On PostgreSQL a stored job wakes listeners through pg_notify, sent after
 // Push returns (see NotifyChannel).
+//
+// Pushes made at once from many goroutines are coalesced: while the
+// Queue's push lanes are busy (WithPushLanes) a Push waits and then goes
+// with the others waiting as one PushMany, each answered as if alone
+// (pushgroup.go). A Push whose context ends while it waits stores
+// nothing; one whose context ends once its batch runs returns the
+// context's error, and its job may be stored. A push that takes a
+// UniqueFor hold or replaces a job (it needs a transaction) always runs
+// alone.
 func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := queue.Validate(j); err != nil {
 		return err
@@ -78,18 +87,14 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	err := q.againOnConflict(ctx, func() error {
-		if holdsInTx([]queue.Job{j}) {
-			return q.d.writeTx(ctx, q, func(ex execer) error { return q.pushOne(ctx, stmts(ex), true, j) })
-		}
-		return q.pushOne(ctx, q.reads(), false, j)
-	})
-	if err != nil {
-		return err
+	if q.lanes() == 0 || holdsInTx([]queue.Job{j}) {
+		return q.pushAlone(ctx, j)
 	}
-	q.wake.at(j.AvailableAt)
-	q.announce([]queue.Job{j}, nil)
-	return nil
+	ownID := j.ID == ""
+	if ownID {
+		j.ID = queue.NewID()
+	}
+	return q.pushGrouped(ctx, j, ownID)
 }
 
 // PushMany stores jobs with Push's rules, a multi-row insertion per chunk that

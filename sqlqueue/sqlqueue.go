@@ -55,6 +55,7 @@ type config struct {
 	metricsFlushIn time.Duration
 	logger         *slog.Logger
 	reads          DB
+	pushLanes      *int // WithPushLanes; nil: the dialect's default
 }
 
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,39}$`)
@@ -161,6 +162,29 @@ func WithReads(db DB) Option {
 	}
 }
 
+// MaxPushLanes is the most push lanes WithPushLanes accepts.
+const MaxPushLanes = 1024
+
+// WithPushLanes sets how many single pushes (Push, so Dispatch) of the
+// Queue run on their own at once; a Push arriving while that many run
+// waits, and the Pushes waiting when a lane frees go to the database
+// together as one PushMany (one statement and one commit), each answered
+// as if it had run alone. At a low rate nothing waits; at a high rate
+// from many goroutines the database's work per job falls. 0 runs every
+// Push on its own, as a plain INSERT; n must be 0 to MaxPushLanes. The
+// default is the dialect's: 1 on SQLite (one writer), 2 on PostgreSQL
+// and MySQL/MariaDB (docs/benchmarks.md, "Dispatch from many
+// goroutines").
+func WithPushLanes(n int) Option {
+	return func(c *config) error {
+		if n < 0 || n > MaxPushLanes {
+			return fmt.Errorf("sqlqueue: WithPushLanes(%d): want 0 to %d", n, MaxPushLanes)
+		}
+		c.pushLanes = &n
+		return nil
+	}
+}
+
 // Queue is a queue.Queue stored in a SQL database. It also implements
 // queue.BatchPusher, queue.BatchAcker, queue.BatchExtender,
 // queue.Inspector, queue.OldestReadyReader, queue.Pauser,
@@ -197,6 +221,7 @@ type Queue struct {
 	metrics   metricsBuffer
 	wake      waker
 	announcer announcer
+	group     pushGroup
 
 	maintMu   sync.Mutex
 	lastMaint time.Time
@@ -310,6 +335,7 @@ func (q *Queue) Table() string { return q.cfg.table }
 func (q *Queue) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	q.waitGrouped()
 	q.waitAnnounced()
 	q.closeVacuum()
 	q.closeMaintenance()

@@ -19,9 +19,10 @@ import (
 //	dead_retention=168h        how long dead letters are kept; 0 keeps them (WithRetention's dead)
 //	maintenance=1m             how often the maintenance pass runs (WithMaintenance's every)
 //	worker_ttl=2m              when a silent worker leaves the registry (WithMaintenance's workerTTL)
+//	push_lanes=2               single pushes run on their own at once before others group (WithPushLanes)
 //
 // Durations are Go durations (90s, 1h30m).
-var URLParams = []string{"table", "setup", "visibility_timeout", "retention", "dead_retention", "maintenance", "worker_ttl"}
+var URLParams = []string{"table", "setup", "visibility_timeout", "retention", "dead_retention", "maintenance", "worker_ttl", "push_lanes"}
 
 // URLOptions reads sqlqueue's own parameters (URLParams) from v, removing
 // them, and returns the options they set and whether Setup should run
@@ -47,6 +48,14 @@ func URLOptions(v url.Values) (opts []Option, setup bool, err error) {
 			if setup, err = strconv.ParseBool(val); err != nil {
 				return nil, false, fmt.Errorf("sqlqueue: URL parameter setup must be true or false, not %q", val)
 			}
+			continue
+		}
+		if key == "push_lanes" {
+			n, perr := strconv.Atoi(val)
+			if perr != nil {
+				return nil, false, fmt.Errorf("sqlqueue: URL parameter push_lanes must be a whole number from 0 to %d, not %q", MaxPushLanes, val)
+			}
+			opts = append(opts, WithPushLanes(n))
 			continue
 		}
 		d, perr := time.ParseDuration(val)

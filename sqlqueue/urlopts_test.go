@@ -31,6 +31,10 @@ func TestURLOptions(t *testing.T) {
 		{"maintenance=0s", false, "", "maintenance must be positive"},
 		{"visibility_timeout=0s", false, "", "visibility timeout must be positive"},
 		{"table=bad-name", false, "", "table name"},
+		{"push_lanes=0&push_lanes=4", true, "", ""},
+		{"push_lanes=two", false, "", "push_lanes must be a whole number"},
+		{"push_lanes=-1", false, "", "want 0 to 1024"},
+		{"push_lanes=1025", false, "", "want 0 to 1024"},
 	} {
 		v, _ := url.ParseQuery(tc.query)
 		opts, setup, err := sqlqueue.URLOptions(v)

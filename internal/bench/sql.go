@@ -51,6 +51,12 @@ type SQL struct {
 	// what the index costs on every write.
 	SearchIndex bool
 
+	// PushLanes, when set, is sqlqueue.WithPushLanes of each queue: how
+	// many single Dispatches run on their own at once before the others
+	// wait and go together (0: every Dispatch alone). Nil keeps the
+	// dialect's default.
+	PushLanes *int
+
 	rootOnce sync.Once
 	rootPID  int // the server's main process (ServerCPU), 0 if unknown
 }
@@ -192,6 +198,9 @@ func (s *SQL) options(table string) []sqlqueue.Option {
 	opts := []sqlqueue.Option{sqlqueue.WithTable(table)}
 	if s.KeepDone {
 		opts = append(opts, sqlqueue.WithRetention(24*time.Hour, 7*24*time.Hour))
+	}
+	if s.PushLanes != nil {
+		opts = append(opts, sqlqueue.WithPushLanes(*s.PushLanes))
 	}
 	return opts
 }
