@@ -361,6 +361,63 @@ func (s *suite) testUnique(t *testing.T) {
 		wantLen(t, q, "race", keys*rounds)
 	})
 
+	s.check(t, "ConcurrentPushesEachAnswered", func(t *testing.T, q queue.Queue) {
+		// Many goroutines pushing at once, as a web service's requests
+		// do: a store may write them together (sqlqueue and redisqueue
+		// group the pushes that wait for a push lane), but each Push is
+		// answered for its own job: every new job is stored once with
+		// its own fields, and every push of an active job's ID is a
+		// duplicate, whatever it was pushed beside.
+		held := newJob("each")
+		push(t, q, held)
+		const pushers, each = 32, 12
+		type result struct {
+			j   queue.Job
+			err error
+		}
+		results := make(chan result, pushers*each)
+		var wg sync.WaitGroup
+		for p := range pushers {
+			wg.Go(func() {
+				for i := range each {
+					j := newJob("each")
+					j.Priority = p*each + i
+					if i%4 == 3 {
+						j = held
+					} else if i%2 == 1 {
+						j.ID = "" // the store names it
+					}
+					results <- result{j, q.Push(t.Context(), j)}
+				}
+			})
+		}
+		wg.Wait()
+		close(results)
+		want := map[string]int{string(held.Payload): held.Priority} // priority by payload, of the jobs left
+		for r := range results {
+			switch {
+			case r.j.ID == held.ID:
+				if !errors.Is(r.err, queue.ErrDuplicate) {
+					t.Errorf("a concurrent Push of an active job's ID: %v, want an error matching ErrDuplicate", r.err)
+				}
+			case r.err != nil:
+				t.Errorf("a concurrent Push of a new job: %v", r.err)
+			default:
+				want[string(r.j.Payload)] = r.j.Priority
+			}
+		}
+		jobs := reserve(t, q, []string{"each"}, len(want)+10, longLease)
+		if len(jobs) != len(want) {
+			t.Fatalf("Reserve found %d jobs, want %d: one per new job and the held one", len(jobs), len(want))
+		}
+		for _, j := range jobs {
+			if p, ok := want[string(j.Payload)]; !ok || p != j.Priority {
+				t.Errorf("job %s holds payload %q at priority %d: no stored push sent that (wanted priority %d, found %v), or two jobs hold it", j.ID, j.Payload, j.Priority, p, ok)
+			}
+			delete(want, string(j.Payload))
+		}
+	})
+
 	s.check(t, "ActiveID", func(t *testing.T, q queue.Queue) {
 		first := newJob("ids")
 		push(t, q, first)

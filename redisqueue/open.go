@@ -25,8 +25,9 @@ func init() {
 // appear as jobs are pushed), so setup=false and setup=true open alike, and
 // a tool may add setup=false to any queue URL; it must be a boolean.
 // cluster=true opens a Redis Cluster named by the URL's one address (an
-// addr= parameter without master_name= opens a Cluster too).
-var URLParams = []string{"prefix", "setup", "cluster"}
+// addr= parameter without master_name= opens a Cluster too). push_lanes=N
+// is WithPushLanes.
+var URLParams = []string{"prefix", "setup", "cluster", "push_lanes"}
 
 // redisParams are the parameters go-redis' ParseURL reads (v9.23.0).
 var redisParams = []string{
@@ -106,6 +107,14 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 	if p, ok := params["prefix"]; ok {
 		opts = append([]Option{WithPrefix(p[len(p)-1])}, opts...)
 		params.Del("prefix")
+	}
+	if v, ok := params["push_lanes"]; ok {
+		n, err := strconv.Atoi(v[len(v)-1])
+		if err != nil {
+			return nil, fmt.Errorf("redisqueue: push_lanes=%q is not a whole number: %w", v[len(v)-1], queue.ErrConfig)
+		}
+		opts = append([]Option{WithPushLanes(n)}, opts...)
+		params.Del("push_lanes")
 	}
 	if v, ok := params["setup"]; ok {
 		if _, err := strconv.ParseBool(v[len(v)-1]); err != nil {

@@ -31,6 +31,9 @@ func TestOpenRefuses(t *testing.T) {
 		{"redis://127.0.0.1:1/0?prefix=a;b", `parameter "prefix" contains a ";"`},
 		{"redis://127.0.0.1:1/x", "invalid database number"},
 		{"redis://127.0.0.1:1/0?setup=no", "not a boolean"},
+		{"redis://127.0.0.1:1/0?push_lanes=two", "not a whole number"},
+		{"redis://127.0.0.1:1/0?push_lanes=-1", "want 0 to 1024"},
+		{"redis://127.0.0.1:1/0?push_lanes=1025", "want 0 to 1024"},
 		{"redis://127.0.0.1:1?addr=127.0.0.1:2&db=1", `unknown URL parameter "db"`},
 		{"redis://127.0.0.1:1?addr=127.0.0.1:2&tabel=jobs", `unknown URL parameter "tabel"`},
 		{"redis://127.0.0.1:1/3?addr=127.0.0.1:2", "database 0 only"},
@@ -92,6 +95,26 @@ func TestNewClients(t *testing.T) {
 	defer ring.Close()
 	if _, err := redisqueue.New(ring); !errors.Is(err, queue.ErrConfig) {
 		t.Fatalf("New(*redis.Ring) = %v, want an error matching ErrConfig", err)
+	}
+}
+
+// TestWithPushLanes: the push lanes are 0 to 1024, as on the SQL stores.
+func TestWithPushLanes(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	for _, n := range []int{-1, 1025} {
+		if _, err := redisqueue.New(rdb, redisqueue.WithPushLanes(n)); !errors.Is(err, queue.ErrConfig) {
+			t.Errorf("WithPushLanes(%d) = %v, want an error matching ErrConfig", n, err)
+		}
+	}
+	for _, n := range []int{0, 1, 1024} {
+		q, err := redisqueue.New(rdb, redisqueue.WithPushLanes(n))
+		if err != nil {
+			t.Errorf("WithPushLanes(%d): %v", n, err)
+			continue
+		}
+		q.Close()
 	}
 }
 

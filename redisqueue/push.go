@@ -101,8 +101,16 @@ func uniqueMode(j *queue.Job) string {
 // duplicate ID or unique key stores nothing and returns a
 // *driver.DuplicateError; the ID of a dead letter moves it back to ready,
 // into j's queue, with its attempts reset.
+//
+// Pushes made at once from many goroutines are coalesced: while the
+// Queue's push lanes are busy (WithPushLanes) a Push waits and then goes
+// with the others waiting as one script call, each answered as if alone
+// (package internal/pushgroup). A Push whose context ends while it waits
+// stores nothing; one whose context ends once its group is being written
+// returns the context's error, and its job may be stored.
 func (q *Queue) Push(ctx context.Context, j queue.Job) error {
-	if j.ID == "" {
+	ownID := j.ID == ""
+	if ownID {
 		j.ID = driver.NewID()
 	}
 	doing := "pushing job " + j.ID
@@ -112,7 +120,18 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := driver.Validate(j); err != nil {
 		return err
 	}
-	res, err := q.push(ctx, []queue.Job{j})
+	return q.group.Push(ctx, groupPusher{q}, q.lanes, j, ownID)
+}
+
+// groupPusher is q as the pushgroup.Store of its Pushes: concurrent
+// Pushes beyond its push lanes (WithPushLanes) go to Redis as one script
+// call, each answered as if alone.
+type groupPusher struct{ q *Queue }
+
+// PushAlone stores one job by itself.
+func (g groupPusher) PushAlone(ctx context.Context, j queue.Job) error {
+	doing := "pushing job " + j.ID
+	res, err := g.q.push(ctx, []queue.Job{j})
 	if err != nil {
 		return wrap(doing, err)
 	}
@@ -120,6 +139,21 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 		return fmt.Errorf("redisqueue: %s: %w", doing, res[0])
 	}
 	return nil
+}
+
+// PushGroup stores jobs in one script call (per queue on a Cluster),
+// each answered on its own: nil, or its duplicate's error.
+func (g groupPusher) PushGroup(ctx context.Context, jobs []queue.Job) ([]error, error) {
+	res, err := g.q.push(ctx, jobs)
+	if err != nil {
+		return nil, wrap(fmt.Sprintf("pushing a group of %d jobs", len(jobs)), err)
+	}
+	for i, e := range res {
+		if e != nil {
+			res[i] = fmt.Errorf("redisqueue: pushing job %s: %w", jobs[i].ID, e)
+		}
+	}
+	return res, nil
 }
 
 // PushMany stores jobs with Push's rules in one script, so all of them or

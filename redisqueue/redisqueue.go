@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/meridianjobs/meridian/internal/pushgroup"
 	"github.com/meridianjobs/meridian/queue"
 )
 
@@ -36,6 +37,9 @@ type Queue struct {
 	report reporter // run metrics not yet written (report.go)
 
 	batchSweep // batch events left by a process that stopped (batch.go)
+
+	lanes int             // WithPushLanes
+	group pushgroup.Group // Push's coalescing (push.go)
 
 	closeOnce sync.Once
 }
@@ -83,6 +87,27 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// DefaultPushLanes is the push lanes of a Queue without WithPushLanes.
+const DefaultPushLanes = 2
+
+// WithPushLanes sets how many single pushes (Push, so Dispatch) of the
+// Queue run on their own at once; a Push arriving while that many run
+// waits, and the Pushes waiting when a lane frees go to Redis together as
+// one script call, each answered as if it had run alone (a duplicate
+// gets its *driver.DuplicateError). At a low rate nothing waits; from many
+// goroutines at a high rate the server's work per job falls. 0 runs every
+// Push on its own; n must be 0 to 1024 (as on the SQL stores). Default
+// DefaultPushLanes.
+func WithPushLanes(n int) Option {
+	return func(q *Queue) error {
+		if n < 0 || n > pushgroup.MaxLanes {
+			return fmt.Errorf("redisqueue: WithPushLanes(%d): want 0 to %d: %w", n, pushgroup.MaxLanes, queue.ErrConfig)
+		}
+		q.lanes = n
+		return nil
+	}
+}
+
 // New returns a Queue over rdb, the client the program already has (a
 // *redis.Client of a standalone server or of a Sentinel failover). It does
 // no I/O: the keys are created as jobs are pushed. Close releases only
@@ -108,7 +133,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Queue, error) {
 		cluster = true
 		hookReload(c)
 	}
-	q := &Queue{rdb: rdb, prefix: DefaultPrefix, log: slog.New(slog.DiscardHandler), cluster: cluster}
+	q := &Queue{rdb: rdb, prefix: DefaultPrefix, log: slog.New(slog.DiscardHandler), cluster: cluster, lanes: DefaultPushLanes}
+	q.group.Name = "redisqueue"
 	for _, o := range opts {
 		if err := o(q); err != nil {
 			return nil, err
@@ -128,6 +154,7 @@ func (q *Queue) Close() error {
 	var err error
 	q.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		q.group.Wait()
 		q.flushMetricsLogged(ctx)
 		cancel()
 		q.waker.close()

@@ -63,7 +63,5 @@ func IndexHolds(ctx context.Context, q *Queue, id, search string) (held, indexed
 
 // PushesWaiting is how many Pushes of q wait for a push lane.
 func PushesWaiting(q *Queue) int {
-	q.group.mu.Lock()
-	defer q.group.mu.Unlock()
-	return len(q.group.waiting)
+	return q.group.Waiting()
 }

@@ -87,14 +87,15 @@ func (q *Queue) Push(ctx context.Context, j queue.Job) error {
 	if err := q.use(ctx); err != nil {
 		return err
 	}
-	if q.lanes() == 0 || holdsInTx([]queue.Job{j}) {
-		return q.pushAlone(ctx, j)
+	lanes := q.lanes()
+	if holdsInTx([]queue.Job{j}) {
+		lanes = 0 // alone, in a transaction of its own
 	}
 	ownID := j.ID == ""
 	if ownID {
 		j.ID = queue.NewID()
 	}
-	return q.pushGrouped(ctx, j, ownID)
+	return q.group.Push(ctx, groupPusher{q}, lanes, j, ownID)
 }
 
 // PushMany stores jobs with Push's rules, a multi-row insertion per chunk that

@@ -225,51 +225,6 @@ func TestGroupPushFailedBatch(t *testing.T) {
 	}
 }
 
-// TestGroupPushConcurrent: many goroutines pushing at once, a tenth of
-// them repeating a unique key, store each job exactly once and every
-// Push learns its own outcome.
-func TestGroupPushConcurrent(t *testing.T) {
-	for d, open := range backends(t) {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			s := newStore(t, open(t))
-			q, _ := s.open(t, sqlqueue.WithPushLanes(1))
-			ctx := t.Context()
-			const goroutines, each = 32, 25
-			var stored, dups atomic.Int64
-			var wg sync.WaitGroup
-			for g := range goroutines {
-				wg.Go(func() {
-					for i := range each {
-						j := queue.Job{Queue: "q", Name: "n"}
-						if i%10 == 0 {
-							j.UniqueKey = fmt.Sprint("key-", i)
-						}
-						switch err := q.Push(ctx, j); {
-						case err == nil:
-							stored.Add(1)
-						case errors.Is(err, queue.ErrDuplicate):
-							dups.Add(1)
-						default:
-							t.Errorf("goroutine %d push %d: %v", g, i, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			c, err := q.Counts(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			const keyed = 3 // keys 0, 10, 20
-			if got := pendingIn(c, "q"); got != stored.Load() || stored.Load() != goroutines*each-goroutines*keyed+keyed {
-				t.Fatalf("pending %d, stored %d, duplicates %d: want %d stored", got, stored.Load(), dups.Load(), goroutines*each-goroutines*keyed+keyed)
-			}
-		})
-	}
-}
-
 func TestWithPushLanesLimits(t *testing.T) {
 	t.Parallel()
 	db, err := sql.Open("sqlite", ":memory:")

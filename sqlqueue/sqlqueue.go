@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/meridianjobs/meridian/internal/pushgroup"
 	queue "github.com/meridianjobs/meridian/queue/driver"
 )
 
@@ -162,8 +163,9 @@ func WithReads(db DB) Option {
 	}
 }
 
-// MaxPushLanes is the most push lanes WithPushLanes accepts.
-const MaxPushLanes = 1024
+// MaxPushLanes is the most push lanes WithPushLanes accepts, the same
+// on every driver.
+const MaxPushLanes = pushgroup.MaxLanes
 
 // WithPushLanes sets how many single pushes (Push, so Dispatch) of the
 // Queue run on their own at once; a Push arriving while that many run
@@ -221,7 +223,7 @@ type Queue struct {
 	metrics   metricsBuffer
 	wake      waker
 	announcer announcer
-	group     pushGroup
+	group     pushgroup.Group // Push's coalescing (pushgroup.go)
 
 	maintMu   sync.Mutex
 	lastMaint time.Time
@@ -303,6 +305,7 @@ func New(db DB, opts ...Option) (*Queue, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	q := &Queue{db: db, d: d, cfg: cfg, t: names(d, cfg.table), log: log, holder: queue.NewToken(), searchBudget: searchBudget}
+	q.group.Name = "sqlqueue"
 	q.qs = render(d, q.t, d.queries()...)
 	d.configure(db)
 	return q, nil

@@ -87,7 +87,7 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		baseConns   = fs.Int("baseline-conns", 0, "connections inserting in the baseline (default 8)")
 		baseDur     = fs.Duration("baseline-duration", 0, "length of the baseline (default 5s)")
 		pool        = fs.Int("pool", 0, "connections in each PostgreSQL/MySQL queue's pool instead of the driver package's default (PostgreSQL: pool_max_conns; MySQL: an *sql.DB keeping them all idle)")
-		pushLanes   = fs.Int("push-lanes", -1, "SQL stores: single Dispatches of a queue run on their own at once before the others wait and go together as one insertion (sqlqueue.WithPushLanes; 0: each alone; -1: the dialect's default)")
+		pushLanes   = fs.Int("push-lanes", -1, "SQL stores and Redis: single Dispatches of a queue run on their own at once before the others wait and go together as one insertion or script call (WithPushLanes; 0: each alone; -1: the driver's default)")
 		keepDone    = fs.Bool("keep-done", false, "SQL stores: keep acked jobs in the done state (sqlqueue.WithRetention) instead of deleting them, as River does by default")
 		searchIndex = fs.Bool("search-index", false, "SQL stores: create the payload search index (meridian search enable) of each mode's tables first: what it costs on every write")
 		kept        = fs.Int("kept", 0, "SQL stores: before each mode, fill its fresh jobs table with this many kept rows of finished work, production-shaped (85% done, 10% scheduled 1-10 hours ahead, 5% dead), in bulk INSERT ... SELECT statements: the claim's and ack's cost as the table grows")
@@ -243,6 +243,7 @@ flags:`)
 			if err != nil {
 				return usagef("--redis-url: %v", err)
 			}
+			t.PushLanes = lanes
 			targets = append(targets, t)
 		}
 	}

@@ -31,6 +31,10 @@ import (
 type Redis struct {
 	opts    *redis.Options        // a single server; nil for a Cluster
 	cluster *redis.ClusterOptions // a Cluster; nil for a single server
+
+	// PushLanes, when set, is redisqueue.WithPushLanes of each queue
+	// (see SQL.PushLanes); nil keeps the default.
+	PushLanes *int
 }
 
 // NewRedis is the Redis server that rawURL names, in go-redis' URL form
@@ -114,7 +118,11 @@ func (r *Redis) NewQueue(ctx context.Context) (queue.Queue, func(context.Context
 		_ = rdb.Close()
 		return nil, nil, fmt.Errorf("connecting to Redis at %s: %w", r.addrs(), err)
 	}
-	q, err := redisqueue.New(rdb, redisqueue.WithPrefix(prefix))
+	opts := []redisqueue.Option{redisqueue.WithPrefix(prefix)}
+	if r.PushLanes != nil {
+		opts = append(opts, redisqueue.WithPushLanes(*r.PushLanes))
+	}
+	q, err := redisqueue.New(rdb, opts...)
 	if err != nil {
 		_ = rdb.Close()
 		return nil, nil, err
