@@ -87,8 +87,10 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// DefaultPushLanes is the push lanes of a Queue without WithPushLanes.
-const DefaultPushLanes = 2
+// DefaultPushLanes is the push lanes of a Queue without WithPushLanes:
+// more than the SQL stores', as a Redis round trip is short and the
+// client's share of a push the larger (docs/benchmarks-history.md, run AS).
+const DefaultPushLanes = 4
 
 // WithPushLanes sets how many single pushes (Push, so Dispatch) of the
 // Queue run on their own at once; a Push arriving while that many run
