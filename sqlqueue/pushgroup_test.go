@@ -253,3 +253,72 @@ func pendingIn(c []queue.QueueCounts, name string) int64 {
 	}
 	return 0
 }
+
+// TestGroupPushConnectionFrozen: with the lane's push stuck on a frozen
+// connection (a test-owned TCP relay that stops forwarding), every Push
+// waiting behind it returns when its context ends, nothing holds a lane
+// afterwards, and once the connection is back Pushes go through and
+// Close returns.
+func TestGroupPushConnectionFrozen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		d           sqlqueue.Dialect
+		driver, env string
+	}{
+		{sqlqueue.Postgres, "pgx", "MERIDIAN_POSTGRES_DSN"},
+		{sqlqueue.MySQL, "mysql", "MERIDIAN_MYSQL_DSN"},
+	} {
+		t.Run(string(tc.d), func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t, serverBackend(t, tc.d, tc.driver, tc.env))
+			s.queue(t) // makes the tables
+			dsn := testutil.DSN(t, tc.env)
+			relay := testutil.NewRelay(t, serverAddr(t, tc.d, dsn))
+			db, err := sql.Open(tc.driver, relayedDSN(t, tc.d, dsn, relay.Addr()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			q, err := sqlqueue.New(db, sqlqueue.WithTable(s.table), sqlqueue.WithPushLanes(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Push(t.Context(), queue.Job{Queue: "q", Name: "before"}); err != nil {
+				t.Fatalf("a push before the freeze: %v", err)
+			}
+
+			relay.Freeze()
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+			defer cancel()
+			errs := []<-chan error{pushAsync(ctx, q, queue.Job{Queue: "q", Name: "lane"})}
+			for i := range 3 {
+				errs = append(errs, pushAsync(ctx, q, queue.Job{Queue: "q", Name: "waiting"}))
+				testutil.Eventually(t, 5*time.Second, func() bool { return sqlqueue.PushesWaiting(q) == i+1 }, "push %d did not wait", i)
+			}
+			for i, ch := range errs {
+				select {
+				case err := <-ch:
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("push %d on a frozen connection: %v, want an error matching context.DeadlineExceeded", i, err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatalf("push %d did not return 28 s after its context ended", i)
+				}
+			}
+			relay.Resume()
+			if err := q.Push(t.Context(), queue.Job{Queue: "q", Name: "after"}); err != nil {
+				t.Fatalf("a push after the connection came back: %v", err)
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- q.Close() }()
+			select {
+			case err := <-closed:
+				if err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Close waits on a group after every caller gave up")
+			}
+		})
+	}
+}
