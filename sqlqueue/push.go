@@ -74,9 +74,9 @@ func stmts(ex execer) statements { return sqlStatements{ex} }
 //
 // Pushes made at once from many goroutines are coalesced: while the
 // Queue's push lanes are busy (WithPushLanes) a Push waits and then goes
-// with the others waiting as one PushMany, each answered as if alone
-// (pushgroup.go). A Push whose context ends while it waits stores
-// nothing; one whose context ends once its batch runs returns the
+// with the others waiting as one multi-row insertion, each answered as
+// if alone (pushgroup.go). A Push whose context ends while it waits
+// stores nothing; one whose context ends once its group runs returns the
 // context's error, and its job may be stored. A push that takes a
 // UniqueFor hold or replaces a job (it needs a transaction) always runs
 // alone.

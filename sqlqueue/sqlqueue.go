@@ -170,7 +170,7 @@ const MaxPushLanes = pushgroup.MaxLanes
 // WithPushLanes sets how many single pushes (Push, so Dispatch) of the
 // Queue run on their own at once; a Push arriving while that many run
 // waits, and the Pushes waiting when a lane frees go to the database
-// together as one PushMany (one statement and one commit), each answered
+// together as one multi-row insertion (one statement, one commit), each answered
 // as if it had run alone. At a low rate nothing waits; at a high rate
 // from many goroutines the database's work per job falls. 0 runs every
 // Push on its own, as a plain INSERT; n must be 0 to MaxPushLanes. The
