@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/meridianjobs/meridian/internal/pushgroup"
 	"github.com/meridianjobs/meridian/internal/urlquery"
 	"github.com/meridianjobs/meridian/queue"
 )
@@ -109,9 +110,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Queue, error) {
 		params.Del("prefix")
 	}
 	if v, ok := params["push_lanes"]; ok {
-		n, err := strconv.Atoi(v[len(v)-1])
+		n, err := pushgroup.ParseLanes(v[len(v)-1])
 		if err != nil {
-			return nil, fmt.Errorf("redisqueue: push_lanes=%q is not a whole number: %w", v[len(v)-1], queue.ErrConfig)
+			return nil, fmt.Errorf("redisqueue: %w: %w", err, queue.ErrConfig)
 		}
 		opts = append([]Option{WithPushLanes(n)}, opts...)
 		params.Del("push_lanes")

@@ -31,7 +31,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"redis://127.0.0.1:1/0?prefix=a;b", `parameter "prefix" contains a ";"`},
 		{"redis://127.0.0.1:1/x", "invalid database number"},
 		{"redis://127.0.0.1:1/0?setup=no", "not a boolean"},
-		{"redis://127.0.0.1:1/0?push_lanes=two", "not a whole number"},
+		{"redis://127.0.0.1:1/0?push_lanes=two", "must be a whole number"},
 		{"redis://127.0.0.1:1/0?push_lanes=-1", "want 0 to 1024"},
 		{"redis://127.0.0.1:1/0?push_lanes=1025", "want 0 to 1024"},
 		{"redis://127.0.0.1:1?addr=127.0.0.1:2&db=1", `unknown URL parameter "db"`},

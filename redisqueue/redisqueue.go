@@ -102,8 +102,8 @@ const DefaultPushLanes = 4
 // DefaultPushLanes.
 func WithPushLanes(n int) Option {
 	return func(q *Queue) error {
-		if n < 0 || n > pushgroup.MaxLanes {
-			return fmt.Errorf("redisqueue: WithPushLanes(%d): want 0 to %d: %w", n, pushgroup.MaxLanes, queue.ErrConfig)
+		if err := pushgroup.CheckLanes(n); err != nil {
+			return fmt.Errorf("redisqueue: WithPushLanes: %w: %w", err, queue.ErrConfig)
 		}
 		q.lanes = n
 		return nil

@@ -179,8 +179,8 @@ const MaxPushLanes = pushgroup.MaxLanes
 // goroutines").
 func WithPushLanes(n int) Option {
 	return func(c *config) error {
-		if n < 0 || n > MaxPushLanes {
-			return fmt.Errorf("sqlqueue: WithPushLanes(%d): want 0 to %d", n, MaxPushLanes)
+		if err := pushgroup.CheckLanes(n); err != nil {
+			return fmt.Errorf("sqlqueue: WithPushLanes: %w", err)
 		}
 		c.pushLanes = &n
 		return nil

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/meridianjobs/meridian/internal/pushgroup"
 )
 
 // URLParams are the query parameters of a queue URL that sqlqueue itself
@@ -51,9 +53,9 @@ func URLOptions(v url.Values) (opts []Option, setup bool, err error) {
 			continue
 		}
 		if key == "push_lanes" {
-			n, perr := strconv.Atoi(val)
+			n, perr := pushgroup.ParseLanes(val)
 			if perr != nil {
-				return nil, false, fmt.Errorf("sqlqueue: URL parameter push_lanes must be a whole number from 0 to %d, not %q", MaxPushLanes, val)
+				return nil, false, fmt.Errorf("sqlqueue: %w", perr)
 			}
 			opts = append(opts, WithPushLanes(n))
 			continue

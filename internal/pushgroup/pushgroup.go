@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -17,6 +18,24 @@ const MaxGroup = 1000
 // MaxLanes is the most push lanes a driver accepts (sqlqueue and
 // redisqueue's WithPushLanes, the URL parameter push_lanes).
 const MaxLanes = 1024
+
+// CheckLanes returns an error unless n is a number of push lanes a
+// driver accepts: 0 (every push alone) to MaxLanes.
+func CheckLanes(n int) error {
+	if n < 0 || n > MaxLanes {
+		return fmt.Errorf("push lanes %d: want 0 to %d", n, MaxLanes)
+	}
+	return nil
+}
+
+// ParseLanes reads the value of a queue URL's push_lanes parameter.
+func ParseLanes(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("URL parameter push_lanes must be a whole number from 0 to %d, not %q", MaxLanes, v)
+	}
+	return n, CheckLanes(n)
+}
 
 // Store is what a Group pushes through.
 type Store interface {
