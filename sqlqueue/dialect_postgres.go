@@ -229,7 +229,7 @@ type announcer struct {
 
 	origin string
 	gap    time.Duration
-	wake   func(queues []string)
+	wake   func(queues []string, jobs []int)
 }
 
 // announceTimeout bounds one notification round trip.
@@ -240,6 +240,7 @@ const announceTimeout = 5 * time.Second
 func (pgDialect) announce(q *Queue, js []queue.Job, stored []bool) {
 	a := &q.announcer
 	var local []string
+	var counts []int // jobs stored per queue of local
 	a.mu.Lock()
 	added := false
 	for i, j := range js {
@@ -248,8 +249,12 @@ func (pgDialect) announce(q *Queue, js []queue.Job, stored []bool) {
 		}
 		added = true
 		name := j.QueueName()
-		if a.wake != nil && !slices.Contains(local, name) {
-			local = append(local, name)
+		if a.wake != nil {
+			if k := slices.Index(local, name); k >= 0 {
+				counts[k]++
+			} else {
+				local, counts = append(local, name), append(counts, 1)
+			}
 		}
 		if !slices.Contains(a.queues, name) {
 			a.queues = append(a.queues, name)
@@ -262,7 +267,7 @@ func (pgDialect) announce(q *Queue, js []queue.Job, stored []bool) {
 	}
 	a.mu.Unlock()
 	if len(local) > 0 {
-		a.wake(local)
+		a.wake(local, counts)
 	}
 }
 

@@ -31,7 +31,7 @@ func (h hooks) Logger() *slog.Logger { return h.q.log }
 
 func (h hooks) Direct(s hook.Statements) { h.q.direct = s }
 
-func (h hooks) Local(origin string, gap time.Duration, wake func(queues []string)) {
+func (h hooks) Local(origin string, gap time.Duration, wake func(queues []string, jobs []int)) {
 	a := &h.q.announcer
 	a.origin, a.gap, a.wake = origin, gap, wake
 }

@@ -65,11 +65,16 @@
 // (a stored queue name is never empty), so a listener of an older release
 // reads it as a queue nobody waits on.
 //
-// Wake-ups are debounced: the first notification after a quiet window
-// (Config.Debounce, 3ms by default) wakes the matching waiters at once,
-// and the rest of a burst wakes them once more at the window's end, so a
-// stream of pushes does not turn into a stream of empty reserves. Waiters
-// on other queues are not woken.
+// Wake-ups by notification are debounced: the first notification after
+// a quiet window (Config.Debounce, 3ms by default) wakes the matching
+// waiters at once, and the rest of a burst wakes them once more at the
+// window's end, so a stream of pushes from other processes does not turn
+// into a stream of empty reserves. Waiters on other queues are not woken.
+// A push through this Queue is not debounced: it wakes at once as many of
+// its queue's waiters as it stored jobs there (each has a job to claim),
+// and the queue's other waiters as a notification would. A steady 1,000
+// pushes a second otherwise left a waiting Worker asleep until the
+// window's end for most jobs.
 //
 // Wait also returns when the earliest pending job of its queues becomes
 // due, without any notification: a delayed job or a retry. It looks that

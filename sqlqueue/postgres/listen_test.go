@@ -78,6 +78,69 @@ func TestDebounce(t *testing.T) {
 	})
 }
 
+// A push through this Queue wakes as many of its queue's waiters as it
+// stored jobs at once, inside the debounce window too; the waiters beyond
+// that count wake as after a notification, at the window's end.
+func TestLocalPushWakesAtOnce(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var due atomic.Int64
+		var lookups atomic.Int32
+		const window = 200 * time.Millisecond
+		l := testListener(window, &due, &lookups)
+		ctx, cancel := context.WithCancel(t.Context())
+		var returns atomic.Int32
+		var wg sync.WaitGroup
+		start := func(n int, queues []string) {
+			for range n {
+				wg.Go(func() {
+					for l.wait(ctx, queues, time.Hour) == nil {
+						returns.Add(1)
+					}
+				})
+			}
+		}
+		expect := func(want int32, after string) {
+			t.Helper()
+			synctest.Wait()
+			if got := returns.Load(); got != want {
+				t.Fatalf("after %s: waiters returned %d times, want %d", after, got, want)
+			}
+		}
+
+		// One waiter, a stream of local pushes of one job each, all within
+		// one window: each wakes it at once; none is left for the window's end.
+		start(1, []string{"a"})
+		synctest.Wait()
+		for range 50 {
+			l.pushedHere([]string{"a"}, []int{1})
+			synctest.Wait()
+		}
+		expect(50, "50 local pushes of one job")
+		time.Sleep(2 * window)
+		expect(50, "the window's end")
+
+		// Three more waiters on "a", one on "b", and a window already open
+		// (a notification from elsewhere wakes all four at once).
+		start(3, []string{"a"})
+		start(1, []string{"b", "c"})
+		synctest.Wait()
+		l.notified([]string{"a", "b"}, false)
+		expect(50+5, "a notification opening the window")
+		// Two jobs in "a", one in "c": three waiters at once (two of the
+		// four on "a", the one on "b", "c"); at the window's end every
+		// waiter on "a" (as for a notification during the window), the
+		// two left and the two already back.
+		l.pushedHere([]string{"a", "c"}, []int{2, 1})
+		expect(55+3, "a local push of 2 jobs in a and 1 in c inside the window")
+		time.Sleep(window)
+		expect(58+4, "the window's end")
+
+		cancel()
+		wg.Wait()
+	})
+}
+
 // A notification wakes only the waiters of the queues it names; an empty
 // payload (any queue) wakes all.
 func TestNotificationWakesMatchingWaiters(t *testing.T) {

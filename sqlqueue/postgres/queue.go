@@ -40,7 +40,9 @@ type Config struct {
 	ListenDSN string
 	// Debounce is the wake-up window: the first notification after a quiet
 	// window wakes waiters at once, the rest of a burst wakes them once at
-	// the window's end. Zero means DefaultDebounce.
+	// the window's end. A push through this Queue wakes a waiter of its
+	// own at once regardless (see the package documentation). Zero means
+	// DefaultDebounce.
 	Debounce time.Duration
 	// ListenCheck is how the listener finds a LISTEN connection that looks
 	// open but passes no bytes (a stuck proxy or NAT, a half-dead network
@@ -154,7 +156,7 @@ func NewWithConfig(ctx context.Context, pool *pgxpool.Pool, cfg Config, opts ...
 	q.l = newListener(sq.NotifyChannel(), dial, cfg.Debounce, cfg.ListenCheck, cfg.Logger, q.nextRunAt)
 	// This process's pushes wake its own waiters at once, not through a
 	// notification's round trip (see the package doc).
-	hook.Of(sq).Local(q.l.origin, cfg.Debounce, func(queues []string) { q.l.notified(queues, false) })
+	hook.Of(sq).Local(q.l.origin, cfg.Debounce, q.l.pushedHere)
 	if err := q.l.start(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -552,10 +554,6 @@ func (l *listener) receive(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-// notified records a notification for queues (all: every queue). The
-// due-time cache of those queues is dropped at once; waiters are woken at
-// once if no wake-up happened in the last debounce window, else once at
-// the window's end for everything notified during it.
 // deliver wakes the waiters a notification's payload names, unless this
 // Queue's own push sent it: its waiters were woken at once (see
 // hook.Queue.Local).
@@ -567,9 +565,20 @@ func (l *listener) deliver(payload string) {
 	l.notified(queues, all)
 }
 
+// notified records a notification for queues (all: every queue). The
+// due-time cache of those queues is dropped at once; waiters are woken at
+// once if no wake-up happened in the last debounce window, else once at
+// the window's end for everything notified during it.
 func (l *listener) notified(queues []string, all bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.forgetDueLocked(queues, all)
+	l.debounceLocked(queues, all)
+}
+
+// forgetDueLocked drops the cached due times of queues (all: every queue):
+// a job was pushed there.
+func (l *listener) forgetDueLocked(queues []string, all bool) {
 	l.dueGen++
 	if all {
 		clear(l.due)
@@ -577,6 +586,45 @@ func (l *listener) notified(queues []string, all bool) {
 	for _, name := range queues {
 		delete(l.due, name)
 	}
+}
+
+// pushedHere is the local waker (hook.Queue.Local): a push through this
+// Queue stored jobs[i] jobs in queues[i] and has committed. For each
+// queue it wakes up to that many of the queue's waiters at once, whatever
+// the debounce window, since each has a job to claim: a stream of pushes
+// at 1,000 a second otherwise kept a waiting Worker asleep until the
+// window's end, up to Debounce of latency on most jobs. Waiters beyond
+// that count may find nothing the others left, so they are woken as a
+// notification from another process would wake them (debounced), which
+// still wakes every waiter of those queues within the window.
+func (l *listener) pushedHere(queues []string, jobs []int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forgetDueLocked(queues, false)
+	var rest []string // the queues with waiters left unwoken
+	for i, name := range queues {
+		n := jobs[i]
+		for w := range l.waiters {
+			if !slices.Contains(w.queues, name) {
+				continue
+			}
+			if n == 0 {
+				rest = append(rest, name)
+				break
+			}
+			n--
+			l.wakeOneLocked(w)
+		}
+	}
+	if len(rest) > 0 {
+		l.debounceLocked(rest, false)
+	}
+}
+
+// debounceLocked wakes the waiters on queues (all: every waiter) at once
+// if no wake-up happened in the last debounce window, else once at the
+// window's end for everything notified during it.
+func (l *listener) debounceLocked(queues []string, all bool) {
 	now := time.Now()
 	if !now.Before(l.quietUntil) {
 		l.quietUntil = now.Add(l.debounce)
@@ -625,13 +673,18 @@ func (l *listener) flush() {
 func (l *listener) wakeLocked(queues []string, all bool) {
 	for w := range l.waiters {
 		if all || slices.ContainsFunc(w.queues, func(name string) bool { return slices.Contains(queues, name) }) {
-			w.woken = true
-			delete(l.waiters, w)
-			select {
-			case w.ch <- struct{}{}:
-			default:
-			}
+			l.wakeOneLocked(w)
 		}
+	}
+}
+
+// wakeOneLocked wakes w, which stops waiting.
+func (l *listener) wakeOneLocked(w *waiter) {
+	w.woken = true
+	delete(l.waiters, w)
+	select {
+	case w.ch <- struct{}{}:
+	default:
 	}
 }
 

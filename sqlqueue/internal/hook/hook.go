@@ -73,13 +73,14 @@ type Queue interface {
 	// per-column conversions through database/sql cost most (the
 	// PostgreSQL claim). Call it before the Queue is used.
 	Direct(s Statements)
-	// Local makes the Queue hand the queues of every push it announces to
+	// Local makes the Queue hand the queues of every push it announces,
+	// with how many jobs it stored in each (jobs[i] for queues[i]), to
 	// wake at once, in this process, before its notification goes out;
 	// the notification then carries origin (see LocalPayload), so that
 	// the listener that woke locally skips it, and notifications are sent
 	// at most once per gap, coalesced, for the other processes. Call it
 	// before the Queue is used.
-	Local(origin string, gap time.Duration, wake func(queues []string))
+	Local(origin string, gap time.Duration, wake func(queues []string, jobs []int))
 }
 
 // ParsePayload reads a notification payload of a Queue's NotifyChannel:
