@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
@@ -475,4 +476,50 @@ func countsOf(ctx context.Context, t *testing.T, q queue.Queue) []driver.QueueCo
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// slowEngine is a store whose every Dispatch takes delay and starts its
+// job's handler once it returns.
+type slowEngine struct {
+	delay  time.Duration
+	handle func(t int64)
+}
+
+func (e *slowEngine) DispatchMany(ctx context.Context, n int) (int, error) { return 0, nil }
+
+func (e *slowEngine) Dispatch(ctx context.Context, t int64) error {
+	time.Sleep(e.delay)
+	e.handle(t)
+	return nil
+}
+
+func (e *slowEngine) StartWorkers(o Options, handle func(t int64)) (func() error, error) {
+	e.handle = handle
+	return func() error { return nil }, nil
+}
+
+// The latency mode times a job from its tick, not from its Dispatch call:
+// with one dispatcher taking 10 ms per call at 1,000 ticks a second, the
+// ticks queue behind it, and their wait is the latency a user would see.
+func TestLatencyCountsTheWaitForADispatcher(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		o := Options{Rate: 1000, LatencyDuration: 100 * time.Millisecond, Dispatchers: 1, Workers: 1, Concurrency: 1}
+		figs, err := latency(t.Context(), &slowEngine{delay: 10 * time.Millisecond}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range figs {
+			got[f.Name] = f.Value
+		}
+		// Tick i (at i ms) is dispatched from 10*i ms and started at
+		// 10*(i+1) ms: 9*i+10 ms later; the median of i in [0, 100) is 49.
+		if p50, want := got["latency p50, dispatch to start @1000/s"], 9.0*49+10; p50 != want {
+			t.Errorf("latency p50 = %v ms, want %v (each tick's wait for the one dispatcher counted)", p50, want)
+		}
+		if call := got["latency: the Dispatch call itself, p50 @1000/s"]; call != 10 {
+			t.Errorf("the Dispatch call's own p50 = %v ms, want 10", call)
+		}
+	})
 }

@@ -21,7 +21,8 @@
 //   - latency: single Dispatches paced at Options.Rate jobs/s for
 //     Options.LatencyDuration while the workers run; the figures are the
 //     50th, 95th and 99th percentiles and the maximum of the time from the
-//     Dispatch call to the handler's start.
+//     job's tick to the handler's start (a tick waits for a free
+//     dispatcher, and that wait counts: no coordinated omission).
 //
 // Each mode drives an Engine: Meridian over a queue.Queue (QueueEngine),
 // or another job system measured by the same code through Measure (the

@@ -16,8 +16,8 @@ import (
 // another, measured by the same mode code, so the two differ only in the
 // system under test.
 //
-// A bench job carries one number, T: zero, or when Dispatch was called
-// (Unix nanoseconds) in the latency mode. Its payload is JSON, decoded by
+// A bench job carries one number, T: zero, or in the latency mode the
+// time of its tick (Unix nanoseconds), when it became due for dispatch. Its payload is JSON, decoded by
 // the system before the handler sees it, as a user's job is.
 type Engine interface {
 	// DispatchMany queues n jobs with T zero in one call and returns how
