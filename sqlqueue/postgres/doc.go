@@ -74,7 +74,9 @@
 // its queue's waiters as it stored jobs there (each has a job to claim),
 // and the queue's other waiters as a notification would. A steady 1,000
 // pushes a second otherwise left a waiting Worker asleep until the
-// window's end for most jobs.
+// window's end for most jobs. Pushes into a queue its waiters last found
+// paused are debounced as notifications are: the waiters could claim
+// nothing, and a claim per push would only load the database.
 //
 // Wait also returns when the earliest pending job of its queues becomes
 // due, without any notification: a delayed job or a retry. It looks that

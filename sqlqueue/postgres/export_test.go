@@ -16,3 +16,9 @@ func Waiting(q *Queue) int {
 
 // PingChannel is the channel q's listener sends its self-notifications on.
 func PingChannel(q *Queue) string { return q.l.ping }
+
+// NextRunAt is the listener's due-time lookup, DuePaused its answer for a
+// paused queue.
+var NextRunAt = (*Queue).nextRunAt
+
+const DuePaused = duePaused

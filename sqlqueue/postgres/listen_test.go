@@ -141,6 +141,31 @@ func TestLocalPushWakesAtOnce(t *testing.T) {
 	})
 }
 
+// Pushes into a queue its waiters found paused wake them as notifications
+// would, once per debounce window, not once per push.
+func TestLocalPushIntoPausedQueueDebounced(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var due atomic.Int64
+		var lookups atomic.Int32
+		due.Store(duePaused)
+		const window = 200 * time.Millisecond
+		l := testListener(window, &due, &lookups)
+		stop := loopWaiters(l, 1, []string{"a"})
+		synctest.Wait() // looked "a" up: paused
+		for range 50 {
+			l.pushedHere([]string{"a"}, []int{1})
+			synctest.Wait()
+		}
+		time.Sleep(2 * window)
+		// The first push wakes it at once (a quiet window), the other 49 once
+		// at the window's end.
+		if got := stop(); got != 2 {
+			t.Fatalf("50 pushes into a paused queue woke its waiter %d times, want 2 (debounced)", got)
+		}
+	})
+}
+
 // A notification wakes only the waiters of the queues it names; an empty
 // payload (any queue) wakes all.
 func TestNotificationWakesMatchingWaiters(t *testing.T) {

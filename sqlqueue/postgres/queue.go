@@ -258,7 +258,7 @@ func (q *Queue) Pool() *pgxpool.Pool { return q.pool }
 
 // nextRunAt looks up, per queue, the earliest run_at of its pending jobs
 // that hold no unexpired lease (when a waiting job becomes available), 0
-// when it has none or is paused. Running jobs are left out: their lease
+// when it has none, duePaused when it is paused. Running jobs are left out: their lease
 // expiry is not in the claim index (so that claims are HOT updates), and a
 // lease that expires is found by the waiter's next safety poll. It walks the claim index
 // (queue, priority DESC, run_at, seq) as a loose index scan: one probe per
@@ -272,10 +272,10 @@ func (q *Queue) nextRunAt(ctx context.Context, queues []string) (map[string]int6
           ORDER BY j.priority DESC LIMIT 1)
   FROM p WHERE p.priority IS NOT NULL
 )
-SELECT COALESCE(min((SELECT j.run_at FROM ` + q.jobs + ` j WHERE j.state = 'pending' AND j.queue = $1 AND j.priority = p.priority
-                     AND j.lease_expires_at <= $2 ORDER BY j.run_at LIMIT 1)), 0)
-FROM (SELECT priority FROM p WHERE priority IS NOT NULL LIMIT ` + fmt.Sprint(maxPriorities) + `) p
-WHERE NOT EXISTS (SELECT 1 FROM ` + q.pauses + ` WHERE queue = $1)`
+SELECT CASE WHEN EXISTS (SELECT 1 FROM ` + q.pauses + ` WHERE queue = $1) THEN ` + fmt.Sprint(duePaused) + ` ELSE (
+  SELECT COALESCE(min((SELECT j.run_at FROM ` + q.jobs + ` j WHERE j.state = 'pending' AND j.queue = $1 AND j.priority = p.priority
+                       AND j.lease_expires_at <= $2 ORDER BY j.run_at LIMIT 1)), 0)
+  FROM (SELECT priority FROM p WHERE priority IS NOT NULL LIMIT ` + fmt.Sprint(maxPriorities) + `) p) END`
 	b := &pgx.Batch{}
 	for _, name := range queues {
 		b.Queue(query, name, time.Now().UnixMicro())
@@ -285,7 +285,7 @@ WHERE NOT EXISTS (SELECT 1 FROM ` + q.pauses + ` WHERE queue = $1)`
 	out := make(map[string]int64, len(queues))
 	for _, name := range queues {
 		var at int64
-		if err := br.QueryRow().Scan(&at); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := br.QueryRow().Scan(&at); err != nil {
 			return nil, fmt.Errorf("sqlqueue/postgres: looking up the next due job of %s: %w", name, err)
 		}
 		out[name] = at
@@ -350,8 +350,8 @@ type listener struct {
 	// hook.Queue.Local), whose waiters were woken without them.
 	origin string
 	log    *slog.Logger
-	// lookup returns the earliest run_at (Unix µs) of the pending jobs of
-	// one non-paused queue, ok false when it has none.
+	// lookup returns, per queue, the earliest run_at (Unix µs) of its
+	// pending jobs, 0 when it has none, duePaused when it is paused.
 	lookup func(ctx context.Context, queues []string) (map[string]int64, error)
 
 	mu         sync.Mutex
@@ -378,9 +378,13 @@ type waiter struct {
 }
 
 type dueEntry struct {
-	at      int64 // earliest run_at in Unix µs; 0 means no pending job
+	at      int64 // earliest run_at in Unix µs; 0 means no pending job, duePaused a paused queue
 	fetched time.Time
 }
+
+// duePaused is the due time looked up for a paused queue: none, and no
+// push wakes its waiters at once (see pushedHere).
+const duePaused = -1
 
 func newListener(channel string, dial func(context.Context) (*pgx.Conn, error), debounce, check time.Duration, log *slog.Logger,
 	lookup func(context.Context, []string) (map[string]int64, error)) *listener {
@@ -596,13 +600,23 @@ func (l *listener) forgetDueLocked(queues []string, all bool) {
 // window's end, up to Debounce of latency on most jobs. Waiters beyond
 // that count may find nothing the others left, so they are woken as a
 // notification from another process would wake them (debounced), which
-// still wakes every waiter of those queues within the window.
+// still wakes every waiter of those queues within the window. So are all
+// the waiters of a queue found paused by their last lookup: they would
+// claim nothing, and a stream of pushes into a paused queue must not turn
+// into a claim per push.
 func (l *listener) pushedHere(queues []string, jobs []int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.forgetDueLocked(queues, false)
-	var rest []string // the queues with waiters left unwoken
+	var rest, pushed []string // the queues with waiters left unwoken; not paused
 	for i, name := range queues {
+		if e, ok := l.due[name]; ok && e.at == duePaused && time.Since(e.fetched) <= dueTTL {
+			// Paused when its waiters last looked: they could claim
+			// nothing, so a stream of pushes must not wake them for each.
+			// A push leaves it paused, so the cached entry stays.
+			rest = append(rest, name)
+			continue
+		}
+		pushed = append(pushed, name)
 		n := jobs[i]
 		for w := range l.waiters {
 			if !slices.Contains(w.queues, name) {
@@ -616,6 +630,7 @@ func (l *listener) pushedHere(queues []string, jobs []int) {
 			l.wakeOneLocked(w)
 		}
 	}
+	l.forgetDueLocked(pushed, false)
 	if len(rest) > 0 {
 		l.debounceLocked(rest, false)
 	}
@@ -798,11 +813,11 @@ func (l *listener) nextDue(ctx context.Context, queues []string) (time.Time, err
 	gen := l.dueGen
 	for _, name := range queues {
 		e, ok := l.due[name]
-		if !ok || now.Sub(e.fetched) > dueTTL || (e.at != 0 && e.at <= now.UnixMicro()) {
+		if !ok || now.Sub(e.fetched) > dueTTL || (e.at > 0 && e.at <= now.UnixMicro()) {
 			missing = append(missing, name)
 			continue
 		}
-		if e.at != 0 && (best == 0 || e.at < best) {
+		if e.at > 0 && (best == 0 || e.at < best) {
 			best = e.at
 		}
 	}
@@ -818,12 +833,12 @@ func (l *listener) nextDue(ctx context.Context, queues []string) (time.Time, err
 		l.mu.Lock()
 		for _, name := range missing {
 			at := got[name]
-			if at != 0 && (best == 0 || at < best) {
+			if at > 0 && (best == 0 || at < best) {
 				best = at
 			}
 			// Not cached if a notification or reschedule came while the
 			// lookup ran: it may not have seen that job.
-			if gen == l.dueGen && (at == 0 || at > now.UnixMicro()) {
+			if gen == l.dueGen && (at <= 0 || at > now.UnixMicro()) {
 				l.due[name] = dueEntry{at: at, fetched: now}
 			}
 		}

@@ -197,6 +197,37 @@ func TestWaitIgnoresPausedQueue(t *testing.T) {
 	woken(t, done, "Resume of a queue with a ready job")
 }
 
+// The due-time lookup tells a paused queue from an empty one, so that
+// pushes into a paused queue do not wake its waiters for each (the
+// listener's pushedHere).
+func TestNextRunAtPaused(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, testDSN(t))
+	ctx := t.Context()
+	if err := q.Pause(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Dispatch(ctx, q, struct{}{}, queue.OnQueue("held")); err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Dispatch(ctx, q, struct{}{}, queue.OnQueue("open")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := postgres.NextRunAt(q, ctx, []string{"held", "open", "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["held"] != postgres.DuePaused {
+		t.Errorf("paused queue with a ready job: due %d, want DuePaused (%d)", got["held"], postgres.DuePaused)
+	}
+	if at := got["open"]; at <= 0 || at > time.Now().UnixMicro() {
+		t.Errorf("queue with a ready job: due %d, want a time up to now", at)
+	}
+	if got["empty"] != 0 {
+		t.Errorf("empty queue: due %d, want 0", got["empty"])
+	}
+}
+
 // Jobs pushed in a pgx transaction are visible, and wake waiters, only
 // when it commits; a rolled-back push leaves nothing and wakes nobody.
 func TestTxCommitAndRollback(t *testing.T) {
