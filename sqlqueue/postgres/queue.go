@@ -630,7 +630,11 @@ func (l *listener) pushedHere(queues []string, jobs []int) {
 			l.wakeOneLocked(w)
 		}
 	}
-	l.forgetDueLocked(pushed, false)
+	if len(pushed) > 0 {
+		// Not for paused queues alone: a lookup under way still caches
+		// what it finds (see nextDue).
+		l.forgetDueLocked(pushed, false)
+	}
 	if len(rest) > 0 {
 		l.debounceLocked(rest, false)
 	}
