@@ -17,8 +17,9 @@ import (
 // system under test.
 //
 // A bench job carries one number, T: zero, or in the latency mode the
-// time of its tick (Unix nanoseconds), when it became due for dispatch. Its payload is JSON, decoded by
-// the system before the handler sees it, as a user's job is.
+// time of its tick (Unix nanoseconds), when it became due for dispatch.
+// Its payload is JSON, decoded by the system before the handler sees it,
+// as a user's job is.
 type Engine interface {
 	// DispatchMany queues n jobs with T zero in one call and returns how
 	// many it queued. It may be called from several goroutines at once.
