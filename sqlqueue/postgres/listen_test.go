@@ -29,27 +29,44 @@ func testListener(debounce time.Duration, due *atomic.Int64, lookups *atomic.Int
 		})
 }
 
-// loopWaiters runs n goroutines that Wait on queues again and again until
-// ctx ends, and returns a function that stops them and reports how many
-// times Wait returned nil.
-func loopWaiters(l *listener, n int, queues []string) func() int {
+// waiterLoops are goroutines that Wait on a listener again and again
+// until stopped, counting the Waits that returned nil.
+type waiterLoops struct {
+	l       *listener
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	returns atomic.Int32
+}
+
+func newWaiterLoops(l *listener) *waiterLoops {
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var returns atomic.Int32
+	return &waiterLoops{l: l, ctx: ctx, cancel: cancel}
+}
+
+// start runs n more goroutines waiting on queues.
+func (w *waiterLoops) start(n int, queues []string) {
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l.wait(ctx, queues, time.Minute) == nil {
-				returns.Add(1)
+		w.wg.Go(func() {
+			for w.l.wait(w.ctx, queues, time.Hour) == nil {
+				w.returns.Add(1)
 			}
-		}()
+		})
 	}
-	return func() int {
-		cancel()
-		wg.Wait()
-		return int(returns.Load())
-	}
+}
+
+// stop ends every loop and reports how many times Wait returned nil.
+func (w *waiterLoops) stop() int {
+	w.cancel()
+	w.wg.Wait()
+	return int(w.returns.Load())
+}
+
+// loopWaiters starts n waiter loops on queues and returns their stop.
+func loopWaiters(l *listener, n int, queues []string) func() int {
+	w := newWaiterLoops(l)
+	w.start(n, queues)
+	return w.stop
 }
 
 // A burst of notifications wakes each waiter once at its start and once
@@ -88,22 +105,12 @@ func TestLocalPushWakesAtOnce(t *testing.T) {
 		var lookups atomic.Int32
 		const window = 200 * time.Millisecond
 		l := testListener(window, &due, &lookups)
-		ctx, cancel := context.WithCancel(t.Context())
-		var returns atomic.Int32
-		var wg sync.WaitGroup
-		start := func(n int, queues []string) {
-			for range n {
-				wg.Go(func() {
-					for l.wait(ctx, queues, time.Hour) == nil {
-						returns.Add(1)
-					}
-				})
-			}
-		}
+		loops := newWaiterLoops(l)
+		start := loops.start
 		expect := func(want int32, after string) {
 			t.Helper()
 			synctest.Wait()
-			if got := returns.Load(); got != want {
+			if got := loops.returns.Load(); got != want {
 				t.Fatalf("after %s: waiters returned %d times, want %d", after, got, want)
 			}
 		}
@@ -135,9 +142,7 @@ func TestLocalPushWakesAtOnce(t *testing.T) {
 		expect(55+3, "a local push of 2 jobs in a and 1 in c inside the window")
 		time.Sleep(window)
 		expect(58+4, "the window's end")
-
-		cancel()
-		wg.Wait()
+		loops.stop()
 	})
 }
 
