@@ -75,6 +75,7 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		warmup      = fs.Duration("warmup", 0, "start of the continuous mode left uncounted (default 2s)")
 		workers     = fs.Int("workers", 0, "Worker values running at once (default 1)")
 		concurrency = fs.Int("concurrency", 0, "handler goroutines per worker (default 1000); a Reserve asks for the free handlers' jobs plus room in the prefetch buffer, so it can carry more than this")
+		jobTime     = fs.Duration("job-time", 0, "how long each handler of the burn-down and continuous modes runs (it sleeps; default 0: a no-op handler)")
 		prefetch    = fs.Int("prefetch", -1, "jobs each worker reserves ahead of its free handlers, at most (default: the Worker's, 1000; 0 turns prefetch off)")
 		poll        = fs.Duration("poll", 0, "workers' idle poll interval (default 50ms)")
 		producers   = fs.Int("producers", 0, "goroutines dispatching with DispatchMany (default 2)")
@@ -183,6 +184,10 @@ flags:`)
 			o.Prefetch = *prefetch
 		}
 	}
+	if *jobTime < 0 {
+		return usagef("--job-time must be at least 0, not %s", *jobTime)
+	}
+	o.JobTime = *jobTime
 	if *pool < 0 {
 		return usagef("--pool must be at least 0, not %d", *pool)
 	}
@@ -262,8 +267,8 @@ flags:`)
 
 	fmt.Fprintf(out, "meridian bench: %s %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %s%d worker(s) x %d, prefetch %s, poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
-		o.Jobs, o.Duration, o.Warmup, queuesText(o.Queues), o.Workers, o.Concurrency, prefetchText(o.Prefetch), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
+	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %s%d worker(s) x %d, prefetch %s,%s poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
+		o.Jobs, o.Duration, o.Warmup, queuesText(o.Queues), o.Workers, o.Concurrency, prefetchText(o.Prefetch), jobTimeText(o.JobTime), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
 		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone)+keptText(o.Kept, o.AnalyzeKept)+searchIndexText(*searchIndex))
 	var errs []error
 	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}
@@ -334,6 +339,14 @@ func searchIndexText(on bool) string {
 		return "; SQL stores with the payload search index (--search-index)"
 	}
 	return ""
+}
+
+// jobTimeText names the handlers' run time in the header, when set.
+func jobTimeText(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" handlers %s each,", d)
 }
 
 func prefetchText(n int) string {

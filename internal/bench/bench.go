@@ -134,6 +134,11 @@ type Options struct {
 	// free handlers' jobs plus this buffer's room, so a claim can carry
 	// more jobs than Concurrency.
 	Prefetch int
+	// JobTime is how long each handler of the burn-down and continuous
+	// modes runs (it sleeps): zero is a no-op handler. Jobs that take
+	// time keep the handlers busy, where the no-op ones leave them idle
+	// between reservations.
+	JobTime time.Duration
 
 	// Queues is how many queues the modes spread their jobs over (the
 	// flood mode has its own two): each DispatchMany and Dispatch goes to

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -520,6 +521,29 @@ func TestLatencyCountsTheWaitForADispatcher(t *testing.T) {
 		}
 		if call := got["latency: the Dispatch call itself, p50 @1000/s"]; call != 10 {
 			t.Errorf("the Dispatch call's own p50 = %v ms, want 10", call)
+		}
+	})
+}
+
+// With JobTime set, the burn-down's handlers each run that long: 20 jobs
+// of 10ms on 2 handlers take 100ms of the bubble's clock.
+func TestJobTimeKeepsHandlersBusy(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var handled atomic.Int64
+		work := Options{JobTime: 10 * time.Millisecond}.working(&handled)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for range 10 {
+					work(0)
+				}
+			})
+		}
+		wg.Wait()
+		if el, n := time.Since(start), handled.Load(); el != 100*time.Millisecond || n != 20 {
+			t.Fatalf("20 jobs of 10ms on 2 handlers: %d handled in %v, want 20 in 100ms", n, el)
 		}
 	})
 }

@@ -142,7 +142,7 @@ func burnDownAs(ctx context.Context, e Engine, o Options, mode string) ([]Figure
 	var handled atomic.Int64
 	cpu = o.startCPU()
 	start = time.Now()
-	stop, err := e.StartWorkers(o, func(int64) { handled.Add(1) })
+	stop, err := e.StartWorkers(o, o.working(&handled))
 	if err != nil {
 		return figs, fmt.Errorf("starting the workers: %w", err)
 	}
@@ -161,6 +161,18 @@ func burnDownAs(ctx context.Context, e Engine, o Options, mode string) ([]Figure
 	figs = append(figs, Figure{Name: fmt.Sprintf("%s: work %d (end to end)", mode, o.Jobs), Value: rate, Unit: PerSecond})
 	figs = append(figs, cpu.figures(fmt.Sprintf("%s: work %d", mode, o.Jobs), o.Jobs)...)
 	return figs, nil
+}
+
+// working returns the burn-down's and continuous mode's handle function:
+// it runs for o.JobTime and counts the job in handled.
+func (o Options) working(handled *atomic.Int64) func(int64) {
+	if o.JobTime <= 0 {
+		return func(int64) { handled.Add(1) }
+	}
+	return func(int64) {
+		time.Sleep(o.JobTime)
+		handled.Add(1)
+	}
 }
 
 // heapInUse returns the heap in use after a GC, when the burn-down
@@ -182,7 +194,7 @@ func (o Options) heapInUse() uint64 {
 func continuous(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 	o.progress("  continuous: %d producer(s) x%d, %d worker(s) x %d, %s", o.Producers, o.BatchSize, o.Workers, o.Concurrency, o.Duration)
 	var handled, dispatched atomic.Int64
-	stop, err := e.StartWorkers(o, func(int64) { handled.Add(1) })
+	stop, err := e.StartWorkers(o, o.working(&handled))
 	if err != nil {
 		return nil, fmt.Errorf("starting the workers: %w", err)
 	}
