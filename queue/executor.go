@@ -159,12 +159,13 @@ func (e *executor) execute(j *Job, hj *held) {
 	if j.Timeout > 0 {
 		timeout = j.Timeout
 	}
-	hd, jc := e.leases.run(j, hj, e.base)
+	start := time.Now()
+	hd, jc := e.leases.run(j, hj, e.base, start)
 	defer jc.release()
 	if jc.Err() != nil && errors.Is(context.Cause(jc), ErrLeaseLost) {
 		// Its lease ran out to its margin while it waited to start:
 		// another process may be given the job at any moment.
-		e.leases.stop(hd)
+		e.leases.stop(hd, 0)
 		e.leases.remove(j.Lease())
 		e.observe(EventLeaseLost, j, nil, 0)
 		e.log.Warn("queue: a job's lease ran out before its handler started; it is not run", "job", j.ID, "name", j.Name)
@@ -178,7 +179,6 @@ func (e *executor) execute(j *Job, hj *held) {
 	}
 
 	e.observe(EventStarted, j, nil, 0)
-	start := time.Now()
 	var err error
 	if timeout > 0 {
 		err = e.callAbandonable(jctx, h, j, timeout)
@@ -186,7 +186,7 @@ func (e *executor) execute(j *Job, hj *held) {
 		err = safeCall(jctx, h, j)
 	}
 	rt := time.Since(start)
-	lost, cancelled, released := e.leases.stop(hd)
+	lost, cancelled, released := e.leases.stop(hd, rt)
 
 	if err != nil && errors.Is(context.Cause(jctx), ErrTimeout) && !errors.Is(err, ErrTimeout) {
 		err = fmt.Errorf("%w after %s: %w", ErrTimeout, timeout, err)
@@ -415,6 +415,15 @@ type heldLeases struct {
 	// byQueue counts the entries of m by queue; an entry is counted as
 	// running while it is in m with running set.
 	byQueue map[string]*heldCount
+	// running is the sum of byQueue's running counts: the handlers
+	// running now; started is the sum of their start times, in
+	// nanoseconds since epoch, so that their time so far is
+	// running*now - started; ran is the run time of those that
+	// returned (see worked).
+	running int
+	started int64
+	epoch   time.Time
+	ran     time.Duration
 	// margin is how long before its stored expiry a lease counts as lost
 	// unless renewed (Worker.LeaseMargin); 0 in tests that set none.
 	margin time.Duration
@@ -428,11 +437,14 @@ type heldCount struct {
 
 // held is one lease the run holds.
 type held struct {
-	job     *Job       // the job reserved under lease
-	count   *heldCount // its queue's, in heldLeases.byQueue
-	gone    bool       // no longer in heldLeases.m: uncounted
-	lease   driver.Lease
-	expires time.Time // the stored expiry, as last stored
+	job   *Job       // the job reserved under lease
+	count *heldCount // its queue's, in heldLeases.byQueue
+	gone  bool       // no longer in heldLeases.m: uncounted
+	lease driver.Lease
+	// startedAt is when its handler started, in nanoseconds since
+	// heldLeases.epoch, while it runs.
+	startedAt int64
+	expires   time.Time // the stored expiry, as last stored
 	// deadline is expires minus the margin, in Unix nanoseconds: when the
 	// lease counts as lost unless renewed first. Written under the lock,
 	// read without it by the handler's context (jobContext.check).
@@ -458,7 +470,7 @@ type held struct {
 }
 
 func newHeldLeases() *heldLeases {
-	return &heldLeases{m: make(map[string]*held), byQueue: make(map[string]*heldCount)}
+	return &heldLeases{m: make(map[string]*held), byQueue: make(map[string]*heldCount), epoch: time.Now()}
 }
 
 // queueCount returns the count of queue name's leases. Callers hold s.mu.
@@ -568,10 +580,21 @@ func (s *heldLeases) removeLocked(id string) {
 		h.count.leases--
 		if h.running != nil {
 			h.count.running--
+			s.running--
+			s.started -= h.startedAt
 		}
 		h.gone = true
 		delete(s.m, id)
 	}
+}
+
+// worked returns how long the handlers have run up to now, in all: those
+// that returned, and those running, so far (pacer.spare). A handler whose
+// lease was taken off while it ran no longer counts.
+func (s *heldLeases) worked(now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ran + time.Duration(int64(s.running)*int64(now.Sub(s.epoch))-s.started)
 }
 
 // len reports how many leases are held.
@@ -582,11 +605,11 @@ func (s *heldLeases) len() int {
 }
 
 // run makes j's handler context, a child of base, and records that j's
-// handler runs under it. h is j's entry as addAll returned it, or nil to
-// look it up (the fetcher hands executors the entries, so that a job costs
-// no lookup here). It returns the held entry to pass to stop, nil (with a
+// handler runs under it from start. h is j's entry as addAll returned it,
+// or nil to look it up (the fetcher hands executors the entries, so that a
+// job costs no lookup here). It returns the held entry to pass to stop, nil (with a
 // context of its own) when j is not held.
-func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobContext) {
+func (s *heldLeases) run(j *Job, h *held, base context.Context, start time.Time) (*held, *jobContext) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h == nil {
@@ -598,6 +621,9 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobCont
 	if h.running == nil {
 		if !h.gone {
 			h.count.running++
+			s.running++
+			h.startedAt = int64(start.Sub(s.epoch))
+			s.started += h.startedAt
 		}
 	}
 	h.jc = jobContext{base: base, job: j, hold: h, set: s}
@@ -609,10 +635,10 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context) (*held, *jobCont
 	return h, &h.jc
 }
 
-// stop records that h's handler returned and reports whether its lease was
-// lost (cancelled: by a cancel of the job), or given back by shutdown,
-// meanwhile.
-func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
+// stop records that h's handler returned after running for ran and
+// reports whether its lease was lost (cancelled: by a cancel of the job),
+// or given back by shutdown, meanwhile.
+func (s *heldLeases) stop(h *held, ran time.Duration) (lost, cancelled, released bool) {
 	if h == nil {
 		return false, false, false
 	}
@@ -621,6 +647,9 @@ func (s *heldLeases) stop(h *held) (lost, cancelled, released bool) {
 	if h.running != nil {
 		if !h.gone {
 			h.count.running--
+			s.running--
+			s.started -= h.startedAt
+			s.ran += ran
 		}
 	}
 	h.running = nil

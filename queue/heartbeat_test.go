@@ -28,10 +28,10 @@ func TestHeldLeasesCountByQueue(t *testing.T) {
 	a.Queue, b.Queue, c.Queue = "q1", "q1", "q2"
 	s.addAll([]*Job{a, b, c}, time.Minute)
 	check("reserving three", want{nil, map[string]int{"q1": 2, "q2": 1}})
-	ha, _ := s.run(a, nil, context.Background())
-	hc, _ := s.run(c, nil, context.Background())
+	ha, _ := s.run(a, nil, context.Background(), time.Now())
+	hc, _ := s.run(c, nil, context.Background(), time.Now())
 	check("starting a and c", want{map[string]int{"q1": 1, "q2": 1}, map[string]int{"q1": 1}})
-	s.stop(ha)
+	s.stop(ha, 0)
 	check("a's handler returning", want{map[string]int{"q2": 1}, map[string]int{"q1": 2}})
 	s.remove(a.Lease())
 	s.remove(a.Lease()) // twice: counted once
@@ -39,7 +39,7 @@ func TestHeldLeasesCountByQueue(t *testing.T) {
 	if got := s.releaseRunning(); len(got) != 1 || got[0].JobID != "c" {
 		t.Fatalf("releaseRunning() = %v, want c's lease", got)
 	}
-	s.stop(hc) // its handler returns after the release: not uncounted twice
+	s.stop(hc, 0) // its handler returns after the release: not uncounted twice
 	check("releasing c", want{nil, map[string]int{"q1": 1}})
 	s.add(b, time.Minute) // held again (a new reservation of the same job)
 	check("holding b again", want{nil, map[string]int{"q1": 1}})
@@ -98,7 +98,7 @@ func TestHeartbeatReportsHeldJobsEarly(t *testing.T) {
 		a, b := job("a"), job("b")
 		a.Queue, b.Queue = "emails", "emails"
 		held.addAll([]*Job{a, b}, time.Minute)
-		held.run(a, nil, context.Background())
+		held.run(a, nil, context.Background(), time.Now())
 		var got []sentBeat
 		if !testutil.WaitFor(2*earlyBeat, func() bool { got = beatsSince(changed); return len(got) > 0 }) {
 			t.Fatalf("no beat within %s of the held jobs changing", 2*earlyBeat)

@@ -37,7 +37,7 @@ func TestHeldLeasesRemoveByToken(t *testing.T) {
 	old := job("a")
 	old.LeaseExpiresAt = time.Now().Add(time.Minute)
 	s.add(old, time.Minute)
-	hOld, jcOld := s.run(old, nil, context.Background())
+	hOld, jcOld := s.run(old, nil, context.Background(), time.Now())
 	renewed := job("a")
 	renewed.LeaseToken = "t-a-2"
 	renewed.LeaseExpiresAt = time.Now().Add(time.Minute)
@@ -45,7 +45,7 @@ func TestHeldLeasesRemoveByToken(t *testing.T) {
 	if !errors.Is(context.Cause(jcOld), ErrLeaseLost) {
 		t.Fatalf("the older attempt's handler cause = %v, want ErrLeaseLost once the job was leased again", context.Cause(jcOld))
 	}
-	if lost, _, _ := s.stop(hOld); !lost {
+	if lost, _, _ := s.stop(hOld, 0); !lost {
 		t.Fatal("the older attempt's lease not reported lost")
 	}
 	s.remove(old.Lease())
@@ -69,7 +69,7 @@ func TestHoldingReadsTheClock(t *testing.T) {
 	j := job("a")
 	j.LeaseExpiresAt = time.Now().Add(time.Hour)
 	s.add(j, time.Hour)
-	_, jc := s.run(j, nil, context.Background())
+	_, jc := s.run(j, nil, context.Background(), time.Now())
 	derived, cancel := context.WithCancel(jc)
 	defer cancel()
 	if err := Holding(derived); err != nil {

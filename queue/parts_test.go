@@ -187,19 +187,19 @@ func TestPacerHoldsAheadWhatCompletesInTheHorizon(t *testing.T) {
 	t.Parallel()
 	p := pacer{horizon: 50 * time.Millisecond, max: 1000}
 	t0 := time.Unix(0, 0)
-	if got := p.ahead(t0); got != 0 {
+	if got := p.ahead(t0, nil); got != 0 {
 		t.Fatalf("ahead with no rate = %d, want 0", got)
 	}
 	p.done(100)
 	// 100 jobs in 100ms is 1000/s; smoothed with the earlier 0 that is 500/s,
 	// or 25 jobs in 50ms.
-	if got := p.ahead(t0.Add(100 * time.Millisecond)); got != 25 {
+	if got := p.ahead(t0.Add(100*time.Millisecond), nil); got != 25 {
 		t.Fatalf("ahead = %d, want 25", got)
 	}
 	capped := pacer{horizon: time.Second, max: 10}
-	capped.ahead(t0)
+	capped.ahead(t0, nil)
 	capped.done(1000)
-	if got := capped.ahead(t0.Add(time.Second)); got != 10 {
+	if got := capped.ahead(t0.Add(time.Second), nil); got != 10 {
 		t.Fatalf("ahead = %d, want the cap 10", got)
 	}
 }
@@ -225,11 +225,11 @@ func TestHeldLeasesAddAll(t *testing.T) {
 	if due := s.due(now.Add(45*time.Second), time.Minute); len(due) != 2 {
 		t.Fatalf("45 s later due = %v, want b and c (a is past its expiry: no longer extended)", due)
 	}
-	hd, jc := s.run(b, nil, context.Background())
+	hd, jc := s.run(b, nil, context.Background(), time.Now())
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
 		t.Fatalf("b's lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
-	if lost, _, _ := s.stop(hd); !lost {
+	if lost, _, _ := s.stop(hd, 0); !lost {
 		t.Fatal("b's lease not reported lost")
 	}
 	if !s.anyHold([]driver.Lease{a.Lease()}, now) || !s.anyHold([]driver.Lease{c.Lease()}, now) {
@@ -259,11 +259,11 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatalf("after extension due = %v, want none", due)
 	}
 
-	hd, jc := s.run(b, nil, context.Background())
+	hd, jc := s.run(b, nil, context.Background(), time.Now())
 	if !s.extended(b.Lease(), now, time.Minute, ErrLeaseLost) || !errors.Is(context.Cause(jc), ErrLeaseLost) {
 		t.Fatalf("a lost lease did not cancel its handler (cause %v)", context.Cause(jc))
 	}
-	if lost, _, released := s.stop(hd); !lost || released {
+	if lost, _, released := s.stop(hd, 0); !lost || released {
 		t.Fatalf("stop = lost %v released %v, want lost only", lost, released)
 	}
 	if s.anyHold([]driver.Lease{b.Lease()}, now) {
@@ -273,11 +273,11 @@ func TestHeldLeases(t *testing.T) {
 		t.Fatal("anyHold false while a's lease holds")
 	}
 
-	hd, _ = s.run(a, nil, context.Background())
+	hd, _ = s.run(a, nil, context.Background(), time.Now())
 	if got := s.releaseRunning(); len(got) != 1 || got[0] != a.Lease() {
 		t.Fatalf("releaseRunning = %v, want a's lease", got)
 	}
-	if lost, _, released := s.stop(hd); lost || !released {
+	if lost, _, released := s.stop(hd, 0); lost || !released {
 		t.Fatalf("stop after release = lost %v released %v, want released", lost, released)
 	}
 	if n := s.len(); n != 1 {
@@ -470,7 +470,7 @@ func TestExtenderExtendsDueLeasesAndCancelsLostOnes(t *testing.T) {
 		}
 		x.held.add(j, time.Minute)
 	}
-	_, jc := x.held.run(job("b"), nil, context.Background())
+	_, jc := x.held.run(job("b"), nil, context.Background(), time.Now())
 	x.round(now)
 	if sq.extends != 2 {
 		t.Fatalf("%d Extend calls, want 2 (a and b are due, c is not)", sq.extends)
@@ -697,5 +697,61 @@ func TestToReserveIsTheFewestFinishes(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no waiting state checked")
+	}
+}
+
+// The spare handlers are the handlers less those that ran jobs, on
+// average: the time they worked per second, smoothed like the rate.
+func TestPacerSpareHandlers(t *testing.T) {
+	t.Parallel()
+	p := pacer{horizon: 50 * time.Millisecond, max: 1000}
+	t0 := time.Unix(0, 0)
+	var worked time.Duration
+	at := func(time.Time) time.Duration { return worked }
+	p.ahead(t0, at)
+	if got := p.spare(10); got != 10 {
+		t.Fatalf("spare with nothing run = %v, want 10", got)
+	}
+	// 500ms of work in 100ms: 5 handlers busy, smoothed with the earlier
+	// 0 to 2.5.
+	worked += 500 * time.Millisecond
+	p.ahead(t0.Add(100*time.Millisecond), at)
+	if got := p.spare(10); got != 7.5 {
+		t.Fatalf("spare = %v, want 7.5", got)
+	}
+	worked += 500 * time.Millisecond
+	p.ahead(t0.Add(200*time.Millisecond), at)
+	if got := p.spare(10); got != 6.25 {
+		t.Fatalf("spare = %v, want 6.25", got)
+	}
+	// Within 10ms of the last sample nothing is sampled.
+	worked += time.Second
+	p.ahead(t0.Add(205*time.Millisecond), at)
+	if got := p.spare(10); got != 6.25 {
+		t.Fatalf("spare 5ms after a sample = %v, want 6.25 still", got)
+	}
+}
+
+// heldLeases.worked is the time the handlers have run: one that returned
+// after 25ms, and two still running, started 30ms and 10ms before now;
+// one removed while it ran (its lease lost) no longer counts.
+func TestHeldLeasesWorked(t *testing.T) {
+	t.Parallel()
+	s := newHeldLeases()
+	t0 := s.epoch.Add(time.Hour)
+	run := func(id string, at time.Time) *held {
+		j := job(id)
+		s.add(j, time.Minute)
+		h, _ := s.run(j, nil, context.Background(), at)
+		return h
+	}
+	run("a", t0)
+	run("b", t0.Add(20*time.Millisecond))
+	done := run("c", t0)
+	run("d", t0)
+	s.stop(done, 25*time.Millisecond)
+	s.remove(driver.Lease{JobID: "d", Token: "t-d"})
+	if got := s.worked(t0.Add(30 * time.Millisecond)); got != 65*time.Millisecond {
+		t.Fatalf("worked = %v, want 65ms", got)
 	}
 }

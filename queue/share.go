@@ -137,7 +137,7 @@ func (b *budget) free(i int, allot []int) int {
 // rate, capped by Prefetch; none while fewer than half its allotment run
 // (then the reservations, not the handlers, are what it waits for).
 func (b *budget) ahead(i int, allot []int, now time.Time) int {
-	a := b.pace[i].ahead(now)
+	a := b.pace[i].ahead(now, nil)
 	if 2*b.handedOn(i) < allot[i] {
 		return 0
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -639,6 +641,99 @@ func TestWorkerWeightedWokenEmptyQueueCostsNoSecondTrip(t *testing.T) {
 		// added one each (23 against 34 here, b woken 12 times).
 		if bEmpty < 5 || a > 4000/150+b/2 {
 			t.Fatalf("a reserved %d times for 4000 jobs while b came back empty %d times of %d; want at most %d (no second trip per wake-up of b)", a, bEmpty, b, 4000/150+b/2)
+		}
+	})
+}
+
+// claimKinds is a slowReserve that counts the jobs reserved with their
+// attempts counted in the claim and those reserved ahead, uncounted.
+type claimKinds struct {
+	*slowReserve
+	starting, unstarted atomic.Int64
+}
+
+func (c *claimKinds) ReserveStarting(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	jobs, err := c.slowReserve.ReserveStarting(ctx, queues, n, lease)
+	c.starting.Add(int64(len(jobs)))
+	return jobs, err
+}
+
+func (c *claimKinds) ReserveUnstarted(ctx context.Context, queues []string, n int, lease time.Duration) ([]queue.Job, error) {
+	jobs, err := c.slowReserve.ReserveUnstarted(ctx, queues, n, lease)
+	c.unstarted.Add(int64(len(jobs)))
+	return jobs, err
+}
+
+// TestWorkerPrefetchesOnlyWhileHandlersAreBusy: with 1,000 handlers and
+// reservations of 10ms, jobs of 1ms leave most handlers idle (about 100
+// busy at the 100,000 jobs/s the reservations allow): every job is
+// reserved for an idle handler, its attempt counted by its claim, none
+// ahead to wait for a start mark. Jobs of 100ms keep all the handlers busy
+// (10,000 jobs/s): most are reserved ahead of them.
+func TestWorkerPrefetchesOnlyWhileHandlersAreBusy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		job       time.Duration
+		ahead     bool // most jobs reserved ahead
+		handlers  int
+		jobsCount int
+	}{
+		{job: time.Millisecond, ahead: false, handlers: 1000, jobsCount: 10000},
+		{job: 100 * time.Millisecond, ahead: true, handlers: 1000, jobsCount: 10000},
+	} {
+		t.Run(tc.job.String(), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				q := &claimKinds{slowReserve: &slowReserve{reserveCounter: newReserveCounter(), d: 10 * time.Millisecond}}
+				fill(t, q, queue.DefaultQueue, tc.jobsCount)
+				g := newGauge()
+				w := queue.NewWorker(q).Slog(quiet).Concurrency(tc.handlers).Poll(50 * time.Millisecond)
+				g.handle(w, tc.job)
+				stop := startWorker(t, w)
+				waitWithin(t, time.Minute, "the jobs", func() bool { return g.started() == tc.jobsCount })
+				stop()
+				s, u := q.starting.Load(), q.unstarted.Load()
+				if tc.ahead && u < s {
+					t.Fatalf("jobs of %s on %d busy handlers: %d reserved for idle handlers, %d ahead; want most ahead", tc.job, tc.handlers, s, u)
+				}
+				if !tc.ahead && u != 0 {
+					t.Fatalf("jobs of %s on %d mostly idle handlers: %d reserved for idle handlers, %d ahead; want none ahead", tc.job, tc.handlers, s, u)
+				}
+			})
+		})
+	}
+}
+
+// TestWorkerPrefetchesBesideLongJobs: jobs still running count as busy
+// handlers before they return. With 900 of 1,000 handlers held by jobs
+// that run until shutdown, the 10,000 jobs of 1ms that the other 100 work
+// are mostly reserved ahead of them, as for any busy handlers.
+func TestWorkerPrefetchesBesideLongJobs(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		q := &claimKinds{slowReserve: &slowReserve{reserveCounter: newReserveCounter(), d: 10 * time.Millisecond}}
+		fill(t, q, queue.DefaultQueue, 900)
+		for i := range 10000 {
+			if err := queue.Dispatch(t.Context(), q, Greet{Name: fmt.Sprint("fast", i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var fast atomic.Int64
+		w := queue.NewWorker(q).Slog(quiet).Concurrency(1000).Poll(50 * time.Millisecond).ShutdownTimeout(time.Second)
+		queue.Handle(w, func(ctx context.Context, v Greet) error {
+			if !strings.HasPrefix(v.Name, "fast") {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			time.Sleep(time.Millisecond)
+			fast.Add(1)
+			return nil
+		})
+		stop := startWorker(t, w)
+		waitWithin(t, time.Minute, "the fast jobs", func() bool { return fast.Load() == 10000 })
+		stop()
+		if s, u := q.starting.Load(), q.unstarted.Load(); u < 9000 {
+			t.Fatalf("fast jobs beside 900 long ones on 1000 handlers: %d reserved for idle handlers, %d ahead; want at least 9000 ahead", s, u)
 		}
 	})
 }

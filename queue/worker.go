@@ -340,7 +340,13 @@ func (w *Worker) LeaseMargin(d time.Duration) *Worker {
 // handlers (default 1000; 0 turns prefetch off). The worker reserves ahead
 // only as many jobs as it finishes in about 50ms at its recent rate, so
 // slow jobs are never hoarded by one process; fast jobs are reserved in
-// large batches, one round trip each. Prefetched jobs are leased (and their
+// large batches, one round trip each. It prefetches only while its handlers
+// are busy running jobs: a prefetched job's attempt is counted (a start
+// mark) just before its handler runs, a write and a round trip of its own,
+// so when at least half of what it would prefetch is handlers idle anyway
+// (the jobs finish faster than reservations bring them), it reserves for
+// the idle handlers alone, each job's attempt counted by its claim.
+// Prefetched jobs are leased (and their
 // leases extended) while they wait; at shutdown they run like the others
 // within ShutdownTimeout. Under a budget (balance.Simple, Auto) each queue
 // reserves ahead so, up to Prefetch of its own (see docs/semantics.md,
@@ -765,10 +771,12 @@ const prefetchHorizon = 50 * time.Millisecond
 // finish quickly, a short buffer beyond them: up to the jobs the worker
 // completes in prefetchHorizon at its recent rate, capped by Prefetch. Slow
 // jobs therefore get no prefetch (no job waits long leased to a busy
-// process), while fast ones are reserved hundreds per round trip, also
-// while the handlers idle because the reservations are slower than the
-// jobs (a buffered job's start mark rides in a batch, as an idle
-// handler's does).
+// process), while fast ones are reserved hundreds per round trip. The
+// buffer is for busy handlers: a buffered job waits for its start mark
+// (batched with the outcomes) before it runs, so when the handlers idle
+// anyway, half a buffer's worth of them or more (pacer.spare), the fetcher
+// reserves for the idle handlers alone and their claims count the
+// attempts.
 type fetcher struct {
 	q           Queue
 	waiter      driver.Waiter // nil: poll
@@ -911,7 +919,16 @@ func (f *fetcher) run(stopCtx context.Context) {
 		// Concurrency jobs per round trip. (A job reserved ahead has its
 		// start marked in a batch with the outcomes; the idle handlers'
 		// jobs are counted by their claim: see reserve.)
-		ahead := f.pace.ahead(time.Now())
+		ahead := f.pace.ahead(time.Now(), f.leases.worked)
+		if f.pace.spare(f.concurrency) >= float64(max(1, ahead/2)) {
+			// The handlers idle anyway: the jobs finish faster than a
+			// claim brings them. A prefetched job would wait for its start
+			// mark, a round trip like a claim's, so the prefetch would
+			// save the handlers no time and cost each job a write; the
+			// idle handlers alone make a claim worth its round trip, and
+			// theirs count their attempts in the claim.
+			ahead = 0
+		}
 		want := f.concurrency + ahead - outstanding
 		// Reserve when a handler is idle, or when the buffer has room for a
 		// batch worth a round trip; else wait for a handler to finish.
@@ -980,7 +997,7 @@ func (f *fetcher) reserve(n, idle int) (out []*Job, unstarted []bool, err error)
 		f.rests = newRests(f.log, f.queues, f.poll, f.freed.poke)
 	}
 	if f.pick != nil {
-		return f.reserveWeighted(n)
+		return f.reserveWeighted(n, idle)
 	}
 	now := time.Now()
 	for i, qn := range f.queues {
@@ -1025,8 +1042,11 @@ func (f *fetcher) reserve(n, idle int) (out []*Job, unstarted []bool, err error)
 // not in a second one for a few jobs; what is still lacking then goes to
 // the queues that returned all they were asked, in the worker's order.
 // A queue asleep (see naps) is not asked: its share goes to the others;
-// one that returns fewer than asked falls asleep.
-func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err error) {
+// one that returns fewer than asked falls asleep. A queue's ask that the
+// handlers idle now can all take is reserved through ReserveStarting, as
+// in reserve; a larger one, the prefetch, through ReserveUnstarted (one
+// round trip per queue either way).
+func (f *fetcher) reserveWeighted(n, idle int) (out []*Job, unstarted []bool, err error) {
 	counts := f.pick.Split(n)
 	short := 0
 	now := time.Now()
@@ -1045,10 +1065,21 @@ func (f *fetcher) reserveWeighted(n int) (out []*Job, unstarted []bool, err erro
 	// take asks queue i for k jobs; what it does not return, failing
 	// included, goes to the queues asked after it.
 	take := func(i, k int) {
-		jobs, err := f.q.ReserveUnstarted(f.ctx, []string{f.queues[i]}, k, f.lease)
-		for j := range jobs {
-			out = append(out, &jobs[j])
-			unstarted = append(unstarted, true)
+		var jobs []Job
+		var err error
+		if k <= idle {
+			jobs, err = f.q.ReserveStarting(f.ctx, []string{f.queues[i]}, k, f.lease)
+			idle -= len(jobs)
+			for j := range jobs {
+				out = append(out, &jobs[j])
+				unstarted = append(unstarted, jobs[j].Recovered)
+			}
+		} else {
+			jobs, err = f.q.ReserveUnstarted(f.ctx, []string{f.queues[i]}, k, f.lease)
+			for j := range jobs {
+				out = append(out, &jobs[j])
+				unstarted = append(unstarted, true)
+			}
 		}
 		if len(jobs) < k {
 			came[i] = true
@@ -1098,20 +1129,42 @@ type pacer struct {
 
 	rate      float64 // completions per second, smoothed
 	completed int     // since sampled
-	sampled   time.Time
+	// busy is how many handlers ran jobs, on average, smoothed: the
+	// handlers' time worked per second; worked is that time in all when
+	// sampled.
+	busy    float64
+	worked  time.Duration
+	sampled time.Time
 }
 
 // done counts n completed jobs.
 func (p *pacer) done(n int) { p.completed += n }
 
+// spare returns how many of the run's handlers idled, on average, as last
+// sampled: handlers less those busy running jobs. The time a job waits
+// for its start mark is not running: a prefetch whose jobs wait on their
+// marks leaves its handlers as spare as none would.
+func (p *pacer) spare(handlers int) float64 {
+	return float64(handlers) - p.busy
+}
+
 // ahead returns how many jobs to hold ahead at now, sampling the rate at
-// most every 10ms.
-func (p *pacer) ahead(now time.Time) int {
+// most every 10ms. worked, when not nil, returns how long the handlers
+// have run in all, up to its argument, for spare; nil leaves busy at 0.
+func (p *pacer) ahead(now time.Time, worked func(time.Time) time.Duration) int {
 	if p.sampled.IsZero() {
 		p.sampled = now
+		if worked != nil {
+			p.worked = worked(now)
+		}
 	}
 	if el := now.Sub(p.sampled); el >= 10*time.Millisecond {
 		p.rate = (p.rate + float64(p.completed)/el.Seconds()) / 2
+		if worked != nil {
+			w := worked(now)
+			p.busy = (p.busy + (w-p.worked).Seconds()/el.Seconds()) / 2
+			p.worked = w
+		}
 		p.completed, p.sampled = 0, now
 	}
 	return min(p.max, int(p.rate*p.horizon.Seconds()))
