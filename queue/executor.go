@@ -415,12 +415,10 @@ type heldLeases struct {
 	// byQueue counts the entries of m by queue; an entry is counted as
 	// running while it is in m with running set.
 	byQueue map[string]*heldCount
-	// running is the sum of byQueue's running counts: the handlers
-	// running now; started is the sum of their start times, in
+	// started is the sum of the running handlers' start times, in
 	// nanoseconds since epoch, so that their time so far is
-	// running*now - started; ran is the run time of those that
-	// returned (see worked).
-	running int
+	// running*now - started, running summed from byQueue; ran is the
+	// run time of those that returned (see worked).
 	started int64
 	epoch   time.Time
 	ran     time.Duration
@@ -580,7 +578,6 @@ func (s *heldLeases) removeLocked(id string) {
 		h.count.leases--
 		if h.running != nil {
 			h.count.running--
-			s.running--
 			s.started -= h.startedAt
 		}
 		h.gone = true
@@ -594,7 +591,11 @@ func (s *heldLeases) removeLocked(id string) {
 func (s *heldLeases) worked(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ran + time.Duration(int64(s.running)*int64(now.Sub(s.epoch))-s.started)
+	running := 0
+	for _, c := range s.byQueue {
+		running += c.running
+	}
+	return s.ran + time.Duration(int64(running)*int64(now.Sub(s.epoch))-s.started)
 }
 
 // len reports how many leases are held.
@@ -607,8 +608,8 @@ func (s *heldLeases) len() int {
 // run makes j's handler context, a child of base, and records that j's
 // handler runs under it from start. h is j's entry as addAll returned it,
 // or nil to look it up (the fetcher hands executors the entries, so that a
-// job costs no lookup here). It returns the held entry to pass to stop, nil (with a
-// context of its own) when j is not held.
+// job costs no lookup here). It returns the held entry to pass to stop,
+// nil (with a context of its own) when j is not held.
 func (s *heldLeases) run(j *Job, h *held, base context.Context, start time.Time) (*held, *jobContext) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -621,7 +622,6 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context, start time.Time)
 	if h.running == nil {
 		if !h.gone {
 			h.count.running++
-			s.running++
 			h.startedAt = int64(start.Sub(s.epoch))
 			s.started += h.startedAt
 		}
@@ -647,7 +647,6 @@ func (s *heldLeases) stop(h *held, ran time.Duration) (lost, cancelled, released
 	if h.running != nil {
 		if !h.gone {
 			h.count.running--
-			s.running--
 			s.started -= h.startedAt
 			s.ran += ran
 		}

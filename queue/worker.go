@@ -346,9 +346,8 @@ func (w *Worker) LeaseMargin(d time.Duration) *Worker {
 // so when at least half of what it would prefetch is handlers idle anyway
 // (the jobs finish faster than reservations bring them), it reserves for
 // the idle handlers alone, each job's attempt counted by its claim.
-// Prefetched jobs are leased (and their
-// leases extended) while they wait; at shutdown they run like the others
-// within ShutdownTimeout. Under a budget (balance.Simple, Auto) each queue
+// Prefetched jobs are leased (and their leases extended) while they wait;
+// at shutdown they run like the others within ShutdownTimeout. Under a budget (balance.Simple, Auto) each queue
 // reserves ahead so, up to Prefetch of its own (see docs/semantics.md,
 // "Sharing handlers among queues").
 func (w *Worker) Prefetch(n int) *Worker {
@@ -913,20 +912,17 @@ func (f *fetcher) run(stopCtx context.Context) {
 			return
 		}
 		// Ahead of the handlers, about prefetchHorizon of work at the
-		// recent rate, whether or not the handlers are busy: when they
-		// idle because the reservations are slower than the jobs, a
-		// reservation for the idle handlers alone would cap the run at
-		// Concurrency jobs per round trip. (A job reserved ahead has its
-		// start marked in a batch with the outcomes; the idle handlers'
-		// jobs are counted by their claim: see reserve.)
+		// recent rate, while the handlers are busy: when they idle because
+		// the reservations are slower than the jobs, a reservation for the
+		// idle handlers alone would cap the run at Concurrency jobs per
+		// round trip. But when half that prefetch or more is handlers
+		// idle anyway (the jobs finish faster than a claim brings them),
+		// a prefetched job would only wait for its start mark, a round
+		// trip like a claim's, and cost a write: the idle handlers alone
+		// then make a claim worth its round trip, and their claim counts
+		// their attempts (see reserve).
 		ahead := f.pace.ahead(time.Now(), f.leases.worked)
 		if f.pace.spare(f.concurrency) >= float64(max(1, ahead/2)) {
-			// The handlers idle anyway: the jobs finish faster than a
-			// claim brings them. A prefetched job would wait for its start
-			// mark, a round trip like a claim's, so the prefetch would
-			// save the handlers no time and cost each job a write; the
-			// idle handlers alone make a claim worth its round trip, and
-			// theirs count their attempts in the claim.
 			ahead = 0
 		}
 		want := f.concurrency + ahead - outstanding
