@@ -59,12 +59,12 @@ func (s *startingStub) Start(context.Context, []driver.Lease) ([]driver.Lease, e
 // turnOnce runs f in a synctest bubble until it waits for a handler to
 // finish (its first reservations made), then stops it. It sets f's
 // plumbing: a minute's lease, a second's poll, a discarding log, a halt
-// that stops it, room for 400 jobs, and held leases unless f has some.
+// that stops it, a handoff, and held leases unless f has some.
 func turnOnce(t *testing.T, f *fetcher) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	f.lease, f.poll, f.log, f.ctx = time.Minute, time.Second, slog.New(slog.DiscardHandler), context.Background()
-	f.halt, f.out, f.freed = &halt{stop: cancel}, make(chan *held, 400), newFreed()
+	f.halt, f.out, f.freed = &halt{stop: cancel}, &handoff{}, newFreed()
 	if f.leases == nil {
 		f.leases = newHeldLeases()
 	}

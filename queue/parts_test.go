@@ -553,7 +553,7 @@ func TestFetcherReturnsOnAConfigErrorAndBacksOffOthers(t *testing.T) {
 		defer cancel()
 		f := &fetcher{q: sq, queues: []string{DefaultQueue}, lease: time.Minute, concurrency: 1, poll: time.Second, log: log,
 			ctx: context.Background(), leases: newHeldLeases(), halt: &halt{stop: cancel},
-			out: make(chan *held, 1), freed: newFreed(), pace: pacer{horizon: prefetchHorizon}}
+			out: &handoff{}, freed: newFreed(), pace: pacer{horizon: prefetchHorizon}}
 		f.run(ctx)
 		if !errors.Is(f.halt.Err(), ErrConfig) {
 			t.Fatalf("run ended with %v, want the configuration error", f.halt.Err())

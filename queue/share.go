@@ -154,10 +154,10 @@ func (b *budget) take(i int, hs []held) {
 
 // handOn sends queue i's waiting jobs to the executors while it has free
 // handlers.
-func (b *budget) handOn(i int, allot []int, out chan<- *held) {
+func (b *budget) handOn(i int, allot []int, out *handoff) {
 	n := min(b.free(i, allot), len(b.waiting[i]))
 	for _, h := range b.waiting[i][:n] {
-		out <- h
+		out.send(h)
 	}
 	b.waiting[i] = b.waiting[i][n:]
 	b.handed += n
@@ -165,14 +165,11 @@ func (b *budget) handOn(i int, allot []int, out chan<- *held) {
 
 // flush sends every waiting job to the executors, whatever the
 // allotments: the run is stopping, and they run within ShutdownTimeout as
-// the jobs prefetched without a budget do. The executors' channel holds
-// them all (its capacity is twice the budget and Prefetch per queue: the
-// jobs handed on, and those waiting, at most each queue's room and
-// Prefetch).
-func (b *budget) flush(out chan<- *held) {
+// the jobs prefetched without a budget do.
+func (b *budget) flush(out *handoff) {
 	for i := range b.waiting {
 		for _, h := range b.waiting[i] {
-			out <- h
+			out.send(h)
 		}
 		b.handed += len(b.waiting[i])
 		b.waiting[i] = nil

@@ -480,8 +480,9 @@ type run struct {
 	concurrency int
 	queues      []string
 
-	jobs      chan *held // reserved jobs' held entries, to the executors
-	freed     *freed     // the jobs the executors finished
+	jobs      *handoff // reserved jobs' held entries, to the executors
+	buf       int      // the jobs reserved and not finished, at most: the bound of the completer's ack queue
+	freed     *freed   // the jobs the executors finished
 	executors sync.WaitGroup
 
 	baseCtx    context.Context // parent of handler contexts
@@ -511,7 +512,8 @@ func newRun(w *Worker) *run {
 		id:          driver.NewID(),
 		halt:        &halt{},
 		held:        newHeldLeases(),
-		jobs:        make(chan *held, buf),
+		jobs:        &handoff{},
+		buf:         buf,
 		freed:       newFreed(),
 	}
 	r.held.margin = leaseMargin(lease, w.leaseMargin)
@@ -595,7 +597,12 @@ func (r *run) run(ctx context.Context) error {
 	}
 	for range r.concurrency {
 		r.executors.Go(func() {
-			for h := range r.jobs {
+			in := make(chan *held, 1)
+			for {
+				h, ok := r.jobs.take(in)
+				if !ok {
+					return
+				}
 				qn := h.job.Queue
 				r.executor.execute(h.job, h)
 				if r.budget != nil {
@@ -605,7 +612,7 @@ func (r *run) run(ctx context.Context) error {
 			}
 		})
 	}
-	r.completer.start(cap(r.jobs))
+	r.completer.start(r.buf)
 	bgDone := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Go(func() { r.extender.run(bgDone) })
@@ -665,7 +672,7 @@ func (r *run) run(ctx context.Context) error {
 // rest, gives back the jobs of handlers that ignore cancellation past the
 // grace, and flushes pending acks.
 func (r *run) shutdown() {
-	close(r.jobs)
+	r.jobs.close()
 	execDone := make(chan struct{})
 	go func() { r.executors.Wait(); close(execDone) }()
 	t := time.NewTimer(r.w.shutdownTimeout)
@@ -696,7 +703,7 @@ func (r *run) shutdown() {
 // is going away.
 func (r *run) releaseStuck() {
 	n := 0
-	for h := range r.jobs { // closed: takes what the executors left
+	for _, h := range r.jobs.drain() { // closed: takes what the executors left
 		r.completer.nack(h.job, errShutdown, time.Now(), time.Now(), 0)
 		n++
 	}
@@ -790,8 +797,8 @@ type fetcher struct {
 	leases *heldLeases
 	halt   *halt
 
-	out   chan<- *held // reserved jobs' held entries, to the executors
-	freed *freed       // the jobs the executors finished
+	out   *handoff // reserved jobs' held entries, to the executors
+	freed *freed   // the jobs the executors finished
 	pace  pacer
 
 	// pick splits each reservation among the queues by their weights
@@ -939,7 +946,7 @@ func (f *fetcher) run(stopCtx context.Context) {
 		for i := range hs {
 			hs[i].unstarted = unstarted[i]
 			outstanding++
-			f.out <- &hs[i]
+			f.out.send(&hs[i])
 		}
 		if f.naps != nil {
 			f.naps.watch()
