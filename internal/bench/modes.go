@@ -386,7 +386,7 @@ func latency(ctx context.Context, e Engine, o Options) ([]Figure, error) {
 		return nil, err
 	}
 	if achieved := float64(total) / el.Seconds(); achieved < 0.9*float64(o.Rate) {
-		o.progress("  latency: dispatch reached only %.0f jobs/s of %d: the percentiles are at that rate", achieved, o.Rate)
+		o.progress("  latency: dispatch reached only %.0f jobs/s of %d from %d dispatchers: the percentiles count each job's wait for a free one (--dispatchers sends more at once)", achieved, o.Rate, o.Dispatchers)
 	}
 	mu.Lock()
 	defer mu.Unlock()

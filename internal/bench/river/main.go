@@ -56,6 +56,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 		concurrency = fs.Int("concurrency", d.Concurrency, "handler goroutines: Meridian's Concurrency, River's MaxWorkers")
 		poll        = fs.Duration("poll", d.Poll, "Meridian workers' idle poll interval")
 		rate        = fs.Int("rate", d.Rate, "latency mode's dispatch rate in jobs/s")
+		dispatchers = fs.Int("dispatchers", d.Dispatchers, "goroutines inserting one job at a time in the latency and dispatch modes")
 		latencyDur  = fs.Duration("latency-duration", 60*time.Second, "length of the latency mode")
 		pool        = fs.Int("pool", 16, "connections in each system's pgxpool (sqlqueue/postgres opens 16)")
 		cooldown    = fs.Duration("river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its own bench's setting)")
@@ -80,7 +81,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"rounds", *rounds}, {"jobs", *jobs}, {"concurrency", *concurrency}, {"rate", *rate}, {"pool", *pool}} {
+	}{{"rounds", *rounds}, {"jobs", *jobs}, {"concurrency", *concurrency}, {"rate", *rate}, {"dispatchers", *dispatchers}, {"pool", *pool}} {
 		if v.n < 1 {
 			return config{}, fmt.Errorf("--%s must be at least 1, not %d", v.name, v.n)
 		}
@@ -100,6 +101,7 @@ func parse(args []string, errOut io.Writer) (config, error) {
 	o.Modes = ms
 	o.Jobs, o.Duration, o.Warmup = *jobs, *duration, *warmup
 	o.Concurrency, o.Poll, o.Rate, o.LatencyDuration = *concurrency, *poll, *rate, *latencyDur
+	o.Dispatchers = *dispatchers
 	return config{store: *store, keepDone: *keepDone, dsn: *dsn, rounds: *rounds, pool: *pool, modes: ms, opts: o,
 		river: riverSettings{fetchCooldown: *cooldown, fetchPoll: *fetchPoll}}, nil
 }
@@ -117,8 +119,8 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	fmt.Fprintf(out, "river bench: River v0.51.2 against Meridian on %s, %s %s/%s, %d CPUs, %s\n", c.store, runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "%d round(s); jobs %d, continuous %s (warm-up %s), latency %d/s for %s, concurrency %d\n",
-		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Concurrency)
+	fmt.Fprintf(out, "%d round(s); jobs %d, continuous %s (warm-up %s), latency %d/s for %s from %d dispatchers, concurrency %d\n",
+		c.rounds, c.opts.Jobs, c.opts.Duration, c.opts.Warmup, c.opts.Rate, c.opts.LatencyDuration, c.opts.Dispatchers, c.opts.Concurrency)
 	fmt.Fprintf(out, "River: %s, FetchCooldown %s, FetchPollInterval %s, MaxWorkers %d, keeps completed jobs (its default)\n",
 		c.riverStore(), c.river.fetchCooldown, c.river.fetchPoll, c.opts.Concurrency)
 	fmt.Fprintf(out, "Meridian: %s, poll %s, %s\n\n", c.meridianStore(), c.opts.Poll, keepText(c.keepDone))

@@ -78,8 +78,12 @@ func TestParseStore(t *testing.T) {
 		t.Errorf("parse gave store %q, keepDone %v; want sqlite, true", c.store, c.keepDone)
 	}
 	c, err = parse([]string{"--postgres-dsn", "postgres://x"}, io.Discard)
-	if err != nil || c.store != "postgres" || c.keepDone {
-		t.Errorf("the defaults are store %q, keepDone %v (%v); want postgres, false", c.store, c.keepDone, err)
+	if err != nil || c.store != "postgres" || c.keepDone || c.opts.Dispatchers != 8 {
+		t.Errorf("the defaults are store %q, keepDone %v, %d dispatchers (%v); want postgres, false, 8", c.store, c.keepDone, c.opts.Dispatchers, err)
+	}
+	c, err = parse([]string{"--postgres-dsn", "postgres://x", "--rate", "10000", "--dispatchers", "100"}, io.Discard)
+	if err != nil || c.opts.Rate != 10000 || c.opts.Dispatchers != 100 {
+		t.Errorf("--rate 10000 --dispatchers 100 gave rate %d, %d dispatchers (%v)", c.opts.Rate, c.opts.Dispatchers, err)
 	}
 }
 
@@ -92,6 +96,7 @@ func TestParseRejectsBadFlags(t *testing.T) {
 	}{
 		{"no server", []string{"--postgres-dsn", ""}, "no PostgreSQL"},
 		{"zero rounds", []string{"--postgres-dsn", "postgres://x", "--rounds", "0"}, "--rounds must be at least 1"},
+		{"zero dispatchers", []string{"--postgres-dsn", "postgres://x", "--dispatchers", "0"}, "--dispatchers must be at least 1"},
 		{"unknown mode", []string{"--postgres-dsn", "postgres://x", "--modes", "fast"}, "unknown mode"},
 		{"warm-up too long", []string{"--postgres-dsn", "postgres://x", "--duration", "1s", "--warmup", "2s"}, "--warmup must be"},
 		{"unknown store", []string{"--store", "mysql"}, "--store must be postgres or sqlite"},
