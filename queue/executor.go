@@ -415,22 +415,30 @@ type heldLeases struct {
 	// byQueue counts the entries of m by queue; an entry is counted as
 	// running while it is in m with running set.
 	byQueue map[string]*heldCount
-	// started is the sum of the running handlers' start times, in
-	// nanoseconds since epoch, so that their time so far is
-	// running*now - started, running summed from byQueue; ran is the
-	// run time of those that returned (see worked).
-	started int64
-	epoch   time.Time
-	ran     time.Duration
+	// epoch is the origin of the handlers' start times (heldCount.started).
+	epoch time.Time
 	// margin is how long before its stored expiry a lease counts as lost
 	// unless renewed (Worker.LeaseMargin); 0 in tests that set none.
 	margin time.Duration
 }
 
-// heldCount is what one queue's entries of heldLeases hold.
+// heldCount is what one queue's entries of heldLeases hold, and how long
+// its handlers ran.
 type heldCount struct {
 	leases  int // every lease held
 	running int // of which a handler runs
+	// started is the sum of the running handlers' start times, in
+	// nanoseconds since heldLeases.epoch, so that their time so far is
+	// running*now - started; ran is the run time of those that returned
+	// (see worked).
+	started int64
+	ran     time.Duration
+}
+
+// worked returns how long c's handlers have run up to now: those that
+// returned, and those running, so far.
+func (c *heldCount) worked(now, epoch time.Time) time.Duration {
+	return c.ran + time.Duration(int64(c.running)*int64(now.Sub(epoch))-c.started)
 }
 
 // held is one lease the run holds.
@@ -578,7 +586,7 @@ func (s *heldLeases) removeLocked(id string) {
 		h.count.leases--
 		if h.running != nil {
 			h.count.running--
-			s.started -= h.startedAt
+			h.count.started -= h.startedAt
 		}
 		h.gone = true
 		delete(s.m, id)
@@ -591,11 +599,22 @@ func (s *heldLeases) removeLocked(id string) {
 func (s *heldLeases) worked(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	running := 0
+	var d time.Duration
 	for _, c := range s.byQueue {
-		running += c.running
+		d += c.worked(now, s.epoch)
 	}
-	return s.ran + time.Duration(int64(running)*int64(now.Sub(s.epoch))-s.started)
+	return d
+}
+
+// workedIn returns how long the handlers of queue name's jobs have run up
+// to now, as worked does for all of them (a budget's pace per queue).
+func (s *heldLeases) workedIn(name string, now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.byQueue[name]; c != nil {
+		return c.worked(now, s.epoch)
+	}
+	return 0
 }
 
 // len reports how many leases are held.
@@ -623,7 +642,7 @@ func (s *heldLeases) run(j *Job, h *held, base context.Context, start time.Time)
 		if !h.gone {
 			h.count.running++
 			h.startedAt = int64(start.Sub(s.epoch))
-			s.started += h.startedAt
+			h.count.started += h.startedAt
 		}
 	}
 	h.jc = jobContext{base: base, job: j, hold: h, set: s}
@@ -647,8 +666,8 @@ func (s *heldLeases) stop(h *held, ran time.Duration) (lost, cancelled, released
 	if h.running != nil {
 		if !h.gone {
 			h.count.running--
-			s.started -= h.startedAt
-			s.ran += ran
+			h.count.started -= h.startedAt
+			h.count.ran += ran
 		}
 	}
 	h.running = nil

@@ -734,13 +734,18 @@ func TestPacerSpareHandlers(t *testing.T) {
 
 // heldLeases.worked is the time the handlers have run: one that returned
 // after 25ms, and two still running, started 30ms and 10ms before now;
-// one removed while it ran (its lease lost) no longer counts.
+// one removed while it ran (its lease lost) no longer counts. workedIn
+// splits it by queue: "b" and "c" are queue q2's.
 func TestHeldLeasesWorked(t *testing.T) {
 	t.Parallel()
 	s := newHeldLeases()
 	t0 := s.epoch.Add(time.Hour)
 	run := func(id string, at time.Time) *held {
 		j := job(id)
+		j.Queue = "q1"
+		if id == "b" || id == "c" {
+			j.Queue = "q2"
+		}
 		s.add(j, time.Minute)
 		h, _ := s.run(j, nil, context.Background(), at)
 		return h
@@ -751,7 +756,13 @@ func TestHeldLeasesWorked(t *testing.T) {
 	run("d", t0)
 	s.stop(done, 25*time.Millisecond)
 	s.remove(driver.Lease{JobID: "d", Token: "t-d"})
-	if got := s.worked(t0.Add(30 * time.Millisecond)); got != 65*time.Millisecond {
+	now := t0.Add(30 * time.Millisecond)
+	if got := s.worked(now); got != 65*time.Millisecond {
 		t.Fatalf("worked = %v, want 65ms", got)
+	}
+	for qn, want := range map[string]time.Duration{"q1": 30 * time.Millisecond, "q2": 35 * time.Millisecond, "none": 0} {
+		if got := s.workedIn(qn, now); got != want {
+			t.Errorf("workedIn(%s) = %v, want %v", qn, got, want)
+		}
 	}
 }

@@ -134,11 +134,15 @@ func (b *budget) free(i int, allot []int) int {
 // ahead returns how many jobs queue i may hold reserved ahead of its free
 // handlers at now, as the fetcher's run does for a worker without a
 // budget: the jobs the queue finishes in prefetchHorizon at its recent
-// rate, capped by Prefetch; none while fewer than half its allotment run
-// (then the reservations, not the handlers, are what it waits for).
-func (b *budget) ahead(i int, allot []int, now time.Time) int {
-	a := b.pace[i].ahead(now, nil)
-	if 2*b.handedOn(i) < allot[i] {
+// rate, capped by Prefetch, while its handlers are busy; none while half
+// that many or more of its allotment idle on average (its jobs' run time
+// per second, from leases): its jobs then finish faster than claims bring
+// them, and the free handlers' claims carry the work alone, counting
+// their attempts (see reserveShare and run).
+func (b *budget) ahead(i int, allot []int, now time.Time, leases *heldLeases) int {
+	qn := b.queues[i]
+	a := b.pace[i].ahead(now, func(t time.Time) time.Duration { return leases.workedIn(qn, t) })
+	if b.pace[i].spare(allot[i]) >= float64(max(1, a/2)) {
 		return 0
 	}
 	return a
@@ -195,10 +199,12 @@ func (b *budget) set(a []int) bool {
 
 // runBudget is the fetcher's loop under a budget. Each turn it hands
 // waiting jobs on to their queues' free handlers, then reserves, queue by
-// queue, for the free handlers and ahead of them (see budget.ahead), in
-// one call per queue; it reserves ahead again only once a queue's waiting
-// jobs fell to half of what it may hold, so a flooded queue of fast jobs
-// costs a round trip per several jobs, not one per job. A queue whose
+// queue, for the free handlers and ahead of them (see budget.ahead): the
+// free handlers' jobs with their attempts counted in the claim, the rest
+// uncounted, one call each (see reserveShare); it reserves ahead again
+// only once a queue's waiting jobs fell to half of what it may hold, so a
+// flooded queue of fast jobs costs a round trip per several jobs, not one
+// per job. A queue whose
 // reservation came back short is not asked again until it is woken (see
 // naps). Then it waits for a job to finish, a queue to wake, new
 // allotments or the end of a fleet pause. While a fleet command pauses
@@ -227,7 +233,7 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 		paused := f.gate.isPaused()
 		now := time.Now()
 		for i := range b.queues {
-			ahead := b.ahead(i, allot, now) // samples the pace of every queue
+			ahead := b.ahead(i, allot, now, f.leases) // samples the pace of every queue
 			if paused || naps.asleep[i] || rests.resting(i, now) {
 				continue
 			}
@@ -243,10 +249,8 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 			if want <= 0 || (claim == 0 && want < max(1, ahead/2)) {
 				continue
 			}
-			jobs, err := f.q.ReserveUnstarted(f.ctx, []string{b.queues[i]}, want, f.lease)
-			b.take(i, f.hold(jobs))
-			b.handOn(i, allot, f.out)
-			if len(jobs) < want && err == nil {
+			got, err := f.reserveShare(i, want, max(0, b.free(i, allot)-len(b.waiting[i])), allot)
+			if got < want && err == nil {
 				naps.sleep(i)
 			}
 			rests.done(i, err)
@@ -275,9 +279,11 @@ func (f *fetcher) runBudget(stopCtx context.Context) {
 	}
 }
 
-// hold holds the leases of jobs, reserved without their attempts counted,
-// and returns their entries for the executors.
-func (f *fetcher) hold(jobs []Job) []held {
+// hold holds the leases of jobs and returns their entries for the
+// executors. starting reports that their claim counted their attempts
+// (ReserveStarting); a job taken back from an expired lease waits for its
+// start mark even so (see reserve).
+func (f *fetcher) hold(jobs []Job, starting bool) []held {
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -287,9 +293,35 @@ func (f *fetcher) hold(jobs []Job) []held {
 	}
 	hs := f.leases.addAll(ptrs, f.lease)
 	for i := range hs {
-		hs[i].unstarted = true
+		hs[i].unstarted = !starting || jobs[i].Recovered
 	}
 	return hs
+}
+
+// reserveShare reserves up to want jobs of budget queue i, of which up to
+// start are handed on at once: those through ReserveStarting, whose claim
+// counts their attempts (their handlers are free, and the queue holds no
+// job waiting before them), handed on before the rest is asked for; the
+// rest, which wait for handlers, through ReserveUnstarted, each counted
+// by its start mark (see reserve). A short or failed first call ends the
+// queue's turn. It returns how many jobs it reserved.
+func (f *fetcher) reserveShare(i, want, start int, allot []int) (int, error) {
+	b, qn := f.budget, []string{f.budget.queues[i]}
+	start = min(start, want)
+	got := 0
+	if start > 0 {
+		jobs, err := f.q.ReserveStarting(f.ctx, qn, start, f.lease)
+		b.take(i, f.hold(jobs, true))
+		b.handOn(i, allot, f.out)
+		got = len(jobs)
+		if err != nil || got < start || got == want {
+			return got, err
+		}
+	}
+	jobs, err := f.q.ReserveUnstarted(f.ctx, qn, want-got, f.lease)
+	b.take(i, f.hold(jobs, false))
+	b.handOn(i, allot, f.out)
+	return got + len(jobs), err
 }
 
 // naps keeps the queues whose last reservation came back short (nothing

@@ -737,3 +737,47 @@ func TestWorkerPrefetchesBesideLongJobs(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkerBudgetCountsFreeHandlersInTheirClaim: under a budget the jobs
+// a queue's free handlers take at once are reserved with their attempts
+// counted in the claim, as without one; only the jobs reserved ahead wait
+// for a start mark. With reservations of 10ms, jobs of 1ms on a budget of
+// 1,000 leave most handlers free (about 100 busy): none is reserved ahead.
+// Jobs of 100ms keep the handlers busy: most are reserved ahead.
+func TestWorkerBudgetCountsFreeHandlersInTheirClaim(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		strategy balance.Strategy
+		job      time.Duration
+		ahead    bool // most jobs reserved ahead
+	}{
+		{balance.Simple, time.Millisecond, false},
+		{balance.Auto, time.Millisecond, false},
+		{balance.Simple, 100 * time.Millisecond, true},
+	} {
+		t.Run(fmt.Sprint(tc.strategy, " ", tc.job), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				q := &claimKinds{slowReserve: &slowReserve{reserveCounter: newReserveCounter(), d: 10 * time.Millisecond}}
+				fill(t, q, "a", 10000)
+				g := newGauge()
+				w := queue.NewWorker(q).Slog(quiet).Poll(50 * time.Millisecond).Queues("a").
+					Balance(balance.Options{Strategy: tc.strategy, Max: 1000})
+				g.handle(w, tc.job)
+				stop := startWorker(t, w)
+				waitWithin(t, time.Minute, "the jobs", func() bool { return g.started() == 10000 })
+				stop()
+				s, u := q.starting.Load(), q.unstarted.Load()
+				if s+u != 10000 {
+					t.Fatalf("%d jobs reserved for free handlers and %d ahead; want 10000 in all", s, u)
+				}
+				if tc.ahead && u < s {
+					t.Fatalf("jobs of %s on a busy budget: %d reserved for free handlers, %d ahead; want most ahead", tc.job, s, u)
+				}
+				if !tc.ahead && u != 0 {
+					t.Fatalf("jobs of %s on a budget mostly free: %d reserved for free handlers, %d ahead; want none ahead", tc.job, s, u)
+				}
+			})
+		})
+	}
+}
