@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/internal/bench"
+	"github.com/meridianjobs/meridian/queue/balance"
 )
 
 func init() {
@@ -76,6 +77,7 @@ func benchMain(ctx context.Context, args []string, out, errOut io.Writer) error 
 		workers     = fs.Int("workers", 0, "Worker values running at once (default 1)")
 		concurrency = fs.Int("concurrency", 0, "handler goroutines per worker (default 1000); a Reserve asks for the free handlers' jobs plus room in the prefetch buffer, so it can carry more than this")
 		jobTime     = fs.Duration("job-time", 0, "how long each handler of the burn-down and continuous modes runs (it sleeps; default 0: a no-op handler)")
+		balanceBy   = fs.String("balance", "strict", "how each worker of the burn-down, continuous and latency modes shares its handlers among its queues: strict (their order), simple or auto (a budget of --concurrency, balance.Simple or balance.Auto)")
 		prefetch    = fs.Int("prefetch", -1, "jobs each worker reserves ahead of its free handlers, at most (default: the Worker's, 1000; 0 turns prefetch off)")
 		poll        = fs.Duration("poll", 0, "workers' idle poll interval (default 50ms)")
 		producers   = fs.Int("producers", 0, "goroutines dispatching with DispatchMany (default 2)")
@@ -188,6 +190,12 @@ flags:`)
 		return usagef("--job-time must be at least 0, not %s", *jobTime)
 	}
 	o.JobTime = *jobTime
+	switch st := balance.Strategy(*balanceBy); st {
+	case balance.Strict, balance.Simple, balance.Auto:
+		o.Balance = st
+	default:
+		return usagef("--balance must be strict, simple or auto, not %q", *balanceBy)
+	}
 	if *pool < 0 {
 		return usagef("--pool must be at least 0, not %d", *pool)
 	}
@@ -268,7 +276,7 @@ flags:`)
 	fmt.Fprintf(out, "meridian bench: %s %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(out, "jobs %d, duration %s (warm-up %s), %s%d worker(s) x %d, prefetch %s,%s poll %s, producers %d x%d, chunk %d, dispatchers %d, latency %d/s for %s, baseline %d clients for %s%s\n\n",
-		o.Jobs, o.Duration, o.Warmup, queuesText(o.Queues), o.Workers, o.Concurrency, prefetchText(o.Prefetch), jobTimeText(o.JobTime), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
+		o.Jobs, o.Duration, o.Warmup, queuesText(o.Queues), o.Workers, o.Concurrency, prefetchText(o.Prefetch), jobTimeText(o.JobTime)+balanceText(o.Balance), o.Poll, o.Producers, o.BatchSize, o.ChunkSize, o.Dispatchers,
 		o.Rate, o.LatencyDuration, o.BaselineConns, o.BaselineDuration, keepDoneText(*keepDone)+keptText(o.Kept, o.AnalyzeKept)+searchIndexText(*searchIndex))
 	var errs []error
 	results := bench.Results{Started: time.Now().UTC().Format(time.RFC3339)}
@@ -347,6 +355,13 @@ func jobTimeText(d time.Duration) string {
 		return ""
 	}
 	return fmt.Sprintf(" handlers %s each,", d)
+}
+
+func balanceText(st balance.Strategy) string {
+	if st == "" || st == balance.Strict {
+		return ""
+	}
+	return fmt.Sprintf(" balance %s (a budget of the handlers),", st)
 }
 
 func prefetchText(n int) string {

@@ -58,6 +58,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"--drivers", "redis"},
 		{"extra", "--jobs", "10"},
 		{"--job-time", "-1ms"},
+		{"--balance", "weighted"},
 	} {
 		if err := benchMain(context.Background(), args, io.Discard, io.Discard); exitCode(err) != exitUsage {
 			t.Errorf("meridian bench %v: %v, exit %d; want a usage error, exit %d", args, err, exitCode(err), exitUsage)
@@ -72,11 +73,11 @@ func TestBenchMemory(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	args := []string{"--driver", "memory", "--quick", "--jobs", "2000", "--duration", "300ms", "--warmup", "50ms",
-		"--latency-duration", "200ms", "--rate", "500", "--concurrency", "10", "--job-time", "10us"}
+		"--latency-duration", "200ms", "--rate", "500", "--concurrency", "10", "--job-time", "10us", "--balance", "auto"}
 	if err := benchMain(context.Background(), args, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"burn-down: work 2000", "continuous", "dispatch: DispatchMany x1000", "latency p99", "handlers 10µs each"} {
+	for _, want := range []string{"burn-down: work 2000", "continuous", "dispatch: DispatchMany x1000", "latency p99", "handlers 10µs each", "balance auto"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

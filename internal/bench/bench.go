@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/balance"
 )
 
 // Target is one driver under test. Run calls its methods from one
@@ -139,6 +140,11 @@ type Options struct {
 	// time keep the handlers busy, where the no-op ones leave them idle
 	// between reservations.
 	JobTime time.Duration
+	// Balance, when balance.Simple or balance.Auto, runs each Worker of
+	// the burn-down, continuous and latency modes under a budget of
+	// Concurrency handlers shared among its queues (queue.Worker.Balance);
+	// empty or balance.Strict is strict order.
+	Balance balance.Strategy
 
 	// Queues is how many queues the modes spread their jobs over (the
 	// flood mode has its own two): each DispatchMany and Dispatch goes to

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/balance"
 )
 
 // Engine is a job system as the modes drive it: a way to queue bench jobs
@@ -107,6 +108,9 @@ func (e queueEngine) StartWorkers(o Options, handle func(t int64)) (func() error
 		}
 		if o.failFirst {
 			w.Backoff(0)
+		}
+		if o.Balance == balance.Simple || o.Balance == balance.Auto {
+			w.Balance(balance.Options{Strategy: o.Balance, Max: o.Concurrency})
 		}
 		queue.Handle(w, func(ctx context.Context, v job) error {
 			handle(v.T)
