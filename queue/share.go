@@ -204,11 +204,11 @@ func (b *budget) set(a []int) bool {
 // uncounted, one call each (see reserveShare); it reserves ahead again
 // only once a queue's waiting jobs fell to half of what it may hold, so a
 // flooded queue of fast jobs costs a round trip per several jobs, not one
-// per job. A queue whose
-// reservation came back short is not asked again until it is woken (see
-// naps). Then it waits for a job to finish, a queue to wake, new
-// allotments or the end of a fleet pause. While a fleet command pauses
-// the worker it reserves nothing but still hands on what it holds.
+// per job. A queue whose reservation came back short is not asked again
+// until it is woken (see naps). Then it waits for a job to finish, a queue
+// to wake, new allotments or the end of a fleet pause. While a fleet
+// command pauses the worker it reserves nothing but still hands on what it
+// holds.
 func (f *fetcher) runBudget(stopCtx context.Context) {
 	b := f.budget
 	naps := newNaps(f, stopCtx)
