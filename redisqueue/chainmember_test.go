@@ -224,12 +224,13 @@ type (
 	chainCB   struct{}
 )
 
-// TestChainMembersSIGKILL runs 8 batches of 6 members each, every member
-// a chain of 2 or 3 steps whose steps go to queues "ch" and "ch2" in
-// turn, on rounds of three worker processes that each SIGKILL themselves
-// at a random moment within 800 ms of their start, wherever their work
-// then is (a handler, an ack, a step of the batch protocol), until every
-// batch has finished and nothing is left in the queues or their outboxes.
+// TestChainMembersSIGKILL runs 12 batches of 10 members each, every
+// member a chain of 2 or 3 steps whose steps go to queues "ch" and "ch2"
+// in turn, on rounds of three worker processes that each SIGKILL
+// themselves up to 5 ms after one of their first 60 steps started,
+// wherever their work then is (a handler, an ack, a step of the batch
+// protocol), until every batch has finished and nothing is left in the
+// queues or their outboxes.
 // Every step must have run, each pushed once (one CreatedAt, however
 // often it ran again after a kill), every batch count each of its chains'
 // steps as a member done, and each batch's then and finally be pushed
@@ -291,7 +292,7 @@ func TestChainMembersSIGKILL(t *testing.T) {
 		return l == 0 && outbox(t, q, "ch") == 0 && outbox(t, q, "ch2") == 0
 	}
 	env := append(os.Environ(), "BATCHWORKER_ADDR="+testutil.DSN(t, testutil.RedisEnv), "BATCHWORKER_PREFIX="+p,
-		"BATCHWORKER_KILL_WITHIN=400")
+		"BATCHWORKER_KILL_AFTER_STEPS=60")
 	kills := testutil.KillRounds(t, 3*time.Minute, finished, func() []*exec.Cmd {
 		return startWorkers(t, bin, env, nil, nil, nil)
 	})

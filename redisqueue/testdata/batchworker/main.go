@@ -24,9 +24,12 @@
 // On queues "ch" and "ch2" it handles TestChainMembersSIGKILL's chain
 // steps, chainStep{B, M, S} (step S of the chain that is member M of
 // batch B), and its batches' callbacks, chainCB, logging each run with
-// its job's CreatedAt to a fourth list. With BATCHWORKER_KILL_WITHIN=ms
-// the process sends itself SIGKILL at a random moment between 100 ms and
-// that many ms after it starts, wherever its work then is.
+// its job's CreatedAt to a fourth list. With BATCHWORKER_KILL_AFTER_STEPS=N
+// the process sends itself SIGKILL up to 5 ms after its K-th step started,
+// K drawn from 1 to N, wherever its work then is (a handler, an ack, a step
+// of the batch protocol). A kill counted in steps, not in time from the
+// start, lands while the process has work: a kill timed from the start
+// once came after three processes had done all 300 steps.
 //
 // Environment: BATCHWORKER_ADDR (host:port or a redis:// URL),
 // BATCHWORKER_PREFIX. SIGTERM stops it.
@@ -142,13 +145,8 @@ func main() {
 		}))
 	}
 	handleSeq(w, rdb, prefix)
-	handleChains(w, rdb, prefix)
-	if within, _ := strconv.Atoi(os.Getenv("BATCHWORKER_KILL_WITHIN")); within > 100 {
-		go func() {
-			time.Sleep(time.Duration(100+rand.IntN(within-100)) * time.Millisecond)
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		}()
-	}
+	killAfter, _ := strconv.Atoi(os.Getenv("BATCHWORKER_KILL_AFTER_STEPS"))
+	handleChains(w, rdb, prefix, killAfter)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
@@ -193,9 +191,22 @@ func handleSeq(w *queue.Worker, rdb *redis.Client, prefix string) {
 
 // handleChains registers the handlers of TestChainMembersSIGKILL's jobs
 // on w: each run logged as "s:B:M:S:<CreatedAt ms>" or "c:<batch>:<event>:<CreatedAt ms>".
-func handleChains(w *queue.Worker, rdb *redis.Client, prefix string) {
+// When killAfter is above 0 the process kills itself up to 5 ms after its
+// K-th step started, K drawn from 1 to killAfter.
+func handleChains(w *queue.Worker, rdb *redis.Client, prefix string, killAfter int) {
 	logKey := "{" + prefix + "}:test:chain"
+	var started atomic.Int64
+	killAt := int64(0)
+	if killAfter > 0 {
+		killAt = 1 + rand.Int64N(int64(killAfter))
+	}
 	queue.Handle(w, func(ctx context.Context, s chainStep) error {
+		if started.Add(1) == killAt {
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(5000)) * time.Microsecond)
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}()
+		}
 		j, _ := queue.JobFromContext(ctx)
 		time.Sleep(2 * time.Millisecond) // so that kills find steps running
 		return rdb.RPush(context.WithoutCancel(ctx), logKey, fmt.Sprintf("s:%d:%d:%d:%d", s.B, s.M, s.S, j.CreatedAt.UnixMilli())).Err()
