@@ -36,8 +36,10 @@ func (o *handoff) send(h *held) {
 		in <- h // buffered, and only this send fills it
 		return
 	}
-	if o.head > 0 && len(o.jobs) == cap(o.jobs) {
-		// Full: move the waiting jobs to the front rather than grow.
+	if o.head > 0 && o.head >= len(o.jobs)/2 {
+		// Half or more taken: move the waiting jobs to the front. Each
+		// move copies no more jobs than were taken since the last one, so
+		// a send costs O(1) amortized however full the buffer stays.
 		n := copy(o.jobs, o.jobs[o.head:])
 		clear(o.jobs[n:])
 		o.jobs, o.head = o.jobs[:n], 0
