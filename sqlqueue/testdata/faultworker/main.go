@@ -28,6 +28,9 @@
 // wrote ok|unclaimed|err" as a Hold job does; once the term is over it records
 // "C epoch unixnano cause".
 //
+// FAULT_BALANCE (simple or auto) shares the Worker's handlers as a budget
+// of FAULT_CONCURRENCY (Worker.Balance) instead of strict order.
+//
 // When a fleet command terminates its worker (queue.ErrTerminated) it
 // exits with status 4 (terminate_test.go).
 //
@@ -53,6 +56,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/meridianjobs/meridian/queue"
+	"github.com/meridianjobs/meridian/queue/balance"
 	"github.com/meridianjobs/meridian/queue/driver"
 	"github.com/meridianjobs/meridian/sqlqueue"
 )
@@ -128,6 +132,9 @@ func run() error {
 	w := queue.NewWorker(q).
 		Slog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))). // warnings too: a failed test prints this log
 		Concurrency(conc).Poll(poll).Lease(lease).ShutdownTimeout(5 * time.Second)
+	if b := os.Getenv("FAULT_BALANCE"); b != "" {
+		w.Balance(balance.Options{Strategy: balance.Strategy(b), Max: conc})
+	}
 	queue.Handle(w, func(ctx context.Context, _ Work) error {
 		j, _ := queue.JobFromContext(ctx)
 		if err := record("S %s %d %d", j.ID, time.Now().UnixNano(), j.Attempts); err != nil {
