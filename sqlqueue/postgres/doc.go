@@ -88,7 +88,10 @@
 // after the lookup, a queue resumed elsewhere, a running job whose lease
 // expires: the expiry is in no index, so that claims are HOT updates) is
 // found by the next lookup or by the safety poll: Wait always returns
-// after max, the Worker's Poll.
+// after max, the Worker's Poll. The lookup runs in a read-only
+// transaction of its own that sets plan_cache_mode to force_generic_plan
+// (PostgreSQL 12 or later), so its plan is made once per connection
+// rather than on every call.
 // A job that is ready but that Reserve cannot take (locked by another
 // transaction) makes Wait return at once at most once per debounce
 // window, so the Worker never spins.

@@ -228,6 +228,47 @@ func TestNextRunAtPaused(t *testing.T) {
 	}
 }
 
+// The due-time lookup runs on its generic plan from its first call on
+// every connection: PostgreSQL's plan cache otherwise plans the first
+// five calls afresh, and on most connections of a Worker's pool went on
+// planning every call (run AX in docs/benchmarks-history.md).
+func TestNextRunAtGenericPlan(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t, testDSN(t))
+	ctx := t.Context()
+	if err := queue.Dispatch(ctx, q, struct{}{}, queue.OnQueue("planned")); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 {
+		if _, err := postgres.NextRunAt(q, ctx, []string{"planned", "other"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every connection of the pool at once, so each is asked.
+	var conns []*pgxpool.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	var generic, custom int64
+	for range q.Pool().Stat().TotalConns() {
+		c, err := q.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		var g, cu int64
+		if err := c.QueryRow(ctx, "SELECT COALESCE(SUM(generic_plans), 0), COALESCE(SUM(custom_plans), 0) FROM pg_prepared_statements WHERE statement LIKE 'WITH RECURSIVE p(priority)%'").Scan(&g, &cu); err != nil {
+			t.Fatal(err)
+		}
+		generic, custom = generic+g, custom+cu
+	}
+	if custom != 0 || generic == 0 {
+		t.Errorf("the lookup ran on %d generic and %d custom plans; want generic ones only", generic, custom)
+	}
+}
+
 // Jobs pushed in a pgx transaction are visible, and wake waiters, only
 // when it commits; a rolled-back push leaves nothing and wakes nobody.
 func TestTxCommitAndRollback(t *testing.T) {
