@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,10 +22,7 @@ func (r *errorsRecorder) Helper() {}
 func (r *errorsRecorder) Errorf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.errs = append(r.errs, format)
-	if len(args) > 0 {
-		r.errs[len(r.errs)-1] = args[0].(string)
-	}
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 func (r *errorsRecorder) FailNow()         { r.stopped = true; runtime.Goexit() }
 func (r *errorsRecorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }

@@ -268,10 +268,12 @@ func (q *Queue) Pool() *pgxpool.Pool { return q.pool }
 // The lookups run in a transaction of their own that forces the
 // statement's generic plan (plan_cache_mode = force_generic_plan, for
 // that transaction alone): PostgreSQL otherwise kept planning it afresh
-// on every call on most of the pool's connections (the custom plan's
-// estimate under the generic one's), about 0.4 ms of server CPU a
-// lookup, where it runs in some 0.06 (run AX in docs/benchmarks-history.md).
-// The transaction's BEGIN, SET LOCAL and COMMIT go in the same round trip.
+// on every call on most of the pool's connections (why is not
+// established: in psql its generic plan is kept after five custom ones),
+// about 0.4 ms of server CPU a lookup, where it runs in some 0.06 (run AX
+// in docs/benchmarks-history.md). The transaction's BEGIN, SET LOCAL and
+// COMMIT go in the same round trip; a lookup that fails leaves its
+// transaction open, and the pool closes such a connection on its release.
 func (q *Queue) nextRunAt(ctx context.Context, queues []string) (map[string]int64, error) {
 	query := `WITH RECURSIVE p(priority) AS (
   (SELECT priority FROM ` + q.jobs + ` WHERE state = 'pending' AND queue = $1 ORDER BY priority DESC LIMIT 1)
