@@ -12,7 +12,7 @@ var sqliteReads = queryTemplates{
 	qKnownQueues:          "SELECT queue FROM {counts} WHERE state = ? GROUP BY queue HAVING SUM(n) > 0 ORDER BY queue LIMIT " + maxStatsQueuesLit,
 	qFinishedQueues:       "SELECT queue, SUM(n) FROM {counts} WHERE state = ? GROUP BY queue HAVING SUM(n) > 0 ORDER BY queue",
 	qScheduledCounts:      "SELECT queue, state, SUM(n) FROM {counts} WHERE state LIKE '" + schedPrefix + "%' GROUP BY queue, state HAVING SUM(n) <> 0",
-	qPruneScheduledCounts: "DELETE FROM {counts} WHERE shard = 0 AND n = 0 AND state LIKE '" + schedPrefix + "%'",
+	qPruneScheduledCounts: "DELETE FROM {counts} WHERE state LIKE '" + schedPrefix + "%' AND ((shard = 0 AND n = 0) OR CASE WHEN state LIKE '" + schedPrefix + "%' THEN CAST(substr(state, 4) AS INTEGER) END < ?)",
 	qPaused:               "SELECT queue FROM {pauses}",
 	qPausedSorted:         "SELECT queue FROM {pauses} ORDER BY queue",
 	qResume:               "DELETE FROM {pauses} WHERE queue = ?",

@@ -199,4 +199,7 @@ func ExampleSchema() {
 	// UPDATE "jobs_meta" SET value = '21' WHERE name = 'schema_version'
 	// CREATE OR REPLACE FUNCTION "jobs_leases_fn"(ids TEXT[], toks TEXT[]) RETURNS TABLE (lease_id TEXT, lease_tok TEXT)
 	// UPDATE "jobs_meta" SET value = '22' WHERE name = 'schema_version'
+	// DROP TRIGGER IF EXISTS "jobs_count_upd" ON "jobs"
+	// CREATE TRIGGER "jobs_count_upd" AFTER UPDATE ON "jobs" REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+	// UPDATE "jobs_meta" SET value = '23' WHERE name = 'schema_version'
 }

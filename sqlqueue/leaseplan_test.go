@@ -158,10 +158,14 @@ func checkLeasePlan(t *testing.T, db *sql.DB, q *Queue, what, name, stmt string,
 	}
 }
 
+// leasesFnVersion is PostgreSQL's schema version that made the leases
+// function (0022_lease_fn).
+const leasesFnVersion = 22
+
 // TestLeasesOneVersionDown checks that this release's lease statements
-// work over PostgreSQL tables one version down, where the leases
-// function is gone (a rolling downgrade undoes its migration while the
-// Worker runs): the first statement that finds no function runs again
+// work over PostgreSQL tables one version below the leases function's
+// (leasesFnVersion), where the function is gone (a rolling downgrade
+// undoes its migration while the Worker runs): the first statement that finds no function runs again
 // reading unnest, and once Setup has made the function again the
 // statements read it again. Start marks, acks and extends are checked on
 // each side.
@@ -170,10 +174,6 @@ func TestLeasesOneVersionDown(t *testing.T) {
 	db, q := planQueue(t, "pgx", testutil.PostgresEnv, "ldown_")
 	// Another process's Queue migrates: q, already in use, goes on.
 	other, err := New(db, WithTable(q.t.raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	latest, err := LatestSchemaVersion(Postgres)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,8 +198,8 @@ func TestLeasesOneVersionDown(t *testing.T) {
 		}
 	}
 	round("at the latest version")
-	if _, v, err := other.MigrateDown(ctx, latest-1); err != nil || v != latest-1 {
-		t.Fatalf("MigrateDown(%d) = %d, %v", latest-1, v, err)
+	if _, v, err := other.MigrateDown(ctx, leasesFnVersion-1); err != nil || v != leasesFnVersion-1 {
+		t.Fatalf("MigrateDown(%d) = %d, %v", leasesFnVersion-1, v, err)
 	}
 	round("one version down")
 	if !q.unnestLeases.Load() {

@@ -120,7 +120,7 @@ func (q *Queue) Maintain(ctx context.Context) (leader bool, pruned int, err erro
 	if err := q.foldCounts(ctx); err != nil {
 		return true, pruned, q.wrap(ctx, err, "folding the job counts")
 	}
-	if err := q.pruneScheduledCounts(ctx); err != nil {
+	if err := q.pruneScheduledCounts(ctx, now); err != nil {
 		return true, pruned, q.wrap(ctx, err, "pruning the scheduled job counts")
 	}
 	n, err := q.d.pruneSearch(ctx, q)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // schedBucket is the width, in microseconds of run_at, of the buckets in
@@ -53,12 +54,21 @@ func (q *Queue) readScheduled(ctx context.Context, st statements, now int64) (ma
 // read from the buckets.
 func schedBucketEnd(now int64) int64 { return (now/schedBucket + 1) * schedBucket }
 
-// pruneScheduledCounts deletes the bucket rows that folding left at zero
-// (shard 0, which only the maintenance pass writes): every bucket a
-// delayed job ever used would otherwise keep a row. A zero sum means no
-// job is counted in the bucket, so no later write subtracts from it
-// without adding first.
-func (q *Queue) pruneScheduledCounts(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, q.stmt(qPruneScheduledCounts))
+// schedPastKeep is how many buckets before the current one keep their
+// rows: older ones are dropped whatever they hold (see
+// pruneScheduledCounts). An hour, so that a process whose clock runs
+// behind the pruning one's by less still finds the buckets it reads.
+const schedPastKeep = 12
+
+// pruneScheduledCounts deletes the bucket rows that Counts no longer
+// needs: those of shard 0 (which only the maintenance pass writes) that
+// folding left at zero, and every row of a bucket more than
+// schedPastKeep buckets past. A bucket that has passed is never read
+// again, and may hold jobs that left it uncounted (a PostgreSQL claim
+// skips the counting trigger, see pgUncounted); a write that later
+// subtracts from it writes a row that the next pass drops. Without it,
+// every bucket a delayed job ever used would keep a row.
+func (q *Queue) pruneScheduledCounts(ctx context.Context, now time.Time) error {
+	_, err := q.db.ExecContext(ctx, q.stmt(qPruneScheduledCounts), micros(now)/schedBucket-schedPastKeep)
 	return err
 }

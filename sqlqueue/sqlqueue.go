@@ -773,7 +773,8 @@ const (
 	// bucket state, sum), non-zero sums only.
 	qScheduledCounts
 	// qPruneScheduledCounts deletes the bucket rows of shard 0 left at
-	// zero.
+	// zero and every row of the buckets before the argument (a bucket
+	// number, run_at / schedBucket).
 	qPruneScheduledCounts
 	// qPaused lists the paused queues; qPausedSorted sorted by name.
 	qPaused
