@@ -311,11 +311,13 @@ UNION ALL SELECT queue, 'scheduled', COUNT(*) FROM %s WHERE state = 'pending' AN
 
 // TestCountsOfEveryChange checks the counts table against the jobs table
 // after each kind of statement that changes jobs: every state's count
-// through Counts, and each queue's scheduled buckets (the jobs written to
-// run later, pending with run_at after updated_at, by five-minute bucket
-// of run_at) row by row. The store's triggers count every write (MySQL's
-// migration 0018, SQLite's 0012), so a statement whose change they miss
-// (a queue, state or bucket change their conditions skip) shows here.
+// through Counts, and each queue's scheduled buckets that Counts reads
+// (the jobs written to run later, pending with run_at after updated_at, by
+// five-minute bucket of run_at, the buckets after the current one) row by
+// row. The store's triggers count every write but PostgreSQL's claims
+// (MySQL's migration 0018, SQLite's 0012, PostgreSQL's 0023), so a
+// statement whose change they miss (a queue, state or bucket change their
+// conditions skip) shows here.
 func TestCountsOfEveryChange(t *testing.T) {
 	eachDialect(t, func(t *testing.T, b backend) {
 		s := newStore(t, b)
