@@ -165,10 +165,10 @@ const leasesFnVersion = 22
 // TestLeasesOneVersionDown checks that this release's lease statements
 // work over PostgreSQL tables one version below the leases function's
 // (leasesFnVersion), where the function is gone (a rolling downgrade
-// undoes its migration while the Worker runs): the first statement that finds no function runs again
-// reading unnest, and once Setup has made the function again the
-// statements read it again. Start marks, acks and extends are checked on
-// each side.
+// undoes its migration while the Worker runs): the first statement that
+// finds no function runs again reading unnest, and once Setup has made
+// the function again the statements read it again. Start marks, acks and
+// extends are checked on each side.
 func TestLeasesOneVersionDown(t *testing.T) {
 	ctx := t.Context()
 	db, q := planQueue(t, "pgx", testutil.PostgresEnv, "ldown_")
@@ -201,9 +201,9 @@ func TestLeasesOneVersionDown(t *testing.T) {
 	if _, v, err := other.MigrateDown(ctx, leasesFnVersion-1); err != nil || v != leasesFnVersion-1 {
 		t.Fatalf("MigrateDown(%d) = %d, %v", leasesFnVersion-1, v, err)
 	}
-	round("one version down")
+	round("below the leases function")
 	if !q.unnestLeases.Load() {
-		t.Error("one version down, the lease statements did not fall back to unnest")
+		t.Error("below the leases function, the lease statements did not fall back to unnest")
 	}
 	if err := q.Setup(ctx); err != nil {
 		t.Fatal(err)

@@ -774,7 +774,9 @@ const (
 	qScheduledCounts
 	// qPruneScheduledCounts deletes the bucket rows of shard 0 left at
 	// zero and every row of the buckets before the argument (a bucket
-	// number, run_at / schedBucket).
+	// number, run_at / schedBucket). The bucket number is read inside a
+	// CASE on the "at:" prefix: a database may test the cast before the
+	// LIKE beside it, and other states' text is no number.
 	qPruneScheduledCounts
 	// qPaused lists the paused queues; qPausedSorted sorted by name.
 	qPaused

@@ -8,13 +8,15 @@
 -- counts the current one's waiting jobs on the claim index. So whatever
 -- the function would add for a claim is never read, yet it ran for every
 -- claim: at 1,000 jobs a second some 40 us of a one-job claim's 250, its
--- statement alone 13 us (run AY in docs/benchmarks-history.md). The
--- transition tables are still filled (a WHEN cannot spare that); the
--- function's call and statement are skipped. The trigger now
--- skips statements whose text begins with the claim's mark (the claim
--- statement of this release, sqlqueue's pgUncounted); every other update
--- is counted as before. The bucket a claimed job leaves keeps it until
--- the maintenance pass drops the rows of buckets more than an hour past.
+-- statement alone 13 us (run AY in docs/benchmarks-history.md).
+--
+-- The trigger now skips statements whose text begins with the claim's
+-- mark (the claim statement of this release, sqlqueue's pgUncounted):
+-- their function call and statement are skipped, though the transition
+-- tables are still filled (a WHEN cannot spare that). Every other update
+-- is counted as before. A job claimed from a bucket stays counted in it
+-- until the maintenance pass drops the rows of buckets more than an hour
+-- past.
 -- Replacing the trigger takes the table's SHARE ROW EXCLUSIVE lock until
 -- this migration commits, so no update is counted by both or neither.
 DROP TRIGGER IF EXISTS {count_upd_trg} ON {jobs};
