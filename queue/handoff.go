@@ -1,6 +1,10 @@
 package queue
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/meridianjobs/meridian/queue/internal/stackpark"
+)
 
 // handoff carries the fetcher's reserved jobs to the executors: jobs in
 // the order they were reserved, each to the executor that went idle last.
@@ -12,6 +16,11 @@ import "sync"
 // copying, for its next job (at 10,000 jobs/s on PostgreSQL the stack
 // copies were a tenth of the Worker's CPU). Served last idle first, the
 // few executors a rate needs stay busy and warm, and the others sleep.
+// And an executor that has run a job waits for the next one without
+// letting the collector shrink its stack (keepStack, internal/stackpark):
+// when every executor works, as in a burn-down, every one of them is
+// reused before the next collection anyway, and keeping their stacks
+// took 38% off the client's CPU per job on PostgreSQL (run AZ).
 //
 // The fetcher's count of jobs reserved and not finished bounds what a
 // handoff holds (Concurrency and the prefetch, or a budget's), so send
@@ -49,9 +58,11 @@ func (o *handoff) send(h *held) {
 }
 
 // take returns the oldest waiting job, or waits on in (an executor's own
-// inbox, buffered for one) for the next one sent. It returns false once the
-// handoff is closed and holds no job.
-func (o *handoff) take(in chan *held) (*held, bool) {
+// inbox, buffered for one) for the next one sent, with the caller's stack
+// kept from shrinking while it waits when keepStack is set (an executor
+// that has run a job: its stack is grown for the next). It returns false
+// once the handoff is closed and holds no job.
+func (o *handoff) take(in chan *held, keepStack bool) (*held, bool) {
 	o.mu.Lock()
 	if h, ok := o.popLocked(); ok {
 		o.mu.Unlock()
@@ -63,6 +74,9 @@ func (o *handoff) take(in chan *held) (*held, bool) {
 	}
 	o.idle = append(o.idle, in)
 	o.mu.Unlock()
+	if keepStack {
+		return stackpark.Receive(in)
+	}
 	h, ok := <-in
 	return h, ok
 }

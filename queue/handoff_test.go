@@ -26,7 +26,7 @@ func TestHandoffServesTheLastIdleExecutor(t *testing.T) {
 		for e := range 3 {
 			wg.Go(func() {
 				in := make(chan *held, 1)
-				h, ok := o.take(in)
+				h, ok := o.take(in, e == 1) // one waits with its stack kept: the same order
 				if !ok {
 					t.Errorf("executor %d: take ended before a job", e)
 					return
@@ -56,18 +56,18 @@ func TestHandoffServesTheLastIdleExecutor(t *testing.T) {
 			o.send(&jobs[i])
 		}
 		in := make(chan *held, 1)
-		if h, ok := o.take(in); !ok || h.job.ID != "d" {
+		if h, ok := o.take(in, false); !ok || h.job.ID != "d" {
 			t.Fatalf("take = %v, %v; want the oldest waiting job d", h, ok)
 		}
 		o.close()
-		if h, ok := o.take(in); !ok || h.job.ID != "e" {
+		if h, ok := o.take(in, false); !ok || h.job.ID != "e" {
 			t.Fatalf("take after close = %v, %v; want the waiting job e", h, ok)
 		}
 		left := o.drain()
 		if len(left) != 1 || left[0].job.ID != "f" {
 			t.Fatalf("drain = %v, want job f alone", left)
 		}
-		if h, ok := o.take(in); ok {
+		if h, ok := o.take(in, false); ok {
 			t.Fatalf("take on a closed, empty handoff = %v, want none", h)
 		}
 	})
@@ -82,7 +82,7 @@ func TestHandoffCloseReleasesIdleExecutors(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
-				if h, ok := o.take(make(chan *held, 1)); ok {
+				if h, ok := o.take(make(chan *held, 1), false); ok {
 					t.Errorf("take = %v after close, want none", h)
 				}
 			})
@@ -106,7 +106,7 @@ func TestHandoffKeepsOrderAcrossCompaction(t *testing.T) {
 		jobs[i].job = &Job{ID: string(rune(i))}
 		o.send(&jobs[i])
 		if i%3 == 2 { // take one for every three sent
-			h, ok := o.take(in)
+			h, ok := o.take(in, false)
 			if !ok || h != &jobs[next] {
 				t.Fatalf("take %d = %v, want job %d", next, h, next)
 			}

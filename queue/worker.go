@@ -598,8 +598,8 @@ func (r *run) run(ctx context.Context) error {
 	for range r.concurrency {
 		r.executors.Go(func() {
 			in := make(chan *held, 1)
-			for {
-				h, ok := r.jobs.take(in)
+			for worked := false; ; worked = true {
+				h, ok := r.jobs.take(in, worked)
 				if !ok {
 					return
 				}
