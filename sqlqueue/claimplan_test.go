@@ -185,35 +185,40 @@ func mysqlClaimReads(t *testing.T, db *sql.DB, q *Queue, queues []string) (int64
 // a transaction rolled back, and the looks for a ready job of each
 // priority, and returns the rows of the jobs table their plans read.
 func pgClaimReads(t *testing.T, db *sql.DB, q *Queue, queues []string) (int64, int64) {
-	ctx := t.Context()
 	now := time.Now()
-	explain := func(query string, args []any) int64 {
-		t.Helper()
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		var out string
-		if err := tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
-			t.Fatalf("%v\n%s", err, query)
-		}
-		var plan any
-		if err := json.Unmarshal([]byte(out), &plan); err != nil {
-			t.Fatal(err)
-		}
-		n, seq, unbounded := pgRowsRead(plan, q.t.raw, q.t.raw+"_claim")
-		if seq || unbounded {
-			t.Errorf("queues %v: the plan scans the jobs table (%v) or bounds run_at in the claim index under no one priority (%v):\n%s", queues, seq, unbounded, out)
-		}
-		return n
-	}
-	claim := explain(q.stmtN(qClaim, len(queues)), pgClaimArgs(queues, claimPlanLimit, now, now.Add(time.Hour), "t", claimCount{fresh: 1, recovered: 1}, "w"))
+	claim := pgExplainReads(t, db, q, queues, q.stmtN(qClaim, len(queues)), pgClaimArgs(queues, claimPlanLimit, now, now.Add(time.Hour), "t", claimCount{fresh: 1, recovered: 1}, "w", nil))
 	var ready int64
 	for _, prio := range []int64{5, 0} {
-		ready += explain(q.stmtN(qHasReady, len(queues)), append(queueArgs(queues), prio, micros(now), micros(now)))
+		ready += pgExplainReads(t, db, q, queues, q.stmtN(qHasReady, len(queues)), append(queueArgs(queues), prio, micros(now), micros(now)))
 	}
 	return claim, ready
+}
+
+// pgExplainReads explains query over queues with ANALYZE in a transaction
+// rolled back and returns the rows of the jobs table its plan read,
+// failing the test when the plan scans the table or bounds run_at in the
+// claim index under no one priority.
+func pgExplainReads(t *testing.T, db *sql.DB, q *Queue, queues []string, query string, args []any) int64 {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var out string
+	if err := tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
+		t.Fatalf("%v\n%s", err, query)
+	}
+	var plan any
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	n, seq, unbounded := pgRowsRead(plan, q.t.raw, q.t.raw+"_claim")
+	if seq || unbounded {
+		t.Errorf("queues %v: the plan scans the jobs table (%v) or bounds run_at in the claim index under no one priority (%v):\n%s", queues, seq, unbounded, out)
+	}
+	return n
 }
 
 // pgRowsRead sums, over the nodes of an EXPLAIN ANALYZE plan that read

@@ -94,7 +94,76 @@ func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int
 			return nil, err
 		}
 	}
-	rs, err := q.reads().Query(ctx, q.stmtN(qClaim, len(queues)), pgClaimArgs(queues, max, now, expires, token, inc, queue.WorkerOf(ctx))...)
+	// A claim of one queue starts after the cursor its last claim left
+	// (see claimCursors); one that comes back short of max is followed by
+	// a claim from the start for the rest, so that Reserve still takes
+	// every claimable job it can.
+	var from *claimCursor
+	if len(queues) == 1 {
+		if cur, ok := q.cursors.get(queues[0], now); ok {
+			from = &cur
+		}
+	}
+	worker := queue.WorkerOf(ctx)
+	got, err := pgClaimRows(ctx, q, queues, max, now, expires, token, inc, worker, from, nil)
+	if err != nil {
+		return nil, err
+	}
+	if from != nil && len(got) < max {
+		more, err := pgClaimRows(ctx, q, queues, max-len(got), now, expires, token, inc, worker, nil, got)
+		switch {
+		case err == nil:
+			got = more
+		case len(got) == 0:
+			return nil, err
+		default:
+			// The first claim's leases are held: hand its jobs over and
+			// let the next Reserve meet the error, if it lasts.
+			q.cursors.drop(queues[0])
+			return pgLeasedRows(got, token, now, expires), nil
+		}
+	}
+	if len(queues) == 1 {
+		if len(got) == max {
+			// The last in claim order (pgLeasedRows sorts them; the
+			// cursor is read before it sets runAt to the expiry).
+			last := slices.MaxFunc(got, pgClaimOrder)
+			q.cursors.set(queues[0], claimCursor{priority: last.job.Priority, runAt: last.runAt, seq: last.seq}, from, now)
+		} else {
+			q.cursors.drop(queues[0])
+		}
+	}
+	return pgLeasedRows(got, token, now, expires), nil
+}
+
+// pgClaimOrder orders claimed rows as claimed: priority, highest first,
+// then the run_at they were claimed at, then insertion.
+func pgClaimOrder(a, b row) int {
+	return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), cmp.Compare(a.runAt, b.runAt), cmp.Compare(a.seq, b.seq))
+}
+
+// pgLeasedRows sorts the rows a claim leased as claimed and gives each
+// what the claim set: its lease token and expiry, updated_at.
+func pgLeasedRows(got []row, token string, now, expires time.Time) []row {
+	slices.SortFunc(got, pgClaimOrder)
+	exp, upd := micros(expires), micros(now)
+	for i := range got {
+		r := &got[i]
+		r.job.LeaseToken = token + "-" + strconv.FormatInt(r.seq, 10)
+		r.job.LeaseExpiresAt = fromMicros(exp)
+		r.runAt, r.updatedAt, r.state = exp, upd, statePending
+	}
+	return got
+}
+
+// pgClaimRows runs one claim statement, qClaim or, when from is not nil,
+// qClaimFrom, and appends the rows it leased to got.
+func pgClaimRows(ctx context.Context, q *Queue, queues []string, max int, now, expires time.Time, token string, inc claimCount, worker string, from *claimCursor, got []row) ([]row, error) {
+	stmt := qClaim
+	if from != nil {
+		stmt = qClaimFrom
+	}
+	rs, err := q.reads().Query(ctx, q.stmtN(stmt, len(queues)), pgClaimArgs(queues, max, now, expires, token, inc, worker, from)...)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +173,9 @@ func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int
 	// a claim at a low rate returns a few rows, so a slice of max rows
 	// (about 400 kB) allocated and cleared per claim cost more CPU than
 	// the claim's round trip.
-	got := make([]row, 0, min(max, 64))
+	if got == nil {
+		got = make([]row, 0, min(max, 64))
+	}
 	var cs claimScanner
 	cs.init()
 	for rs.Next() {
@@ -118,27 +189,58 @@ func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int
 	if err := rs.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(got, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), cmp.Compare(a.runAt, b.runAt), cmp.Compare(a.seq, b.seq))
-	})
-	exp, upd := micros(expires), micros(now)
-	for i := range got {
-		r := &got[i]
-		r.job.LeaseToken = token + "-" + strconv.FormatInt(r.seq, 10)
-		r.job.LeaseExpiresAt = fromMicros(exp)
-		r.runAt, r.updatedAt, r.state = exp, upd, statePending
-	}
 	return got, nil
 }
 
-// pgClaimArgs are qClaim's arguments.
-func pgClaimArgs(queues []string, max int, now, expires time.Time, token string, inc claimCount, worker string) []any {
+// pgClaim is the claim statement (qClaim), with after added to the
+// conditions of the rows it reads (qClaimFrom: pgClaimAfter).
+func pgClaim(after string) string {
+	return pgUncounted + `WITH RECURSIVE p (pr) AS (
+  SELECT (SELECT MAX(h.priority) FROM (VALUES {list (CAST(? AS TEXT))}) v (name) CROSS JOIN LATERAL
+    (SELECT priority FROM {jobs} WHERE state = 'pending' AND queue = v.name ORDER BY priority DESC LIMIT 1) h)
+  UNION ALL
+  SELECT (SELECT MAX(h.priority) FROM (VALUES {list (CAST(? AS TEXT))}) v (name) CROSS JOIN LATERAL
+    (SELECT priority FROM {jobs} WHERE state = 'pending' AND queue = v.name AND priority < p.pr ORDER BY priority DESC LIMIT 1) h)
+  FROM p WHERE p.pr IS NOT NULL
+), c AS (
+  SELECT j.id, j.run_at AS claimed_run_at, j.lease_token IS NOT NULL AS recovered FROM p CROSS JOIN LATERAL (
+    SELECT id, run_at, lease_token FROM {jobs} j
+    WHERE state = 'pending' AND queue IN ({list ?}) AND priority = p.pr AND run_at <= ? AND lease_expires_at <= ?` + after + `
+      AND NOT EXISTS (SELECT 1 FROM {pauses} ps WHERE ps.queue IN ({list ?}))
+    ORDER BY run_at, seq
+    LIMIT ?
+    FOR UPDATE OF j SKIP LOCKED) j
+  LIMIT ?)
+UPDATE {jobs} t SET attempts = t.attempts + CASE WHEN c.recovered THEN CAST(? AS INTEGER) ELSE CAST(? AS INTEGER) END, lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?,
+  started_at = CAST(? AS BIGINT), worker = CAST(? AS TEXT)
+FROM c WHERE t.id = c.id
+RETURNING ` + pgClaimCols
+}
+
+// pgClaimAfter starts a claim's read of one priority after a cursor
+// (priority, run_at, seq; see claimCursor): in the cursor's priority the
+// read begins past the cursor's row, in the others at their start. The
+// bounds depend on the priority alone, so the claim index's scan of each
+// priority takes them as its start.
+const pgClaimAfter = `
+      AND (run_at, seq) > (CASE WHEN p.pr = CAST(? AS INTEGER) THEN CAST(? AS BIGINT) ELSE ` + pgNoBound + ` END,
+        CASE WHEN p.pr = CAST(? AS INTEGER) THEN CAST(? AS BIGINT) ELSE ` + pgNoBound + ` END)`
+
+// pgNoBound is below every run_at and seq.
+const pgNoBound = "CAST('-9223372036854775808' AS BIGINT)"
+
+// pgClaimArgs are qClaim's arguments, or qClaimFrom's when from is not
+// nil.
+func pgClaimArgs(queues []string, max int, now, expires time.Time, token string, inc claimCount, worker string, from *claimCursor) []any {
 	names := queueArgs(queues)
-	args := make([]any, 0, 4*len(names)+11)
+	args := make([]any, 0, 4*len(names)+15)
 	args = append(args, names...)
 	args = append(args, names...)
 	args = append(args, names...)
 	args = append(args, micros(now), micros(now))
+	if from != nil {
+		args = append(args, from.priority, from.runAt, from.priority, from.seq)
+	}
 	args = append(args, names...)
 	return append(args, max, max, inc.recovered, inc.fresh, token, micros(expires), micros(now), micros(now), worker)
 }
@@ -563,26 +665,8 @@ const pgUncounted = "/* meridian: a claim, counted by no trigger */ "
 var pgWrites = queryTemplates{
 	// The claim (reserve): one statement; see reserve. It begins with
 	// pgUncounted.
-	qClaim: pgUncounted + `WITH RECURSIVE p (pr) AS (
-  SELECT (SELECT MAX(h.priority) FROM (VALUES {list (CAST(? AS TEXT))}) v (name) CROSS JOIN LATERAL
-    (SELECT priority FROM {jobs} WHERE state = 'pending' AND queue = v.name ORDER BY priority DESC LIMIT 1) h)
-  UNION ALL
-  SELECT (SELECT MAX(h.priority) FROM (VALUES {list (CAST(? AS TEXT))}) v (name) CROSS JOIN LATERAL
-    (SELECT priority FROM {jobs} WHERE state = 'pending' AND queue = v.name AND priority < p.pr ORDER BY priority DESC LIMIT 1) h)
-  FROM p WHERE p.pr IS NOT NULL
-), c AS (
-  SELECT j.id, j.run_at AS claimed_run_at, j.lease_token IS NOT NULL AS recovered FROM p CROSS JOIN LATERAL (
-    SELECT id, run_at, lease_token FROM {jobs} j
-    WHERE state = 'pending' AND queue IN ({list ?}) AND priority = p.pr AND run_at <= ? AND lease_expires_at <= ?
-      AND NOT EXISTS (SELECT 1 FROM {pauses} ps WHERE ps.queue IN ({list ?}))
-    ORDER BY run_at, seq
-    LIMIT ?
-    FOR UPDATE OF j SKIP LOCKED) j
-  LIMIT ?)
-UPDATE {jobs} t SET attempts = t.attempts + CASE WHEN c.recovered THEN CAST(? AS INTEGER) ELSE CAST(? AS INTEGER) END, lease_token = CAST(? AS TEXT) || '-' || t.seq, lease_expires_at = ?, updated_at = ?,
-  started_at = CAST(? AS BIGINT), worker = CAST(? AS TEXT)
-FROM c WHERE t.id = c.id
-RETURNING ` + pgClaimCols,
+	qClaim:     pgClaim(""),
+	qClaimFrom: pgClaim(pgClaimAfter),
 
 	// The loose scan of one queue's priorities (hasReady's steps).
 	qClaimTop:  "SELECT priority FROM {jobs} WHERE queue = ? AND state = 'pending' ORDER BY priority DESC LIMIT 1",

@@ -24,9 +24,9 @@ func TestQueriesRender(t *testing.T) {
 	}{
 		{Postgres, append([]query{qFoldShards, qFoldAdd, qClaimSelect, qClaimSelectBelow, qClaimUpdate, qInsertJob, qInsertJobHeld, qJobsInserted, qJobsInsertedSince,
 			qReviveLock, qDeleteJob, qChangedRowsProbe, qFoldDelete}, append(pairQueries, byIDQueries...)...)},
-		{SQLite, append([]query{qFoldCounts, qFoldShards, qFoldAdd, qClaim, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qInsertJobsHeldNotify, qNotify, qInsertJob, qInsertJobHeld,
+		{SQLite, append([]query{qFoldCounts, qFoldShards, qFoldAdd, qClaim, qClaimFrom, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qInsertJobsHeldNotify, qNotify, qInsertJob, qInsertJobHeld,
 			qJobsInserted, qJobsInsertedSince, qReviveLock, qDeleteJob, qChangedRowsProbe, qFoldDelete, qVacuumDue, qVacuum, qVacuumAnalyze}, byIDQueries...)},
-		{MySQL, append([]query{qPriorities, qFoldCounts, qClaim, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qInsertJobsHeldNotify, qNotify, qRevive, qReviveHeld,
+		{MySQL, append([]query{qPriorities, qFoldCounts, qClaim, qClaimFrom, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qInsertJobsHeldNotify, qNotify, qRevive, qReviveHeld,
 			qVacuumDue, qVacuum, qVacuumAnalyze}, pairQueries...)},
 	} {
 		t.Run(string(tc.d), func(t *testing.T) {

@@ -222,6 +222,7 @@ type Queue struct {
 
 	metrics   metricsBuffer
 	wake      waker
+	cursors   claimCursors // where the last full claim of each queue ended (PostgreSQL)
 	announcer announcer
 	group     pushgroup.Group // Push's coalescing (pushgroup.go)
 
@@ -982,6 +983,11 @@ const (
 	// attempts to add, token, lease expiry, now, now, worker), returning
 	// pgClaimCols.
 	qClaim
+	// qClaimFrom is qClaim starting each priority's read after a cursor
+	// (PostgreSQL; see claimCursors): its arguments are qClaim's with the
+	// cursor's priority, run_at, priority again and seq after the two
+	// nows.
+	qClaimFrom
 	// qClaimTop reads the highest priority of one queue's pending jobs
 	// (queue), qClaimNext the highest below a priority (queue, priority):
 	// the loose scan of the claim index that byPriority steps.
