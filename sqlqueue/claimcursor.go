@@ -1,6 +1,8 @@
 package sqlqueue
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 )
@@ -71,4 +73,41 @@ func (c *claimCursors) drop(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, name)
+}
+
+// claimOrder orders claimed rows as claimed, the claim index's order:
+// priority, highest first, then run_at as stored (dueAt), then insertion.
+func claimOrder(a, b row) int {
+	return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), cmp.Compare(a.dueAt, b.dueAt), cmp.Compare(a.seq, b.seq))
+}
+
+// cursorAt returns the cursor at the last of rows in claim order.
+func cursorAt(rows []row) claimCursor {
+	last := slices.MaxFunc(rows, claimOrder)
+	return claimCursor{priority: last.job.Priority, runAt: last.dueAt, seq: last.seq}
+}
+
+// settle records where a claim of queues that asked for max jobs and took
+// rows ended: a cursor when it took max from one queue, else none.
+func (c *claimCursors) settle(queues []string, max int, rows []row, from *claimCursor, now time.Time) {
+	if len(queues) != 1 {
+		return
+	}
+	if len(rows) < max {
+		c.drop(queues[0])
+		return
+	}
+	c.set(queues[0], cursorAt(rows), from, now)
+}
+
+// follow returns the cursor a claim of queues starts after, or nil: only
+// a claim of one queue follows one.
+func (c *claimCursors) follow(queues []string, now time.Time) *claimCursor {
+	if len(queues) != 1 {
+		return nil
+	}
+	if cur, ok := c.get(queues[0], now); ok {
+		return &cur
+	}
+	return nil
 }

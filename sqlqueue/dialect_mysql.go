@@ -759,6 +759,10 @@ var mysqlWrites = queryTemplates{
 		" ORDER BY run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
 	qClaimSelectBelow: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND priority <= ? AND run_at <= ? AND lease_expires_at <= ?" +
 		" ORDER BY priority DESC, run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
+	qClaimSelectFrom: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND priority = ? AND run_at <= ? AND lease_expires_at <= ?" +
+		" AND run_at >= ? AND (run_at > ? OR seq > ?) ORDER BY run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
+	qClaimSelectTo: "SELECT " + jobCols + " FROM {jobs} WHERE state = 'pending' AND queue IN ({list ?}) AND priority = ? AND run_at <= ? AND lease_expires_at <= ?" +
+		" AND (run_at < ? OR seq <= ?) ORDER BY run_at, seq LIMIT ? FOR UPDATE SKIP LOCKED",
 	qClaimUpdate: "UPDATE {jobs} SET attempts = attempts + CASE WHEN COALESCE(lease_token, '') = '' THEN ? ELSE ? END, lease_token = CONCAT(?, '-', seq), lease_expires_at = ?, updated_at = ?, started_at = ?, worker = ? WHERE id IN ({list ?})",
 
 	// One job under its lease.

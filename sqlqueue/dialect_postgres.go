@@ -1,7 +1,6 @@
 package sqlqueue
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -98,12 +97,7 @@ func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int
 	// (see claimCursors); one that comes back short of max is followed by
 	// a claim from the start for the rest, so that Reserve still takes
 	// every claimable job it can.
-	var from *claimCursor
-	if len(queues) == 1 {
-		if cur, ok := q.cursors.get(queues[0], now); ok {
-			from = &cur
-		}
-	}
+	from := q.cursors.follow(queues, now)
 	worker := queue.WorkerOf(ctx)
 	got, err := pgClaimRows(ctx, q, queues, max, now, expires, token, inc, worker, from, nil)
 	if err != nil {
@@ -123,29 +117,14 @@ func (pgDialect) reserve(ctx context.Context, q *Queue, queues []string, max int
 			return pgLeasedRows(got, token, now, expires), nil
 		}
 	}
-	if len(queues) == 1 {
-		if len(got) == max {
-			// The last in claim order (pgLeasedRows sorts them; the
-			// cursor is read before it sets runAt to the expiry).
-			last := slices.MaxFunc(got, pgClaimOrder)
-			q.cursors.set(queues[0], claimCursor{priority: last.job.Priority, runAt: last.runAt, seq: last.seq}, from, now)
-		} else {
-			q.cursors.drop(queues[0])
-		}
-	}
+	q.cursors.settle(queues, max, got, from, now)
 	return pgLeasedRows(got, token, now, expires), nil
-}
-
-// pgClaimOrder orders claimed rows as claimed: priority, highest first,
-// then the run_at they were claimed at, then insertion.
-func pgClaimOrder(a, b row) int {
-	return cmp.Or(cmp.Compare(b.job.Priority, a.job.Priority), cmp.Compare(a.runAt, b.runAt), cmp.Compare(a.seq, b.seq))
 }
 
 // pgLeasedRows sorts the rows a claim leased as claimed and gives each
 // what the claim set: its lease token and expiry, updated_at.
 func pgLeasedRows(got []row, token string, now, expires time.Time) []row {
-	slices.SortFunc(got, pgClaimOrder)
+	slices.SortFunc(got, claimOrder)
 	exp, upd := micros(expires), micros(now)
 	for i := range got {
 		r := &got[i]
@@ -274,6 +253,7 @@ func (s *claimScanner) scan(sc scanner) (row, error) {
 		return row{}, err
 	}
 	r := s.f.r
+	r.dueAt = r.runAt // claimed_run_at: run_at as stored
 	s.f.decode(&r)
 	return r, nil
 }

@@ -22,9 +22,9 @@ func TestQueriesRender(t *testing.T) {
 		d        Dialect
 		optional []query
 	}{
-		{Postgres, append([]query{qFoldShards, qFoldAdd, qClaimSelect, qClaimSelectBelow, qClaimUpdate, qInsertJob, qInsertJobHeld, qJobsInserted, qJobsInsertedSince,
+		{Postgres, append([]query{qFoldShards, qFoldAdd, qClaimSelect, qClaimSelectBelow, qClaimSelectFrom, qClaimSelectTo, qClaimUpdate, qInsertJob, qInsertJobHeld, qJobsInserted, qJobsInsertedSince,
 			qReviveLock, qDeleteJob, qChangedRowsProbe, qFoldDelete}, append(pairQueries, byIDQueries...)...)},
-		{SQLite, append([]query{qFoldCounts, qFoldShards, qFoldAdd, qClaim, qClaimFrom, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qInsertJobsHeldNotify, qNotify, qInsertJob, qInsertJobHeld,
+		{SQLite, append([]query{qFoldCounts, qFoldShards, qFoldAdd, qClaim, qClaimFrom, qClaimSelectFrom, qClaimSelectTo, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qInsertJobsHeldNotify, qNotify, qInsertJob, qInsertJobHeld,
 			qJobsInserted, qJobsInsertedSince, qReviveLock, qDeleteJob, qChangedRowsProbe, qFoldDelete, qVacuumDue, qVacuum, qVacuumAnalyze}, byIDQueries...)},
 		{MySQL, append([]query{qPriorities, qFoldCounts, qClaim, qClaimFrom, qStartAckLeases, qStartDoneLeases, qInsertJobsNotify, qInsertJobsHeldNotify, qNotify, qRevive, qReviveHeld,
 			qVacuumDue, qVacuum, qVacuumAnalyze}, pairQueries...)},

@@ -222,7 +222,7 @@ type Queue struct {
 
 	metrics   metricsBuffer
 	wake      waker
-	cursors   claimCursors // where the last full claim of each queue ended (PostgreSQL)
+	cursors   claimCursors // where the last full claim of each queue ended
 	announcer announcer
 	group     pushgroup.Group // Push's coalescing (pushgroup.go)
 
@@ -983,6 +983,14 @@ const (
 	// attempts to add, token, lease expiry, now, now, worker), returning
 	// pgClaimCols.
 	qClaim
+	// qClaimSelectFrom is qClaimSelect from a cursor on (see
+	// claimCursors): after the priority, now and now, the cursor's
+	// run_at, run_at again and seq; qClaimSelectTo reads up to the cursor
+	// (after the priority, the lesser of now and the cursor's run_at, now,
+	// the cursor's run_at and seq). MySQL/MariaDB only: a dialect without
+	// them claims from the start (selectThenClaim).
+	qClaimSelectFrom
+	qClaimSelectTo
 	// qClaimFrom is qClaim starting each priority's read after a cursor
 	// (PostgreSQL; see claimCursors): its arguments are qClaim's with the
 	// cursor's priority, run_at, priority again and seq after the two
