@@ -188,6 +188,35 @@ func (s *suite) testOrder(t *testing.T) {
 		})
 	}
 
+	s.check(t, "BehindFullClaims", func(t *testing.T, q queue.Queue) {
+		// Claims that take all they ask for, then a job ready before
+		// every job they took (as a push whose transaction commits late
+		// would be): the next Reserve with room for it takes it, first.
+		// (A store may start a claim where the last full one ended; then
+		// it must look behind when the claim comes back short.)
+		var rest []string
+		for i := range 6 {
+			j := newJob("behind")
+			j.AvailableAt = base.Add(time.Duration(i) * time.Second)
+			push(t, q, j)
+			if i >= 4 {
+				rest = append(rest, j.ID)
+			}
+		}
+		for range 2 {
+			if got := reserve(t, q, []string{"behind"}, 2, longLease); len(got) != 2 {
+				t.Fatalf("Reserve(2) returned %v, want 2 jobs", ids(got))
+			}
+		}
+		late := newJob("behind")
+		late.AvailableAt = base.Add(-time.Minute)
+		push(t, q, late)
+		got := reserve(t, q, []string{"behind"}, 10, longLease)
+		if want := append([]string{late.ID}, rest...); !slices.Equal(ids(got), want) {
+			t.Fatalf("after two full claims, Reserve(10) returned %v, want the job ready before them all %s, then %v", ids(got), late.ID, rest)
+		}
+	})
+
 	s.check(t, "AcrossQueues", func(t *testing.T, q queue.Queue) {
 		names := make(map[string]string)
 		for i, qn := range []string{"x", "y", "x", "y"} {

@@ -28,7 +28,9 @@
 //   - Order: priority (higher first), then AvailableAt, then insertion,
 //     whatever the batch size and merged across the named queues; a job is
 //     not delivered before its AvailableAt, including AvailableAt past 2038
-//     and past 2262, and one available since 1900 is ready.
+//     and past 2262, and one available since 1900 is ready; after claims
+//     that took all they asked for, a job ready before them all is taken
+//     first by the next Reserve with room for it.
 //   - Unique keys: held while ready, scheduled, running and after a Nack;
 //     free again after Ack, dead-lettering and Purge; per queue. A push of
 //     an active job's ID is a duplicate; a finished job's ID is free.
